@@ -1,0 +1,300 @@
+"""Plan validation and dependency analysis: one pass, every error at once.
+
+:func:`analyze` is the single validator used by the CLI, the planner's dependency-analysis node,
+the API and the meta-tool. It infers edges from templates (plus ``dependsOn``), checks tools and
+literal arguments against their JSON schemas, detects cycles, and computes the topological order,
+the parallel layers and the critical path.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from toolplan.errors import PlanInvalid, ValidationIssue
+from toolplan.plan import Plan, Step
+from toolplan.templates import contains_template, find_templates, malformed_templates
+from toolplan.tools.catalog import RESERVED_TOOL_NAMES, ToolCatalog
+
+__all__ = ["DEFAULT_MAX_STEPS", "Analysis", "analyze", "check_arguments"]
+
+DEFAULT_MAX_STEPS = 50
+_VALID_STEP_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """The dependency structure of a valid plan."""
+
+    dependencies: dict[str, list[str]]
+    """step id → the steps it waits for (templates + ``dependsOn``), in plan order."""
+    order: list[str]
+    """A topological order (ties broken by plan order)."""
+    layers: list[list[str]]
+    """Kahn layers: steps in one layer do not depend on each other. For display; the engine is
+    eager and never waits for a whole layer."""
+    critical_path: list[str]
+    """The longest chain by estimated duration: the lower bound on wall time."""
+    critical_path_estimate: float
+
+    def dependents(self) -> dict[str, list[str]]:
+        """step id → the steps that wait for it."""
+        result: dict[str, list[str]] = {step: [] for step in self.order}
+        for step, deps in self.dependencies.items():
+            for dep in deps:
+                result[dep].append(step)
+        return result
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form stored with the plan."""
+        return {
+            "dependencies": self.dependencies,
+            "order": self.order,
+            "layers": self.layers,
+            "criticalPath": self.critical_path,
+            "criticalPathEstimate": self.critical_path_estimate,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Analysis:
+        """Inverse of :meth:`to_json`."""
+        return cls(
+            dependencies={k: list(v) for k, v in data["dependencies"].items()},
+            order=list(data["order"]),
+            layers=[list(layer) for layer in data["layers"]],
+            critical_path=list(data["criticalPath"]),
+            critical_path_estimate=float(data.get("criticalPathEstimate", 0.0)),
+        )
+
+
+def _step_dependencies(step: Step) -> list[str]:
+    seen: dict[str, None] = {}
+    for dep in step.depends_on:
+        seen.setdefault(dep, None)
+    for template in find_templates(step.parameters):
+        seen.setdefault(template.step, None)
+    if step.fallback is not None:
+        for template in find_templates(step.fallback.parameters):
+            seen.setdefault(template.step, None)
+    return list(seen)
+
+
+def check_arguments(
+    where: str, tool: str, parameters: Any, schema: Mapping[str, Any]
+) -> list[ValidationIssue]:
+    """Check the literal parts of ``parameters`` against a tool's JSON schema.
+
+    Values that contain templates count as present but are type-checked at run time, once resolved.
+    """
+    if schema.get("type", "object") != "object":
+        return []
+    if not isinstance(parameters, dict):
+        return [
+            ValidationIssue(
+                "arguments",
+                f"{where}: parameters for tool {tool!r} must be a JSON object, "
+                f"got {type(parameters).__name__}",
+            )
+        ]
+    issues: list[ValidationIssue] = []
+    properties: dict[str, Any] = schema.get("properties") or {}
+    for name in schema.get("required") or []:
+        if name not in parameters:
+            issues.append(
+                ValidationIssue(
+                    "arguments", f"{where}: missing required argument {name!r} for tool {tool!r}"
+                )
+            )
+    open_ended = schema.get("additionalProperties") not in (None, False) or not properties
+    definitions = {key: schema[key] for key in ("$defs", "definitions") if key in schema}
+    for name, value in parameters.items():
+        if name not in properties:
+            if not open_ended:
+                known = ", ".join(properties) or "none"
+                issues.append(
+                    ValidationIssue(
+                        "arguments",
+                        f"{where}: unknown argument {name!r} for tool {tool!r} (expected: {known})",
+                    )
+                )
+            continue
+        if contains_template(value):
+            continue
+        validator = Draft202012Validator({**properties[name], **definitions})
+        error = next(iter(validator.iter_errors(value)), None)
+        if error is not None:
+            issues.append(
+                ValidationIssue(
+                    "arguments",
+                    f"{where}: argument {name!r} of tool {tool!r} is invalid: {error.message}",
+                )
+            )
+    return issues
+
+
+def _find_cycle(nodes: set[str], dependencies: Mapping[str, list[str]]) -> list[str]:
+    """A cycle among ``nodes`` (which all lie on or behind a cycle), as [a, b, ..., a]."""
+    start = min(nodes)
+    path: list[str] = []
+    position: dict[str, int] = {}
+    current = start
+    while current not in position:
+        position[current] = len(path)
+        path.append(current)
+        current = next(dep for dep in dependencies[current] if dep in nodes)
+    cycle = path[position[current] :] + [current]
+    cycle.reverse()  # report in execution direction: a -> b means b waits for a
+    return cycle
+
+
+def analyze(
+    plan: Plan,
+    catalog: ToolCatalog,
+    *,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    estimate: Callable[[Step], float] | None = None,
+) -> Analysis:
+    """Validate ``plan`` against ``catalog`` and compute its dependency structure.
+
+    Raises :class:`~toolplan.errors.PlanInvalid` with every problem found.
+    ``estimate`` gives a step's expected duration for the critical path (default: 1 per step).
+    """
+    issues: list[ValidationIssue] = []
+
+    def problem(code: str, message: str, step: str | None = None) -> None:
+        issues.append(ValidationIssue(code, message, step))
+
+    if not plan.steps:
+        problem("empty", "the plan has no steps")
+    if len(plan.steps) > max_steps:
+        problem(
+            "limit",
+            f"the plan has {len(plan.steps)} steps, more than the limit of {max_steps} "
+            "(raise it with --max-steps if this is intended)",
+        )
+
+    ids: dict[str, Step] = {}
+    for step in plan.steps:
+        if step.id in ids:
+            problem("duplicate", f"step id {step.id!r} is used more than once", step.id)
+        elif not _VALID_STEP_ID.match(step.id):
+            problem(
+                "step-id",
+                f"step id {step.id!r} is not usable in templates: use letters, digits, '_' or "
+                "'-', starting with a letter or '_'",
+                step.id,
+            )
+        ids.setdefault(step.id, step)
+
+    for step in plan.steps:
+        where = f"step {step.id!r}"
+        calls = [(step.tool, step.parameters, where)]
+        if step.fallback is not None:
+            calls.append((step.fallback.tool, step.fallback.parameters, f"{where} fallback"))
+        for tool, parameters, label in calls:
+            if tool in RESERVED_TOOL_NAMES:
+                problem(
+                    "recursion",
+                    f"{label} calls {tool!r}: a plan cannot call the plan executor itself",
+                    step.id,
+                )
+            elif tool not in catalog:
+                problem("unknown-tool", f"{label}: {catalog.unknown_tool_message(tool)}", step.id)
+            else:
+                for issue in check_arguments(label, tool, parameters, catalog.info(tool).parameters):
+                    issues.append(ValidationIssue(issue.code, issue.message, step.id))
+            for text in malformed_templates(parameters):
+                problem(
+                    "template",
+                    f"{label}: malformed template {text!r}; write {{{{stepId}}}} or "
+                    "{{stepId.key[0].field}}",
+                    step.id,
+                )
+        for dep in step.depends_on:
+            if dep not in ids:
+                problem("reference", f"{where}: dependsOn names unknown step {dep!r}", step.id)
+        for template in find_templates([step.parameters, step.fallback and step.fallback.parameters]):
+            if template.step not in ids:
+                problem(
+                    "reference",
+                    f"{where}: template {template.text!r} references unknown step "
+                    f"{template.step!r}",
+                    step.id,
+                )
+
+    for output in plan.output_steps or []:
+        if output not in ids:
+            problem("reference", f"outputSteps names unknown step {output!r}")
+
+    # Dependency graph over the steps that exist (unknown references are reported above).
+    dependencies = {
+        step_id: [dep for dep in _step_dependencies(step) if dep in ids]
+        for step_id, step in ids.items()
+    }
+    order, layers = _kahn(list(ids), dependencies)
+    if len(order) < len(ids):
+        remaining = set(ids) - set(order)
+        cycle = _find_cycle(remaining, dependencies)
+        problem("cycle", "dependency cycle: " + " -> ".join(cycle))
+
+    if issues:
+        raise PlanInvalid(issues)
+
+    weights = {s.id: (estimate(s) if estimate else 1.0) for s in plan.steps}
+    critical_path, total = _critical_path(order, dependencies, weights)
+    return Analysis(
+        dependencies=dependencies,
+        order=order,
+        layers=layers,
+        critical_path=critical_path,
+        critical_path_estimate=total,
+    )
+
+
+def _kahn(nodes: list[str], dependencies: Mapping[str, list[str]]) -> tuple[list[str], list[list[str]]]:
+    rank = {node: index for index, node in enumerate(nodes)}
+    waiting = {node: len(dependencies[node]) for node in nodes}
+    dependents: dict[str, list[str]] = {node: [] for node in nodes}
+    for node in nodes:
+        for dep in dependencies[node]:
+            dependents[dep].append(node)
+    layer = [node for node in nodes if waiting[node] == 0]
+    order: list[str] = []
+    layers: list[list[str]] = []
+    while layer:
+        layers.append(layer)
+        order.extend(layer)
+        following: list[str] = []
+        for node in layer:
+            for child in dependents[node]:
+                waiting[child] -= 1
+                if waiting[child] == 0:
+                    following.append(child)
+        layer = sorted(following, key=rank.__getitem__)
+    return order, layers
+
+
+def _critical_path(
+    order: list[str], dependencies: Mapping[str, list[str]], weights: Mapping[str, float]
+) -> tuple[list[str], float]:
+    finish: dict[str, float] = {}
+    previous: dict[str, str | None] = {}
+    for node in order:
+        best = max(dependencies[node], key=finish.__getitem__, default=None)
+        finish[node] = weights[node] + (finish[best] if best is not None else 0.0)
+        previous[node] = best
+    if not finish:
+        return [], 0.0
+    end: str | None = max(order, key=finish.__getitem__)
+    total = finish[end]
+    path: list[str] = []
+    while end is not None:
+        path.append(end)
+        end = previous[end]
+    path.reverse()
+    return path, total
+

@@ -1,0 +1,121 @@
+"""The one error hierarchy of toolplan.
+
+Three families, because callers react to them differently:
+
+- :class:`InvalidInput` — the user's plan, file, ID or flag is wrong. Nothing ran. Exit code 2.
+- :class:`ToolFailure` — a tool (or the resolution of its arguments) failed while a plan ran.
+  These are recorded on the step; they never abort the process.
+- :class:`Unavailable` — infrastructure (the store, later the LLM) cannot be reached. Exit code 3.
+
+Every message names the step, tool, template or field involved and says how to fix it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+__all__ = [
+    "InvalidInput",
+    "LLMUnavailable",
+    "NotFound",
+    "PlanInvalid",
+    "PlanNeedsReview",
+    "StepTimeout",
+    "StoreUnavailable",
+    "TemplateError",
+    "ToolFailure",
+    "ToolplanError",
+    "Unavailable",
+    "ValidationIssue",
+]
+
+
+class ToolplanError(Exception):
+    """Base class of every error toolplan raises on purpose."""
+
+    exit_code: int = 1
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+# --- invalid input ------------------------------------------------------------------------------
+
+
+class InvalidInput(ToolplanError):
+    """The input is wrong; nothing was executed."""
+
+    exit_code = 2
+
+
+@dataclass(frozen=True)
+class ValidationIssue:
+    """One problem found in a plan. ``step`` is ``None`` for plan-level problems."""
+
+    code: str
+    message: str
+    step: str | None = None
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class PlanInvalid(InvalidInput):
+    """A plan failed validation. ``issues`` holds every problem found, not only the first."""
+
+    def __init__(self, issues: Sequence[ValidationIssue]) -> None:
+        self.issues = list(issues)
+        lines = "\n".join(f"  - {issue.message}" for issue in self.issues)
+        noun = "problem" if len(self.issues) == 1 else "problems"
+        super().__init__(f"the plan is invalid ({len(self.issues)} {noun}):\n{lines}")
+
+
+class NotFound(InvalidInput):
+    """An ID (plan, request) does not exist in the store."""
+
+
+class PlanNeedsReview(InvalidInput):
+    """The plan is stored with status ``needs_review`` and was not executed."""
+
+
+# --- tool failures ------------------------------------------------------------------------------
+
+
+class ToolFailure(ToolplanError):
+    """A step could not produce an output. Recorded on the step, never fatal to the run."""
+
+    def __init__(self, message: str, *, step: str | None = None, tool: str | None = None) -> None:
+        super().__init__(message)
+        self.step = step
+        self.tool = tool
+
+
+class TemplateError(ToolFailure):
+    """A template could not be resolved against the actual output of the step it references."""
+
+    def __init__(self, message: str, *, template: str, step: str | None = None) -> None:
+        super().__init__(message, step=step)
+        self.template = template
+
+
+class StepTimeout(ToolFailure):
+    """A tool call exceeded its step's timeout and was cancelled."""
+
+
+# --- infrastructure -----------------------------------------------------------------------------
+
+
+class Unavailable(ToolplanError):
+    """A service toolplan depends on cannot be reached."""
+
+    exit_code = 3
+
+
+class StoreUnavailable(Unavailable):
+    """The configured store cannot be opened or reached."""
+
+
+class LLMUnavailable(Unavailable):
+    """The configured model endpoint is unreachable, rejects the credentials or keeps failing."""

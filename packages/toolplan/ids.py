@@ -1,0 +1,33 @@
+"""Request and plan identifiers: ``req_{unix_seconds}_{random}`` and ``plan_{unix_seconds}_{random}``."""
+
+from __future__ import annotations
+
+import re
+import secrets
+import string
+import time
+from typing import Literal
+
+__all__ = ["IdKind", "is_valid_id", "new_id"]
+
+IdKind = Literal["req", "plan"]
+"""The prefixes of the identifiers toolplan mints."""
+
+_ALPHABET = string.ascii_lowercase + string.digits
+_RANDOM_LENGTH = 10
+_ID_PATTERN = re.compile(r"^(req|plan)_(\d{9,11})_([a-z0-9]{6,32})$")
+
+
+def new_id(kind: IdKind, *, now: float | None = None) -> str:
+    """Mint a new ID such as ``req_1732200000_k3j9x0ab2c`` (lowercase alphanumeric random part)."""
+    seconds = int(time.time() if now is None else now)
+    random_part = "".join(secrets.choice(_ALPHABET) for _ in range(_RANDOM_LENGTH))
+    return f"{kind}_{seconds}_{random_part}"
+
+
+def is_valid_id(value: object, kind: IdKind | None = None) -> bool:
+    """Whether ``value`` is a well-formed ID (of ``kind`` when given)."""
+    if not isinstance(value, str):
+        return False
+    match = _ID_PATTERN.match(value)
+    return bool(match) and (kind is None or match.group(1) == kind)

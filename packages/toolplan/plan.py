@@ -1,0 +1,207 @@
+"""The plan model and its loaders.
+
+Two input forms load into the same :class:`Plan`:
+
+- the canonical form: ``{"reasoning", "steps": [{"id", "tool", "parameters", "dependsOn", ...}],
+  "outputSteps"}``;
+- the seed-002 form: ``{"tools": [{"name", "parameters", "dependsOn"}], "executionOrder": [...]}``,
+  where the step id is the tool name.
+
+Shape problems (wrong types, missing fields) become :class:`~toolplan.errors.PlanInvalid` with one
+issue per problem. Semantic checks (unknown tools, cycles, schemas) live in :mod:`toolplan.analysis`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from toolplan.errors import InvalidInput, PlanInvalid, ValidationIssue
+
+__all__ = ["Fallback", "Plan", "Step", "load_plan", "parse_plan"]
+
+_MODEL_CONFIG = ConfigDict(populate_by_name=True, extra="forbid", frozen=True)
+
+
+def _as_id_list(value: Any) -> Any:
+    """``dependsOn`` may be a list of ids, a single id, or null."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    return value
+
+
+class Fallback(BaseModel):
+    """A tool called once, with its own parameters, after the step has failed."""
+
+    model_config = _MODEL_CONFIG
+
+    tool: str = Field(min_length=1, description="Name of the fallback tool.")
+    parameters: Any = Field(default_factory=dict, description="Its arguments (templates allowed).")
+
+
+class Step(BaseModel):
+    """One tool call in a plan."""
+
+    model_config = _MODEL_CONFIG
+
+    id: str = Field(min_length=1, description="Unique step id, used by templates: {{id.path}}.")
+    tool: str = Field(min_length=1, description="Name of the tool to call.")
+    parameters: Any = Field(description="Arguments; any JSON, templates allowed in strings.")
+    depends_on: list[str] = Field(
+        default_factory=list,
+        alias="dependsOn",
+        description="Extra ordering edges; edges from templates are inferred automatically.",
+    )
+    timeout: float | None = Field(default=None, gt=0, description="Seconds per attempt.")
+    max_attempts: int | None = Field(
+        default=None, ge=1, le=20, alias="maxAttempts", description="Attempts before failing."
+    )
+    fallback: Fallback | None = Field(default=None, description="Tool to call if the step fails.")
+    confidence: float | None = Field(
+        default=None, ge=0, le=1, description="The planner's confidence in this step (0-1)."
+    )
+
+    _normalize_depends_on = field_validator("depends_on", mode="before")(_as_id_list)
+
+
+class Plan(BaseModel):
+    """A DAG of tool calls. Immutable; build a new one to change it."""
+
+    model_config = _MODEL_CONFIG
+
+    reasoning: str | None = Field(default=None, description="Why the planner chose these steps.")
+    steps: list[Step] = Field(description="The tool calls, in any order.")
+    output_steps: list[str] | None = Field(
+        default=None,
+        alias="outputSteps",
+        description="Steps whose outputs are the plan's result (all steps when absent).",
+    )
+
+    @property
+    def step_ids(self) -> list[str]:
+        """Step ids in plan order."""
+        return [step.id for step in self.steps]
+
+    def step(self, step_id: str) -> Step:
+        """The step with this id (``KeyError`` if absent)."""
+        for step in self.steps:
+            if step.id == step_id:
+                return step
+        raise KeyError(step_id)
+
+    @property
+    def result_steps(self) -> list[str]:
+        """``outputSteps`` when given, otherwise every step."""
+        return list(self.output_steps) if self.output_steps is not None else self.step_ids
+
+    @property
+    def min_confidence(self) -> float | None:
+        """The lowest step confidence, or ``None`` when no step states one."""
+        values = [s.confidence for s in self.steps if s.confidence is not None]
+        return min(values) if values else None
+
+    def to_json(self) -> dict[str, Any]:
+        """The canonical JSON form (camelCase, no nulls for unset optional fields)."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def _from_seed_002(data: dict[str, Any]) -> dict[str, Any]:
+    tools = data.get("tools")
+    if not isinstance(tools, list):
+        raise PlanInvalid([ValidationIssue("shape", "'tools' must be a list of tool calls")])
+    steps: list[Any] = []
+    for item in tools:
+        if not isinstance(item, dict):
+            steps.append(item)  # reported by the model validation below
+            continue
+        converted = {key: value for key, value in item.items() if key != "name"}
+        converted["id"] = item.get("name")
+        converted["tool"] = item.get("name")
+        converted.setdefault("parameters", {})
+        converted.pop("outputMapping", None)  # seed 002 carried it but never used it
+        steps.append(converted)
+    plan: dict[str, Any] = {"steps": steps}
+    for key in ("reasoning", "outputSteps"):
+        if key in data:
+            plan[key] = data[key]
+    return plan
+
+
+def _issues_from(error: ValidationError) -> list[ValidationIssue]:
+    issues = []
+    for detail in error.errors():
+        location = ".".join(str(part) for part in detail["loc"])
+        message = detail["msg"]
+        if detail["type"] == "extra_forbidden":
+            message = "unknown field (check its spelling)"
+        issues.append(ValidationIssue("shape", f"{location}: {message}"))
+    return issues
+
+
+def parse_plan(data: Any) -> Plan:
+    """Build a :class:`Plan` from parsed JSON in either supported form.
+
+    Raises :class:`~toolplan.errors.PlanInvalid` listing every shape problem.
+    """
+    if isinstance(data, Plan):
+        return data
+    if not isinstance(data, dict):
+        raise PlanInvalid(
+            [ValidationIssue("shape", f"a plan must be a JSON object, got {type(data).__name__}")]
+        )
+    if "steps" not in data and "tools" in data:
+        data = _from_seed_002(data)
+    elif "steps" not in data:
+        raise PlanInvalid(
+            [
+                ValidationIssue(
+                    "shape",
+                    "a plan needs a 'steps' list (or the seed-002 form with 'tools'); "
+                    f"found keys: {', '.join(map(repr, data)) or 'none'}",
+                )
+            ]
+        )
+    try:
+        return Plan.model_validate(data)
+    except ValidationError as error:
+        raise PlanInvalid(_issues_from(error)) from None
+
+
+def load_plan(source: str | Path | dict[str, Any] | Plan) -> Plan:
+    """Load a plan from a file path, a JSON string, a dict or a :class:`Plan`.
+
+    A ``str`` that starts with ``{`` is parsed as JSON; any other ``str`` is a file path.
+    """
+    if isinstance(source, Plan | dict):
+        return parse_plan(source)
+    text: str
+    origin: str
+    if isinstance(source, str) and source.lstrip().startswith("{"):
+        text, origin = source, "the plan text"
+    else:
+        path = Path(source)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise InvalidInput(f"plan file {str(path)!r} does not exist") from None
+        except OSError as error:
+            raise InvalidInput(f"cannot read plan file {str(path)!r}: {error.strerror}") from None
+        origin = repr(str(path))
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise PlanInvalid(
+            [
+                ValidationIssue(
+                    "json",
+                    f"{origin} is not valid JSON: {error.msg} at line {error.lineno} "
+                    f"column {error.colno}",
+                )
+            ]
+        ) from None
+    return parse_plan(data)

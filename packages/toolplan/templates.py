@@ -1,0 +1,202 @@
+"""Parse and resolve ``{{stepId.path[0].key}}`` templates in step parameters.
+
+Grammar::
+
+    template := "{{" ws? step-id segment* ws? "}}"
+    step-id  := [A-Za-z_][A-Za-z0-9_-]*
+    segment  := "." key | "[" digits "]"
+    key      := one or more characters other than . [ ] { } and whitespace   (so ``_id`` works)
+
+Resolution rules:
+
+- A string that is *exactly* one template keeps the referenced JSON type (object, list, number,
+  bool, string, null).
+- Templates inside a longer string are interpolated as text; objects and lists become compact JSON,
+  ``null``/``true``/``false`` are written the JSON way.
+- A path that does not exist in the actual output raises :class:`~toolplan.errors.TemplateError`
+  naming the template and the missing key. An unresolved template is never passed through.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from toolplan.errors import TemplateError
+
+__all__ = [
+    "Template",
+    "contains_template",
+    "find_templates",
+    "malformed_templates",
+    "references",
+    "resolve",
+    "to_text",
+]
+
+_BRACES = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
+_STEP_ID = r"[A-Za-z_][A-Za-z0-9_\-]*"
+_REFERENCE = re.compile(rf"^\s*({_STEP_ID})((?:\.[^.\[\]{{}}\s]+|\[\d+\])*)\s*$")
+_SEGMENT = re.compile(r"\.([^.\[\]{}\s]+)|\[(\d+)\]")
+
+PathSegment = str | int
+
+
+@dataclass(frozen=True)
+class Template:
+    """One parsed template: the text as written, the step it references and the path into it."""
+
+    text: str
+    step: str
+    path: tuple[PathSegment, ...] = ()
+
+    @classmethod
+    def parse(cls, text: str) -> Template | None:
+        """Parse ``{{...}}`` text; ``None`` when the inside does not follow the grammar."""
+        inner = text[2:-2]
+        match = _REFERENCE.match(inner)
+        if match is None:
+            return None
+        path: list[PathSegment] = []
+        for key, index in _SEGMENT.findall(match.group(2)):
+            path.append(int(index) if index else key)
+        return cls(text=text, step=match.group(1), path=tuple(path))
+
+    def lookup(self, outputs: Mapping[str, Any]) -> Any:
+        """Walk the path through ``outputs[self.step]``; raise :class:`TemplateError` if absent."""
+        if self.step not in outputs:
+            raise TemplateError(
+                f"template {self.text!r}: step {self.step!r} has no output "
+                "(it has not run or did not succeed)",
+                template=self.text,
+            )
+        current = outputs[self.step]
+        walked = self.step
+        for segment in self.path:
+            current = _step_into(current, segment, walked, self.text)
+            walked += f"[{segment}]" if isinstance(segment, int) else f".{segment}"
+        return current
+
+
+def _step_into(current: Any, segment: PathSegment, walked: str, text: str) -> Any:
+    if isinstance(segment, int) or (isinstance(current, list) and segment.isdigit()):
+        index = int(segment)
+        if not isinstance(current, list):
+            raise TemplateError(
+                f"template {text!r}: {walked!r} is {_describe(current)}, not a list, "
+                f"so index [{index}] does not exist",
+                template=text,
+            )
+        if index >= len(current):
+            raise TemplateError(
+                f"template {text!r}: index [{index}] is out of range for {walked!r} "
+                f"(a list of {len(current)})",
+                template=text,
+            )
+        return current[index]
+    if not isinstance(current, dict):
+        raise TemplateError(
+            f"template {text!r}: {walked!r} is {_describe(current)}, so it has no key {segment!r}",
+            template=text,
+        )
+    if segment not in current:
+        keys = ", ".join(sorted(map(str, current))) or "none"
+        raise TemplateError(
+            f"template {text!r}: missing key {segment!r} in the output of {walked!r} "
+            f"(available keys: {keys})",
+            template=text,
+        )
+    return current[segment]
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    return "an object"
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def find_templates(value: Any) -> Iterator[Template]:
+    """Every well-formed template anywhere in a JSON value (strings inside objects and lists)."""
+    for text in _strings(value):
+        for match in _BRACES.finditer(text):
+            template = Template.parse(match.group(0))
+            if template is not None:
+                yield template
+
+
+def malformed_templates(value: Any) -> list[str]:
+    """Every ``{{...}}`` that does not follow the template grammar, as written."""
+    return [
+        match.group(0)
+        for text in _strings(value)
+        for match in _BRACES.finditer(text)
+        if Template.parse(match.group(0)) is None
+    ]
+
+
+def references(value: Any) -> set[str]:
+    """The step IDs referenced by templates in ``value``."""
+    return {template.step for template in find_templates(value)}
+
+
+def contains_template(value: Any) -> bool:
+    """Whether ``value`` holds at least one ``{{...}}``, well-formed or not."""
+    return any(_BRACES.search(text) for text in _strings(value))
+
+
+def to_text(value: Any) -> str:
+    """How a resolved value is written inside a longer string."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def resolve(value: Any, outputs: Mapping[str, Any]) -> Any:
+    """Return ``value`` with every template replaced by data from ``outputs`` (step id → output)."""
+    if isinstance(value, str):
+        return _resolve_string(value, outputs)
+    if isinstance(value, dict):
+        return {key: resolve(item, outputs) for key, item in value.items()}
+    if isinstance(value, list):
+        return [resolve(item, outputs) for item in value]
+    return value
+
+
+def _resolve_string(text: str, outputs: Mapping[str, Any]) -> Any:
+    whole = _BRACES.fullmatch(text)
+    if whole is not None:
+        template = Template.parse(text)
+        if template is not None:
+            return template.lookup(outputs)
+
+    def substitute(match: re.Match[str]) -> str:
+        template = Template.parse(match.group(0))
+        if template is None:  # validation rejects these; never pass one through silently
+            raise TemplateError(
+                f"template {match.group(0)!r} is malformed", template=match.group(0)
+            )
+        return to_text(template.lookup(outputs))
+
+    return _BRACES.sub(substitute, text)

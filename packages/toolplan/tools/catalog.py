@@ -1,0 +1,231 @@
+"""The tool catalog: every tool a plan may call, with its description, JSON schema and tags.
+
+Tools are LangChain tools (``BaseTool``, ``@tool``) or plain sync/async functions with type hints
+and a docstring, which are wrapped into tools. Modules contribute tools through a ``TOOLS`` list:
+``--tools pkg.module`` or ``TOOLPLAN_TOOLS=pkg.a,pkg.b``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.tools import BaseTool
+from langchain_core.tools import tool as as_langchain_tool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+
+from toolplan.errors import InvalidInput
+
+__all__ = [
+    "BUILTIN_TOOLSETS",
+    "RESERVED_TOOL_NAMES",
+    "ToolCatalog",
+    "ToolInfo",
+    "ToolStats",
+    "load_tool_modules",
+    "tagged",
+]
+
+BUILTIN_TOOLSETS: dict[str, str] = {
+    "blog": "toolplan.toolsets.blog",
+    "metrics": "toolplan.toolsets.metrics",
+    "weather": "toolplan.toolsets.weather",
+}
+"""Short names of the built-in offline toolsets, usable wherever a module name is."""
+
+RESERVED_TOOL_NAMES: frozenset[str] = frozenset({"execute_plan", "execute_tool_plan"})
+"""Names of the plan executor itself; a plan may never call them."""
+
+
+@dataclass(frozen=True)
+class ToolStats:
+    """Observed behaviour of a tool over past executions."""
+
+    calls: int
+    avg_duration_ms: float | None
+    failure_rate: float | None
+
+
+@dataclass(frozen=True)
+class ToolInfo:
+    """What a planner (and a person) needs to know about one tool."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    """JSON schema of the arguments, as an LLM sees it."""
+    tags: tuple[str, ...] = ()
+    examples: tuple[dict[str, Any], ...] = ()
+    source: str | None = None
+    stats: ToolStats | None = field(default=None, compare=False)
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form for ``toolplan tools --json`` and the API."""
+        data: dict[str, Any] = {
+            "name": self.name,
+            "description": self.description,
+            "parameters": self.parameters,
+            "tags": list(self.tags),
+            "examples": list(self.examples),
+            "source": self.source,
+        }
+        if self.stats is not None:
+            data["stats"] = {
+                "calls": self.stats.calls,
+                "avgDurationMs": self.stats.avg_duration_ms,
+                "failureRate": self.stats.failure_rate,
+            }
+        return data
+
+
+def tagged(
+    tool: BaseTool, *tags: str, examples: Iterable[dict[str, Any]] = ()
+) -> BaseTool:
+    """Add capability tags and usage examples to a tool (``toolplan tools --tag`` filters on them).
+
+    Examples are ``{"query": ..., "parameters": {...}}`` objects; planners show them to the model.
+    """
+    tool.tags = [*(tool.tags or []), *tags]
+    examples = list(examples)
+    if examples:
+        tool.metadata = {**(tool.metadata or {}), "examples": examples}
+    return tool
+
+
+def _as_tool(candidate: Any, source: str) -> BaseTool:
+    if isinstance(candidate, BaseTool):
+        return candidate
+    if callable(candidate):
+        if not (getattr(candidate, "__doc__", None) or "").strip():
+            name = getattr(candidate, "__name__", repr(candidate))
+            raise InvalidInput(
+                f"tool function {name!r} from {source!r} has no docstring; "
+                "add one: it becomes the description the planner reads"
+            )
+        try:
+            return as_langchain_tool(candidate)
+        except Exception as error:  # langchain raises several types for bad signatures
+            name = getattr(candidate, "__name__", repr(candidate))
+            raise InvalidInput(f"cannot turn {name!r} from {source!r} into a tool: {error}") from None
+    raise InvalidInput(
+        f"{source!r} lists {candidate!r} in TOOLS; entries must be LangChain tools or functions"
+    )
+
+
+def _schema_of(tool: BaseTool) -> dict[str, Any]:
+    parameters = convert_to_openai_tool(tool)["function"].get("parameters") or {}
+    return dict(parameters)
+
+
+class ToolCatalog:
+    """An ordered, name-unique collection of tools."""
+
+    def __init__(self, tools: Iterable[BaseTool | Callable[..., Any]] = (), *, source: str = "") -> None:
+        self._tools: dict[str, BaseTool] = {}
+        self._sources: dict[str, str] = {}
+        self._infos: dict[str, ToolInfo] = {}
+        self.add(tools, source=source or "python")
+
+    def add(self, tools: Iterable[BaseTool | Callable[..., Any]], *, source: str = "python") -> None:
+        """Add tools; a name already present is an error (tool names must be unique)."""
+        for candidate in tools:
+            tool = _as_tool(candidate, source)
+            if tool.name in RESERVED_TOOL_NAMES:
+                raise InvalidInput(
+                    f"{source!r} defines a tool named {tool.name!r}, which is reserved for the "
+                    "plan executor; rename it"
+                )
+            if tool.name in self._tools:
+                raise InvalidInput(
+                    f"tool {tool.name!r} is defined twice ({self._sources[tool.name]!r} and "
+                    f"{source!r}); tool names must be unique"
+                )
+            self._tools[tool.name] = tool
+            self._sources[tool.name] = source
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __iter__(self) -> Iterator[BaseTool]:
+        return iter(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    @property
+    def names(self) -> list[str]:
+        """Tool names in the order they were added."""
+        return list(self._tools)
+
+    def get(self, name: str) -> BaseTool:
+        """The tool called ``name``; :class:`InvalidInput` with a suggestion if unknown."""
+        try:
+            return self._tools[name]
+        except KeyError:
+            raise InvalidInput(self.unknown_tool_message(name)) from None
+
+    def unknown_tool_message(self, name: str) -> str:
+        """'unknown tool ...' with the closest known names, or the list of all of them."""
+        close = difflib.get_close_matches(name, self.names, n=3, cutoff=0.6)
+        if close:
+            hint = "did you mean " + " or ".join(map(repr, close)) + "?"
+        elif len(self.names) <= 15:
+            hint = "known tools: " + (", ".join(self.names) or "none (load some with --tools)")
+        else:
+            hint = "run `toolplan tools` to list the known tools"
+        return f"unknown tool {name!r}; {hint}"
+
+    def info(self, name: str) -> ToolInfo:
+        """Catalog information (description, JSON schema, tags, examples) for one tool."""
+        cached = self._infos.get(name)
+        if cached is None:
+            tool = self.get(name)
+            metadata = tool.metadata or {}
+            cached = ToolInfo(
+                name=tool.name,
+                description=(tool.description or "").strip(),
+                parameters=_schema_of(tool),
+                tags=tuple(tool.tags or ()),
+                examples=tuple(metadata.get("examples", ())),
+                source=self._sources.get(name),
+            )
+            self._infos[name] = cached
+        return cached
+
+    def infos(self, *, tag: str | None = None) -> list[ToolInfo]:
+        """Information on every tool, optionally only those tagged ``tag``."""
+        infos = [self.info(name) for name in self.names]
+        return [i for i in infos if tag is None or tag in i.tags]
+
+
+def _import_tools(module_name: str) -> Sequence[Any]:
+    target = BUILTIN_TOOLSETS.get(module_name, module_name)
+    try:
+        module = importlib.import_module(target)
+    except ModuleNotFoundError as error:
+        if error.name and target.startswith(error.name):
+            raise InvalidInput(
+                f"cannot import tool module {module_name!r}: no module named {error.name!r} "
+                "(is it installed or on PYTHONPATH?); built-in toolsets: "
+                + ", ".join(BUILTIN_TOOLSETS)
+            ) from None
+        raise
+    tools = getattr(module, "TOOLS", None)
+    if not isinstance(tools, list | tuple):
+        raise InvalidInput(
+            f"tool module {module_name!r} has no TOOLS list; define TOOLS = [tool_a, tool_b]"
+        )
+    return tools
+
+
+def load_tool_modules(module_names: Iterable[str]) -> ToolCatalog:
+    """Build a catalog from modules that expose ``TOOLS`` (short built-in names allowed)."""
+    catalog = ToolCatalog()
+    for name in module_names:
+        name = name.strip()
+        if name:
+            catalog.add(_import_tools(name), source=name)
+    return catalog

@@ -1,0 +1,187 @@
+"""Validation (every error, all at once) and dependency analysis."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from toolplan.analysis import analyze
+from toolplan.errors import PlanInvalid
+from toolplan.plan import parse_plan
+from toolplan.tools import load_tool_modules
+
+CATALOG = load_tool_modules(["blog", "metrics", "weather"])
+
+
+def steps(*items: dict[str, Any]) -> dict[str, Any]:
+    return {"steps": list(items)}
+
+
+def step(sid: str, tool: str = "get_weather", **parameters: Any) -> dict[str, Any]:
+    return {"id": sid, "tool": tool, "parameters": parameters or {"location": "Paris"}}
+
+
+def issues_of(data: dict[str, Any], **kwargs: Any) -> list[str]:
+    with pytest.raises(PlanInvalid) as caught:
+        analyze(parse_plan(data), CATALOG, **kwargs)
+    return [issue.message for issue in caught.value.issues]
+
+
+def test_valid_plan_analysis() -> None:
+    plan = parse_plan(
+        steps(
+            step("a"),
+            step("b", location="London"),
+            {"id": "c", "tool": "compare_data", "parameters": {"data_a": "{{a}}", "data_b": "{{b}}"}},
+            {"id": "d", "tool": "get_weather", "parameters": {"location": "x"}, "dependsOn": "c"},
+        )
+    )
+    analysis = analyze(plan, CATALOG)
+    assert analysis.dependencies == {"a": [], "b": [], "c": ["a", "b"], "d": ["c"]}
+    assert analysis.layers == [["a", "b"], ["c"], ["d"]]
+    assert analysis.order == ["a", "b", "c", "d"]
+    assert analysis.critical_path in (["a", "c", "d"], ["b", "c", "d"])
+    assert analysis.critical_path_estimate == 3.0
+
+
+def test_critical_path_uses_estimates() -> None:
+    plan = parse_plan(
+        steps(
+            step("fast"),
+            step("slow", "query_metric", name="cpu_usage"),
+            {"id": "c", "tool": "compare_data", "parameters": {"data_a": "{{fast}}", "data_b": "{{slow}}"}},
+        )
+    )
+    analysis = analyze(plan, CATALOG, estimate=lambda s: 10.0 if s.tool == "query_metric" else 1.0)
+    assert analysis.critical_path == ["slow", "c"]
+    assert analysis.critical_path_estimate == 11.0
+
+
+def test_duplicate_ids() -> None:
+    assert any("'a' is used more than once" in m for m in issues_of(steps(step("a"), step("a"))))
+
+
+def test_unknown_tool_suggests_closest() -> None:
+    (message,) = issues_of(steps(step("a", "get_wether")))
+    assert "unknown tool 'get_wether'" in message and "did you mean 'get_weather'" in message
+
+
+def test_unknown_tool_lists_known_ones_when_nothing_is_close() -> None:
+    from toolplan.tools import ToolCatalog
+
+    small = load_tool_modules(["weather"])
+    assert isinstance(small, ToolCatalog)
+    with pytest.raises(PlanInvalid) as caught:
+        analyze(parse_plan(steps(step("a", "zzz"))), small)
+    assert "known tools: get_weather, compare_data, summarize" in str(caught.value)
+
+
+def test_unknown_fallback_tool() -> None:
+    data = steps({**step("a"), "fallback": {"tool": "nope", "parameters": {}}})
+    assert any("fallback: unknown tool 'nope'" in m for m in issues_of(data))
+
+
+def test_reference_to_missing_step_via_template_and_depends_on() -> None:
+    data = steps(
+        {"id": "a", "tool": "get_weather", "parameters": {"location": "{{ghost.city}}"}, "dependsOn": ["phantom"]}
+    )
+    messages = issues_of(data)
+    assert any("template '{{ghost.city}}' references unknown step 'ghost'" in m for m in messages)
+    assert any("dependsOn names unknown step 'phantom'" in m for m in messages)
+
+
+def test_unknown_output_step() -> None:
+    data = {**steps(step("a")), "outputSteps": ["zz"]}
+    assert any("outputSteps names unknown step 'zz'" in m for m in issues_of(data))
+
+
+def test_cycle_is_named() -> None:
+    data = steps(
+        {"id": "a", "tool": "get_weather", "parameters": {"location": "{{b.city}}"}},
+        {"id": "b", "tool": "get_weather", "parameters": {"location": "{{a.city}}"}},
+    )
+    assert any(m in ("dependency cycle: a -> b -> a", "dependency cycle: b -> a -> b") for m in issues_of(data))
+
+
+def test_three_step_cycle_behind_a_tail_and_a_self_loop() -> None:
+    data = steps(
+        {"id": "a", "tool": "get_weather", "parameters": {"location": "x"}, "dependsOn": ["c"]},
+        {"id": "b", "tool": "get_weather", "parameters": {"location": "x"}, "dependsOn": ["a"]},
+        {"id": "c", "tool": "get_weather", "parameters": {"location": "x"}, "dependsOn": ["b"]},
+        {"id": "tail", "tool": "get_weather", "parameters": {"location": "{{c.city}}"}},
+    )
+    (message,) = issues_of(data)
+    assert message == "dependency cycle: a -> b -> c -> a"
+    (self_loop,) = issues_of(steps({"id": "s", "tool": "get_weather", "parameters": {"location": "{{s}}"}}))
+    assert self_loop == "dependency cycle: s -> s"
+
+
+@pytest.mark.parametrize(
+    ("parameters", "fragment"),
+    [
+        ({}, "missing required argument 'location'"),
+        ({"location": "x", "unit": "C"}, "unknown argument 'unit'"),
+        ({"location": 42}, "argument 'location' of tool 'get_weather' is invalid: 42 is not of type 'string'"),
+    ],
+)
+def test_literal_arguments_are_checked_against_schema(parameters: dict[str, Any], fragment: str) -> None:
+    data = steps({"id": "a", "tool": "get_weather", "parameters": parameters})
+    assert any(fragment in m for m in issues_of(data))
+
+
+def test_enum_and_number_types() -> None:
+    data = steps(
+        {"id": "a", "tool": "check_threshold", "parameters": {"metric_name": "cpu", "threshold": "high", "operator": "gt"}},
+        {"id": "b", "tool": "check_threshold", "parameters": {"metric_name": "cpu", "threshold": 1, "operator": "bigger"}},
+    )
+    messages = issues_of(data)
+    assert any("'threshold'" in m and "'high' is not of type 'number'" in m for m in messages)
+    assert any("'operator'" in m and "'bigger' is not one of" in m for m in messages)
+
+
+def test_templated_arguments_count_as_present_and_skip_type_checks() -> None:
+    plan = parse_plan(
+        steps(
+            step("a"),
+            {"id": "t", "tool": "check_threshold", "parameters": {"metric_name": "{{a.city}}", "threshold": "{{a.temp}}"}},
+        )
+    )
+    assert analyze(plan, CATALOG).dependencies["t"] == ["a"]
+
+
+def test_parameters_must_be_an_object() -> None:
+    data = steps({"id": "a", "tool": "get_weather", "parameters": "Paris"})
+    assert any("must be a JSON object" in m for m in issues_of(data))
+
+
+def test_step_limit() -> None:
+    data = steps(*[step(f"s{i}") for i in range(6)])
+    assert any("6 steps, more than the limit of 5" in m for m in issues_of(data, max_steps=5))
+    analyze(parse_plan(steps(*[step(f"s{i}") for i in range(50)])), CATALOG)  # default limit is 50
+    assert any("limit of 50" in m for m in issues_of(steps(*[step(f"s{i}") for i in range(51)])))
+
+
+@pytest.mark.parametrize("name", ["execute_plan", "execute_tool_plan"])
+def test_calling_the_plan_executor_is_rejected(name: str) -> None:
+    data = steps({"id": "inner", "tool": name, "parameters": {"plan": "{}"}})
+    assert any("cannot call the plan executor itself" in m for m in issues_of(data))
+
+
+def test_malformed_template_is_rejected() -> None:
+    data = steps({"id": "a", "tool": "get_weather", "parameters": {"location": "{{a.}}"}})
+    assert any("malformed template '{{a.}}'" in m for m in issues_of(data))
+
+
+def test_invalid_step_id_and_empty_plan() -> None:
+    assert any("not usable in templates" in m for m in issues_of(steps(step("bad id"))))
+    assert issues_of({"steps": []}) == ["the plan has no steps"]
+
+
+def test_all_errors_reported_together() -> None:
+    data = steps(
+        step("a", "nope"),
+        step("a"),
+        {"id": "b", "tool": "get_weather", "parameters": {"location": "{{zz}}", "extra": 1}},
+    )
+    assert len(issues_of(data)) == 4

@@ -1,0 +1,98 @@
+"""Template resolution: typing, interpolation, paths and errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from toolplan.errors import TemplateError
+from toolplan.templates import find_templates, malformed_templates, references, resolve
+
+OUTPUTS: dict[str, Any] = {
+    "author": {"_id": "a1", "name": "Alice", "age": 30, "active": True, "tags": ["x", "y"]},
+    "list": [{"id": 1, "items": [{"c": "deep"}]}, {"id": 2}],
+    "text": "plain words",
+    "num": 42,
+    "nothing": None,
+    "flag": False,
+    "nested": {"a": {"b": [{"c": {"d": 3.5}}]}},
+}
+
+CASES = [
+    # whole-value templates keep the JSON type
+    ("{{author}}", OUTPUTS["author"]),
+    ("{{author._id}}", "a1"),
+    ("{{author.age}}", 30),
+    ("{{author.active}}", True),
+    ("{{author.tags}}", ["x", "y"]),
+    ("{{author.tags[1]}}", "y"),
+    ("{{list[0].items[0].c}}", "deep"),
+    ("{{list[1].id}}", 2),
+    ("{{nothing}}", None),
+    ("{{flag}}", False),
+    ("{{num}}", 42),
+    ("{{text}}", "plain words"),
+    ("{{nested.a.b[0].c.d}}", 3.5),
+    ("{{ author.name }}", "Alice"),
+    # interpolation inside longer strings
+    ("by {{author.name}}", "by Alice"),
+    ("{{author.name}} ({{author._id}})", "Alice (a1)"),
+    ("age={{author.age}}", "age=30"),
+    ("tags={{author.tags}}", 'tags=["x","y"]'),
+    ("obj={{list[1]}}", 'obj={"id":2}'),
+    ("n={{nothing}} f={{flag}} t={{author.active}}", "n=null f=false t=true"),
+    ("{{text}}!", "plain words!"),
+    # no templates
+    ("no templates here", "no templates here"),
+    (17, 17),
+    (None, None),
+]
+
+
+@pytest.mark.parametrize(("value", "expected"), CASES)
+def test_resolve_cases(value: Any, expected: Any) -> None:
+    assert resolve(value, OUTPUTS) == expected
+
+
+def test_templates_nested_in_objects_and_lists() -> None:
+    params = {"a": {"b": ["{{author._id}}", {"c": "x-{{num}}"}]}, "d": "{{author.tags}}"}
+    assert resolve(params, OUTPUTS) == {"a": {"b": ["a1", {"c": "x-42"}]}, "d": ["x", "y"]}
+
+
+def test_resolution_does_not_mutate_input() -> None:
+    params = {"a": "{{author._id}}"}
+    resolve(params, OUTPUTS)
+    assert params == {"a": "{{author._id}}"}
+
+
+@pytest.mark.parametrize(
+    ("value", "fragments"),
+    [
+        ("{{author.missing}}", ["{{author.missing}}", "'missing'", "available keys: _id"]),
+        ("x {{author.missing}}", ["{{author.missing}}", "'missing'"]),
+        ("{{author.tags[5]}}", ["out of range", "[5]"]),
+        ("{{author.name.first}}", ["is a string", "'first'"]),
+        ("{{text[0]}}", ["not a list"]),
+        ("{{ghost}}", ["'ghost' has no output"]),
+        ("{{nothing.x}}", ["is null"]),
+    ],
+)
+def test_missing_paths_raise_and_name_template_and_key(value: str, fragments: list[str]) -> None:
+    with pytest.raises(TemplateError) as caught:
+        resolve({"p": value}, OUTPUTS)
+    for fragment in fragments:
+        assert fragment in str(caught.value)
+
+
+def test_references_and_parsing() -> None:
+    params = {"x": "{{a._id}} and {{b}}", "y": ["{{c.items[0].name}}"], "z": 3}
+    assert references(params) == {"a", "b", "c"}
+    parsed = {t.text: t for t in find_templates(params)}
+    assert parsed["{{c.items[0].name}}"].path == ("items", 0, "name")
+    assert parsed["{{a._id}}"].path == ("_id",)
+
+
+@pytest.mark.parametrize("text", ["{{}}", "{{author.}}", "{{1abc}}", "{{a..b}}", "{{a[x]}}", "{{a b}}"])
+def test_malformed_templates_are_detected(text: str) -> None:
+    assert malformed_templates({"p": f"pre {text}"}) == [text]
