@@ -1,0 +1,57 @@
+"""Execution policies: frozen objects, so a run's behaviour is fixed when it starts."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+__all__ = ["DEFAULT_CONCURRENCY", "ExecutionOptions", "RetryPolicy"]
+
+DEFAULT_CONCURRENCY = 10
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Attempts and exponential backoff with jitter for transient tool errors.
+
+    A tool raising ``langchain_core.tools.ToolException`` reports a business error and is never
+    retried; any other exception (and a timeout) is retried up to ``max_attempts``.
+    """
+
+    max_attempts: int = 3
+    """Default attempts per step; a step's ``maxAttempts`` overrides it."""
+    initial_backoff: float = 0.5
+    """Seconds before the second attempt."""
+    backoff_factor: float = 2.0
+    max_backoff: float = 10.0
+    jitter: float = 0.25
+    """Each delay is scaled by a random factor in [1 - jitter, 1 + jitter]."""
+
+    def delay(self, failed_attempt: int, rng: random.Random | None = None) -> float:
+        """Seconds to wait after attempt number ``failed_attempt`` (1-based) failed."""
+        base = min(self.max_backoff, self.initial_backoff * self.backoff_factor ** (failed_attempt - 1))
+        spread = (rng or random).uniform(1 - self.jitter, 1 + self.jitter) if self.jitter else 1.0
+        return max(0.0, base * spread)
+
+
+@dataclass(frozen=True)
+class ExecutionOptions:
+    """How a plan runs. Every field has a production default; tests shrink the delays."""
+
+    concurrency: int = DEFAULT_CONCURRENCY
+    """Most steps running at once."""
+    fail_fast: bool = False
+    """Stop at the first failed step (seed 002 behaviour) instead of failing forward."""
+    default_timeout: float = 30.0
+    """Seconds per attempt when a step sets no ``timeout``."""
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    output_limit_bytes: int = 1_000_000
+    """Step outputs larger than this (as JSON) are stored truncated and flagged."""
+    lease_seconds: float = 30.0
+    """How long an execution's lease lasts without a heartbeat."""
+
+    def __post_init__(self) -> None:
+        if self.concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, got {self.concurrency}")
+        if self.default_timeout <= 0:
+            raise ValueError(f"default_timeout must be positive, got {self.default_timeout}")

@@ -1,0 +1,139 @@
+"""Durable step transitions: every state change is written to the store as it happens.
+
+Writes go through one dedicated thread per run, so they keep their order (a step's ``running``
+is always stored before its ``succeeded``) and the event loop never blocks on store I/O. The
+engine awaits each write before acting on it: a step's success is durable before any dependent
+starts, which is what lets a killed run resume without calling finished steps again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from toolplan.store.protocol import Store, cap_output, utc_now
+
+__all__ = ["EventListener", "Recorder", "StepEvent"]
+
+StepEventKind = Literal["started", "retrying", "succeeded", "failed", "skipped"]
+
+
+@dataclass(frozen=True)
+class StepEvent:
+    """One step transition, as shown on progress displays and streamed to clients."""
+
+    kind: StepEventKind
+    plan_id: str
+    step_id: str
+    tool: str
+    attempt: int
+    at: str
+    error: str | None = None
+    duration_ms: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """camelCase JSON form."""
+        return {
+            "kind": self.kind,
+            "planId": self.plan_id,
+            "stepId": self.step_id,
+            "tool": self.tool,
+            "attempt": self.attempt,
+            "at": self.at,
+            "error": self.error,
+            "durationMs": self.duration_ms,
+        }
+
+
+EventListener = Callable[[StepEvent], None]
+
+
+class Recorder:
+    """Writes step transitions of one execution to the store and tells a listener."""
+
+    def __init__(
+        self,
+        store: Store,
+        plan_id: str,
+        *,
+        output_limit_bytes: int,
+        listener: EventListener | None = None,
+    ) -> None:
+        self.store = store
+        self.plan_id = plan_id
+        self.output_limit_bytes = output_limit_bytes
+        self.listener = listener
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="toolplan-store")
+
+    async def _write(self, step_id: str, changes: Mapping[str, Any]) -> None:
+        loop = asyncio.get_running_loop()
+        write = functools.partial(self.store.update_step, self.plan_id, step_id, changes)
+        await loop.run_in_executor(self._executor, write)
+
+    def _emit(self, kind: StepEventKind, step_id: str, tool: str, attempt: int, **extra: Any) -> None:
+        if self.listener is not None:
+            self.listener(StepEvent(kind, self.plan_id, step_id, tool, attempt, utc_now(), **extra))
+
+    async def started(
+        self, step_id: str, tool: str, attempt: int, resolved: Any, started_at: str | None
+    ) -> None:
+        """A new attempt begins (``started_at`` only on the first attempt of this run)."""
+        changes: dict[str, Any] = {
+            "status": "running",
+            "attempts": attempt,
+            "resolved_parameters": resolved,
+            "error": None,
+        }
+        if started_at is not None:
+            changes["started_at"] = started_at
+        await self._write(step_id, changes)
+        self._emit("started", step_id, tool, attempt)
+
+    def retrying(self, step_id: str, tool: str, attempt: int, error: str) -> None:
+        """An attempt failed and another will follow (the next ``started`` is stored)."""
+        self._emit("retrying", step_id, tool, attempt, error=error)
+
+    async def finished(
+        self,
+        step_id: str,
+        tool: str,
+        *,
+        status: Literal["succeeded", "failed"],
+        attempts: int,
+        output: Any = None,
+        error: str | None = None,
+        duration_ms: float | None = None,
+        used_fallback: bool = False,
+        resolved: Any = None,
+    ) -> None:
+        """The step reached its final state."""
+        stored, truncated = cap_output(output, self.output_limit_bytes)
+        changes: dict[str, Any] = {
+            "status": status,
+            "attempts": attempts,
+            "output": stored,
+            "error": error,
+            "finished_at": utc_now(),
+            "duration_ms": duration_ms,
+            "output_truncated": truncated,
+            "used_fallback": used_fallback,
+        }
+        if resolved is not None:
+            changes["resolved_parameters"] = resolved
+        await self._write(step_id, changes)
+        self._emit(status, step_id, tool, attempts, error=error, duration_ms=duration_ms)
+
+    async def skipped(self, step_id: str, tool: str, reason: str) -> None:
+        """The step will not run because of an earlier failure."""
+        await self._write(
+            step_id, {"status": "skipped", "error": reason, "finished_at": utc_now()}
+        )
+        self._emit("skipped", step_id, tool, 0, error=reason)
+
+    def close(self) -> None:
+        """Stop the writer thread (pending writes finish first)."""
+        self._executor.shutdown(wait=True)

@@ -1,0 +1,110 @@
+"""The result of an execution, built from the durable records (the single source of truth)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from toolplan.plan import Plan, parse_plan
+from toolplan.store.protocol import (
+    TERMINAL_EXECUTION_STATUSES,
+    ExecutionRecord,
+    PlanRecord,
+    StepRecord,
+)
+
+__all__ = ["ExecutionResult", "overall_status", "step_json"]
+
+
+def overall_status(steps: list[StepRecord]) -> str:
+    """``succeeded`` if every step succeeded, ``failed`` if none did, else ``partial``."""
+    succeeded = sum(1 for step in steps if step.status == "succeeded")
+    if succeeded == len(steps):
+        return "succeeded"
+    return "failed" if succeeded == 0 else "partial"
+
+
+def step_json(step: StepRecord) -> dict[str, Any]:
+    """One step in the CLI/API JSON contract."""
+    data: dict[str, Any] = {
+        "id": step.step_id,
+        "tool": step.tool,
+        "status": step.status,
+        "attempts": step.attempts,
+        "output": step.output,
+        "error": step.error,
+        "resolvedParameters": step.resolved_parameters,
+        "startedAt": step.started_at,
+        "finishedAt": step.finished_at,
+        "durationMs": step.duration_ms,
+    }
+    if step.output_truncated:
+        data["outputTruncated"] = True
+    if step.used_fallback:
+        data["usedFallback"] = True
+    return data
+
+
+@dataclass(frozen=True)
+class ExecutionResult:
+    """What ``toolplan run/execute --json`` prints and :func:`toolplan.execute_plan` returns."""
+
+    request_id: str
+    plan_id: str
+    status: str
+    """``succeeded``, ``partial`` or ``failed`` when finished; ``queued``/``running`` otherwise."""
+    steps: list[StepRecord]
+    outputs: dict[str, Any]
+    """Output of each ``outputSteps`` step (every step when absent); ``None`` if it did not succeed."""
+    plan: Plan
+    error: str | None = None
+
+    @property
+    def finished(self) -> bool:
+        """Whether the execution reached a final status."""
+        return self.status in TERMINAL_EXECUTION_STATUSES
+
+    @property
+    def exit_code(self) -> int:
+        """0 when every step succeeded, 1 otherwise (the CLI contract)."""
+        return 0 if self.status == "succeeded" else 1
+
+    def step(self, step_id: str) -> StepRecord:
+        """The record of one step."""
+        for step in self.steps:
+            if step.step_id == step_id:
+                return step
+        raise KeyError(step_id)
+
+    @classmethod
+    def from_records(cls, plan: PlanRecord, execution: ExecutionRecord) -> ExecutionResult:
+        """Combine a stored plan and its execution record."""
+        model = parse_plan(plan.plan)
+        by_id = {step.step_id: step for step in execution.steps}
+        outputs = {
+            step_id: by_id[step_id].output if by_id[step_id].status == "succeeded" else None
+            for step_id in model.result_steps
+            if step_id in by_id
+        }
+        return cls(
+            request_id=plan.request_id,
+            plan_id=plan.plan_id,
+            status=execution.status,
+            steps=list(execution.steps),
+            outputs=outputs,
+            plan=model,
+            error=execution.error,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON contract of ``toolplan run --json``."""
+        data: dict[str, Any] = {
+            "requestId": self.request_id,
+            "planId": self.plan_id,
+            "status": self.status,
+            "steps": [step_json(step) for step in self.steps],
+            "outputs": self.outputs,
+        }
+        if self.error:
+            data["error"] = self.error
+        return data

@@ -1,0 +1,205 @@
+"""Running one step: resolve templates, call the tool with timeout and retries, then the fallback."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool, ToolException
+from pydantic import BaseModel, ValidationError
+from pydantic_core import to_jsonable_python
+
+from toolplan.engine.policies import ExecutionOptions
+from toolplan.engine.recorder import Recorder
+from toolplan.engine.scheduler import StepOutcome
+from toolplan.errors import TemplateError, Unavailable
+from toolplan.plan import Plan, Step
+from toolplan.store.protocol import Store, utc_now
+from toolplan.templates import resolve
+from toolplan.tools.catalog import ToolCatalog
+
+__all__ = ["STORE_CONFIG_KEY", "StepRunner", "normalize_output"]
+
+STORE_CONFIG_KEY = "toolplan_store"
+"""Key in ``config["configurable"]`` under which tools find the configured store."""
+
+
+def normalize_output(value: Any) -> Any:
+    """Tool output as JSON: objects are kept; strings holding a JSON object or list are parsed."""
+    if isinstance(value, str):
+        stripped = value.strip()
+        if stripped[:1] in ("{", "["):
+            try:
+                parsed = json.loads(stripped)
+            except ValueError:
+                return value
+            if isinstance(parsed, dict | list):
+                return parsed
+        return value
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    return to_jsonable_python(value, fallback=str)
+
+
+class _CallFailed(Exception):
+    def __init__(self, message: str, *, retryable: bool) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+
+class StepRunner:
+    """Executes steps of one plan; outputs of succeeded steps are shared through ``outputs``."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        catalog: ToolCatalog,
+        recorder: Recorder,
+        options: ExecutionOptions,
+        *,
+        request_id: str,
+        plan_id: str,
+        store: Store,
+        outputs: dict[str, Any],
+        prior_attempts: Mapping[str, int] | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.plan = plan
+        self.catalog = catalog
+        self.recorder = recorder
+        self.options = options
+        self.request_id = request_id
+        self.plan_id = plan_id
+        self.store = store
+        self.outputs = outputs
+        self.prior_attempts = dict(prior_attempts or {})
+        self.rng = rng or random.Random()
+
+    def _config(self, step: Step, attempt: int, *, fallback: bool = False) -> RunnableConfig:
+        key = f"{self.plan_id}:{step.id}" + (":fallback" if fallback else "")
+        return {
+            "run_name": f"{step.id}:{step.fallback.tool if fallback and step.fallback else step.tool}",
+            "metadata": {
+                "request_id": self.request_id,
+                "plan_id": self.plan_id,
+                "step_id": step.id,
+                "attempt": attempt,
+                "idempotency_key": key,
+            },
+            "configurable": {STORE_CONFIG_KEY: self.store},
+        }
+
+    async def _call(self, tool: BaseTool, arguments: Any, config: RunnableConfig, timeout: float) -> Any:
+        try:
+            async with asyncio.timeout(timeout):
+                return normalize_output(await tool.ainvoke(arguments, config=config))
+        except ToolException as error:
+            raise _CallFailed(f"tool {tool.name!r} reported an error: {error}", retryable=False) from None
+        except ValidationError as error:
+            detail = "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in error.errors()
+            )
+            raise _CallFailed(
+                f"tool {tool.name!r} rejected its arguments: {detail}", retryable=False
+            ) from None
+        except TimeoutError:
+            raise _CallFailed(
+                f"tool {tool.name!r} timed out after {timeout:g}s and was cancelled", retryable=True
+            ) from None
+        except (asyncio.CancelledError, Unavailable):
+            raise
+        except Exception as error:
+            raise _CallFailed(f"tool {tool.name!r} raised {type(error).__name__}: {error}", retryable=True) from None
+
+    async def run(self, step_id: str) -> StepOutcome:
+        """Run one step to its final state, recording every transition."""
+        step = self.plan.step(step_id)
+        tool = self.catalog.get(step.tool)
+        timeout = step.timeout or self.options.default_timeout
+        max_attempts = step.max_attempts or self.options.retry.max_attempts
+        started = time.monotonic()
+        base = self.prior_attempts.get(step_id, 0)
+
+        try:
+            arguments = resolve(step.parameters, self.outputs)
+        except TemplateError as error:
+            return await self._finish(step, "failed", base, started, error=str(error))
+
+        error_text = ""
+        attempt = base
+        for index in range(max_attempts):
+            attempt = base + index + 1
+            await self.recorder.started(
+                step.id, step.tool, attempt, arguments, utc_now() if index == 0 else None
+            )
+            try:
+                output = await self._call(tool, arguments, self._config(step, attempt), timeout)
+            except _CallFailed as failure:
+                error_text = str(failure)
+                if not failure.retryable or index == max_attempts - 1:
+                    break
+                self.recorder.retrying(step.id, step.tool, attempt, error_text)
+                await asyncio.sleep(self.options.retry.delay(index + 1, self.rng))
+            else:
+                return await self._finish(step, "succeeded", attempt, started, output=output, resolved=arguments)
+
+        if max_attempts > 1 and attempt - base == max_attempts and "reported an error" not in error_text:
+            error_text = f"{error_text} (after {max_attempts} attempts)"
+        if step.fallback is not None:
+            self.recorder.retrying(step.id, step.tool, attempt, f"{error_text}; trying the fallback")
+            return await self._fallback(step, attempt, started, error_text, arguments)
+        return await self._finish(step, "failed", attempt, started, error=error_text, resolved=arguments)
+
+    async def _fallback(
+        self, step: Step, attempts: int, started: float, error_text: str, arguments: Any
+    ) -> StepOutcome:
+        assert step.fallback is not None
+        fallback_tool = self.catalog.get(step.fallback.tool)
+        try:
+            fallback_arguments = resolve(step.fallback.parameters, self.outputs)
+            output = await self._call(
+                fallback_tool,
+                fallback_arguments,
+                self._config(step, attempts, fallback=True),
+                step.timeout or self.options.default_timeout,
+            )
+        except (TemplateError, _CallFailed) as failure:
+            message = f"{error_text}; fallback {step.fallback.tool!r} failed too: {failure}"
+            return await self._finish(step, "failed", attempts, started, error=message, resolved=arguments)
+        return await self._finish(
+            step, "succeeded", attempts, started, output=output, used_fallback=True,
+            resolved=arguments,
+        )
+
+    async def _finish(
+        self,
+        step: Step,
+        status: Any,
+        attempts: int,
+        started: float,
+        *,
+        output: Any = None,
+        error: str | None = None,
+        used_fallback: bool = False,
+        resolved: Any = None,
+    ) -> StepOutcome:
+        duration_ms = round((time.monotonic() - started) * 1000, 3)
+        if status == "succeeded":
+            self.outputs[step.id] = output
+        await self.recorder.finished(
+            step.id,
+            step.tool,
+            status=status,
+            attempts=attempts,
+            output=output,
+            error=error,
+            duration_ms=duration_ms,
+            used_fallback=used_fallback,
+            resolved=resolved,
+        )
+        return StepOutcome(status, output=output, error=error)

@@ -1,0 +1,129 @@
+"""The execution graph (LangGraph): ``load_plan`` → ``run_steps``.
+
+``run_steps`` runs the eager scheduler. Inside it, every step transition is written durably to the
+store as it happens (see :mod:`toolplan.engine.recorder`); the graph's checkpointer records the
+node boundaries. A killed run resumes from the step records: finished steps are not called again.
+
+The graph is compiled without a checkpointer for ``langgraph.json``; the CLI compiles it with the
+store's own checkpointer and uses the plan ID as the thread ID.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from typing import Any, NotRequired, TypedDict
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph import END, START, StateGraph
+
+from toolplan.engine.result import ExecutionResult
+from toolplan.errors import NotFound, PlanNeedsReview
+from toolplan.execution.runner import ExecutionContext, run_plan_steps
+from toolplan.store.protocol import TERMINAL_EXECUTION_STATUSES, ExecutionRecord, PlanRecord
+
+__all__ = ["CONTEXT_KEY", "ExecutionInput", "ExecutionState", "build_execution_graph"]
+
+CONTEXT_KEY = "toolplan"
+"""Key in ``config["configurable"]`` holding the :class:`ExecutionContext`."""
+
+
+class ExecutionInput(TypedDict):
+    """Input of the executor graph."""
+
+    plan_id: str
+    """The stored plan to run or resume (``plan_...``)."""
+    approve: NotRequired[bool]
+    """Run it even if it is stored as ``needs_review`` (low planner confidence)."""
+
+
+class ExecutionState(TypedDict, total=False):
+    """State of the executor graph; the output carries the execution result."""
+
+    plan_id: str
+    approve: bool
+    request_id: str
+    status: str
+    steps: list[dict[str, Any]]
+    outputs: dict[str, Any]
+    error: str | None
+
+
+@functools.cache
+def _default_context() -> ExecutionContext:
+    """For LangGraph Studio / ``langgraph dev``: settings come from the environment."""
+    from toolplan.config import Settings
+    from toolplan.store import open_store
+    from toolplan.tools.catalog import load_tool_modules
+
+    settings = Settings.from_env()
+    return ExecutionContext(
+        store=open_store(settings.store_uri),
+        catalog=load_tool_modules(settings.tool_modules),
+        options=settings.execution,
+    )
+
+
+def context_from(config: RunnableConfig | None) -> ExecutionContext:
+    """The :class:`ExecutionContext` passed in ``config``, or one built from the environment."""
+    configurable = (config or {}).get("configurable") or {}
+    ctx = configurable.get(CONTEXT_KEY)
+    return ctx if isinstance(ctx, ExecutionContext) else _default_context()
+
+
+def _result_state(plan: PlanRecord, execution: ExecutionRecord) -> ExecutionState:
+    result = ExecutionResult.from_records(plan, execution).to_json()
+    return {
+        "request_id": plan.request_id,
+        "status": result["status"],
+        "steps": result["steps"],
+        "outputs": result["outputs"],
+        "error": execution.error,
+    }
+
+
+def _load(ctx: ExecutionContext, plan_id: str) -> PlanRecord:
+    record = ctx.store.get_plan(plan_id)
+    if record is None:
+        raise NotFound(f"plan {plan_id!r} does not exist in {ctx.store.uri}")
+    return record
+
+
+async def load_plan(state: ExecutionState, config: RunnableConfig) -> ExecutionState:
+    """Find the plan; a finished execution is returned as stored, without calling any tool."""
+    ctx = context_from(config)
+    record = await asyncio.to_thread(_load, ctx, state["plan_id"])
+    execution = await asyncio.to_thread(ctx.store.get_execution, record.plan_id)
+    if execution is not None and execution.status in TERMINAL_EXECUTION_STATUSES:
+        return _result_state(record, execution)
+    if record.status == "needs_review" and not state.get("approve"):
+        raise PlanNeedsReview(
+            f"plan {record.plan_id!r} needs review (the planner's confidence was low) and was "
+            "not executed; inspect it with `toolplan show`, then run it with --yes"
+        )
+    return {"request_id": record.request_id, "status": "running"}
+
+
+async def run_steps(state: ExecutionState, config: RunnableConfig) -> ExecutionState:
+    """Run or resume every unfinished step, eagerly, recording each transition durably."""
+    ctx = context_from(config)
+    record = await asyncio.to_thread(_load, ctx, state["plan_id"])
+    execution = await run_plan_steps(ctx, record)
+    return _result_state(record, execution)
+
+
+def _route(state: ExecutionState) -> str:
+    return END if state.get("status") in TERMINAL_EXECUTION_STATUSES else "run_steps"
+
+
+def build_execution_graph() -> StateGraph[ExecutionState, Any, ExecutionInput, ExecutionState]:
+    """The uncompiled execution graph; compile it with or without a checkpointer."""
+    builder: StateGraph[ExecutionState, Any, ExecutionInput, ExecutionState] = StateGraph(
+        ExecutionState, input_schema=ExecutionInput, output_schema=ExecutionState
+    )
+    builder.add_node("load_plan", load_plan)
+    builder.add_node("run_steps", run_steps)
+    builder.add_edge(START, "load_plan")
+    builder.add_conditional_edges("load_plan", _route, ["run_steps", END])
+    builder.add_edge("run_steps", END)
+    return builder

@@ -1,0 +1,173 @@
+"""The core operations every entry point calls: submit, execute, show.
+
+The CLI, the GraphQL API, the LangGraph graphs, workers and the ``execute_plan`` meta-tool are thin
+layers over these functions; no behaviour lives only in one of them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from toolplan.analysis import Analysis, analyze
+from toolplan.engine.result import ExecutionResult
+from toolplan.errors import InvalidInput, NotFound
+from toolplan.execution.graph import CONTEXT_KEY, build_execution_graph
+from toolplan.execution.runner import ExecutionContext
+from toolplan.ids import is_valid_id, new_id
+from toolplan.plan import Plan, Step, load_plan
+from toolplan.store.protocol import (
+    TERMINAL_EXECUTION_STATUSES,
+    ExecutionRecord,
+    PlanRecord,
+    PlanStatus,
+    RequestRecord,
+    Store,
+    utc_now,
+)
+from toolplan.tools.catalog import ToolCatalog
+
+__all__ = ["PlanRef", "describe", "execute_stored_plan", "stored_result", "submit_plan"]
+
+
+@dataclass(frozen=True)
+class PlanRef:
+    """Where a stored plan lives: its request, its ID and its status."""
+
+    request_id: str
+    plan_id: str
+    status: PlanStatus
+    plan: Plan | None = field(default=None, compare=False)
+    analysis: Analysis | None = field(default=None, compare=False)
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"requestId", "planId", "status"}``."""
+        return {"requestId": self.request_id, "planId": self.plan_id, "status": self.status}
+
+
+def _estimator(store: Store) -> Any:
+    stats = store.tool_stats()
+
+    def estimate(step: Step) -> float:
+        seen = stats.get(step.tool)
+        return (seen.avg_duration_ms or 1.0) if seen else 1.0
+
+    return estimate
+
+
+def submit_plan(
+    source: str | Path | dict[str, Any] | Plan,
+    *,
+    store: Store,
+    catalog: ToolCatalog,
+    query: str | None = None,
+    request_id: str | None = None,
+    max_steps: int,
+    status: PlanStatus = "planned",
+    meta: dict[str, Any] | None = None,
+) -> PlanRef:
+    """Validate a plan and store it with new IDs; nothing runs.
+
+    With ``request_id``, the plan becomes a new version of that existing request. Raises
+    :class:`~toolplan.errors.PlanInvalid` (every problem at once) before anything is stored.
+    """
+    plan = load_plan(source)
+    analysis = analyze(plan, catalog, max_steps=max_steps, estimate=_estimator(store))
+    request: RequestRecord | None = None
+    if request_id is not None:
+        if not is_valid_id(request_id, "req"):
+            raise InvalidInput(f"{request_id!r} is not a request ID (expected req_<seconds>_<id>)")
+        existing = store.get_request(request_id)
+        if existing is None:
+            raise NotFound(f"request {request_id!r} does not exist in {store.uri}")
+        query = query if query is not None else existing.query
+    else:
+        request = RequestRecord(new_id("req"), query, utc_now())
+        request_id = request.request_id
+    record = PlanRecord(
+        plan_id=new_id("plan"),
+        request_id=request_id,
+        plan=plan.to_json(),
+        analysis=analysis.to_json(),
+        status=status,
+        created_at=utc_now(),
+        query=query,
+        meta=dict(meta or {}),
+    )
+    store.save_plan(record, request)
+    return PlanRef(request_id, record.plan_id, status, plan=plan, analysis=analysis)
+
+
+def _get_plan(store: Store, plan_id: str) -> PlanRecord:
+    if not is_valid_id(plan_id, "plan"):
+        raise InvalidInput(f"{plan_id!r} is not a plan ID (expected plan_<seconds>_<id>)")
+    record = store.get_plan(plan_id)
+    if record is None:
+        raise NotFound(f"plan {plan_id!r} does not exist in {store.uri}")
+    return record
+
+
+def stored_result(store: Store, plan_id: str) -> ExecutionResult | None:
+    """The stored execution result of a plan, or ``None`` if it never started."""
+    record = _get_plan(store, plan_id)
+    execution = store.get_execution(plan_id)
+    return ExecutionResult.from_records(record, execution) if execution else None
+
+
+async def execute_stored_plan(
+    plan_id: str, ctx: ExecutionContext, *, approve: bool = False
+) -> ExecutionResult:
+    """Run a stored plan, or resume it after a crash, through the execution graph.
+
+    A finished execution is returned as stored and no tool is called. The graph runs with the
+    store's checkpointer, on the thread named after the plan ID.
+    """
+    record = await asyncio.to_thread(_get_plan, ctx.store, plan_id)
+    execution = await asyncio.to_thread(ctx.store.get_execution, plan_id)
+    if execution is None or execution.status not in TERMINAL_EXECUTION_STATUSES:
+        async with ctx.store.checkpointer() as saver:
+            graph = build_execution_graph().compile(checkpointer=saver)
+            config: Any = {"configurable": {"thread_id": plan_id, CONTEXT_KEY: ctx}}
+            snapshot = await graph.aget_state(config)
+            inputs = None if snapshot.next else {"plan_id": plan_id, "approve": approve}
+            await graph.ainvoke(inputs, config, durability="sync")
+        execution = await asyncio.to_thread(ctx.store.get_execution, plan_id)
+    assert execution is not None
+    return ExecutionResult.from_records(record, execution)
+
+
+def describe(store: Store, identifier: str) -> dict[str, Any]:
+    """``toolplan show``: a plan with its execution, or a request with its plans."""
+    if is_valid_id(identifier, "plan"):
+        record = _get_plan(store, identifier)
+        execution = store.get_execution(identifier)
+        return {"kind": "plan", **_plan_json(record, execution)}
+    if is_valid_id(identifier, "req"):
+        request = store.get_request(identifier)
+        if request is None:
+            raise NotFound(f"request {identifier!r} does not exist in {store.uri}")
+        plans = [_plan_json(p, store.get_execution(p.plan_id)) for p in store.list_plans(identifier)]
+        return {
+            "kind": "request",
+            "requestId": request.request_id,
+            "query": request.query,
+            "createdAt": request.created_at,
+            "plans": plans,
+        }
+    raise InvalidInput(f"{identifier!r} is neither a plan ID (plan_...) nor a request ID (req_...)")
+
+
+def _plan_json(record: PlanRecord, execution: ExecutionRecord | None) -> dict[str, Any]:
+    return {
+        "planId": record.plan_id,
+        "requestId": record.request_id,
+        "query": record.query,
+        "status": record.status,
+        "createdAt": record.created_at,
+        "plan": record.plan,
+        "analysis": record.analysis,
+        "meta": record.meta,
+        "execution": ExecutionResult.from_records(record, execution).to_json() if execution else None,
+    }

@@ -1,0 +1,256 @@
+"""The store protocol: requests, plans, executions with per-step records, a work queue,
+toolset records, and a LangGraph checkpointer in the same database.
+
+Backends (SQLite, MongoDB) implement :class:`Store` and all pass ``tests/store_conformance.py``.
+The protocol is synchronous: the CLI, the API and workers call it directly; the async engine calls
+it from a dedicated writer thread so the event loop never blocks on I/O.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+from toolplan.tools.catalog import ToolStats
+
+__all__ = [
+    "TERMINAL_EXECUTION_STATUSES",
+    "ExecutionRecord",
+    "ExecutionStatus",
+    "PlanRecord",
+    "PlanStatus",
+    "RequestRecord",
+    "StepRecord",
+    "StepStatus",
+    "Store",
+    "cap_output",
+    "utc_now",
+]
+
+PlanStatus = Literal["planned", "needs_review"]
+"""``needs_review``: the planner's confidence was under the threshold; run only with ``--yes``."""
+
+ExecutionStatus = Literal["queued", "running", "succeeded", "partial", "failed"]
+"""``partial``: some steps succeeded, some failed or were skipped. ``failed``: none succeeded."""
+
+StepStatus = Literal["pending", "running", "succeeded", "failed", "skipped"]
+
+TERMINAL_EXECUTION_STATUSES: frozenset[str] = frozenset({"succeeded", "partial", "failed"})
+
+
+def utc_now() -> str:
+    """The current time as ISO-8601 UTC with milliseconds."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    """One user request; it owns one or more plan versions."""
+
+    request_id: str
+    query: str | None
+    created_at: str
+
+
+@dataclass(frozen=True)
+class PlanRecord:
+    """A stored plan. Immutable: a new version is a new plan under the same request."""
+
+    plan_id: str
+    request_id: str
+    plan: dict[str, Any]
+    """The canonical plan JSON."""
+    analysis: dict[str, Any]
+    """:meth:`toolplan.analysis.Analysis.to_json` output."""
+    status: PlanStatus
+    created_at: str
+    query: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+    """Planning details: model, llmCalls, usage, planningMs, promptVersion, confidence, ..."""
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """The durable record of one step in one execution."""
+
+    step_id: str
+    tool: str
+    status: StepStatus = "pending"
+    attempts: int = 0
+    resolved_parameters: Any = None
+    output: Any = None
+    error: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    duration_ms: float | None = None
+    output_truncated: bool = False
+    used_fallback: bool = False
+
+
+STEP_FIELDS = frozenset(
+    {
+        "status",
+        "attempts",
+        "resolved_parameters",
+        "output",
+        "error",
+        "started_at",
+        "finished_at",
+        "duration_ms",
+        "output_truncated",
+        "used_fallback",
+    }
+)
+"""Fields :meth:`Store.update_step` may change."""
+
+
+@dataclass(frozen=True)
+class ExecutionRecord:
+    """The execution of one plan: overall status plus one :class:`StepRecord` per step."""
+
+    plan_id: str
+    status: ExecutionStatus
+    steps: list[StepRecord]
+    created_at: str
+    started_at: str | None = None
+    finished_at: str | None = None
+    error: str | None = None
+    worker_id: str | None = None
+    lease_until: float | None = None
+
+    def step(self, step_id: str) -> StepRecord:
+        """The record of ``step_id`` (``KeyError`` if absent)."""
+        for record in self.steps:
+            if record.step_id == step_id:
+                return record
+        raise KeyError(step_id)
+
+    def with_step(self, record: StepRecord) -> ExecutionRecord:
+        """A copy with one step record replaced."""
+        steps = [record if s.step_id == record.step_id else s for s in self.steps]
+        return replace(self, steps=steps)
+
+
+def cap_output(value: Any, limit_bytes: int) -> tuple[Any, bool]:
+    """Cap a step output to ``limit_bytes`` of JSON; returns (value, truncated).
+
+    Oversized outputs are replaced by a marker object with a text preview, so no stored document
+    grows without bound (MongoDB's 16 MB limit, and SQLite rows the CLI must print).
+    """
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    if len(text.encode("utf-8")) <= limit_bytes:
+        return value, False
+    preview = text.encode("utf-8")[: max(0, limit_bytes - 200)].decode("utf-8", "ignore")
+    return {"truncated": True, "originalBytes": len(text.encode("utf-8")), "preview": preview}, True
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Where toolplan keeps requests, plans, executions, queue state and checkpoints."""
+
+    uri: str
+    """The store URI with any password hidden (safe to print)."""
+
+    # requests and plans
+    def save_plan(self, plan: PlanRecord, request: RequestRecord | None = None) -> None:
+        """Store a plan (and its new request, when given) atomically: whole or not at all.
+
+        Raises :class:`~toolplan.errors.InvalidInput` if the plan ID exists (plans are immutable)
+        or the plan's request does not exist and none is given.
+        """
+        ...
+
+    def get_request(self, request_id: str) -> RequestRecord | None:
+        """The request, or ``None``."""
+        ...
+
+    def get_plan(self, plan_id: str) -> PlanRecord | None:
+        """The plan, or ``None``."""
+        ...
+
+    def list_plans(self, request_id: str) -> list[PlanRecord]:
+        """Every plan version of a request, oldest first."""
+        ...
+
+    # executions
+    def create_execution(
+        self, plan_id: str, steps: list[tuple[str, str]], *, status: ExecutionStatus
+    ) -> ExecutionRecord:
+        """Create the execution of a plan with (step id, tool) pairs; return the existing one
+        unchanged if there is one already."""
+        ...
+
+    def get_execution(self, plan_id: str) -> ExecutionRecord | None:
+        """The execution of a plan, or ``None`` if it never started."""
+        ...
+
+    def update_step(self, plan_id: str, step_id: str, changes: Mapping[str, Any]) -> None:
+        """Atomically apply ``changes`` (keys from ``STEP_FIELDS``) to one step record."""
+        ...
+
+    def set_execution_status(
+        self,
+        plan_id: str,
+        status: ExecutionStatus,
+        *,
+        error: str | None = None,
+        started_at: str | None = None,
+        finished_at: str | None = None,
+    ) -> None:
+        """Change the execution status (and times, when given)."""
+        ...
+
+    # work queue
+    def enqueue(self, plan_id: str, steps: list[tuple[str, str]]) -> ExecutionRecord:
+        """Queue an execution for workers (creates it with status ``queued`` if absent)."""
+        ...
+
+    def claim(self, worker_id: str, lease_seconds: float) -> str | None:
+        """Atomically claim one queued execution, or one whose lease expired; return its plan ID."""
+        ...
+
+    def acquire(
+        self, plan_id: str, worker_id: str, lease_seconds: float, *, expected_owner: str | None
+    ) -> bool:
+        """Compare-and-set the lease of one unfinished execution: succeeds when it has no owner, its
+        lease expired, or it is held by ``worker_id`` or ``expected_owner`` (a dead process)."""
+        ...
+
+    def renew_lease(self, plan_id: str, worker_id: str, lease_seconds: float) -> bool:
+        """Extend a held lease (heartbeat); ``False`` if the lease was lost."""
+        ...
+
+    def release(self, plan_id: str, worker_id: str) -> None:
+        """Give up a lease without finishing: the execution is queued again."""
+        ...
+
+    # statistics and toolset data
+    def tool_stats(self) -> dict[str, ToolStats]:
+        """Per-tool calls, average duration and failure rate over finished steps."""
+        ...
+
+    def put_record(
+        self, collection: str, record: dict[str, Any], *, idempotency_key: str | None = None
+    ) -> dict[str, Any]:
+        """Insert a toolset record with a fresh ``_id``. With an idempotency key already used in
+        that collection, return the earlier record instead of inserting."""
+        ...
+
+    def find_records(self, collection: str, where: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Records whose fields equal ``where`` (plain equality only), oldest first."""
+        ...
+
+    # checkpoints and lifecycle
+    def checkpointer(self) -> AbstractAsyncContextManager[BaseCheckpointSaver[Any]]:
+        """An async context manager giving a LangGraph checkpointer in this same store."""
+        ...
+
+    def close(self) -> None:
+        """Release connections."""
+        ...

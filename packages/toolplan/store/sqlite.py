@@ -1,0 +1,420 @@
+"""The embedded default store: one SQLite file holds requests, plans, executions, step records,
+toolset records and the LangGraph checkpoints (``AsyncSqliteSaver``, in its own tables).
+
+Durability: WAL journal with ``synchronous=NORMAL``. Every committed transition survives a killed
+process (``kill -9``); an operating-system crash may lose the last few commits.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sqlite3
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+from toolplan.errors import InvalidInput, StoreUnavailable
+from toolplan.store.protocol import (
+    STEP_FIELDS,
+    ExecutionRecord,
+    ExecutionStatus,
+    PlanRecord,
+    RequestRecord,
+    StepRecord,
+    utc_now,
+)
+from toolplan.tools.catalog import ToolStats
+
+__all__ = ["SqliteStore"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS tp_requests (
+    request_id TEXT PRIMARY KEY,
+    query TEXT,
+    created_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS tp_plans (
+    plan_id TEXT PRIMARY KEY,
+    request_id TEXT NOT NULL REFERENCES tp_requests(request_id),
+    query TEXT,
+    plan TEXT NOT NULL,
+    analysis TEXT NOT NULL,
+    status TEXT NOT NULL,
+    meta TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS tp_plans_by_request ON tp_plans(request_id, created_at);
+CREATE TABLE IF NOT EXISTS tp_executions (
+    plan_id TEXT PRIMARY KEY REFERENCES tp_plans(plan_id),
+    status TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    started_at TEXT,
+    finished_at TEXT,
+    error TEXT,
+    worker_id TEXT,
+    lease_until REAL,
+    queued_at REAL
+);
+CREATE INDEX IF NOT EXISTS tp_executions_queue ON tp_executions(status, queued_at);
+CREATE TABLE IF NOT EXISTS tp_steps (
+    plan_id TEXT NOT NULL REFERENCES tp_executions(plan_id),
+    step_id TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    tool TEXT NOT NULL,
+    status TEXT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    resolved_parameters TEXT,
+    output TEXT,
+    error TEXT,
+    started_at TEXT,
+    finished_at TEXT,
+    duration_ms REAL,
+    output_truncated INTEGER NOT NULL DEFAULT 0,
+    used_fallback INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (plan_id, step_id)
+);
+CREATE INDEX IF NOT EXISTS tp_steps_by_tool ON tp_steps(tool, status);
+CREATE TABLE IF NOT EXISTS tp_records (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    collection TEXT NOT NULL,
+    id TEXT NOT NULL,
+    idempotency_key TEXT,
+    doc TEXT NOT NULL,
+    UNIQUE (collection, id),
+    UNIQUE (collection, idempotency_key)
+);
+"""
+
+_JSON_STEP_FIELDS = frozenset({"resolved_parameters", "output"})
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+class SqliteStore:
+    """:class:`~toolplan.store.protocol.Store` on one SQLite file."""
+
+    def __init__(self, path: str | Path, *, uri: str | None = None) -> None:
+        self.path = Path(path)
+        self.uri = uri or f"sqlite:///{self.path}"
+        self._lock = threading.RLock()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(
+                self.path, check_same_thread=False, isolation_level=None, timeout=30
+            )
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA foreign_keys=ON")
+            self._db.executescript(_SCHEMA)
+        except (sqlite3.Error, OSError) as error:
+            raise StoreUnavailable(f"cannot open the SQLite store {self.uri!r}: {error}") from None
+
+    # -- plumbing ------------------------------------------------------------------------------
+
+    @contextmanager
+    def _transaction(self, *, immediate: bool = False) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            else:
+                self._db.execute("COMMIT")
+
+    def _query(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            cursor = self._db.execute(sql, params)
+            cursor.row_factory = sqlite3.Row
+            return cursor.fetchall()
+
+    # -- requests and plans --------------------------------------------------------------------
+
+    def save_plan(self, plan: PlanRecord, request: RequestRecord | None = None) -> None:
+        try:
+            with self._transaction(immediate=True) as db:
+                if request is not None:
+                    db.execute(
+                        "INSERT INTO tp_requests (request_id, query, created_at) VALUES (?, ?, ?)",
+                        (request.request_id, request.query, request.created_at),
+                    )
+                elif not db.execute(
+                    "SELECT 1 FROM tp_requests WHERE request_id = ?", (plan.request_id,)
+                ).fetchone():
+                    raise InvalidInput(f"request {plan.request_id!r} does not exist")
+                db.execute(
+                    "INSERT INTO tp_plans (plan_id, request_id, query, plan, analysis, status,"
+                    " meta, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        plan.plan_id,
+                        plan.request_id,
+                        plan.query,
+                        _dumps(plan.plan),
+                        _dumps(plan.analysis),
+                        plan.status,
+                        _dumps(plan.meta),
+                        plan.created_at,
+                    ),
+                )
+        except sqlite3.IntegrityError as error:
+            raise InvalidInput(
+                f"cannot store plan {plan.plan_id!r}: {error} (plans are immutable; "
+                "store a new version under a new plan ID)"
+            ) from None
+
+    def get_request(self, request_id: str) -> RequestRecord | None:
+        rows = self._query("SELECT * FROM tp_requests WHERE request_id = ?", (request_id,))
+        if not rows:
+            return None
+        row = rows[0]
+        return RequestRecord(row["request_id"], row["query"], row["created_at"])
+
+    @staticmethod
+    def _plan_from(row: sqlite3.Row) -> PlanRecord:
+        return PlanRecord(
+            plan_id=row["plan_id"],
+            request_id=row["request_id"],
+            plan=json.loads(row["plan"]),
+            analysis=json.loads(row["analysis"]),
+            status=row["status"],
+            created_at=row["created_at"],
+            query=row["query"],
+            meta=json.loads(row["meta"]),
+        )
+
+    def get_plan(self, plan_id: str) -> PlanRecord | None:
+        rows = self._query("SELECT * FROM tp_plans WHERE plan_id = ?", (plan_id,))
+        return self._plan_from(rows[0]) if rows else None
+
+    def list_plans(self, request_id: str) -> list[PlanRecord]:
+        rows = self._query(
+            "SELECT * FROM tp_plans WHERE request_id = ? ORDER BY created_at, rowid",
+            (request_id,),
+        )
+        return [self._plan_from(row) for row in rows]
+
+    # -- executions ----------------------------------------------------------------------------
+
+    def create_execution(
+        self, plan_id: str, steps: list[tuple[str, str]], *, status: ExecutionStatus
+    ) -> ExecutionRecord:
+        with self._transaction(immediate=True) as db:
+            exists = db.execute(
+                "SELECT 1 FROM tp_executions WHERE plan_id = ?", (plan_id,)
+            ).fetchone()
+            if not exists:
+                db.execute(
+                    "INSERT INTO tp_executions (plan_id, status, created_at, queued_at)"
+                    " VALUES (?, ?, ?, ?)",
+                    (plan_id, status, utc_now(), time.time() if status == "queued" else None),
+                )
+                db.executemany(
+                    "INSERT INTO tp_steps (plan_id, step_id, position, tool, status)"
+                    " VALUES (?, ?, ?, ?, 'pending')",
+                    [(plan_id, step_id, i, tool) for i, (step_id, tool) in enumerate(steps)],
+                )
+        execution = self.get_execution(plan_id)
+        assert execution is not None
+        return execution
+
+    def get_execution(self, plan_id: str) -> ExecutionRecord | None:
+        with self._lock:
+            rows = self._query("SELECT * FROM tp_executions WHERE plan_id = ?", (plan_id,))
+            if not rows:
+                return None
+            step_rows = self._query(
+                "SELECT * FROM tp_steps WHERE plan_id = ? ORDER BY position", (plan_id,)
+            )
+        row = rows[0]
+        steps = [
+            StepRecord(
+                step_id=s["step_id"],
+                tool=s["tool"],
+                status=s["status"],
+                attempts=s["attempts"],
+                resolved_parameters=_loads(s["resolved_parameters"]),
+                output=_loads(s["output"]),
+                error=s["error"],
+                started_at=s["started_at"],
+                finished_at=s["finished_at"],
+                duration_ms=s["duration_ms"],
+                output_truncated=bool(s["output_truncated"]),
+                used_fallback=bool(s["used_fallback"]),
+            )
+            for s in step_rows
+        ]
+        return ExecutionRecord(
+            plan_id=row["plan_id"],
+            status=row["status"],
+            steps=steps,
+            created_at=row["created_at"],
+            started_at=row["started_at"],
+            finished_at=row["finished_at"],
+            error=row["error"],
+            worker_id=row["worker_id"],
+            lease_until=row["lease_until"],
+        )
+
+    def update_step(self, plan_id: str, step_id: str, changes: Mapping[str, Any]) -> None:
+        unknown = set(changes) - STEP_FIELDS
+        if unknown:
+            raise ValueError(f"cannot update step fields {sorted(unknown)}")
+        columns = ", ".join(f"{name} = ?" for name in changes)
+        values = [
+            _dumps(value) if name in _JSON_STEP_FIELDS else value
+            for name, value in changes.items()
+        ]
+        with self._lock:
+            cursor = self._db.execute(
+                f"UPDATE tp_steps SET {columns} WHERE plan_id = ? AND step_id = ?",
+                (*values, plan_id, step_id),
+            )
+        if cursor.rowcount != 1:
+            raise KeyError(f"no step {step_id!r} in the execution of {plan_id!r}")
+
+    def set_execution_status(
+        self,
+        plan_id: str,
+        status: ExecutionStatus,
+        *,
+        error: str | None = None,
+        started_at: str | None = None,
+        finished_at: str | None = None,
+    ) -> None:
+        with self._lock:
+            self._db.execute(
+                "UPDATE tp_executions SET status = ?, error = ?,"
+                " started_at = COALESCE(?, started_at), finished_at = COALESCE(?, finished_at)"
+                " WHERE plan_id = ?",
+                (status, error, started_at, finished_at, plan_id),
+            )
+
+    # -- work queue ----------------------------------------------------------------------------
+
+    def enqueue(self, plan_id: str, steps: list[tuple[str, str]]) -> ExecutionRecord:
+        self.create_execution(plan_id, steps, status="queued")
+        with self._lock:
+            self._db.execute(
+                "UPDATE tp_executions SET status = 'queued', queued_at = ?, worker_id = NULL,"
+                " lease_until = NULL WHERE plan_id = ? AND status IN ('queued', 'running')"
+                " AND (lease_until IS NULL OR lease_until < ?)",
+                (time.time(), plan_id, time.time()),
+            )
+        execution = self.get_execution(plan_id)
+        assert execution is not None
+        return execution
+
+    def claim(self, worker_id: str, lease_seconds: float) -> str | None:
+        now = time.time()
+        with self._transaction(immediate=True) as db:
+            row = db.execute(
+                "SELECT plan_id FROM tp_executions WHERE status = 'queued'"
+                " OR (status = 'running' AND queued_at IS NOT NULL AND lease_until < ?)"
+                " ORDER BY queued_at LIMIT 1",
+                (now,),
+            ).fetchone()
+            if row is None:
+                return None
+            db.execute(
+                "UPDATE tp_executions SET status = 'running', worker_id = ?, lease_until = ?"
+                " WHERE plan_id = ?",
+                (worker_id, now + lease_seconds, row[0]),
+            )
+            return str(row[0])
+
+    def acquire(
+        self, plan_id: str, worker_id: str, lease_seconds: float, *, expected_owner: str | None
+    ) -> bool:
+        """Take the lease of one execution if it is free, expired, or held by ``expected_owner``."""
+        now = time.time()
+        with self._lock:
+            cursor = self._db.execute(
+                "UPDATE tp_executions SET status = 'running', worker_id = ?, lease_until = ?"
+                " WHERE plan_id = ? AND status IN ('queued', 'running') AND (worker_id IS NULL"
+                " OR lease_until IS NULL OR lease_until < ? OR worker_id = ? OR worker_id = ?)",
+                (worker_id, now + lease_seconds, plan_id, now, worker_id, expected_owner),
+            )
+        return cursor.rowcount == 1
+
+    def renew_lease(self, plan_id: str, worker_id: str, lease_seconds: float) -> bool:
+        with self._lock:
+            cursor = self._db.execute(
+                "UPDATE tp_executions SET lease_until = ? WHERE plan_id = ? AND worker_id = ?"
+                " AND status = 'running'",
+                (time.time() + lease_seconds, plan_id, worker_id),
+            )
+        return cursor.rowcount == 1
+
+    def release(self, plan_id: str, worker_id: str) -> None:
+        with self._lock:
+            self._db.execute(
+                "UPDATE tp_executions SET status = CASE WHEN status = 'running' THEN 'queued'"
+                " ELSE status END, worker_id = NULL, lease_until = NULL"
+                " WHERE plan_id = ? AND worker_id = ?",
+                (plan_id, worker_id),
+            )
+
+    # -- statistics and toolset data -----------------------------------------------------------
+
+    def tool_stats(self) -> dict[str, ToolStats]:
+        rows = self._query(
+            "SELECT tool, COUNT(*) AS calls,"
+            " AVG(CASE WHEN status = 'succeeded' THEN duration_ms END) AS avg_ms,"
+            " AVG(CASE WHEN status = 'failed' THEN 1.0 ELSE 0.0 END) AS failure_rate"
+            " FROM tp_steps WHERE status IN ('succeeded', 'failed') GROUP BY tool"
+        )
+        return {
+            row["tool"]: ToolStats(row["calls"], row["avg_ms"], row["failure_rate"]) for row in rows
+        }
+
+    def put_record(
+        self, collection: str, record: dict[str, Any], *, idempotency_key: str | None = None
+    ) -> dict[str, Any]:
+        with self._transaction(immediate=True) as db:
+            if idempotency_key is not None:
+                row = db.execute(
+                    "SELECT doc FROM tp_records WHERE collection = ? AND idempotency_key = ?",
+                    (collection, idempotency_key),
+                ).fetchone()
+                if row is not None:
+                    existing: dict[str, Any] = json.loads(row[0])
+                    return existing
+            stored = {"_id": secrets.token_hex(12), **record}
+            db.execute(
+                "INSERT INTO tp_records (collection, id, idempotency_key, doc) VALUES (?, ?, ?, ?)",
+                (collection, stored["_id"], idempotency_key, _dumps(stored)),
+            )
+            return stored
+
+    def find_records(self, collection: str, where: Mapping[str, Any]) -> list[dict[str, Any]]:
+        rows = self._query(
+            "SELECT doc FROM tp_records WHERE collection = ? ORDER BY seq", (collection,)
+        )
+        docs = [json.loads(row["doc"]) for row in rows]
+        return [d for d in docs if all(d.get(k) == v for k, v in where.items())]
+
+    # -- checkpoints and lifecycle -------------------------------------------------------------
+
+    @asynccontextmanager
+    async def checkpointer(self) -> AsyncIterator[BaseCheckpointSaver[Any]]:
+        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+        async with AsyncSqliteSaver.from_conn_string(str(self.path)) as saver:
+            yield saver
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()

@@ -1,0 +1,76 @@
+"""The monitoring toolset of seed 001: list metrics, query one, check a threshold."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from langchain_core.tools import ToolException, tool
+
+from toolplan.tools.catalog import tagged
+
+__all__ = ["TOOLS"]
+
+_METRICS: dict[str, dict[str, Any]] = {
+    "cpu_usage": {"category": "compute", "unit": "%", "current": 72.5, "series": [65.0, 70.2, 72.5]},
+    "memory_usage": {"category": "compute", "unit": "%", "current": 58.1, "series": [55.4, 57.0, 58.1]},
+    "disk_io": {"category": "storage", "unit": "MB/s", "current": 120.0, "series": [98.0, 110.0, 120.0]},
+    "error_rate": {"category": "application", "unit": "%", "current": 1.2, "series": [0.8, 1.0, 1.2]},
+    "latency_p95": {"category": "application", "unit": "ms", "current": 240.0, "series": [210.0, 230.0, 240.0]},
+}
+
+_OPERATORS = {
+    "gt": lambda a, b: a > b,
+    "gte": lambda a, b: a >= b,
+    "lt": lambda a, b: a < b,
+    "lte": lambda a, b: a <= b,
+}
+
+
+@tool
+def list_metrics(category: str | None = None) -> dict[str, Any]:
+    """List available metrics, optionally of one category (compute, storage, application).
+    Returns `{"metrics": [{"name", "category", "unit"}]}`."""
+    names = [n for n, m in _METRICS.items() if category in (None, m["category"])]
+    if category is not None and not names:
+        known = sorted({m["category"] for m in _METRICS.values()})
+        raise ToolException(f"unknown category {category!r}; known: {', '.join(known)}")
+    return {"metrics": [{"name": n, "category": _METRICS[n]["category"], "unit": _METRICS[n]["unit"]} for n in names]}
+
+
+@tool
+def query_metric(name: str) -> dict[str, Any]:
+    """Query a metric's current value and recent series. Returns `{"name", "current", "unit", "series"}`."""
+    metric = _METRICS.get(name)
+    if metric is None:
+        raise ToolException(f"unknown metric {name!r}; known: {', '.join(_METRICS)}")
+    return {"name": name, "current": metric["current"], "unit": metric["unit"], "series": list(metric["series"])}
+
+
+@tool
+def check_threshold(
+    metric_name: str,
+    threshold: float,
+    operator: Literal["gt", "gte", "lt", "lte"] = "gt",
+    value: float | None = None,
+) -> dict[str, Any]:
+    """Check whether a metric's value (given, or its current value) crosses a threshold.
+    Returns `{"metric", "value", "threshold", "operator", "exceeded"}`."""
+    if value is None:
+        metric = _METRICS.get(metric_name)
+        if metric is None:
+            raise ToolException(f"unknown metric {metric_name!r}")
+        value = float(metric["current"])
+    return {
+        "metric": metric_name,
+        "value": value,
+        "threshold": threshold,
+        "operator": operator,
+        "exceeded": _OPERATORS[operator](value, threshold),
+    }
+
+
+tagged(list_metrics, "metrics", "read")
+tagged(query_metric, "metrics", "read")
+tagged(check_threshold, "metrics", "check")
+
+TOOLS = [list_metrics, query_metric, check_threshold]

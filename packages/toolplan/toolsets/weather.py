@@ -1,0 +1,59 @@
+"""The research toolset of seed 000: weather per city, comparisons and summaries."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from langchain_core.tools import tool
+
+from toolplan.tools.catalog import tagged
+
+__all__ = ["TOOLS"]
+
+_CONDITIONS = ["sunny", "cloudy", "rainy", "windy", "foggy", "snowy"]
+
+
+@tool
+def get_weather(location: str) -> dict[str, Any]:
+    """Current weather in a city. Returns `{"city", "temp" (°C), "condition", "humidity"}`."""
+    digest = hashlib.sha256(location.strip().lower().encode()).digest()
+    return {
+        "city": location,
+        "temp": round(-5 + digest[0] / 255 * 40, 1),
+        "condition": _CONDITIONS[digest[1] % len(_CONDITIONS)],
+        "humidity": 20 + digest[2] % 75,
+    }
+
+
+@tool
+def compare_data(data_a: dict[str, Any], data_b: dict[str, Any]) -> dict[str, Any]:
+    """Compare two weather reports. Returns `{"warmer", "difference", "a", "b"}`."""
+    temp_a, temp_b = float(data_a.get("temp", 0)), float(data_b.get("temp", 0))
+    return {
+        "warmer": data_a.get("city") if temp_a >= temp_b else data_b.get("city"),
+        "difference": round(abs(temp_a - temp_b), 1),
+        "a": data_a.get("city"),
+        "b": data_b.get("city"),
+    }
+
+
+@tool
+def summarize(data: list[dict[str, Any]]) -> dict[str, Any]:
+    """Summarize several weather reports. Returns `{"count", "warmest", "coldest", "averageTemp"}`."""
+    if not data:
+        return {"count": 0, "warmest": None, "coldest": None, "averageTemp": None}
+    ranked = sorted(data, key=lambda item: float(item.get("temp", 0)))
+    return {
+        "count": len(data),
+        "warmest": ranked[-1].get("city"),
+        "coldest": ranked[0].get("city"),
+        "averageTemp": round(sum(float(i.get("temp", 0)) for i in data) / len(data), 1),
+    }
+
+
+tagged(get_weather, "weather", "read")
+tagged(compare_data, "weather", "analysis")
+tagged(summarize, "weather", "analysis")
+
+TOOLS = [get_weather, compare_data, summarize]

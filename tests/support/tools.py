@@ -1,0 +1,84 @@
+"""Controllable tools for engine and CLI tests (importable as ``tests.support.tools``).
+
+Every call is appended to the file named by ``$TOOLPLAN_TEST_LOG`` (if set) as one JSON line,
+so a test in another process can see which steps were called, when, and with which key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import ToolException, tool
+
+
+def _log(event: str, config: RunnableConfig, **extra: Any) -> None:
+    path = os.environ.get("TOOLPLAN_TEST_LOG")
+    if not path:
+        return
+    metadata = config.get("metadata") or {}
+    line = {
+        "event": event,
+        "step": metadata.get("step_id"),
+        "attempt": metadata.get("attempt"),
+        "key": metadata.get("idempotency_key"),
+        "t": time.time(),
+        **extra,
+    }
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(line) + "\n")
+
+
+@tool
+async def sleepy(label: str, config: RunnableConfig, seconds: float = 0.0) -> dict[str, Any]:
+    """Sleep for `seconds`, then return {"label": label}."""
+    _log("start", config, label=label)
+    await asyncio.sleep(seconds)
+    _log("end", config, label=label)
+    return {"label": label, "slept": seconds}
+
+
+@tool
+def echo(value: Any, config: RunnableConfig) -> Any:
+    """Return `value` unchanged."""
+    _log("call", config)
+    return value
+
+
+@tool
+def text(value: str, config: RunnableConfig) -> str:
+    """Return `value` as a plain string (the engine parses JSON objects/lists in strings)."""
+    _log("call", config)
+    return value
+
+
+@tool
+def business_error(message: str, config: RunnableConfig) -> str:
+    """Always report a business error (ToolException)."""
+    _log("call", config)
+    raise ToolException(message)
+
+
+@tool
+def flaky(failures: int, config: RunnableConfig) -> dict[str, Any]:
+    """Raise a transient error on the first `failures` attempts, then succeed."""
+    attempt = (config.get("metadata") or {}).get("attempt", 1)
+    _log("call", config)
+    if attempt <= failures:
+        raise ConnectionError(f"transient failure on attempt {attempt}")
+    return {"attempt": attempt}
+
+
+@tool
+async def hang(config: RunnableConfig) -> str:
+    """Never return (until cancelled)."""
+    _log("start", config)
+    await asyncio.sleep(3600)
+    return "unreachable"
+
+
+TOOLS = [sleepy, echo, text, business_error, flaky, hang]
