@@ -1,0 +1,337 @@
+"""The ``toolplan`` command line: a thin layer over :mod:`toolplan.operations`.
+
+Exit codes: 0 all steps succeeded · 1 some step failed or was skipped · 2 invalid input, nothing
+executed · 3 infrastructure unavailable (store, LLM) · 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from toolplan import operations, render
+from toolplan.config import Settings
+from toolplan.errors import InvalidInput, ToolplanError
+from toolplan.execution.runner import ExecutionContext
+from toolplan.store import Store, open_store
+from toolplan.tools.catalog import ToolCatalog, load_tool_modules
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="toolplan",
+    help="Plan-then-execute tool orchestration: validate, store and run DAGs of tool calls.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+stdout = Console(soft_wrap=True)
+stderr = Console(stderr=True, soft_wrap=True)
+
+T = TypeVar("T")
+
+# -- shared options ------------------------------------------------------------------------------
+
+ToolsOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--tools",
+        help="Tool module exposing TOOLS (repeatable); built-ins: blog, metrics, weather. "
+        "Default: $TOOLPLAN_TOOLS or all built-ins.",
+    ),
+]
+StoreOption = Annotated[
+    str | None,
+    typer.Option("--store", help="Store URI. Default: $TOOLPLAN_STORE or sqlite:///./.toolplan/toolplan.db."),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print exactly one JSON object on stdout.")]
+ConcurrencyOption = Annotated[
+    int | None, typer.Option("--concurrency", min=1, help="Most steps running at once (default 10).")
+]
+FailFastOption = Annotated[
+    bool, typer.Option("--fail-fast", help="Stop at the first failed step instead of failing forward.")
+]
+MaxStepsOption = Annotated[
+    int | None, typer.Option("--max-steps", min=1, help="Reject plans with more steps (default 50).")
+]
+FileOption = Annotated[
+    Path | None, typer.Option("--file", "-f", help="Plan JSON file (canonical or seed-002 form).")
+]
+QueryOption = Annotated[str | None, typer.Option("--query", help="The request text to store with the plan.")]
+YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Run plans stored as needs_review.")]
+
+
+class Session:
+    """Settings, store and catalog for one command, opened lazily and closed at the end."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._store: Store | None = None
+        self._catalog: ToolCatalog | None = None
+
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            self._store = open_store(self.settings.store_uri)
+        return self._store
+
+    @property
+    def catalog(self) -> ToolCatalog:
+        if self._catalog is None:
+            self._catalog = load_tool_modules(self.settings.tool_modules)
+        return self._catalog
+
+    def context(self, *, as_json: bool) -> ExecutionContext:
+        listener = None if as_json else render.ProgressPrinter(stderr)
+        return ExecutionContext(
+            store=self.store,
+            catalog=self.catalog,
+            options=self.settings.execution,
+            listener=listener,
+            max_steps=self.settings.max_steps,
+        )
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+
+
+def _session(
+    store: str | None,
+    tools: list[str] | None,
+    *,
+    concurrency: int | None = None,
+    fail_fast: bool | None = None,
+    max_steps: int | None = None,
+) -> Session:
+    settings = Settings.from_env().with_overrides(
+        store_uri=store,
+        tool_modules=tools,
+        concurrency=concurrency,
+        fail_fast=fail_fast,
+        max_steps=max_steps,
+    )
+    return Session(settings)
+
+
+def _store_uri(flag: str | None) -> str:
+    from toolplan.store import redact_uri
+
+    return redact_uri(flag or Settings.from_env().store_uri)
+
+
+def _emit_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def _guard(body: Callable[[], T], *, as_json: bool) -> T:
+    """Turn predictable failures into a clear message and the contract's exit code."""
+    try:
+        return body()
+    except ToolplanError as error:
+        if as_json:
+            payload: dict[str, Any] = {"error": error.message, "exitCode": error.exit_code}
+            issues = getattr(error, "issues", None)
+            if issues:
+                payload["issues"] = [
+                    {"code": i.code, "message": i.message, "step": i.step} for i in issues
+                ]
+            _emit_json(payload)
+        stderr.print(f"[bold red]error:[/] {error.message}", highlight=False)
+        raise typer.Exit(error.exit_code) from None
+    except KeyboardInterrupt:
+        stderr.print("interrupted; finished steps are stored — resume with `toolplan execute PLAN_ID`")
+        raise typer.Exit(130) from None
+
+
+def _run_async(coroutine: Coroutine[Any, Any, T]) -> T:
+    return asyncio.run(coroutine)
+
+
+def _finish_execution(
+    result: operations.ExecutionResult, *, as_json: bool, store_uri: str
+) -> None:
+    if as_json:
+        _emit_json(result.to_json())
+    else:
+        render.print_execution(stdout, result)
+        stdout.print(f"stored in {store_uri} — inspect with: toolplan show {result.plan_id}")
+    raise typer.Exit(result.exit_code)
+
+
+# -- commands ------------------------------------------------------------------------------------
+
+
+@app.command()
+def submit(
+    file: FileOption = None,
+    query: QueryOption = None,
+    tools: ToolsOption = None,
+    store: StoreOption = None,
+    max_steps: MaxStepsOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Validate a plan file and store it; prints its request and plan IDs. Nothing runs."""
+
+    def body() -> None:
+        if file is None:
+            raise InvalidInput("give the plan with --file PLAN.json")
+        session = _session(store, tools, max_steps=max_steps)
+        try:
+            ref = operations.submit_plan(
+                file,
+                store=session.store,
+                catalog=session.catalog,
+                query=query,
+                max_steps=session.settings.max_steps,
+            )
+        finally:
+            session.close()
+        if as_json:
+            _emit_json(ref.to_json())
+        else:
+            stdout.print(f"stored plan [bold]{ref.plan_id}[/] (request {ref.request_id}) in {session.store.uri}")
+            stdout.print(f"run it with: toolplan execute {ref.plan_id}")
+
+    _guard(body, as_json=as_json)
+
+
+@app.command()
+def execute(
+    plan_id: Annotated[str, typer.Argument(help="The plan to run or resume (plan_...).")],
+    tools: ToolsOption = None,
+    store: StoreOption = None,
+    concurrency: ConcurrencyOption = None,
+    fail_fast: FailFastOption = False,
+    yes: YesOption = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Run a stored plan, or resume it after a crash. A finished plan prints its stored result."""
+
+    def body() -> operations.ExecutionResult:
+        session = _session(store, tools, concurrency=concurrency, fail_fast=fail_fast or None)
+        try:
+            return _run_async(
+                operations.execute_stored_plan(plan_id, session.context(as_json=as_json), approve=yes)
+            )
+        finally:
+            session.close()
+
+    _finish_execution(_guard(body, as_json=as_json), as_json=as_json, store_uri=_store_uri(store))
+
+
+@app.command()
+def run(
+    file: FileOption = None,
+    query: QueryOption = None,
+    tools: ToolsOption = None,
+    store: StoreOption = None,
+    concurrency: ConcurrencyOption = None,
+    fail_fast: FailFastOption = False,
+    max_steps: MaxStepsOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Validate, store and execute a plan file in one go."""
+
+    def body() -> operations.ExecutionResult:
+        if file is None:
+            raise InvalidInput("give the plan with --file PLAN.json")
+        session = _session(
+            store, tools, concurrency=concurrency, fail_fast=fail_fast or None, max_steps=max_steps
+        )
+        try:
+            ref = operations.submit_plan(
+                file,
+                store=session.store,
+                catalog=session.catalog,
+                query=query,
+                max_steps=session.settings.max_steps,
+            )
+            if not as_json:
+                stderr.print(f"stored {ref.plan_id} (request {ref.request_id}) in {session.store.uri}")
+            return _run_async(
+                operations.execute_stored_plan(ref.plan_id, session.context(as_json=as_json))
+            )
+        finally:
+            session.close()
+
+    _finish_execution(_guard(body, as_json=as_json), as_json=as_json, store_uri=_store_uri(store))
+
+
+@app.command()
+def show(
+    identifier: Annotated[str, typer.Argument(help="A plan ID (plan_...) or request ID (req_...).")],
+    store: StoreOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Print a plan with its latest execution, or a request with its plans."""
+
+    def body() -> dict[str, Any]:
+        session = _session(store, None)
+        try:
+            return operations.describe(session.store, identifier)
+        finally:
+            session.close()
+
+    data = _guard(body, as_json=as_json)
+    if as_json:
+        _emit_json(data)
+        return
+    plans = [data] if data["kind"] == "plan" else data["plans"]
+    if data["kind"] == "request":
+        stdout.print(f"request [bold]{data['requestId']}[/]: {data['query'] or '(no query)'}")
+        stdout.print(f"{len(plans)} plan version(s)")
+    for plan in plans:
+        stdout.print(f"\n[bold]{plan['planId']}[/]  status: {plan['status']}  created: {plan['createdAt']}")
+        render.print_plan(stdout, plan["plan"], plan["analysis"])
+        execution = plan["execution"]
+        if execution is None:
+            stdout.print("not executed yet")
+        else:
+            stdout.print(f"execution: {execution['status']}")
+            for step in execution["steps"]:
+                detail = step["error"] if step["status"] != "succeeded" else render.short(step["output"])
+                stdout.print(f"  {step['id']:<20} {step['status']:<10} {detail}", highlight=False)
+
+
+@app.command("tools")
+def list_tools(
+    tools: ToolsOption = None,
+    store: StoreOption = None,
+    tag: Annotated[str | None, typer.Option("--tag", help="Only tools with this capability tag.")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List the tools plans can use, with their arguments, tags and observed statistics."""
+
+    def body() -> list[Any]:
+        session = _session(store, tools)
+        try:
+            stats = session.store.tool_stats()
+            from dataclasses import replace
+
+            return [replace(i, stats=stats.get(i.name)) for i in session.catalog.infos(tag=tag)]
+        finally:
+            session.close()
+
+    infos = _guard(body, as_json=as_json)
+    if as_json:
+        _emit_json({"tools": [info.to_json() for info in infos]})
+    else:
+        render.print_tools(stdout, infos)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    main()
