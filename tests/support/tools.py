@@ -81,4 +81,15 @@ async def hang(config: RunnableConfig) -> str:
     return "unreachable"
 
 
-TOOLS = [sleepy, echo, text, business_error, flaky, hang]
+@tool
+async def gate(label: str, config: RunnableConfig) -> dict[str, Any]:
+    """Wait until the file named by $TOOLPLAN_TEST_GATE exists, then return {"label": label}."""
+    _log("start", config, label=label)
+    path = os.environ.get("TOOLPLAN_TEST_GATE", "")
+    while path and not os.path.exists(path):
+        await asyncio.sleep(0.01)
+    _log("end", config, label=label)
+    return {"label": label}
+
+
+TOOLS = [sleepy, echo, text, business_error, flaky, hang, gate]

@@ -1,0 +1,10 @@
+"""LangGraph entry module for the ``executor`` graph (see langgraph.json).
+
+Input: ``{"plan_id": "plan_..."}``. Compiled without a checkpointer: ``langgraph dev`` and
+LangGraph Platform bring their own. Tools and the store come from ``TOOLPLAN_TOOLS`` and
+``TOOLPLAN_STORE``.
+"""
+
+from toolplan.execution.graph import build_execution_graph
+
+graph = build_execution_graph().compile(name="executor")

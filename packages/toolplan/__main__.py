@@ -1,0 +1,5 @@
+"""``python -m toolplan`` runs the CLI."""
+
+from toolplan.cli import main
+
+main()

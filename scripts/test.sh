@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Set up (idempotently) and run the whole test suite. This is the README's test command and
+# what CI runs (.ci/run). Extra arguments go to pytest, e.g. `bash scripts/test.sh -k templates`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+. .venv/bin/activate
+python -m pip install --quiet --upgrade pip
+python -m pip install --quiet -e '.[dev]'
+exec python -m pytest "$@"
