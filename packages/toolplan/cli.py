@@ -66,6 +66,26 @@ FileOption = Annotated[
 ]
 QueryOption = Annotated[str | None, typer.Option("--query", help="The request text to store with the plan.")]
 YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Run plans stored as needs_review.")]
+ModelOption = Annotated[
+    str | None,
+    typer.Option("--model", help="provider:model for planning (default $TOOLPLAN_MODEL or openai:gpt-4o-mini)."),
+]
+RequestIdOption = Annotated[
+    str | None, typer.Option("--request-id", help="Add the plan as a new version of this request.")
+]
+MaxRepairsOption = Annotated[
+    int | None, typer.Option("--max-repairs", min=0, help="LLM repair attempts for invalid plans (default 2).")
+]
+ThresholdOption = Annotated[
+    float | None,
+    typer.Option(
+        "--confidence-threshold",
+        min=0,
+        max=1,
+        help="Plans whose lowest step confidence is below this are stored as needs_review (default 0.5).",
+    ),
+]
+QueryArgument = Annotated[str | None, typer.Argument(help="What to do, in natural language (needs a model).")]
 
 
 class Session:
@@ -138,7 +158,11 @@ def _guard(body: Callable[[], T], *, as_json: bool) -> T:
         return body()
     except ToolplanError as error:
         if as_json:
-            payload: dict[str, Any] = {"error": error.message, "exitCode": error.exit_code}
+            payload: dict[str, Any] = {
+                **error.details,
+                "error": error.message,
+                "exitCode": error.exit_code,
+            }
             issues = getattr(error, "issues", None)
             if issues:
                 payload["issues"] = [
@@ -230,40 +254,157 @@ def execute(
 
 @app.command()
 def run(
+    query_text: QueryArgument = None,
     file: FileOption = None,
     query: QueryOption = None,
     tools: ToolsOption = None,
     store: StoreOption = None,
+    model: ModelOption = None,
+    request_id: RequestIdOption = None,
     concurrency: ConcurrencyOption = None,
     fail_fast: FailFastOption = False,
     max_steps: MaxStepsOption = None,
+    max_repairs: MaxRepairsOption = None,
+    confidence_threshold: ThresholdOption = None,
+    yes: YesOption = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Validate, store and execute a plan file in one go."""
+    """Plan a query with the LLM (or take a plan --file), store it and execute it."""
+
+    planning: dict[str, Any] = {}
 
     def body() -> operations.ExecutionResult:
-        if file is None:
-            raise InvalidInput("give the plan with --file PLAN.json")
+        if (file is None) == (query_text is None):
+            raise InvalidInput(
+                'give either a query (toolplan run "create author Alice ...") or a plan file '
+                "(toolplan run --file plan.json)"
+            )
         session = _session(
             store, tools, concurrency=concurrency, fail_fast=fail_fast or None, max_steps=max_steps
         )
         try:
-            ref = operations.submit_plan(
-                file,
-                store=session.store,
-                catalog=session.catalog,
-                query=query,
-                max_steps=session.settings.max_steps,
-            )
-            if not as_json:
-                stderr.print(f"stored {ref.plan_id} (request {ref.request_id}) in {session.store.uri}")
+            if query_text is not None:
+                outcome = _plan(session, query_text, model, request_id, max_repairs, confidence_threshold)
+                planning.update(outcome.to_json())
+                if not as_json:
+                    render.print_plan(stderr, outcome.plan, outcome.analysis)
+                if outcome.ref.status == "needs_review" and not yes:
+                    raise _needs_review(outcome)
+                plan_id = outcome.ref.plan_id
+            else:
+                assert file is not None
+                ref = operations.submit_plan(
+                    file,
+                    store=session.store,
+                    catalog=session.catalog,
+                    query=query,
+                    request_id=request_id,
+                    max_steps=session.settings.max_steps,
+                )
+                plan_id = ref.plan_id
+                if not as_json:
+                    stderr.print(f"stored {ref.plan_id} (request {ref.request_id}) in {session.store.uri}")
             return _run_async(
-                operations.execute_stored_plan(ref.plan_id, session.context(as_json=as_json))
+                operations.execute_stored_plan(plan_id, session.context(as_json=as_json), approve=yes)
             )
         finally:
             session.close()
 
-    _finish_execution(_guard(body, as_json=as_json), as_json=as_json, store_uri=_store_uri(store))
+    result = _guard(body, as_json=as_json)
+    if as_json and planning:
+        _emit_json(
+            {
+                **result.to_json(),
+                "planStatus": planning["status"],
+                "plan": planning["plan"],
+                "llmCalls": planning["llmCalls"],
+                "usage": planning["usage"],
+                "planningMs": planning["planningMs"],
+            }
+        )
+        raise typer.Exit(result.exit_code)
+    _finish_execution(result, as_json=as_json, store_uri=_store_uri(store))
+
+
+def _plan(
+    session: Session,
+    query_text: str,
+    model: str | None,
+    request_id: str | None,
+    max_repairs: int | None,
+    confidence_threshold: float | None,
+) -> Any:
+    from toolplan.planning.planner import create_plan
+    from toolplan.planning.setup import planner_context_from_env
+
+    ctx = planner_context_from_env(
+        settings=session.settings,
+        store=session.store,
+        catalog=session.catalog,
+        model=model,
+        max_repairs=max_repairs,
+        confidence_threshold=confidence_threshold,
+    )
+    return _run_async(create_plan(query_text, ctx, request_id=request_id))
+
+
+def _needs_review(outcome: Any) -> ToolplanError:
+    from toolplan.errors import PlanNeedsReview
+
+    confidence = min(
+        (s.get("confidence") for s in outcome.plan["steps"] if s.get("confidence") is not None),
+        default=None,
+    )
+    return PlanNeedsReview(
+        f"plan {outcome.ref.plan_id} is stored with status needs_review: the planner's lowest step "
+        f"confidence is {confidence}, under the threshold. It was NOT executed. Check it with "
+        f"`toolplan show {outcome.ref.plan_id}`, then run it with `toolplan execute "
+        f"{outcome.ref.plan_id} --yes` (or pass --yes to run).",
+        details=outcome.to_json(),
+    )
+
+
+@app.command()
+def plan(
+    query_text: Annotated[str, typer.Argument(help="What to do, in natural language.")],
+    tools: ToolsOption = None,
+    store: StoreOption = None,
+    model: ModelOption = None,
+    request_id: RequestIdOption = None,
+    max_steps: MaxStepsOption = None,
+    max_repairs: MaxRepairsOption = None,
+    confidence_threshold: ThresholdOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Plan a query with the LLM (one call, plus bounded repairs), validate and store it."""
+
+    def body() -> Any:
+        session = _session(store, tools, max_steps=max_steps)
+        try:
+            return _plan(session, query_text, model, request_id, max_repairs, confidence_threshold)
+        finally:
+            session.close()
+
+    outcome = _guard(body, as_json=as_json)
+    if as_json:
+        _emit_json(outcome.to_json())
+        return
+    render.print_plan(stdout, outcome.plan, outcome.analysis)
+    if outcome.plan.get("reasoning"):
+        stdout.print(f"reasoning: {outcome.plan['reasoning']}", highlight=False)
+    usage = outcome.usage
+    stdout.print(
+        f"stored [bold]{outcome.ref.plan_id}[/] (request {outcome.ref.request_id}), status "
+        f"{outcome.ref.status}; {outcome.llm_calls} LLM call(s), {usage['inputTokens']} input / "
+        f"{usage['outputTokens']} output tokens, {outcome.planning_ms:.0f} ms"
+    )
+    if outcome.ref.status == "needs_review":
+        stdout.print(
+            f"[yellow]needs review:[/] low planner confidence; run it with "
+            f"`toolplan execute {outcome.ref.plan_id} --yes`"
+        )
+    else:
+        stdout.print(f"run it with: toolplan execute {outcome.ref.plan_id}")
 
 
 @app.command()

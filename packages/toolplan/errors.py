@@ -36,9 +36,11 @@ class ToolplanError(Exception):
 
     exit_code: int = 1
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, *, details: dict[str, object] | None = None) -> None:
         super().__init__(message)
         self.message = message
+        self.details = dict(details or {})
+        """Extra JSON fields for ``--json`` output and API error extensions (IDs, statuses)."""
 
 
 # --- invalid input ------------------------------------------------------------------------------

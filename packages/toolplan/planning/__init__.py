@@ -1,0 +1,1 @@
+"""The LLM planning graph: tool selection, dependency analysis, repair loop, persistence."""

@@ -1,0 +1,92 @@
+"""``create_plan``: run the planning graph for one query and return what was stored."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from toolplan.errors import InvalidInput, NotFound, PlanInvalid, ValidationIssue
+from toolplan.ids import is_valid_id
+from toolplan.operations import PlanRef
+from toolplan.planning.graph import PLANNER_CONTEXT_KEY, PlannerContext, build_planning_graph
+
+__all__ = ["PlanningOutcome", "create_plan"]
+
+
+@dataclass(frozen=True)
+class PlanningOutcome:
+    """A stored plan plus how it was produced."""
+
+    ref: PlanRef
+    plan: dict[str, Any]
+    analysis: dict[str, Any]
+    llm_calls: int
+    usage: dict[str, int]
+    planning_ms: float
+    model: str
+
+    def to_json(self) -> dict[str, Any]:
+        """``toolplan plan --json``: requestId, planId, status, plan, llmCalls, usage."""
+        return {
+            **self.ref.to_json(),
+            "plan": self.plan,
+            "analysis": self.analysis,
+            "llmCalls": self.llm_calls,
+            "usage": self.usage,
+            "planningMs": self.planning_ms,
+            "model": self.model,
+        }
+
+
+class PlanningFailed(PlanInvalid):
+    """The model's plan was still invalid after the last repair. Nothing was stored."""
+
+    def __init__(self, errors: list[str], *, llm_calls: int, usage: dict[str, int]) -> None:
+        super().__init__([ValidationIssue("planner", error) for error in errors])
+        self.llm_calls = llm_calls
+        self.usage = usage
+        self.message = (
+            f"the planner could not produce a valid plan after {llm_calls} LLM call(s); "
+            "nothing was stored. Last problems:\n" + "\n".join(f"  - {e}" for e in errors)
+        )
+        self.args = (self.message,)
+
+
+async def create_plan(
+    query: str, ctx: PlannerContext, *, request_id: str | None = None
+) -> PlanningOutcome:
+    """Plan ``query`` with the LLM (one call, plus repairs if invalid), validate and store it.
+
+    Raises :class:`PlanningFailed` (exit 2) when still invalid after ``ctx.max_repairs`` repairs,
+    and :class:`~toolplan.errors.LLMUnavailable` (exit 3) when the model cannot be reached.
+    """
+    if not query.strip():
+        raise InvalidInput("the query is empty; say what should be done")
+    if request_id is not None:
+        if not is_valid_id(request_id, "req"):
+            raise InvalidInput(f"{request_id!r} is not a request ID (expected req_<seconds>_<id>)")
+        if ctx.store.get_request(request_id) is None:
+            raise NotFound(f"request {request_id!r} does not exist in {ctx.store.uri}")
+    inputs: dict[str, Any] = {"query": query}
+    if request_id is not None:
+        inputs["request_id"] = request_id
+    graph = build_planning_graph().compile()
+    state: Any = await graph.ainvoke(
+        inputs,
+        {
+            "configurable": {PLANNER_CONTEXT_KEY: ctx},
+            "recursion_limit": 4 * (ctx.max_repairs + 2),
+        },
+    )
+    usage = state.get("usage") or {"inputTokens": 0, "outputTokens": 0}
+    if state.get("status") == "invalid":
+        raise PlanningFailed(state.get("errors") or [], llm_calls=state.get("llm_calls", 0), usage=usage)
+    return PlanningOutcome(
+        ref=PlanRef(state["request_id"], state["plan_id"], state["status"]),
+        plan=state["plan"],
+        analysis=state["analysis"],
+        llm_calls=state.get("llm_calls", 0),
+        usage=usage,
+        planning_ms=state.get("planning_ms", 0.0),
+        model=state.get("model", ctx.model_name),
+    )
