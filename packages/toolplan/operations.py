@@ -13,7 +13,7 @@ from typing import Any
 
 from toolplan.analysis import Analysis, analyze
 from toolplan.engine.result import ExecutionResult
-from toolplan.errors import InvalidInput, NotFound
+from toolplan.errors import InvalidInput, NotFound, PlanNeedsReview
 from toolplan.execution.graph import CONTEXT_KEY, build_execution_graph
 from toolplan.execution.runner import ExecutionContext
 from toolplan.ids import is_valid_id, new_id
@@ -127,11 +127,20 @@ async def execute_stored_plan(
     record = await asyncio.to_thread(_get_plan, ctx.store, plan_id)
     execution = await asyncio.to_thread(ctx.store.get_execution, plan_id)
     if execution is None or execution.status not in TERMINAL_EXECUTION_STATUSES:
+        if record.status == "needs_review" and not approve:
+            # Refuse before the graph runs, so no checkpoint remembers the refusal.
+            raise PlanNeedsReview(
+                f"plan {plan_id!r} needs review (the planner's confidence was low) and was not "
+                f"executed; inspect it with `toolplan show {plan_id}`, then run it with --yes"
+            )
         async with ctx.store.checkpointer() as saver:
             graph = build_execution_graph().compile(checkpointer=saver)
             config: Any = {"configurable": {"thread_id": plan_id, CONTEXT_KEY: ctx}}
             snapshot = await graph.aget_state(config)
-            inputs = None if snapshot.next else {"plan_id": plan_id, "approve": approve}
+            # Only a run interrupted inside run_steps is resumed from its checkpoint; anything
+            # earlier simply starts again (load_plan has no side effects).
+            resume = tuple(snapshot.next) == ("run_steps",)
+            inputs = None if resume else {"plan_id": plan_id, "approve": approve}
             await graph.ainvoke(inputs, config, durability="sync")
         execution = await asyncio.to_thread(ctx.store.get_execution, plan_id)
     assert execution is not None

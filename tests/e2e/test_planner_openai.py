@@ -1,0 +1,224 @@
+"""The planner through the real ChatOpenAI client against a local OpenAI-compatible server.
+
+No network: ``tests.support.fake_openai`` answers ``/v1/chat/completions`` with scripted plans in
+tool-call and json_schema forms, streamed and not, and records every request.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import Cli
+from tests.support.fake_openai import FakeOpenAIServer, Reply
+from tests.support.plans import QUERY, blog_plan, broken_blog_plan
+from toolplan.config import Settings
+from toolplan.errors import LLMUnavailable
+from toolplan.planning.graph import PLANNER_CONTEXT_KEY, PlannerContext, build_planning_graph
+from toolplan.planning.planner import PlanningFailed, create_plan
+from toolplan.planning.setup import planner_context_from_env
+from toolplan.tools import load_tool_modules
+
+
+@pytest.fixture
+def llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer(api_key="sk-test") as server:
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.delenv("TOOLPLAN_MODEL", raising=False)
+        monkeypatch.delenv("TOOLPLAN_STRUCTURED_METHOD", raising=False)
+        yield server
+
+
+def make_context(tmp_path: Path, **kwargs: Any) -> PlannerContext:
+    return planner_context_from_env(settings=Settings(store_uri=f"sqlite:///{tmp_path / 'tp.db'}"), **kwargs)
+
+
+def system_prompt(request: dict[str, Any]) -> str:
+    return next(m["content"] for m in request["messages"] if m["role"] == "system")
+
+
+async def test_tool_selection_by_function_calling(llm: FakeOpenAIServer, tmp_path: Path) -> None:
+    llm.script([Reply.structured(blog_plan(), usage=(812, 96))])
+    outcome = await create_plan(QUERY, make_context(tmp_path))
+    assert outcome.ref.status == "planned" and outcome.llm_calls == 1
+    assert outcome.usage == {"inputTokens": 812, "outputTokens": 96}
+    assert [s["tool"] for s in outcome.plan["steps"]] == ["createAuthor", "createBlog"]
+    (request,) = llm.requests
+    assert request["model"] == "gpt-4o-mini"
+    assert request["tools"][0]["function"]["name"] == "LLMPlan"
+    assert request["tool_choice"]["function"]["name"] == "LLMPlan"
+    assert next(m["content"] for m in request["messages"] if m["role"] == "user") == QUERY
+
+
+async def test_request_carries_every_tools_name_description_and_schema(llm: FakeOpenAIServer, tmp_path: Path) -> None:
+    llm.script([Reply.structured(blog_plan())])
+    ctx = make_context(tmp_path)
+    await create_plan(QUERY, ctx)
+    prompt = system_prompt(llm.requests[0])
+    for info in ctx.catalog.infos():
+        assert f"## {info.name}\n{info.description}" in prompt
+        assert json.dumps(info.parameters, ensure_ascii=False) in prompt
+
+
+async def test_json_schema_method_is_strict(llm: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOOLPLAN_STRUCTURED_METHOD", "json_schema")
+    llm.script([Reply.structured(blog_plan(), usage=(50, 10))])
+    outcome = await create_plan(QUERY, make_context(tmp_path))
+    assert outcome.ref.status == "planned" and outcome.usage == {"inputTokens": 50, "outputTokens": 10}
+    response_format = llm.requests[0]["response_format"]
+    assert response_format["type"] == "json_schema" and response_format["json_schema"]["strict"] is True
+    schema = response_format["json_schema"]["schema"]
+    step_schema = schema["$defs"]["LLMStep"]
+    assert step_schema["properties"]["parameters"]["type"] == "string"  # no free-form object
+    assert step_schema["additionalProperties"] is False
+
+
+@pytest.mark.parametrize("method", ["function_calling", "json_schema"])
+async def test_streamed_planning_counts_usage(llm: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, method: str) -> None:
+    """LangGraph Studio streams with stream_mode="messages": the model then streams, and usage
+    is only reported because ChatOpenAI is built with stream_usage=True."""
+    monkeypatch.setenv("TOOLPLAN_STRUCTURED_METHOD", method)
+    llm.script([Reply.structured(blog_plan(), usage=(70, 30))])
+    ctx = make_context(tmp_path)
+    graph = build_planning_graph().compile()
+    final: dict[str, Any] = {}
+    async for mode, chunk in graph.astream(
+        {"query": QUERY}, {"configurable": {PLANNER_CONTEXT_KEY: ctx}}, stream_mode=["messages", "values"]
+    ):
+        if mode == "values":
+            final = chunk
+    request = llm.requests[0]
+    assert request["stream"] is True and request["stream_options"]["include_usage"] is True
+    assert final["status"] == "planned" and final["plan_id"].startswith("plan_")
+    assert final["usage"] == {"inputTokens": 70, "outputTokens": 30}
+
+
+async def test_repair_loop_over_http(llm: FakeOpenAIServer, tmp_path: Path) -> None:
+    llm.script([Reply.structured(broken_blog_plan()), Reply.structured(blog_plan())])
+    outcome = await create_plan(QUERY, make_context(tmp_path))
+    assert outcome.llm_calls == 2
+    feedback = llm.requests[1]["messages"][-1]["content"]
+    assert "unknown tool 'createAuthr'" in feedback and "unknown step 'writer'" in feedback
+
+
+async def test_unfixable_plan(llm: FakeOpenAIServer, tmp_path: Path) -> None:
+    llm.script([Reply.structured(broken_blog_plan())] * 3)
+    with pytest.raises(PlanningFailed) as caught:
+        await create_plan(QUERY, make_context(tmp_path))
+    assert caught.value.llm_calls == 3 and len(llm.requests) == 3
+
+
+async def test_rate_limit_then_success(llm: FakeOpenAIServer, tmp_path: Path) -> None:
+    llm.script([Reply.error(429, "slow down", retry_after=0.01), Reply.structured(blog_plan())])
+    outcome = await create_plan(QUERY, make_context(tmp_path))
+    assert outcome.ref.status == "planned" and len(llm.requests) == 2
+    assert llm.request_headers[1]["x-stainless-retry-count"] == "1"
+
+
+async def test_server_errors_exhaust_retries_into_llm_unavailable(llm: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOOLPLAN_LLM_RETRIES", "1")
+    llm.script([Reply.error(503, "overloaded", retry_after=0.01)] * 2)
+    with pytest.raises(LLMUnavailable, match="answered 503"):
+        await create_plan(QUERY, make_context(tmp_path))
+
+
+async def test_unreachable_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{port}/v1")
+    monkeypatch.setenv("TOOLPLAN_LLM_RETRIES", "0")
+    with pytest.raises(LLMUnavailable, match="cannot reach the endpoint") as caught:
+        await create_plan(QUERY, make_context(tmp_path))
+    assert caught.value.exit_code == 3
+
+
+async def test_wrong_key_is_reported(llm: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-wrong")
+    with pytest.raises(LLMUnavailable, match="rejected the credentials"):
+        await create_plan(QUERY, make_context(tmp_path))
+
+
+# -- through the CLI, in subprocesses -----------------------------------------------------------
+
+
+@pytest.fixture
+def cli_llm(cli: Cli, llm: FakeOpenAIServer) -> Cli:
+    cli.env.update({"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": llm.base_url, "TOOLPLAN_LLM_RETRIES": "0"})
+    cli.env.pop("TOOLPLAN_MODEL", None)
+    return cli
+
+
+def test_cli_plan_json(cli_llm: Cli, llm: FakeOpenAIServer) -> None:
+    llm.script([Reply.structured(blog_plan(), usage=(10, 5))])
+    done = cli_llm("plan", QUERY, "--json")
+    assert done.code == 0, done.stderr
+    data = done.json()
+    assert set(data) >= {"requestId", "planId", "status", "plan", "llmCalls", "usage"}
+    assert data["status"] == "planned" and data["llmCalls"] == 1
+    assert data["usage"] == {"inputTokens": 10, "outputTokens": 5}
+    shown = cli_llm("show", data["requestId"], "--json").json()
+    assert shown["plans"][0]["meta"]["promptVersion"] == "planner-v1"
+
+    llm.script([Reply.structured(blog_plan())])
+    again = cli_llm("plan", "--request-id", data["requestId"], "a second version", "--json")
+    assert again.code == 0, again.stderr
+    assert again.json()["requestId"] == data["requestId"]
+    assert len(cli_llm("show", data["requestId"], "--json").json()["plans"]) == 2
+
+
+def test_cli_run_query_plans_and_executes(cli_llm: Cli, llm: FakeOpenAIServer) -> None:
+    llm.script([Reply.structured(blog_plan())])
+    done = cli_llm("run", QUERY, "--json")
+    assert done.code == 0, done.stderr
+    data = done.json()
+    assert data["status"] == "succeeded" and data["llmCalls"] == 1
+    assert data["outputs"]["blog"]["title"] == "Hello"
+    assert data["steps"][1]["resolvedParameters"]["authorId"] == data["steps"][0]["output"]["_id"]
+
+
+def test_cli_low_confidence_is_not_run_without_yes(cli_llm: Cli, llm: FakeOpenAIServer) -> None:
+    llm.script([Reply.structured(blog_plan(confidence=0.2))])
+    done = cli_llm("run", QUERY)
+    assert done.code == 2
+    assert "needs_review" in done.stderr and "NOT executed" in done.stderr and "--yes" in done.stderr
+    plan_id = done.stderr.split("plan ", 1)[1].split()[0]
+    assert cli_llm("show", plan_id, "--json").json()["execution"] is None
+    refused = cli_llm("execute", plan_id)
+    assert refused.code == 2 and "needs review" in refused.stderr
+    approved = cli_llm("execute", plan_id, "--yes", "--json")
+    assert approved.code == 0 and approved.json()["status"] == "succeeded"
+
+    llm.script([Reply.structured(blog_plan(confidence=0.2))])
+    assert cli_llm("run", QUERY, "--yes", "--json").json()["status"] == "succeeded"
+
+
+def test_cli_unfixable_plan_exit_2(cli_llm: Cli, llm: FakeOpenAIServer) -> None:
+    llm.script([Reply.structured(broken_blog_plan())] * 3)
+    done = cli_llm("run", QUERY)
+    assert done.code == 2 and "could not produce a valid plan after 3 LLM call(s)" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_cli_llm_unavailable_and_unconfigured_exit_3(cli: Cli) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    cli.env.update({"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1", "TOOLPLAN_LLM_RETRIES": "0"})
+    done = cli("plan", QUERY)
+    assert done.code == 3 and "cannot reach the endpoint" in done.stderr and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) <= 2
+    cli.env.pop("OPENAI_API_KEY")
+    missing = cli("run", QUERY)
+    assert missing.code == 3 and "OPENAI_API_KEY" in missing.stderr and "toolplan run --file" in missing.stderr
+
+
+def test_planner_catalog_matches_cli_tools() -> None:
+    assert len(load_tool_modules(["blog", "metrics", "weather"]).infos()) == 12

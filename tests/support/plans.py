@@ -1,0 +1,42 @@
+"""What a planning model would answer, in the LLM-facing format (parameters as JSON strings)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+QUERY = "Create author Alice with email alice@test.com, then create blog by Alice titled Hello about world"
+
+
+def llm_step(sid: str, tool: str, parameters: dict[str, Any], *, confidence: float = 0.9, depends_on: list[str] | None = None) -> dict[str, Any]:
+    return {
+        "id": sid,
+        "tool": tool,
+        "parameters": json.dumps(parameters),
+        "dependsOn": depends_on or [],
+        "confidence": confidence,
+    }
+
+
+def blog_plan(*, confidence: float = 0.9) -> dict[str, Any]:
+    """The ideal plan for QUERY."""
+    return {
+        "reasoning": "The blog needs the author's _id.",
+        "steps": [
+            llm_step("author", "createAuthor", {"name": "Alice", "email": "alice@test.com"}, confidence=confidence),
+            llm_step("blog", "createBlog", {"authorId": "{{author._id}}", "title": "Hello", "content": "about world"}),
+        ],
+        "outputSteps": ["blog"],
+    }
+
+
+def broken_blog_plan() -> dict[str, Any]:
+    """Invalid: a misspelt tool and a reference to a step that does not exist."""
+    return {
+        "reasoning": "first try",
+        "steps": [
+            llm_step("author", "createAuthr", {"name": "Alice", "email": "alice@test.com"}),
+            llm_step("blog", "createBlog", {"authorId": "{{writer._id}}", "title": "Hello", "content": "about world"}),
+        ],
+        "outputSteps": ["blog"],
+    }
