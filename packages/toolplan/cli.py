@@ -469,6 +469,19 @@ def list_tools(
         render.print_tools(stdout, infos)
 
 
+def _register_command_modules() -> None:
+    import importlib
+    import pkgutil
+
+    from toolplan import commands
+
+    for module in pkgutil.iter_modules(commands.__path__):
+        importlib.import_module(f"{commands.__name__}.{module.name}")
+
+
+_register_command_modules()
+
+
 def main() -> None:
     """Console-script entry point."""
     app()
