@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from typing import Any, NotRequired, TypedDict
+from typing import Any, NotRequired
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
+from typing_extensions import TypedDict
 
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import NotFound, PlanNeedsReview
@@ -64,11 +65,14 @@ def _default_context() -> ExecutionContext:
     )
 
 
-def context_from(config: RunnableConfig | None) -> ExecutionContext:
-    """The :class:`ExecutionContext` passed in ``config``, or one built from the environment."""
+async def context_from(config: RunnableConfig | None) -> ExecutionContext:
+    """The :class:`ExecutionContext` passed in ``config``, or one built from the environment
+    (in a thread: opening the store and importing tools must not block the event loop)."""
     configurable = (config or {}).get("configurable") or {}
     ctx = configurable.get(CONTEXT_KEY)
-    return ctx if isinstance(ctx, ExecutionContext) else _default_context()
+    if isinstance(ctx, ExecutionContext):
+        return ctx
+    return await asyncio.to_thread(_default_context)
 
 
 def _result_state(plan: PlanRecord, execution: ExecutionRecord) -> ExecutionState:
@@ -91,7 +95,7 @@ def _load(ctx: ExecutionContext, plan_id: str) -> PlanRecord:
 
 async def load_plan(state: ExecutionState, config: RunnableConfig) -> ExecutionState:
     """Find the plan; a finished execution is returned as stored, without calling any tool."""
-    ctx = context_from(config)
+    ctx = await context_from(config)
     record = await asyncio.to_thread(_load, ctx, state["plan_id"])
     execution = await asyncio.to_thread(ctx.store.get_execution, record.plan_id)
     if execution is not None and execution.status in TERMINAL_EXECUTION_STATUSES:
@@ -106,7 +110,7 @@ async def load_plan(state: ExecutionState, config: RunnableConfig) -> ExecutionS
 
 async def run_steps(state: ExecutionState, config: RunnableConfig) -> ExecutionState:
     """Run or resume every unfinished step, eagerly, recording each transition durably."""
-    ctx = context_from(config)
+    ctx = await context_from(config)
     record = await asyncio.to_thread(_load, ctx, state["plan_id"])
     execution = await run_plan_steps(ctx, record)
     return _result_state(record, execution)

@@ -10,23 +10,25 @@ engine's validator (:func:`toolplan.analysis.analyze`). Invalid plans are never 
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
+from typing_extensions import TypedDict
 
 from toolplan.analysis import DEFAULT_MAX_STEPS, analyze
 from toolplan.errors import PlanInvalid
 from toolplan.operations import submit_plan
 from toolplan.plan import parse_plan
 from toolplan.planning.model import llm_errors
-from toolplan.planning.prompts import load_prompt, render_catalog
+from toolplan.planning.prompts import Prompt, load_prompt, render_catalog
 from toolplan.planning.schema import LLMPlan, to_plan_data
 from toolplan.store.protocol import Store
 from toolplan.tools.catalog import ToolCatalog
@@ -100,10 +102,21 @@ def _default_context() -> PlannerContext:
     return planner_context_from_env()
 
 
-def planner_context(config: RunnableConfig | None) -> PlannerContext:
-    """The :class:`PlannerContext` passed in ``config``, or one built from the environment."""
+async def planner_context(config: RunnableConfig | None) -> PlannerContext:
+    """The :class:`PlannerContext` passed in ``config``, or one built from the environment.
+
+    Building the default opens the store and imports tool modules, so it runs in a thread: the
+    nodes are async and must never block the event loop (``langgraph dev`` enforces this).
+    """
     ctx = ((config or {}).get("configurable") or {}).get(PLANNER_CONTEXT_KEY)
-    return ctx if isinstance(ctx, PlannerContext) else _default_context()
+    if isinstance(ctx, PlannerContext):
+        return ctx
+    return await asyncio.to_thread(_default_context)
+
+
+@functools.cache
+def _prompts() -> tuple[Prompt, Prompt]:
+    return load_prompt("planner"), load_prompt("planner-repair")
 
 
 def _usage_of(message: BaseMessage | None) -> tuple[int, int]:
@@ -126,8 +139,8 @@ def _payload_of(result: dict[str, Any]) -> Any:
 
 async def select_tools(state: PlanningState, config: RunnableConfig) -> PlanningState:
     """Ask the model for the whole plan in one structured-output call (or a repaired one)."""
-    ctx = planner_context(config)
-    prompt = load_prompt("planner")
+    ctx = await planner_context(config)
+    prompt, repair_prompt = await asyncio.to_thread(_prompts)
     infos = [replace(i, stats=ctx.tool_stats.get(i.name)) for i in ctx.catalog.infos()]
     messages: list[BaseMessage] = [
         SystemMessage(prompt.render(catalog=render_catalog(infos))),
@@ -136,17 +149,20 @@ async def select_tools(state: PlanningState, config: RunnableConfig) -> Planning
     repairs = state.get("repairs", 0)
     if state.get("errors"):
         repairs += 1
-        previous = state.get("raw_candidate") or json.dumps(state.get("candidate"), ensure_ascii=False)
+        previous = state.get("raw_candidate") or json.dumps(
+            state.get("candidate"), ensure_ascii=False
+        )
         messages.append(
             HumanMessage(
-                load_prompt("planner-repair").render(
+                repair_prompt.render(
                     previous_plan=previous or "(no plan could be read from the response)",
                     errors="\n".join(f"- {error}" for error in state["errors"]),
                 )
             )
         )
+    strict = {"strict": True} if ctx.method == "json_schema" else {}
     structured = ctx.model.with_structured_output(
-        LLMPlan, method=ctx.method, include_raw=True, **({"strict": True} if ctx.method == "json_schema" else {})
+        LLMPlan, method=ctx.method, include_raw=True, **strict
     )
     with llm_errors(ctx.model_name):
         result: Any = await structured.ainvoke(messages, config)
@@ -176,23 +192,25 @@ async def select_tools(state: PlanningState, config: RunnableConfig) -> Planning
 
 async def analyze_dependencies(state: PlanningState, config: RunnableConfig) -> PlanningState:
     """Validate the candidate with the engine's validator and compute its structure."""
-    ctx = planner_context(config)
+    ctx = await planner_context(config)
     if state.get("candidate") is None:
         return {"plan": None, "analysis": None}
     try:
         plan = parse_plan(state["candidate"])
         analysis = analyze(plan, ctx.catalog, max_steps=ctx.max_steps)
     except PlanInvalid as invalid:
-        return {"errors": [issue.message for issue in invalid.issues], "plan": None, "analysis": None}
+        errors = [issue.message for issue in invalid.issues]
+        return {"errors": errors, "plan": None, "analysis": None}
     return {"errors": [], "plan": plan.to_json(), "analysis": analysis.to_json()}
 
 
 async def persist(state: PlanningState, config: RunnableConfig) -> PlanningState:
     """Store the request (if new) and the plan with its planning record."""
-    ctx = planner_context(config)
+    ctx = await planner_context(config)
     plan = parse_plan(state["plan"])
     confidence = plan.min_confidence
-    status = "needs_review" if confidence is not None and confidence < ctx.confidence_threshold else "planned"
+    low = confidence is not None and confidence < ctx.confidence_threshold
+    status = "needs_review" if low else "planned"
     planning_ms = round((time.time() - state.get("started_at", time.time())) * 1000, 1)
     meta = {
         "model": state.get("model"),
@@ -204,7 +222,8 @@ async def persist(state: PlanningState, config: RunnableConfig) -> PlanningState
         "repairs": state.get("repairs", 0),
         "reasoning": plan.reasoning,
     }
-    ref = submit_plan(
+    ref = await asyncio.to_thread(
+        submit_plan,
         plan,
         store=ctx.store,
         catalog=ctx.catalog,
@@ -222,10 +241,10 @@ async def persist(state: PlanningState, config: RunnableConfig) -> PlanningState
     }
 
 
-def _after_analysis(state: PlanningState, config: RunnableConfig) -> str:
+async def _after_analysis(state: PlanningState, config: RunnableConfig) -> str:
     if not state.get("errors"):
         return "persist"
-    if state.get("repairs", 0) < planner_context(config).max_repairs:
+    if state.get("repairs", 0) < (await planner_context(config)).max_repairs:
         return "select_tools"
     return "give_up"
 
