@@ -1,0 +1,132 @@
+"""``toolplan batch FILE``: plan (and optionally execute) every query of a file, resumably."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from toolplan.cli import (
+    JsonOption,
+    ModelOption,
+    StoreOption,
+    ToolsOption,
+    _guard,
+    _session,
+    app,
+    _emit_json,
+    stderr,
+    stdout,
+)
+
+
+@app.command()
+def batch(
+    file: Annotated[Path, typer.Argument(help="Queries: .txt (one per line) or .jsonl ({id, query, expected}).")],
+    execute: Annotated[bool, typer.Option("--execute", help="Also execute each planned query.")] = False,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", min=1, help="Queries processed at once.")
+    ] = 4,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Results file (JSON lines); ids already in it are skipped.")
+    ] = None,
+    summary_json: Annotated[
+        Path | None, typer.Option("--summary-json", help="Also write the summary as JSON to this file.")
+    ] = None,
+    tools: ToolsOption = None,
+    store: StoreOption = None,
+    model: ModelOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Plan every query of FILE (and run them with --execute); one output line per query."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from toolplan.batch import load_queries, read_results, run_batch, summarize
+    from toolplan.planning.setup import planner_context_from_env
+
+    results_path = out or file.with_name(f"{file.stem}.results.jsonl")
+    progress = Progress(
+        TextColumn("[bold]batch[/]"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[last]}"),
+        console=stderr,
+        transient=False,
+        disable=as_json,
+    )
+
+    def body() -> dict[str, Any]:
+        items = load_queries(file)
+        session = _session(store, tools)
+        try:
+            planner = planner_context_from_env(
+                settings=session.settings, store=session.store, catalog=session.catalog, model=model
+            )
+            executor = session.context(as_json=True) if execute else None
+            already = len([i for i in items if i.id in read_results(results_path)])
+            with progress:
+                task = progress.add_task("batch", total=len(items), completed=already, last="")
+
+                def advance(line: dict[str, Any]) -> None:
+                    progress.update(task, advance=1, last=f"{line['id']}: {line.get('status')}")
+
+                try:
+                    asyncio.run(
+                        run_batch(
+                            items,
+                            planner,
+                            out=results_path,
+                            executor=executor,
+                            concurrency=concurrency,
+                            on_result=advance,
+                        )
+                    )
+                except KeyboardInterrupt:
+                    done = len([i for i in items if i.id in read_results(results_path)])
+                    stderr.print(
+                        f"interrupted: {done} of {len(items)} queries are done in {results_path}; "
+                        "run the same command again to continue"
+                    )
+                    raise typer.Exit(130) from None
+            return summarize(items, read_results(results_path))
+        finally:
+            session.close()
+
+    summary = _guard(body, as_json=as_json)
+    summary["results"] = str(results_path)
+    if summary_json is not None:
+        summary_json.write_text(json.dumps(summary, indent=2) + "\n")
+    if as_json:
+        _emit_json(summary)
+    else:
+        _print_summary(summary)
+
+
+def _print_summary(summary: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    table = Table(title="batch summary", title_justify="left", show_header=False)
+    table.add_column("measure")
+    table.add_column("value")
+    table.add_row("queries", f"{summary['done']} done of {summary['queries']}")
+    for status, count in summary["byStatus"].items():
+        table.add_row(f"  {status}", str(count))
+
+    def ms(value: float | None) -> str:
+        return f"{value:.0f} ms" if value is not None else "-"
+
+    table.add_row("planning p50 / p95", f"{ms(summary['planMs']['p50'])} / {ms(summary['planMs']['p95'])}")
+    table.add_row("execution p50 / p95", f"{ms(summary['execMs']['p50'])} / {ms(summary['execMs']['p95'])}")
+    table.add_row("LLM calls", str(summary["llmCalls"]))
+    table.add_row("tokens in / out", f"{summary['inputTokens']} / {summary['outputTokens']}")
+    selection = summary.get("toolSelection")
+    if selection:
+        table.add_row("tool precision", str(selection["precision"]))
+        table.add_row("tool recall", str(selection["recall"]))
+        table.add_row("exact tool set", f"{selection['exactSetAccuracy']:.0%} of {selection['scored']}")
+    table.add_row("results", summary["results"])
+    stdout.print(table)
