@@ -1,0 +1,201 @@
+"""The public Python API: the same core functions the CLI uses, with friendly arguments.
+
+``tools`` may be a :class:`ToolCatalog`, a list of LangChain tools / plain functions, or a list of
+module names (``"blog"``, ``"my_pkg.tools"``); ``None`` means ``TOOLPLAN_TOOLS`` or the built-ins.
+``store`` may be a :class:`Store`, a URI, or ``None`` (``TOOLPLAN_STORE`` or the embedded SQLite
+default).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from langchain_core.tools import BaseTool
+
+from toolplan.analysis import Analysis, analyze
+from toolplan.config import Settings
+from toolplan.engine.policies import ExecutionOptions
+from toolplan.engine.recorder import StepEvent
+from toolplan.engine.result import ExecutionResult
+from toolplan.execution.runner import ExecutionContext
+from toolplan.operations import PlanRef, execute_stored_plan
+from toolplan.operations import submit_plan as _submit
+from toolplan.plan import Plan, load_plan
+from toolplan.planning.planner import PlanningOutcome
+from toolplan.store import Store, open_store
+from toolplan.tools.catalog import ToolCatalog, load_tool_modules
+
+__all__ = [
+    "create_plan",
+    "execute_plan",
+    "execute_plan_sync",
+    "resolve_catalog",
+    "resolve_store",
+    "run_plan",
+    "run_plan_sync",
+    "submit_plan",
+    "validate_plan",
+]
+
+ToolsArg = ToolCatalog | Iterable[BaseTool | Callable[..., Any] | str] | None
+PlanSource = str | Path | dict[str, Any] | Plan
+
+
+def resolve_catalog(tools: ToolsArg = None, *, settings: Settings | None = None) -> ToolCatalog:
+    """A :class:`ToolCatalog` from any accepted ``tools`` argument."""
+    if isinstance(tools, ToolCatalog):
+        return tools
+    if tools is None:
+        return load_tool_modules((settings or Settings.from_env()).tool_modules)
+    items = list(tools)
+    names = [t for t in items if isinstance(t, str)]
+    catalog = load_tool_modules(names)
+    catalog.add([t for t in items if not isinstance(t, str)])
+    return catalog
+
+
+def resolve_store(store: Store | str | None = None, *, settings: Settings | None = None) -> Store:
+    """A :class:`Store` from a store object, a URI, or the configured default."""
+    if store is None or isinstance(store, str):
+        return open_store(store or (settings or Settings.from_env()).store_uri)
+    return store
+
+
+def validate_plan(plan: PlanSource, *, tools: ToolsArg = None, max_steps: int = 50) -> Analysis:
+    """Validate a plan without storing or running it; returns its dependency analysis.
+
+    Raises :class:`~toolplan.errors.PlanInvalid` listing every problem.
+    """
+    return analyze(load_plan(plan), resolve_catalog(tools), max_steps=max_steps)
+
+
+async def submit_plan(
+    plan: PlanSource,
+    *,
+    tools: ToolsArg = None,
+    store: Store | str | None = None,
+    query: str | None = None,
+    request_id: str | None = None,
+    max_steps: int = 50,
+) -> PlanRef:
+    """Validate and store a plan (a new request, or a new version of ``request_id``)."""
+    catalog, resolved = resolve_catalog(tools), resolve_store(store)
+    return await asyncio.to_thread(
+        _submit,
+        plan,
+        store=resolved,
+        catalog=catalog,
+        query=query,
+        request_id=request_id,
+        max_steps=max_steps,
+    )
+
+
+async def execute_plan(
+    plan_id: str,
+    *,
+    tools: ToolsArg = None,
+    store: Store | str | None = None,
+    options: ExecutionOptions | None = None,
+    concurrency: int | None = None,
+    fail_fast: bool | None = None,
+    approve: bool = False,
+    on_event: Callable[[StepEvent], None] | None = None,
+) -> ExecutionResult:
+    """Run a stored plan, or resume it after a crash; a finished plan returns its stored result."""
+    settings = Settings.from_env()
+    options = options or settings.execution
+    if concurrency is not None:
+        options = replace(options, concurrency=concurrency)
+    if fail_fast is not None:
+        options = replace(options, fail_fast=fail_fast)
+    ctx = ExecutionContext(
+        store=resolve_store(store, settings=settings),
+        catalog=resolve_catalog(tools, settings=settings),
+        options=options,
+        listener=on_event,
+    )
+    return await execute_stored_plan(plan_id, ctx, approve=approve)
+
+
+async def run_plan(
+    plan: PlanSource,
+    *,
+    tools: ToolsArg = None,
+    store: Store | str | None = None,
+    query: str | None = None,
+    options: ExecutionOptions | None = None,
+    concurrency: int | None = None,
+    fail_fast: bool | None = None,
+    on_event: Callable[[StepEvent], None] | None = None,
+) -> ExecutionResult:
+    """Validate, store and execute a plan in one call."""
+    catalog, resolved = resolve_catalog(tools), resolve_store(store)
+    ref = await submit_plan(plan, tools=catalog, store=resolved, query=query)
+    return await execute_plan(
+        ref.plan_id,
+        tools=catalog,
+        store=resolved,
+        options=options,
+        concurrency=concurrency,
+        fail_fast=fail_fast,
+        on_event=on_event,
+    )
+
+
+async def create_plan(
+    query: str,
+    *,
+    tools: ToolsArg = None,
+    model: str | Any | None = None,
+    store: Store | str | None = None,
+    request_id: str | None = None,
+    max_repairs: int = 2,
+    confidence_threshold: float = 0.5,
+) -> PlanningOutcome:
+    """Plan ``query`` with an LLM in one round-trip (plus bounded repairs), validate and store it.
+
+    ``model`` is a ``provider:model`` string (default ``TOOLPLAN_MODEL`` or
+    ``openai:gpt-4o-mini``) or a LangChain chat model instance.
+    """
+    from toolplan.planning.graph import PlannerContext
+    from toolplan.planning.planner import create_plan as _create
+    from toolplan.planning.setup import planner_context_from_env
+
+    settings = Settings.from_env()
+    catalog, resolved = resolve_catalog(tools, settings=settings), resolve_store(store, settings=settings)
+    if model is None or isinstance(model, str):
+        ctx = await asyncio.to_thread(
+            planner_context_from_env,
+            settings=settings,
+            store=resolved,
+            catalog=catalog,
+            model=model,
+            max_repairs=max_repairs,
+            confidence_threshold=confidence_threshold,
+        )
+    else:
+        ctx = PlannerContext(
+            store=resolved,
+            catalog=catalog,
+            model=model,
+            model_name=type(model).__name__,
+            max_repairs=max_repairs,
+            confidence_threshold=confidence_threshold,
+            max_steps=settings.max_steps,
+        )
+    return await _create(query, ctx, request_id=request_id)
+
+
+def run_plan_sync(plan: PlanSource, **kwargs: Any) -> ExecutionResult:
+    """:func:`run_plan` for code without an event loop."""
+    return asyncio.run(run_plan(plan, **kwargs))
+
+
+def execute_plan_sync(plan_id: str, **kwargs: Any) -> ExecutionResult:
+    """:func:`execute_plan` for code without an event loop."""
+    return asyncio.run(execute_plan(plan_id, **kwargs))
