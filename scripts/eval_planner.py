@@ -23,9 +23,13 @@ from toolplan.planning.setup import planner_context_from_env
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("file", type=Path, help=".jsonl with {id, query, expected: {tools}}")
-    parser.add_argument("--model", help="provider:model (default $TOOLPLAN_MODEL or openai:gpt-4o-mini)")
+    parser.add_argument(
+        "--model", help="provider:model (default $TOOLPLAN_MODEL or openai:gpt-4o-mini)"
+    )
     parser.add_argument("--concurrency", type=int, default=4)
     args = parser.parse_args(argv)
     try:

@@ -167,7 +167,10 @@ async def create_plan(
     from toolplan.planning.setup import planner_context_from_env
 
     settings = Settings.from_env()
-    catalog, resolved = resolve_catalog(tools, settings=settings), resolve_store(store, settings=settings)
+    catalog, resolved = (
+        resolve_catalog(tools, settings=settings),
+        resolve_store(store, settings=settings),
+    )
     if model is None or isinstance(model, str):
         ctx = await asyncio.to_thread(
             planner_context_from_env,

@@ -146,7 +146,7 @@ def _find_cycle(nodes: set[str], dependencies: Mapping[str, list[str]]) -> list[
         position[current] = len(path)
         path.append(current)
         current = next(dep for dep in dependencies[current] if dep in nodes)
-    cycle = path[position[current] :] + [current]
+    cycle = [*path[position[current] :], current]
     cycle.reverse()  # report in execution direction: a -> b means b waits for a
     return cycle
 
@@ -205,7 +205,9 @@ def analyze(
             elif tool not in catalog:
                 problem("unknown-tool", f"{label}: {catalog.unknown_tool_message(tool)}", step.id)
             else:
-                for issue in check_arguments(label, tool, parameters, catalog.info(tool).parameters):
+                for issue in check_arguments(
+                    label, tool, parameters, catalog.info(tool).parameters
+                ):
                     issues.append(ValidationIssue(issue.code, issue.message, step.id))
             for text in malformed_templates(parameters):
                 problem(
@@ -217,7 +219,9 @@ def analyze(
         for dep in step.depends_on:
             if dep not in ids:
                 problem("reference", f"{where}: dependsOn names unknown step {dep!r}", step.id)
-        for template in find_templates([step.parameters, step.fallback and step.fallback.parameters]):
+        for template in find_templates(
+            [step.parameters, step.fallback and step.fallback.parameters]
+        ):
             if template.step not in ids:
                 problem(
                     "reference",
@@ -255,7 +259,9 @@ def analyze(
     )
 
 
-def _kahn(nodes: list[str], dependencies: Mapping[str, list[str]]) -> tuple[list[str], list[list[str]]]:
+def _kahn(
+    nodes: list[str], dependencies: Mapping[str, list[str]]
+) -> tuple[list[str], list[list[str]]]:
     rank = {node: index for index, node in enumerate(nodes)}
     waiting = {node: len(dependencies[node]) for node in nodes}
     dependents: dict[str, list[str]] = {node: [] for node in nodes}
@@ -289,12 +295,12 @@ def _critical_path(
         previous[node] = best
     if not finish:
         return [], 0.0
-    end: str | None = max(order, key=finish.__getitem__)
-    total = finish[end]
+    last = max(order, key=finish.__getitem__)
+    total = finish[last]
+    end: str | None = last
     path: list[str] = []
     while end is not None:
         path.append(end)
         end = previous[end]
     path.reverse()
     return path, total
-

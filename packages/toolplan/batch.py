@@ -82,14 +82,22 @@ def _jsonl_item(path: Path, number: int, line: str) -> BatchItem:
         data = json.loads(line)
     except ValueError as error:
         raise InvalidInput(f"{where}: not valid JSON ({error})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("query"), str) or not data["query"].strip():
+    if (
+        not isinstance(data, dict)
+        or not isinstance(data.get("query"), str)
+        or not data["query"].strip()
+    ):
         raise InvalidInput(f'{where}: expected an object with a non-empty "query" string')
     expected = data.get("expected") or {}
     tools = expected.get("tools") if isinstance(expected, dict) else None
-    if tools is not None and not (isinstance(tools, list) and all(isinstance(t, str) for t in tools)):
+    if tools is not None and not (
+        isinstance(tools, list) and all(isinstance(t, str) for t in tools)
+    ):
         raise InvalidInput(f'{where}: "expected.tools" must be a list of tool names')
     return BatchItem(
-        str(data.get("id", number)), data["query"].strip(), tuple(tools) if tools is not None else None
+        str(data.get("id", number)),
+        data["query"].strip(),
+        tuple(tools) if tools is not None else None,
     )
 
 
@@ -131,7 +139,9 @@ async def _process(
     try:
         outcome = await create_plan(item.query, planner)
     except PlanningFailed as failed:
-        line.update(status="invalid", error=failed.message, llmCalls=failed.llm_calls, usage=failed.usage)
+        line.update(
+            status="invalid", error=failed.message, llmCalls=failed.llm_calls, usage=failed.usage
+        )
         line["planMs"] = _ms(started)
         return line
     except ToolplanError as error:
@@ -205,7 +215,12 @@ async def run_batch(
                 except (asyncio.CancelledError, KeyboardInterrupt):
                     raise
                 except Exception as error:  # never let one query stop the batch
-                    line = {"id": item.id, "query": item.query, "status": "error", "error": repr(error)}
+                    line = {
+                        "id": item.id,
+                        "query": item.query,
+                        "status": "error",
+                        "error": repr(error),
+                    }
                 write(line)
 
         await _gather_all(one(item) for item in pending)
@@ -245,7 +260,11 @@ def summarize(items: list[BatchItem], results: dict[str, dict[str, Any]]) -> dic
         "outputTokens": sum(int((r.get("usage") or {}).get("outputTokens", 0)) for r in rows),
         "toolSelection": None,
     }
-    scored = [(item, results[item.id]) for item in items if item.expected_tools is not None and item.id in results]
+    scored = [
+        (item, results[item.id])
+        for item in items
+        if item.expected_tools is not None and item.id in results
+    ]
     if scored:
         hits = predicted = expected = exact = 0
         for item, row in scored:
@@ -262,4 +281,3 @@ def summarize(items: list[BatchItem], results: dict[str, dict[str, Any]]) -> dic
             "exactSetAccuracy": round(exact / len(scored), 4),
         }
     return summary
-

@@ -30,4 +30,6 @@ def is_valid_id(value: object, kind: IdKind | None = None) -> bool:
     if not isinstance(value, str):
         return False
     match = _ID_PATTERN.match(value)
-    return bool(match) and (kind is None or match.group(1) == kind)
+    if match is None:
+        return False
+    return kind is None or match.group(1) == kind

@@ -7,7 +7,7 @@ layers over these functions; no behaviour lives only in one of them.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +27,16 @@ from toolplan.store.protocol import (
     Store,
     utc_now,
 )
-from toolplan.tools.catalog import ToolCatalog
+from toolplan.tools.catalog import ToolCatalog, ToolInfo
 
-__all__ = ["PlanRef", "describe", "execute_stored_plan", "stored_result", "submit_plan"]
+__all__ = [
+    "PlanRef",
+    "describe",
+    "execute_stored_plan",
+    "list_tools",
+    "stored_result",
+    "submit_plan",
+]
 
 
 @dataclass(frozen=True)
@@ -140,7 +147,7 @@ async def execute_stored_plan(
             # Only a run interrupted inside run_steps is resumed from its checkpoint; anything
             # earlier simply starts again (load_plan has no side effects).
             resume = tuple(snapshot.next) == ("run_steps",)
-            inputs = None if resume else {"plan_id": plan_id, "approve": approve}
+            inputs: Any = None if resume else {"plan_id": plan_id, "approve": approve}
             await graph.ainvoke(inputs, config, durability="sync")
         execution = await asyncio.to_thread(ctx.store.get_execution, plan_id)
     assert execution is not None
@@ -157,7 +164,9 @@ def describe(store: Store, identifier: str) -> dict[str, Any]:
         request = store.get_request(identifier)
         if request is None:
             raise NotFound(f"request {identifier!r} does not exist in {store.uri}")
-        plans = [_plan_json(p, store.get_execution(p.plan_id)) for p in store.list_plans(identifier)]
+        plans = [
+            _plan_json(p, store.get_execution(p.plan_id)) for p in store.list_plans(identifier)
+        ]
         return {
             "kind": "request",
             "requestId": request.request_id,
@@ -166,6 +175,13 @@ def describe(store: Store, identifier: str) -> dict[str, Any]:
             "plans": plans,
         }
     raise InvalidInput(f"{identifier!r} is neither a plan ID (plan_...) nor a request ID (req_...)")
+
+
+def list_tools(store: Store, catalog: ToolCatalog, *, tag: str | None = None) -> list[ToolInfo]:
+    """``toolplan tools``: every tool (only those tagged ``tag`` when given) with its observed
+    statistics from past executions in ``store``."""
+    stats = store.tool_stats()
+    return [replace(info, stats=stats.get(info.name)) for info in catalog.infos(tag=tag)]
 
 
 def _plan_json(record: PlanRecord, execution: ExecutionRecord | None) -> dict[str, Any]:
@@ -178,5 +194,7 @@ def _plan_json(record: PlanRecord, execution: ExecutionRecord | None) -> dict[st
         "plan": record.plan,
         "analysis": record.analysis,
         "meta": record.meta,
-        "execution": ExecutionResult.from_records(record, execution).to_json() if execution else None,
+        "execution": ExecutionResult.from_records(record, execution).to_json()
+        if execution
+        else None,
     }

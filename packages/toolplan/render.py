@@ -104,7 +104,7 @@ def print_tools(console: Console, infos: list[ToolInfo]) -> None:
 class ProgressPrinter:
     """Prints one line per step transition to stderr while a plan runs."""
 
-    _SYMBOL = {"started": "▶", "retrying": "↻", "succeeded": "✓", "failed": "✗", "skipped": "–"}
+    _SYMBOL = {"started": "▶", "retrying": "↻", "succeeded": "✓", "failed": "✗", "skipped": "-"}
 
     def __init__(self, console: Console) -> None:
         self.console = console

@@ -22,7 +22,18 @@ def check_run_blog_chain(cli: Cli) -> None:
     assert result["status"] == "succeeded"
     assert [s["id"] for s in result["steps"]] == ["author", "blog", "comment"]
     first = result["steps"][0]
-    assert set(first) >= {"id", "tool", "status", "attempts", "output", "error", "resolvedParameters", "startedAt", "finishedAt", "durationMs"}
+    assert set(first) >= {
+        "id",
+        "tool",
+        "status",
+        "attempts",
+        "output",
+        "error",
+        "resolvedParameters",
+        "startedAt",
+        "finishedAt",
+        "durationMs",
+    }
     assert result["steps"][1]["resolvedParameters"]["authorId"] == first["output"]["_id"]
     assert set(result["outputs"]) == {"blog", "comment"}
 

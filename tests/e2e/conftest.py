@@ -52,13 +52,23 @@ class Cli:
 
     def __call__(self, *args: str, timeout: float = 60) -> Completed:
         done = subprocess.run(
-            self.argv(*args), env=self.env, cwd=self.tmp, capture_output=True, text=True, timeout=timeout
+            self.argv(*args),
+            env=self.env,
+            cwd=self.tmp,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
         )
         return Completed(done.returncode, done.stdout, done.stderr)
 
     def popen(self, *args: str) -> subprocess.Popen[str]:
         return subprocess.Popen(
-            self.argv(*args), env=self.env, cwd=self.tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            self.argv(*args),
+            env=self.env,
+            cwd=self.tmp,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
 
     def calls(self) -> list[dict[str, Any]]:

@@ -33,9 +33,21 @@ WEATHER = {
 }
 
 CRAFTED = [
-    {"id": "a", "query": "blog: create author Alice and her blog", "expected": {"tools": ["createAuthor", "createBlog"]}},
-    {"id": "b", "query": "weather: compare Tokyo and London", "expected": {"tools": ["get_weather"]}},
-    {"id": "c", "query": "broken: this one never gets a valid plan", "expected": {"tools": ["createAuthor"]}},
+    {
+        "id": "a",
+        "query": "blog: create author Alice and her blog",
+        "expected": {"tools": ["createAuthor", "createBlog"]},
+    },
+    {
+        "id": "b",
+        "query": "weather: compare Tokyo and London",
+        "expected": {"tools": ["get_weather"]},
+    },
+    {
+        "id": "c",
+        "query": "broken: this one never gets a valid plan",
+        "expected": {"tools": ["createAuthor"]},
+    },
     {"id": "d", "query": "blog: another post"},
 ]
 
@@ -69,18 +81,26 @@ def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
 def test_query_files_parse_and_report_bad_lines(tmp_path: Path) -> None:
     txt = tmp_path / "q.txt"
     txt.write_text("# comment\nfirst query\n\nsecond query\n")
-    assert [(i.id, i.query) for i in load_queries(txt)] == [("2", "first query"), ("4", "second query")]
+    assert [(i.id, i.query) for i in load_queries(txt)] == [
+        ("2", "first query"),
+        ("4", "second query"),
+    ]
     items = load_queries(write_jsonl(tmp_path / "q.jsonl", CRAFTED))
-    assert items[0].expected_tools == ("createAuthor", "createBlog") and items[3].expected_tools is None
+    assert (
+        items[0].expected_tools == ("createAuthor", "createBlog")
+        and items[3].expected_tools is None
+    )
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "x", "query": "ok"}\n{"id": "y"}\n')
-    with pytest.raises(InvalidInput, match="bad.jsonl:2"):
+    with pytest.raises(InvalidInput, match=r"bad\.jsonl:2"):
         load_queries(bad)
     with pytest.raises(InvalidInput, match=r"\.txt or \.jsonl"):
         load_queries(tmp_path / "q.csv")
 
 
-async def test_summary_numbers_on_a_crafted_file_with_a_failing_line(llm: FakeOpenAIServer, tmp_path: Path) -> None:
+async def test_summary_numbers_on_a_crafted_file_with_a_failing_line(
+    llm: FakeOpenAIServer, tmp_path: Path
+) -> None:
     items = load_queries(write_jsonl(tmp_path / "crafted.jsonl", CRAFTED))
     settings = Settings(store_uri=f"sqlite:///{tmp_path / 'tp.db'}")
     planner = planner_context_from_env(settings=settings)
@@ -88,15 +108,38 @@ async def test_summary_numbers_on_a_crafted_file_with_a_failing_line(llm: FakeOp
     written = await run_batch(items, planner, out=out, concurrency=2)
     assert sorted(line["id"] for line in written) == ["a", "b", "c", "d"]
     rows = read_results(out)
-    assert set(rows["a"]) == {"id", "query", "requestId", "planId", "status", "error", "tools", "llmCalls", "usage", "planMs", "execMs"}
+    assert set(rows["a"]) == {
+        "id",
+        "query",
+        "requestId",
+        "planId",
+        "status",
+        "error",
+        "tools",
+        "llmCalls",
+        "usage",
+        "planMs",
+        "execMs",
+    }
     assert rows["a"]["status"] == "planned" and rows["a"]["tools"] == ["createAuthor", "createBlog"]
-    assert rows["c"]["status"] == "invalid" and rows["c"]["llmCalls"] == 3 and "createAuthr" in rows["c"]["error"]
+    assert (
+        rows["c"]["status"] == "invalid"
+        and rows["c"]["llmCalls"] == 3
+        and "createAuthr" in rows["c"]["error"]
+    )
     assert rows["c"]["planId"] is None
 
     summary = summarize(items, rows)
     assert summary["byStatus"] == {"invalid": 1, "planned": 3}
-    assert summary["llmCalls"] == 6 and summary["inputTokens"] == 600 and summary["outputTokens"] == 60
-    assert summary["toolSelection"] == {"scored": 3, "precision": 0.75, "recall": 0.75, "exactSetAccuracy": 0.3333}
+    assert (
+        summary["llmCalls"] == 6 and summary["inputTokens"] == 600 and summary["outputTokens"] == 60
+    )
+    assert summary["toolSelection"] == {
+        "scored": 3,
+        "precision": 0.75,
+        "recall": 0.75,
+        "exactSetAccuracy": 0.3333,
+    }
     assert summary["planMs"]["p50"] is not None and summary["execMs"]["p50"] is None
 
 
@@ -122,12 +165,18 @@ async def test_resumable_and_execute(llm: FakeOpenAIServer, tmp_path: Path) -> N
     assert set(read_results(out)) == {"a", "b", "c", "d"}
 
 
-def test_cli_batch_progress_summary_and_ctrl_c(cli: Cli, llm: FakeOpenAIServer, tmp_path: Path) -> None:
-    cli.env.update({"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": llm.base_url, "TOOLPLAN_LLM_RETRIES": "0"})
+def test_cli_batch_progress_summary_and_ctrl_c(
+    cli: Cli, llm: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    cli.env.update(
+        {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": llm.base_url, "TOOLPLAN_LLM_RETRIES": "0"}
+    )
     queries = write_jsonl(tmp_path / "crafted.jsonl", CRAFTED)
     out = tmp_path / "out.jsonl"
     summary_file = tmp_path / "summary.json"
-    done = cli("batch", str(queries), "--out", str(out), "--summary-json", str(summary_file), "--execute")
+    done = cli(
+        "batch", str(queries), "--out", str(out), "--summary-json", str(summary_file), "--execute"
+    )
     assert done.code == 0, done.stderr
     assert "batch summary" in done.stdout and "tool precision" in done.stdout
     assert "4/4" in done.stderr  # the progress bar reached the end
@@ -137,7 +186,10 @@ def test_cli_batch_progress_summary_and_ctrl_c(cli: Cli, llm: FakeOpenAIServer, 
     as_json = cli("batch", str(queries), "--out", str(out), "--json")
     assert as_json.code == 0 and as_json.json()["done"] == 4  # everything skipped, summary only
 
-    slow = write_jsonl(tmp_path / "slow.jsonl", [{"id": "fast", "query": "blog: quick"}, {"id": "slow", "query": "slow: takes ages"}])
+    slow = write_jsonl(
+        tmp_path / "slow.jsonl",
+        [{"id": "fast", "query": "blog: quick"}, {"id": "slow", "query": "slow: takes ages"}],
+    )
     slow_out = tmp_path / "slow.out.jsonl"
     process = cli.popen("batch", str(slow), "--out", str(slow_out), "--concurrency", "2")
     deadline = time.monotonic() + 30

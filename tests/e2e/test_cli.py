@@ -10,10 +10,18 @@ from tests.e2e.conftest import Cli
 
 SEED_002 = {
     "tools": [
-        {"name": "createAuthor", "parameters": {"name": "Alice", "email": "alice@test.com"}, "dependsOn": None},
+        {
+            "name": "createAuthor",
+            "parameters": {"name": "Alice", "email": "alice@test.com"},
+            "dependsOn": None,
+        },
         {
             "name": "createBlog",
-            "parameters": {"authorId": "{{createAuthor._id}}", "title": "Hello", "content": "about world"},
+            "parameters": {
+                "authorId": "{{createAuthor._id}}",
+                "title": "Hello",
+                "content": "about world",
+            },
             "dependsOn": "createAuthor",
         },
     ],
@@ -112,9 +120,14 @@ def test_malformed_json_missing_file_and_bad_ids_exit_2(cli: Cli, tmp_path: Path
 
 
 def test_store_unavailable_exit_3_and_bad_uri_exit_2(cli: Cli) -> None:
-    unavailable = cli("run", "--file", cli_cases.BLOG_PLAN, "--store", "sqlite:////proc/no/such/dir/x.db")
+    unavailable = cli(
+        "run", "--file", cli_cases.BLOG_PLAN, "--store", "sqlite:////proc/no/such/dir/x.db"
+    )
     assert unavailable.code == 3
-    assert "cannot open the SQLite store" in unavailable.stderr and "Traceback" not in unavailable.stderr
+    assert (
+        "cannot open the SQLite store" in unavailable.stderr
+        and "Traceback" not in unavailable.stderr
+    )
     unsupported = cli("run", "--file", cli_cases.BLOG_PLAN, "--store", "redis://user:secret@host/0")
     assert unsupported.code == 2 and "secret" not in unsupported.stderr
 
@@ -126,7 +139,12 @@ def test_all_failed_is_status_failed_exit_1(cli: Cli) -> None:
 
 
 def test_concurrency_flag_caps_parallel_steps(cli: Cli) -> None:
-    plan = {"steps": [{"id": f"s{i}", "tool": "sleepy", "parameters": {"label": str(i), "seconds": 0.02}} for i in range(4)]}
+    plan = {
+        "steps": [
+            {"id": f"s{i}", "tool": "sleepy", "parameters": {"label": str(i), "seconds": 0.02}}
+            for i in range(4)
+        ]
+    }
     done = cli("run", "--file", cli.write_plan(plan), "--concurrency", "1", "--json")
     assert done.code == 0
     events = [c["event"] for c in cli.calls()]
@@ -155,7 +173,14 @@ def test_tools_lists_catalog_with_stats_and_tag_filter(cli: Cli) -> None:
     listed = cli("tools", "--json", "--tag", "blog")
     assert listed.code == 0
     tools = {t["name"]: t for t in listed.json()["tools"]}
-    assert set(tools) == {"createAuthor", "getAuthor", "createBlog", "createDraft", "createComment", "listBlogs"}
+    assert set(tools) == {
+        "createAuthor",
+        "getAuthor",
+        "createBlog",
+        "createDraft",
+        "createComment",
+        "listBlogs",
+    }
     assert tools["createAuthor"]["stats"]["calls"] == 1
     assert tools["createAuthor"]["stats"]["failureRate"] == 0
     assert tools["createBlog"]["parameters"]["required"] == ["authorId", "title", "content"]
@@ -168,6 +193,8 @@ def test_python_dash_m_entry_point(cli: Cli) -> None:
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-m", "toolplan", "--help"], capture_output=True, text=True, env=cli.env)
+    done = subprocess.run(
+        [sys.executable, "-m", "toolplan", "--help"], capture_output=True, text=True, env=cli.env
+    )
     assert done.returncode == 0 and "submit" in done.stdout
     _ = json

@@ -36,7 +36,9 @@ def llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAIServer]:
 
 
 def make_context(tmp_path: Path, **kwargs: Any) -> PlannerContext:
-    return planner_context_from_env(settings=Settings(store_uri=f"sqlite:///{tmp_path / 'tp.db'}"), **kwargs)
+    return planner_context_from_env(
+        settings=Settings(store_uri=f"sqlite:///{tmp_path / 'tp.db'}"), **kwargs
+    )
 
 
 def system_prompt(request: dict[str, Any]) -> str:
@@ -56,7 +58,9 @@ async def test_tool_selection_by_function_calling(llm: FakeOpenAIServer, tmp_pat
     assert next(m["content"] for m in request["messages"] if m["role"] == "user") == QUERY
 
 
-async def test_request_carries_every_tools_name_description_and_schema(llm: FakeOpenAIServer, tmp_path: Path) -> None:
+async def test_request_carries_every_tools_name_description_and_schema(
+    llm: FakeOpenAIServer, tmp_path: Path
+) -> None:
     llm.script([Reply.structured(blog_plan())])
     ctx = make_context(tmp_path)
     await create_plan(QUERY, ctx)
@@ -66,13 +70,21 @@ async def test_request_carries_every_tools_name_description_and_schema(llm: Fake
         assert json.dumps(info.parameters, ensure_ascii=False) in prompt
 
 
-async def test_json_schema_method_is_strict(llm: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_json_schema_method_is_strict(
+    llm: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("TOOLPLAN_STRUCTURED_METHOD", "json_schema")
     llm.script([Reply.structured(blog_plan(), usage=(50, 10))])
     outcome = await create_plan(QUERY, make_context(tmp_path))
-    assert outcome.ref.status == "planned" and outcome.usage == {"inputTokens": 50, "outputTokens": 10}
+    assert outcome.ref.status == "planned" and outcome.usage == {
+        "inputTokens": 50,
+        "outputTokens": 10,
+    }
     response_format = llm.requests[0]["response_format"]
-    assert response_format["type"] == "json_schema" and response_format["json_schema"]["strict"] is True
+    assert (
+        response_format["type"] == "json_schema"
+        and response_format["json_schema"]["strict"] is True
+    )
     schema = response_format["json_schema"]["schema"]
     step_schema = schema["$defs"]["LLMStep"]
     assert step_schema["properties"]["parameters"]["type"] == "string"  # no free-form object
@@ -80,7 +92,9 @@ async def test_json_schema_method_is_strict(llm: FakeOpenAIServer, tmp_path: Pat
 
 
 @pytest.mark.parametrize("method", ["function_calling", "json_schema"])
-async def test_streamed_planning_counts_usage(llm: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, method: str) -> None:
+async def test_streamed_planning_counts_usage(
+    llm: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, method: str
+) -> None:
     """LangGraph Studio streams with stream_mode="messages": the model then streams, and usage
     is only reported because ChatOpenAI is built with stream_usage=True."""
     monkeypatch.setenv("TOOLPLAN_STRUCTURED_METHOD", method)
@@ -89,7 +103,9 @@ async def test_streamed_planning_counts_usage(llm: FakeOpenAIServer, tmp_path: P
     graph = build_planning_graph().compile()
     final: dict[str, Any] = {}
     async for mode, chunk in graph.astream(
-        {"query": QUERY}, {"configurable": {PLANNER_CONTEXT_KEY: ctx}}, stream_mode=["messages", "values"]
+        {"query": QUERY},
+        {"configurable": {PLANNER_CONTEXT_KEY: ctx}},
+        stream_mode=["messages", "values"],
     ):
         if mode == "values":
             final = chunk
@@ -121,7 +137,9 @@ async def test_rate_limit_then_success(llm: FakeOpenAIServer, tmp_path: Path) ->
     assert llm.request_headers[1]["x-stainless-retry-count"] == "1"
 
 
-async def test_server_errors_exhaust_retries_into_llm_unavailable(llm: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_server_errors_exhaust_retries_into_llm_unavailable(
+    llm: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("TOOLPLAN_LLM_RETRIES", "1")
     llm.script([Reply.error(503, "overloaded", retry_after=0.01)] * 2)
     with pytest.raises(LLMUnavailable, match="answered 503"):
@@ -140,7 +158,9 @@ async def test_unreachable_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert caught.value.exit_code == 3
 
 
-async def test_wrong_key_is_reported(llm: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_wrong_key_is_reported(
+    llm: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-wrong")
     with pytest.raises(LLMUnavailable, match="rejected the credentials"):
         await create_plan(QUERY, make_context(tmp_path))
@@ -151,7 +171,9 @@ async def test_wrong_key_is_reported(llm: FakeOpenAIServer, tmp_path: Path, monk
 
 @pytest.fixture
 def cli_llm(cli: Cli, llm: FakeOpenAIServer) -> Cli:
-    cli.env.update({"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": llm.base_url, "TOOLPLAN_LLM_RETRIES": "0"})
+    cli.env.update(
+        {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": llm.base_url, "TOOLPLAN_LLM_RETRIES": "0"}
+    )
     cli.env.pop("TOOLPLAN_MODEL", None)
     return cli
 
@@ -188,7 +210,9 @@ def test_cli_low_confidence_is_not_run_without_yes(cli_llm: Cli, llm: FakeOpenAI
     llm.script([Reply.structured(blog_plan(confidence=0.2))])
     done = cli_llm("run", QUERY)
     assert done.code == 2
-    assert "needs_review" in done.stderr and "NOT executed" in done.stderr and "--yes" in done.stderr
+    assert (
+        "needs_review" in done.stderr and "NOT executed" in done.stderr and "--yes" in done.stderr
+    )
     plan_id = done.stderr.split("plan ", 1)[1].split()[0]
     assert cli_llm("show", plan_id, "--json").json()["execution"] is None
     refused = cli_llm("execute", plan_id)
@@ -211,13 +235,27 @@ def test_cli_llm_unavailable_and_unconfigured_exit_3(cli: Cli) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    cli.env.update({"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1", "TOOLPLAN_LLM_RETRIES": "0"})
+    cli.env.update(
+        {
+            "OPENAI_API_KEY": "sk-test",
+            "OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1",
+            "TOOLPLAN_LLM_RETRIES": "0",
+        }
+    )
     done = cli("plan", QUERY)
-    assert done.code == 3 and "cannot reach the endpoint" in done.stderr and "Traceback" not in done.stderr
+    assert (
+        done.code == 3
+        and "cannot reach the endpoint" in done.stderr
+        and "Traceback" not in done.stderr
+    )
     assert len(done.stderr.strip().splitlines()) <= 2
     cli.env.pop("OPENAI_API_KEY")
     missing = cli("run", QUERY)
-    assert missing.code == 3 and "OPENAI_API_KEY" in missing.stderr and "toolplan run --file" in missing.stderr
+    assert (
+        missing.code == 3
+        and "OPENAI_API_KEY" in missing.stderr
+        and "toolplan run --file" in missing.stderr
+    )
 
 
 def test_planner_catalog_matches_cli_tools() -> None:

@@ -54,7 +54,10 @@ def studio(llm: FakeOpenAIServer, tmp_path_factory: pytest.TempPathFactory) -> I
     log = (tmp / "langgraph-dev.log").open("w")
     process = subprocess.Popen(
         [langgraph, "dev", "--no-browser", "--no-reload", "--port", str(port)],
-        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+        cwd=REPO,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 90
@@ -97,7 +100,9 @@ async def test_planner_then_executor_leave_checkpoints(studio: str, llm: FakeOpe
     client = get_client(url=studio)
 
     planning_thread = await client.threads.create()
-    planned = await client.runs.wait(planning_thread["thread_id"], "planner", input={"query": QUERY})
+    planned = await client.runs.wait(
+        planning_thread["thread_id"], "planner", input={"query": QUERY}
+    )
     assert planned["status"] == "planned" and planned["errors"] == []
     plan_id = planned["plan_id"]
     assert plan_id.startswith("plan_") and planned["request_id"].startswith("req_")

@@ -8,7 +8,14 @@ from typing import Any
 QUERY = "Create author Alice with email alice@test.com, then create blog by Alice titled Hello about world"
 
 
-def llm_step(sid: str, tool: str, parameters: dict[str, Any], *, confidence: float = 0.9, depends_on: list[str] | None = None) -> dict[str, Any]:
+def llm_step(
+    sid: str,
+    tool: str,
+    parameters: dict[str, Any],
+    *,
+    confidence: float = 0.9,
+    depends_on: list[str] | None = None,
+) -> dict[str, Any]:
     return {
         "id": sid,
         "tool": tool,
@@ -23,8 +30,17 @@ def blog_plan(*, confidence: float = 0.9) -> dict[str, Any]:
     return {
         "reasoning": "The blog needs the author's _id.",
         "steps": [
-            llm_step("author", "createAuthor", {"name": "Alice", "email": "alice@test.com"}, confidence=confidence),
-            llm_step("blog", "createBlog", {"authorId": "{{author._id}}", "title": "Hello", "content": "about world"}),
+            llm_step(
+                "author",
+                "createAuthor",
+                {"name": "Alice", "email": "alice@test.com"},
+                confidence=confidence,
+            ),
+            llm_step(
+                "blog",
+                "createBlog",
+                {"authorId": "{{author._id}}", "title": "Hello", "content": "about world"},
+            ),
         ],
         "outputSteps": ["blog"],
     }
@@ -36,7 +52,11 @@ def broken_blog_plan() -> dict[str, Any]:
         "reasoning": "first try",
         "steps": [
             llm_step("author", "createAuthr", {"name": "Alice", "email": "alice@test.com"}),
-            llm_step("blog", "createBlog", {"authorId": "{{writer._id}}", "title": "Hello", "content": "about world"}),
+            llm_step(
+                "blog",
+                "createBlog",
+                {"authorId": "{{writer._id}}", "title": "Hello", "content": "about world"},
+            ),
         ],
         "outputSteps": ["blog"],
     }

@@ -33,7 +33,11 @@ def test_valid_plan_analysis() -> None:
         steps(
             step("a"),
             step("b", location="London"),
-            {"id": "c", "tool": "compare_data", "parameters": {"data_a": "{{a}}", "data_b": "{{b}}"}},
+            {
+                "id": "c",
+                "tool": "compare_data",
+                "parameters": {"data_a": "{{a}}", "data_b": "{{b}}"},
+            },
             {"id": "d", "tool": "get_weather", "parameters": {"location": "x"}, "dependsOn": "c"},
         )
     )
@@ -50,7 +54,11 @@ def test_critical_path_uses_estimates() -> None:
         steps(
             step("fast"),
             step("slow", "query_metric", name="cpu_usage"),
-            {"id": "c", "tool": "compare_data", "parameters": {"data_a": "{{fast}}", "data_b": "{{slow}}"}},
+            {
+                "id": "c",
+                "tool": "compare_data",
+                "parameters": {"data_a": "{{fast}}", "data_b": "{{slow}}"},
+            },
         )
     )
     analysis = analyze(plan, CATALOG, estimate=lambda s: 10.0 if s.tool == "query_metric" else 1.0)
@@ -84,7 +92,12 @@ def test_unknown_fallback_tool() -> None:
 
 def test_reference_to_missing_step_via_template_and_depends_on() -> None:
     data = steps(
-        {"id": "a", "tool": "get_weather", "parameters": {"location": "{{ghost.city}}"}, "dependsOn": ["phantom"]}
+        {
+            "id": "a",
+            "tool": "get_weather",
+            "parameters": {"location": "{{ghost.city}}"},
+            "dependsOn": ["phantom"],
+        }
     )
     messages = issues_of(data)
     assert any("template '{{ghost.city}}' references unknown step 'ghost'" in m for m in messages)
@@ -101,7 +114,10 @@ def test_cycle_is_named() -> None:
         {"id": "a", "tool": "get_weather", "parameters": {"location": "{{b.city}}"}},
         {"id": "b", "tool": "get_weather", "parameters": {"location": "{{a.city}}"}},
     )
-    assert any(m in ("dependency cycle: a -> b -> a", "dependency cycle: b -> a -> b") for m in issues_of(data))
+    assert any(
+        m in ("dependency cycle: a -> b -> a", "dependency cycle: b -> a -> b")
+        for m in issues_of(data)
+    )
 
 
 def test_three_step_cycle_behind_a_tail_and_a_self_loop() -> None:
@@ -113,7 +129,9 @@ def test_three_step_cycle_behind_a_tail_and_a_self_loop() -> None:
     )
     (message,) = issues_of(data)
     assert message == "dependency cycle: a -> b -> c -> a"
-    (self_loop,) = issues_of(steps({"id": "s", "tool": "get_weather", "parameters": {"location": "{{s}}"}}))
+    (self_loop,) = issues_of(
+        steps({"id": "s", "tool": "get_weather", "parameters": {"location": "{{s}}"}})
+    )
     assert self_loop == "dependency cycle: s -> s"
 
 
@@ -122,18 +140,31 @@ def test_three_step_cycle_behind_a_tail_and_a_self_loop() -> None:
     [
         ({}, "missing required argument 'location'"),
         ({"location": "x", "unit": "C"}, "unknown argument 'unit'"),
-        ({"location": 42}, "argument 'location' of tool 'get_weather' is invalid: 42 is not of type 'string'"),
+        (
+            {"location": 42},
+            "argument 'location' of tool 'get_weather' is invalid: 42 is not of type 'string'",
+        ),
     ],
 )
-def test_literal_arguments_are_checked_against_schema(parameters: dict[str, Any], fragment: str) -> None:
+def test_literal_arguments_are_checked_against_schema(
+    parameters: dict[str, Any], fragment: str
+) -> None:
     data = steps({"id": "a", "tool": "get_weather", "parameters": parameters})
     assert any(fragment in m for m in issues_of(data))
 
 
 def test_enum_and_number_types() -> None:
     data = steps(
-        {"id": "a", "tool": "check_threshold", "parameters": {"metric_name": "cpu", "threshold": "high", "operator": "gt"}},
-        {"id": "b", "tool": "check_threshold", "parameters": {"metric_name": "cpu", "threshold": 1, "operator": "bigger"}},
+        {
+            "id": "a",
+            "tool": "check_threshold",
+            "parameters": {"metric_name": "cpu", "threshold": "high", "operator": "gt"},
+        },
+        {
+            "id": "b",
+            "tool": "check_threshold",
+            "parameters": {"metric_name": "cpu", "threshold": 1, "operator": "bigger"},
+        },
     )
     messages = issues_of(data)
     assert any("'threshold'" in m and "'high' is not of type 'number'" in m for m in messages)
@@ -144,7 +175,11 @@ def test_templated_arguments_count_as_present_and_skip_type_checks() -> None:
     plan = parse_plan(
         steps(
             step("a"),
-            {"id": "t", "tool": "check_threshold", "parameters": {"metric_name": "{{a.city}}", "threshold": "{{a.temp}}"}},
+            {
+                "id": "t",
+                "tool": "check_threshold",
+                "parameters": {"metric_name": "{{a.city}}", "threshold": "{{a.temp}}"},
+            },
         )
     )
     assert analyze(plan, CATALOG).dependencies["t"] == ["a"]

@@ -53,10 +53,21 @@ def catalog() -> ToolCatalog:
 FAST = ExecutionOptions(retry=RetryPolicy(initial_backoff=0.001, jitter=0), default_timeout=5)
 
 
-async def run(store: SqliteStore, plan: dict[str, Any], *, options: ExecutionOptions = FAST, events: list[StepEvent] | None = None):  # type: ignore[no-untyped-def]
+async def run(
+    store: SqliteStore,
+    plan: dict[str, Any],
+    *,
+    options: ExecutionOptions = FAST,
+    events: list[StepEvent] | None = None,
+):  # type: ignore[no-untyped-def]
     cat = catalog()
     ref = submit_plan(plan, store=store, catalog=cat, max_steps=50)
-    ctx = ExecutionContext(store=store, catalog=cat, options=options, listener=events.append if events is not None else None)
+    ctx = ExecutionContext(
+        store=store,
+        catalog=cat,
+        options=options,
+        listener=events.append if events is not None else None,
+    )
     return await execute_stored_plan(ref.plan_id, ctx)
 
 
@@ -75,11 +86,20 @@ def test_retry_policy_backoff_is_exponential_capped_and_jittered() -> None:
 
 async def test_transient_errors_are_retried_until_success(store: SqliteStore, log: Path) -> None:
     events: list[StepEvent] = []
-    result = await run(store, {"steps": [s("f", "flaky", failures=2, maxAttempts=3)]}, events=events)
+    result = await run(
+        store, {"steps": [s("f", "flaky", failures=2, maxAttempts=3)]}, events=events
+    )
     step = result.step("f")
     assert (result.status, step.status, step.attempts) == ("succeeded", "succeeded", 3)
     assert step.output == {"attempt": 3}
-    assert [e.kind for e in events] == ["started", "retrying", "started", "retrying", "started", "succeeded"]
+    assert [e.kind for e in events] == [
+        "started",
+        "retrying",
+        "started",
+        "retrying",
+        "started",
+        "succeeded",
+    ]
     assert [c["attempt"] for c in calls(log)] == [1, 2, 3]
 
 
@@ -92,7 +112,9 @@ async def test_attempts_run_out(store: SqliteStore, log: Path) -> None:
 
 
 async def test_business_errors_are_never_retried(store: SqliteStore, log: Path) -> None:
-    result = await run(store, {"steps": [s("b", "business_error", message="no such city", maxAttempts=5)]})
+    result = await run(
+        store, {"steps": [s("b", "business_error", message="no such city", maxAttempts=5)]}
+    )
     step = result.step("b")
     assert (step.status, step.attempts) == ("failed", 1)
     assert step.error == "tool 'business_error' reported an error: no such city"
@@ -113,10 +135,17 @@ async def test_default_timeout_applies(store: SqliteStore, log: Path) -> None:
     assert "timed out after 0.05s" in (result.step("h").error or "")
 
 
-async def test_fallback_after_business_error_becomes_the_output(store: SqliteStore, log: Path) -> None:
+async def test_fallback_after_business_error_becomes_the_output(
+    store: SqliteStore, log: Path
+) -> None:
     plan = {
         "steps": [
-            s("b", "business_error", message="down", fallback={"tool": "echo", "parameters": {"value": {"from": "fallback"}}}),
+            s(
+                "b",
+                "business_error",
+                message="down",
+                fallback={"tool": "echo", "parameters": {"value": {"from": "fallback"}}},
+            ),
             s("next", "echo", value="{{b.from}}"),
         ]
     }
@@ -124,22 +153,37 @@ async def test_fallback_after_business_error_becomes_the_output(store: SqliteSto
     assert result.step("b").status == "succeeded" and result.step("b").used_fallback
     assert result.step("b").output == {"from": "fallback"}
     assert result.step("next").output == "fallback"
-    assert [c["key"] for c in calls(log)][:2] == [f"{result.plan_id}:b", f"{result.plan_id}:b:fallback"]
+    assert [c["key"] for c in calls(log)][:2] == [
+        f"{result.plan_id}:b",
+        f"{result.plan_id}:b:fallback",
+    ]
 
 
-async def test_fallback_after_attempts_run_out_and_fallback_failure(store: SqliteStore, log: Path) -> None:
+async def test_fallback_after_attempts_run_out_and_fallback_failure(
+    store: SqliteStore, log: Path
+) -> None:
     plan = {
         "steps": [
-            s("f", "flaky", failures=9, maxAttempts=2, fallback={"tool": "business_error", "parameters": {"message": "also down"}}),
+            s(
+                "f",
+                "flaky",
+                failures=9,
+                maxAttempts=2,
+                fallback={"tool": "business_error", "parameters": {"message": "also down"}},
+            ),
         ]
     }
     result = await run(store, plan)
     step = result.step("f")
     assert step.status == "failed" and step.attempts == 2
-    assert "fallback 'business_error' failed too" in (step.error or "") and "also down" in (step.error or "")
+    assert "fallback 'business_error' failed too" in (step.error or "") and "also down" in (
+        step.error or ""
+    )
 
 
-async def test_fail_forward_skips_dependents_and_continues_independent_steps(store: SqliteStore, log: Path) -> None:
+async def test_fail_forward_skips_dependents_and_continues_independent_steps(
+    store: SqliteStore, log: Path
+) -> None:
     plan = {
         "steps": [
             s("s1", "business_error", message="flaky api"),
@@ -158,15 +202,30 @@ async def test_fail_forward_skips_dependents_and_continues_independent_steps(sto
 
 
 async def test_fail_fast(store: SqliteStore, log: Path) -> None:
-    plan = {"steps": [s("bad", "business_error", message="x"), s("slow", "sleepy", label="l", seconds=5)]}
+    plan = {
+        "steps": [
+            s("bad", "business_error", message="x"),
+            s("slow", "sleepy", label="l", seconds=5),
+        ]
+    }
     options = ExecutionOptions(retry=RetryPolicy(initial_backoff=0.001), fail_fast=True)
     result = await run(store, plan, options=options)
     assert result.step("bad").status == "failed"
-    assert result.step("slow").status == "skipped" and "--fail-fast" in (result.step("slow").error or "")
+    assert result.step("slow").status == "skipped" and "--fail-fast" in (
+        result.step("slow").error or ""
+    )
 
 
-async def test_missing_template_key_fails_the_step_without_calling_the_tool(store: SqliteStore, log: Path) -> None:
-    plan = {"steps": [s("a", "echo", value={"x": 1}), s("b", "echo", value="{{a.y}}"), s("c", "echo", value="{{b}}")]}
+async def test_missing_template_key_fails_the_step_without_calling_the_tool(
+    store: SqliteStore, log: Path
+) -> None:
+    plan = {
+        "steps": [
+            s("a", "echo", value={"x": 1}),
+            s("b", "echo", value="{{a.y}}"),
+            s("c", "echo", value="{{b}}"),
+        ]
+    }
     result = await run(store, plan)
     b = result.step("b")
     assert b.status == "failed" and b.attempts == 0
@@ -175,15 +234,24 @@ async def test_missing_template_key_fails_the_step_without_calling_the_tool(stor
     assert [c["step"] for c in calls(log)] == ["a"]  # b's tool was never called
 
 
-async def test_tool_argument_validation_after_resolution_is_not_retried(store: SqliteStore, log: Path) -> None:
-    plan = {"steps": [s("a", "echo", value={"n": 1}), s("w", "get_weather", location="{{a.n}}", maxAttempts=3)]}
+async def test_tool_argument_validation_after_resolution_is_not_retried(
+    store: SqliteStore, log: Path
+) -> None:
+    plan = {
+        "steps": [
+            s("a", "echo", value={"n": 1}),
+            s("w", "get_weather", location="{{a.n}}", maxAttempts=3),
+        ]
+    }
     result = await run(store, plan)
     w = result.step("w")
     assert (w.status, w.attempts) == ("failed", 1)
     assert "rejected its arguments" in (w.error or "")
 
 
-async def test_string_outputs_parse_json_objects_and_lists_only(store: SqliteStore, log: Path) -> None:
+async def test_string_outputs_parse_json_objects_and_lists_only(
+    store: SqliteStore, log: Path
+) -> None:
     plan = {
         "steps": [
             s("obj", "text", value='{"a": {"b": 2}}'),
@@ -201,7 +269,9 @@ async def test_string_outputs_parse_json_objects_and_lists_only(store: SqliteSto
     assert result.step("use").output == "2-2-hello-42"
 
 
-async def test_run_config_metadata_carries_ids_attempt_and_idempotency_key(store: SqliteStore) -> None:
+async def test_run_config_metadata_carries_ids_attempt_and_idempotency_key(
+    store: SqliteStore,
+) -> None:
     SEEN_CONFIGS.clear()
     result = await run(store, {"steps": [s("cap", "capture", value="v")]})
     (metadata,) = SEEN_CONFIGS
@@ -219,11 +289,18 @@ async def test_blog_chain_records_resolved_parameters_and_outputs(store: SqliteS
     assert blog.resolved_parameters["authorId"] == author.output["_id"]
     assert blog.resolved_parameters["content"] == "about world, by Alice"
     assert set(result.outputs) == {"blog", "comment"}
-    assert store.find_records("blogs", {"_id": blog.output["_id"]})[0]["authorId"] == author.output["_id"]
-    assert all(st.started_at and st.finished_at and st.duration_ms is not None for st in result.steps)
+    assert (
+        store.find_records("blogs", {"_id": blog.output["_id"]})[0]["authorId"]
+        == author.output["_id"]
+    )
+    assert all(
+        st.started_at and st.finished_at and st.duration_ms is not None for st in result.steps
+    )
 
 
-async def test_finished_plan_is_returned_as_stored_without_calling_tools(store: SqliteStore, log: Path) -> None:
+async def test_finished_plan_is_returned_as_stored_without_calling_tools(
+    store: SqliteStore, log: Path
+) -> None:
     cat = catalog()
     ref = submit_plan({"steps": [s("a", "echo", value=1)]}, store=store, catalog=cat, max_steps=50)
     ctx = ExecutionContext(store=store, catalog=cat, options=FAST)
@@ -233,17 +310,25 @@ async def test_finished_plan_is_returned_as_stored_without_calling_tools(store: 
     assert len(calls(log)) == 1
 
 
-async def test_resume_uses_stored_outputs_and_skips_finished_steps(store: SqliteStore, log: Path) -> None:
+async def test_resume_uses_stored_outputs_and_skips_finished_steps(
+    store: SqliteStore, log: Path
+) -> None:
     cat = catalog()
     ref = submit_plan(
         {"steps": [s("a", "echo", value={"x": "first"}), s("b", "echo", value="{{a.x}}!")]},
-        store=store, catalog=cat, max_steps=50,
+        store=store,
+        catalog=cat,
+        max_steps=50,
     )
     # Simulate a crash after 'a' succeeded and 'b' started: the records are all that survive.
     store.create_execution(ref.plan_id, [("a", "echo"), ("b", "echo")], status="running")
-    store.update_step(ref.plan_id, "a", {"status": "succeeded", "attempts": 1, "output": {"x": "stored"}})
+    store.update_step(
+        ref.plan_id, "a", {"status": "succeeded", "attempts": 1, "output": {"x": "stored"}}
+    )
     store.update_step(ref.plan_id, "b", {"status": "running", "attempts": 1})
-    result = await execute_stored_plan(ref.plan_id, ExecutionContext(store=store, catalog=cat, options=FAST))
+    result = await execute_stored_plan(
+        ref.plan_id, ExecutionContext(store=store, catalog=cat, options=FAST)
+    )
     assert result.status == "succeeded"
     assert result.step("b").output == "stored!"
     assert result.step("b").attempts == 2  # the interrupted attempt counts
@@ -258,13 +343,17 @@ async def test_large_outputs_are_capped_and_flagged(store: SqliteStore) -> None:
     assert len(json.dumps(step.output)) < 400
 
 
-async def test_unknown_plan_and_catalog_drift_are_rejected_before_running(store: SqliteStore, log: Path) -> None:
+async def test_unknown_plan_and_catalog_drift_are_rejected_before_running(
+    store: SqliteStore, log: Path
+) -> None:
     from toolplan.errors import NotFound, PlanInvalid
 
     cat = catalog()
     ref = submit_plan({"steps": [s("a", "echo", value=1)]}, store=store, catalog=cat, max_steps=50)
     with pytest.raises(NotFound):
-        await execute_stored_plan("plan_1700000000_abcdef", ExecutionContext(store=store, catalog=cat))
+        await execute_stored_plan(
+            "plan_1700000000_abcdef", ExecutionContext(store=store, catalog=cat)
+        )
     smaller = load_tool_modules(["weather"])
     with pytest.raises(PlanInvalid, match="unknown tool 'echo'"):
         await execute_stored_plan(ref.plan_id, ExecutionContext(store=store, catalog=smaller))

@@ -12,10 +12,18 @@ from toolplan.plan import load_plan, parse_plan
 
 SEED_002 = {
     "tools": [
-        {"name": "createAuthor", "parameters": {"name": "Alice", "email": "alice@test.com"}, "dependsOn": None},
+        {
+            "name": "createAuthor",
+            "parameters": {"name": "Alice", "email": "alice@test.com"},
+            "dependsOn": None,
+        },
         {
             "name": "createBlog",
-            "parameters": {"authorId": "{{createAuthor._id}}", "title": "Hello", "content": "about world"},
+            "parameters": {
+                "authorId": "{{createAuthor._id}}",
+                "title": "Hello",
+                "content": "about world",
+            },
             "dependsOn": "createAuthor",
         },
     ],

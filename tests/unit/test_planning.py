@@ -39,7 +39,11 @@ def reply(plan: dict[str, Any], *, tokens: tuple[int, int] = (100, 20)) -> AIMes
     return AIMessage(
         content="",
         tool_calls=[{"name": "LLMPlan", "args": plan, "id": "call_1"}],
-        usage_metadata={"input_tokens": tokens[0], "output_tokens": tokens[1], "total_tokens": sum(tokens)},
+        usage_metadata={
+            "input_tokens": tokens[0],
+            "output_tokens": tokens[1],
+            "total_tokens": sum(tokens),
+        },
     )
 
 
@@ -52,7 +56,11 @@ def context(store: SqliteStore, *replies: AIMessage, **kwargs: Any) -> PlannerCo
     ToolCallingFake.seen = []
     model = ToolCallingFake(messages=iter(replies))
     return PlannerContext(
-        store=store, catalog=load_tool_modules(["blog", "metrics", "weather"]), model=model, model_name="fake:model", **kwargs
+        store=store,
+        catalog=load_tool_modules(["blog", "metrics", "weather"]),
+        model=model,
+        model_name="fake:model",
+        **kwargs,
     )
 
 
@@ -86,8 +94,16 @@ async def test_repair_loop_sends_errors_back_and_stores_the_fixed_plan(store: Sq
     assert record is not None and record.meta["repairs"] == 1
 
 
-async def test_unfixable_plan_stops_after_max_repairs_and_stores_nothing(store: SqliteStore) -> None:
-    ctx = context(store, reply(broken_blog_plan()), reply(broken_blog_plan()), reply(broken_blog_plan()), max_repairs=2)
+async def test_unfixable_plan_stops_after_max_repairs_and_stores_nothing(
+    store: SqliteStore,
+) -> None:
+    ctx = context(
+        store,
+        reply(broken_blog_plan()),
+        reply(broken_blog_plan()),
+        reply(broken_blog_plan()),
+        max_repairs=2,
+    )
     with pytest.raises(PlanningFailed) as caught:
         await create_plan(QUERY, ctx)
     assert caught.value.exit_code == 2 and caught.value.llm_calls == 3
@@ -107,16 +123,25 @@ async def test_low_confidence_is_stored_as_needs_review(store: SqliteStore) -> N
     outcome = await create_plan(QUERY, ctx)
     assert outcome.ref.status == "needs_review"
     record = store.get_plan(outcome.ref.plan_id)
-    assert record is not None and record.status == "needs_review" and record.meta["confidence"] == 0.2
+    assert (
+        record is not None and record.status == "needs_review" and record.meta["confidence"] == 0.2
+    )
     ctx = context(store, reply(blog_plan(confidence=0.2)), confidence_threshold=0.1)
     assert (await create_plan(QUERY, ctx)).ref.status == "planned"
 
 
 async def test_new_version_under_an_existing_request(store: SqliteStore) -> None:
     first = await create_plan(QUERY, context(store, reply(blog_plan())))
-    second = await create_plan("now with a different title", context(store, reply(blog_plan())), request_id=first.ref.request_id)
+    second = await create_plan(
+        "now with a different title",
+        context(store, reply(blog_plan())),
+        request_id=first.ref.request_id,
+    )
     assert second.ref.request_id == first.ref.request_id and second.ref.plan_id != first.ref.plan_id
-    assert [p.plan_id for p in store.list_plans(first.ref.request_id)] == [first.ref.plan_id, second.ref.plan_id]
+    assert [p.plan_id for p in store.list_plans(first.ref.request_id)] == [
+        first.ref.plan_id,
+        second.ref.plan_id,
+    ]
     with pytest.raises(NotFound):
         await create_plan(QUERY, context(store), request_id="req_1700000000_zzzzzz")
     with pytest.raises(InvalidInput):
@@ -135,19 +160,29 @@ async def test_prompt_carries_catalog_query_and_format(store: SqliteStore) -> No
 
 def test_planner_graph_nodes_are_visible() -> None:
     graph = build_planning_graph().compile()
-    assert {"select_tools", "analyze_dependencies", "persist", "give_up"} <= set(graph.get_graph().nodes)
+    assert {"select_tools", "analyze_dependencies", "persist", "give_up"} <= set(
+        graph.get_graph().nodes
+    )
 
 
 async def test_analysis_node_reports_validation_errors(store: SqliteStore) -> None:
     ctx = context(store)
     data, issues = to_plan_data(broken_blog_plan())
     assert issues == [] and data is not None
-    state = await analyze_dependencies({"candidate": data}, {"configurable": {"toolplan_planner": ctx}})
+    state = await analyze_dependencies(
+        {"candidate": data}, {"configurable": {"toolplan_planner": ctx}}
+    )
     assert state["plan"] is None and any("createAuthr" in e for e in state["errors"])
 
 
 def test_llm_schema_conversion_is_lenient_but_reports_bad_json() -> None:
-    good, issues = to_plan_data({"steps": [{"id": "a", "tool": "t", "parameters": {"x": 1}, "dependsOn": [], "confidence": 3}]})
+    good, issues = to_plan_data(
+        {
+            "steps": [
+                {"id": "a", "tool": "t", "parameters": {"x": 1}, "dependsOn": [], "confidence": 3}
+            ]
+        }
+    )
     assert issues == [] and good is not None
     assert good["steps"][0]["parameters"] == {"x": 1} and good["steps"][0]["confidence"] == 1.0
     bad, issues = to_plan_data({"steps": [{"id": "a", "tool": "t", "parameters": "{not json"}]})

@@ -9,7 +9,9 @@ import pytest
 
 from toolplan.engine.scheduler import StepOutcome, schedule
 
-DEADLINE = 5.0  # generous: only hit if the scheduler deadlocks (which is how a wave scheduler fails)
+DEADLINE = (
+    5.0  # generous: only hit if the scheduler deadlocks (which is how a wave scheduler fails)
+)
 
 
 class Harness:
@@ -62,7 +64,11 @@ async def test_ready_step_does_not_wait_for_unrelated_slow_sibling() -> None:
     h.gates["a"].set()
     outcomes = await asyncio.wait_for(task, DEADLINE)
     assert h.events.index("start c") < h.events.index("end a")
-    assert {s: o.status for s, o in outcomes.items()} == {"a": "succeeded", "b": "succeeded", "c": "succeeded"}
+    assert {s: o.status for s, o in outcomes.items()} == {
+        "a": "succeeded",
+        "b": "succeeded",
+        "c": "succeeded",
+    }
 
 
 async def test_join_waits_for_all_dependencies() -> None:
@@ -92,7 +98,13 @@ async def test_concurrency_cap_is_respected_and_work_continues() -> None:
 
 
 async def test_fail_forward_skips_transitive_dependents_only() -> None:
-    deps = {"bad": [], "child": ["bad"], "grandchild": ["child"], "free": [], "after_free": ["free"]}
+    deps = {
+        "bad": [],
+        "child": ["bad"],
+        "grandchild": ["child"],
+        "free": [],
+        "after_free": ["free"],
+    }
     h = Harness(list(deps), deps)
     h.fail.add("bad")
     for gate in h.gates.values():

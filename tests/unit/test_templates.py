@@ -93,6 +93,8 @@ def test_references_and_parsing() -> None:
     assert parsed["{{a._id}}"].path == ("_id",)
 
 
-@pytest.mark.parametrize("text", ["{{}}", "{{author.}}", "{{1abc}}", "{{a..b}}", "{{a[x]}}", "{{a b}}"])
+@pytest.mark.parametrize(
+    "text", ["{{}}", "{{author.}}", "{{1abc}}", "{{a..b}}", "{{a[x]}}", "{{a b}}"]
+)
 def test_malformed_templates_are_detected(text: str) -> None:
     assert malformed_templates({"p": f"pre {text}"}) == [text]

@@ -14,10 +14,10 @@ from toolplan.cli import (
     ModelOption,
     StoreOption,
     ToolsOption,
+    _emit_json,
     _guard,
     _session,
     app,
-    _emit_json,
     stderr,
     stdout,
 )
@@ -25,16 +25,22 @@ from toolplan.cli import (
 
 @app.command()
 def batch(
-    file: Annotated[Path, typer.Argument(help="Queries: .txt (one per line) or .jsonl ({id, query, expected}).")],
-    execute: Annotated[bool, typer.Option("--execute", help="Also execute each planned query.")] = False,
+    file: Annotated[
+        Path, typer.Argument(help="Queries: .txt (one per line) or .jsonl ({id, query, expected}).")
+    ],
+    execute: Annotated[
+        bool, typer.Option("--execute", help="Also execute each planned query.")
+    ] = False,
     concurrency: Annotated[
         int, typer.Option("--concurrency", min=1, help="Queries processed at once.")
     ] = 4,
     out: Annotated[
-        Path | None, typer.Option("--out", help="Results file (JSON lines); ids already in it are skipped.")
+        Path | None,
+        typer.Option("--out", help="Results file (JSON lines); ids already in it are skipped."),
     ] = None,
     summary_json: Annotated[
-        Path | None, typer.Option("--summary-json", help="Also write the summary as JSON to this file.")
+        Path | None,
+        typer.Option("--summary-json", help="Also write the summary as JSON to this file."),
     ] = None,
     tools: ToolsOption = None,
     store: StoreOption = None,
@@ -119,14 +125,20 @@ def _print_summary(summary: dict[str, Any]) -> None:
     def ms(value: float | None) -> str:
         return f"{value:.0f} ms" if value is not None else "-"
 
-    table.add_row("planning p50 / p95", f"{ms(summary['planMs']['p50'])} / {ms(summary['planMs']['p95'])}")
-    table.add_row("execution p50 / p95", f"{ms(summary['execMs']['p50'])} / {ms(summary['execMs']['p95'])}")
+    table.add_row(
+        "planning p50 / p95", f"{ms(summary['planMs']['p50'])} / {ms(summary['planMs']['p95'])}"
+    )
+    table.add_row(
+        "execution p50 / p95", f"{ms(summary['execMs']['p50'])} / {ms(summary['execMs']['p95'])}"
+    )
     table.add_row("LLM calls", str(summary["llmCalls"]))
     table.add_row("tokens in / out", f"{summary['inputTokens']} / {summary['outputTokens']}")
     selection = summary.get("toolSelection")
     if selection:
         table.add_row("tool precision", str(selection["precision"]))
         table.add_row("tool recall", str(selection["recall"]))
-        table.add_row("exact tool set", f"{selection['exactSetAccuracy']:.0%} of {selection['scored']}")
+        table.add_row(
+            "exact tool set", f"{selection['exactSetAccuracy']:.0%} of {selection['scored']}"
+        )
     table.add_row("results", summary["results"])
     stdout.print(table)

@@ -29,7 +29,9 @@ class RetryPolicy:
 
     def delay(self, failed_attempt: int, rng: random.Random | None = None) -> float:
         """Seconds to wait after attempt number ``failed_attempt`` (1-based) failed."""
-        base = min(self.max_backoff, self.initial_backoff * self.backoff_factor ** (failed_attempt - 1))
+        base = min(
+            self.max_backoff, self.initial_backoff * self.backoff_factor ** (failed_attempt - 1)
+        )
         spread = (rng or random).uniform(1 - self.jitter, 1 + self.jitter) if self.jitter else 1.0
         return max(0.0, base * spread)
 

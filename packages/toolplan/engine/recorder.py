@@ -74,7 +74,9 @@ class Recorder:
         write = functools.partial(self.store.update_step, self.plan_id, step_id, changes)
         await loop.run_in_executor(self._executor, write)
 
-    def _emit(self, kind: StepEventKind, step_id: str, tool: str, attempt: int, **extra: Any) -> None:
+    def _emit(
+        self, kind: StepEventKind, step_id: str, tool: str, attempt: int, **extra: Any
+    ) -> None:
         if self.listener is not None:
             self.listener(StepEvent(kind, self.plan_id, step_id, tool, attempt, utc_now(), **extra))
 
@@ -129,9 +131,7 @@ class Recorder:
 
     async def skipped(self, step_id: str, tool: str, reason: str) -> None:
         """The step will not run because of an earlier failure."""
-        await self._write(
-            step_id, {"status": "skipped", "error": reason, "finished_at": utc_now()}
-        )
+        await self._write(step_id, {"status": "skipped", "error": reason, "finished_at": utc_now()})
         self._emit("skipped", step_id, tool, 0, error=reason)
 
     def close(self) -> None:

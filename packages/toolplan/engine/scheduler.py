@@ -8,6 +8,7 @@ forward: the failed step's transitive dependents are skipped, independent steps 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -55,7 +56,9 @@ async def schedule(
             dependents[dep].append(step)
     rank = {step: index for index, step in enumerate(order)}
     waiting = {
-        step: sum(1 for dep in dependencies[step] if outcomes.get(dep, _PENDING).status != "succeeded")
+        step: sum(
+            1 for dep in dependencies[step] if outcomes.get(dep, _PENDING).status != "succeeded"
+        )
         for step in order
     }
     ready: deque[str] = deque()
@@ -130,11 +133,11 @@ async def schedule(
                     for task in running.values():
                         task.cancel()
                     for other in list(running):
-                        try:
+                        with contextlib.suppress(asyncio.CancelledError):
                             await running.pop(other)
-                        except asyncio.CancelledError:
-                            pass
-                        await mark_skipped(other, f"cancelled: --fail-fast stopped the plan after {step!r} failed")
+                        await mark_skipped(
+                            other, f"cancelled: --fail-fast stopped the plan after {step!r} failed"
+                        )
                     for other in order:
                         if other not in outcomes:
                             await mark_skipped(other, reason)

@@ -94,12 +94,16 @@ class StepRunner:
             "configurable": {STORE_CONFIG_KEY: self.store},
         }
 
-    async def _call(self, tool: BaseTool, arguments: Any, config: RunnableConfig, timeout: float) -> Any:
+    async def _call(
+        self, tool: BaseTool, arguments: Any, config: RunnableConfig, timeout: float
+    ) -> Any:
         try:
             async with asyncio.timeout(timeout):
                 return normalize_output(await tool.ainvoke(arguments, config=config))
         except ToolException as error:
-            raise _CallFailed(f"tool {tool.name!r} reported an error: {error}", retryable=False) from None
+            raise _CallFailed(
+                f"tool {tool.name!r} reported an error: {error}", retryable=False
+            ) from None
         except ValidationError as error:
             detail = "; ".join(
                 f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in error.errors()
@@ -114,7 +118,9 @@ class StepRunner:
         except (asyncio.CancelledError, Unavailable):
             raise
         except Exception as error:
-            raise _CallFailed(f"tool {tool.name!r} raised {type(error).__name__}: {error}", retryable=True) from None
+            raise _CallFailed(
+                f"tool {tool.name!r} raised {type(error).__name__}: {error}", retryable=True
+            ) from None
 
     async def run(self, step_id: str) -> StepOutcome:
         """Run one step to its final state, recording every transition."""
@@ -146,14 +152,24 @@ class StepRunner:
                 self.recorder.retrying(step.id, step.tool, attempt, error_text)
                 await asyncio.sleep(self.options.retry.delay(index + 1, self.rng))
             else:
-                return await self._finish(step, "succeeded", attempt, started, output=output, resolved=arguments)
+                return await self._finish(
+                    step, "succeeded", attempt, started, output=output, resolved=arguments
+                )
 
-        if max_attempts > 1 and attempt - base == max_attempts and "reported an error" not in error_text:
+        if (
+            max_attempts > 1
+            and attempt - base == max_attempts
+            and "reported an error" not in error_text
+        ):
             error_text = f"{error_text} (after {max_attempts} attempts)"
         if step.fallback is not None:
-            self.recorder.retrying(step.id, step.tool, attempt, f"{error_text}; trying the fallback")
+            self.recorder.retrying(
+                step.id, step.tool, attempt, f"{error_text}; trying the fallback"
+            )
             return await self._fallback(step, attempt, started, error_text, arguments)
-        return await self._finish(step, "failed", attempt, started, error=error_text, resolved=arguments)
+        return await self._finish(
+            step, "failed", attempt, started, error=error_text, resolved=arguments
+        )
 
     async def _fallback(
         self, step: Step, attempts: int, started: float, error_text: str, arguments: Any
@@ -170,9 +186,16 @@ class StepRunner:
             )
         except (TemplateError, _CallFailed) as failure:
             message = f"{error_text}; fallback {step.fallback.tool!r} failed too: {failure}"
-            return await self._finish(step, "failed", attempts, started, error=message, resolved=arguments)
+            return await self._finish(
+                step, "failed", attempts, started, error=message, resolved=arguments
+            )
         return await self._finish(
-            step, "succeeded", attempts, started, output=output, used_fallback=True,
+            step,
+            "succeeded",
+            attempts,
+            started,
+            output=output,
+            used_fallback=True,
             resolved=arguments,
         )
 

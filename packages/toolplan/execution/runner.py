@@ -86,18 +86,23 @@ async def run_plan_steps(ctx: ExecutionContext, record: PlanRecord) -> Execution
     execution = await asyncio.to_thread(store.create_execution, plan_id, pairs, status="running")
     expected = execution.worker_id if _owner_is_dead(execution.worker_id) else None
     lease = ctx.options.lease_seconds
-    if not await asyncio.to_thread(store.acquire, plan_id, ctx.worker_id, lease, expected_owner=expected):
+    if not await asyncio.to_thread(
+        store.acquire, plan_id, ctx.worker_id, lease, expected_owner=expected
+    ):
         raise ExecutionBusy(
             f"plan {plan_id!r} is being executed by {execution.worker_id} right now; "
             "wait for it to finish, then run `toolplan show` to see the result"
         )
-    execution = await asyncio.to_thread(store.get_execution, plan_id)
-    assert execution is not None
+    current = await asyncio.to_thread(store.get_execution, plan_id)
+    assert current is not None
+    execution = current
     if execution.started_at is None:
-        await asyncio.to_thread(store.set_execution_status, plan_id, "running", started_at=utc_now())
+        await asyncio.to_thread(
+            store.set_execution_status, plan_id, "running", started_at=utc_now()
+        )
 
     finished = {
-        s.step_id: StepOutcome(s.status, output=s.output, error=s.error)  # type: ignore[arg-type]
+        s.step_id: StepOutcome(s.status, output=s.output, error=s.error)
         for s in execution.steps
         if s.status in ("succeeded", "failed", "skipped")
     }
@@ -155,7 +160,10 @@ async def run_plan_steps(ctx: ExecutionContext, record: PlanRecord) -> Execution
     assert final is not None
     status = overall_status(final.steps)
     await asyncio.to_thread(
-        store.set_execution_status, plan_id, status, finished_at=utc_now()  # type: ignore[arg-type]
+        store.set_execution_status,
+        plan_id,
+        status,
+        finished_at=utc_now(),  # type: ignore[arg-type]
     )
     await asyncio.to_thread(store.release, plan_id, ctx.worker_id)
     result = await asyncio.to_thread(store.get_execution, plan_id)

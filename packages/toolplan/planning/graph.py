@@ -177,7 +177,9 @@ async def select_tools(state: PlanningState, config: RunnableConfig) -> Planning
         errors = [f"the response could not be read as a plan: {result.get('parsing_error')}"]
     return {
         "candidate": data,
-        "raw_candidate": payload if isinstance(payload, str) else json.dumps(
+        "raw_candidate": payload
+        if isinstance(payload, str)
+        else json.dumps(
             payload.model_dump() if isinstance(payload, LLMPlan) else payload, ensure_ascii=False
         ),
         "errors": errors,

@@ -66,7 +66,7 @@ def init_chat(spec: str, **kwargs: Any) -> BaseChatModel:
     from langchain.chat_models import init_chat_model
 
     chat: Any = init_chat_model(spec, **kwargs)
-    return chat  # type: ignore[no-any-return]
+    return chat
 
 
 @contextmanager

@@ -8,7 +8,12 @@ from typing import Any
 from toolplan.errors import InvalidInput, NotFound, PlanInvalid, ValidationIssue
 from toolplan.ids import is_valid_id
 from toolplan.operations import PlanRef
-from toolplan.planning.graph import PLANNER_CONTEXT_KEY, PlannerContext, build_planning_graph
+from toolplan.planning.graph import (
+    PLANNER_CONTEXT_KEY,
+    PlannerContext,
+    PlanningInput,
+    build_planning_graph,
+)
 
 __all__ = ["PlanningOutcome", "create_plan"]
 
@@ -67,20 +72,20 @@ async def create_plan(
             raise InvalidInput(f"{request_id!r} is not a request ID (expected req_<seconds>_<id>)")
         if ctx.store.get_request(request_id) is None:
             raise NotFound(f"request {request_id!r} does not exist in {ctx.store.uri}")
-    inputs: dict[str, Any] = {"query": query}
+    inputs: PlanningInput = {"query": query}
     if request_id is not None:
         inputs["request_id"] = request_id
     graph = build_planning_graph().compile()
-    state: Any = await graph.ainvoke(
-        inputs,
-        {
-            "configurable": {PLANNER_CONTEXT_KEY: ctx},
-            "recursion_limit": 4 * (ctx.max_repairs + 2),
-        },
-    )
+    config: Any = {
+        "configurable": {PLANNER_CONTEXT_KEY: ctx},
+        "recursion_limit": 4 * (ctx.max_repairs + 2),
+    }
+    state: Any = await graph.ainvoke(inputs, config)
     usage = state.get("usage") or {"inputTokens": 0, "outputTokens": 0}
     if state.get("status") == "invalid":
-        raise PlanningFailed(state.get("errors") or [], llm_calls=state.get("llm_calls", 0), usage=usage)
+        raise PlanningFailed(
+            state.get("errors") or [], llm_calls=state.get("llm_calls", 0), usage=usage
+        )
     return PlanningOutcome(
         ref=PlanRef(state["request_id"], state["plan_id"], state["status"]),
         plan=state["plan"],

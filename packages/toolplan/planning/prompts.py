@@ -17,7 +17,9 @@ from toolplan.tools.catalog import ToolInfo
 
 __all__ = ["Prompt", "load_prompt", "prompts_dir", "render_catalog"]
 
-_HEADER = re.compile(r"^<!--\s*prompt:\s*(?P<name>[\w-]+)\s*·\s*version:\s*(?P<version>[\w.-]+)\s*-->\n")
+_HEADER = re.compile(
+    r"^<!--\s*prompt:\s*(?P<name>[\w-]+)\s*·\s*version:\s*(?P<version>[\w.-]+)\s*-->\n"
+)
 
 
 def prompts_dir() -> Path:

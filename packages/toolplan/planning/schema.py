@@ -27,7 +27,7 @@ class LLMStep(BaseModel):
         description='The arguments as a JSON object encoded as a string, e.g. "{\\"name\\": \\"Alice\\"}". '
         "Strings may contain templates like {{stepId.field}}."
     )
-    dependsOn: list[str] = Field(  # noqa: N815 - the plan format's field name
+    dependsOn: list[str] = Field(
         description="Ids of steps that must finish first; template references are added automatically."
     )
     confidence: float = Field(description="Confidence from 0 to 1 that this step is right.")
@@ -38,9 +38,7 @@ class LLMPlan(BaseModel):
 
     reasoning: str = Field(description="One or two sentences on how the steps achieve the request.")
     steps: list[LLMStep] = Field(description="The tool calls.")
-    outputSteps: list[str] = Field(  # noqa: N815 - the plan format's field name
-        description="Ids of the steps whose outputs answer the request."
-    )
+    outputSteps: list[str] = Field(description="Ids of the steps whose outputs answer the request.")
 
 
 def to_plan_data(payload: Any) -> tuple[dict[str, Any] | None, list[ValidationIssue]]:
@@ -53,7 +51,9 @@ def to_plan_data(payload: Any) -> tuple[dict[str, Any] | None, list[ValidationIs
         except ValueError as error:
             return None, [ValidationIssue("json", f"the response is not valid JSON: {error}")]
     if not isinstance(payload, dict) or not isinstance(payload.get("steps"), list):
-        return None, [ValidationIssue("shape", "the response must be an object with a 'steps' list")]
+        return None, [
+            ValidationIssue("shape", "the response must be an object with a 'steps' list")
+        ]
     issues: list[ValidationIssue] = []
     steps = []
     for index, raw in enumerate(payload["steps"]):

@@ -274,8 +274,7 @@ class SqliteStore:
             raise ValueError(f"cannot update step fields {sorted(unknown)}")
         columns = ", ".join(f"{name} = ?" for name in changes)
         values = [
-            _dumps(value) if name in _JSON_STEP_FIELDS else value
-            for name, value in changes.items()
+            _dumps(value) if name in _JSON_STEP_FIELDS else value for name, value in changes.items()
         ]
         with self._lock:
             cursor = self._db.execute(

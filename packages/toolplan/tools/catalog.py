@@ -81,9 +81,7 @@ class ToolInfo:
         return data
 
 
-def tagged(
-    tool: BaseTool, *tags: str, examples: Iterable[dict[str, Any]] = ()
-) -> BaseTool:
+def tagged(tool: BaseTool, *tags: str, examples: Iterable[dict[str, Any]] = ()) -> BaseTool:
     """Add capability tags and usage examples to a tool (``toolplan tools --tag`` filters on them).
 
     Examples are ``{"query": ..., "parameters": {...}}`` objects; planners show them to the model.
@@ -109,7 +107,9 @@ def _as_tool(candidate: Any, source: str) -> BaseTool:
             return as_langchain_tool(candidate)
         except Exception as error:  # langchain raises several types for bad signatures
             name = getattr(candidate, "__name__", repr(candidate))
-            raise InvalidInput(f"cannot turn {name!r} from {source!r} into a tool: {error}") from None
+            raise InvalidInput(
+                f"cannot turn {name!r} from {source!r} into a tool: {error}"
+            ) from None
     raise InvalidInput(
         f"{source!r} lists {candidate!r} in TOOLS; entries must be LangChain tools or functions"
     )
@@ -123,13 +123,17 @@ def _schema_of(tool: BaseTool) -> dict[str, Any]:
 class ToolCatalog:
     """An ordered, name-unique collection of tools."""
 
-    def __init__(self, tools: Iterable[BaseTool | Callable[..., Any]] = (), *, source: str = "") -> None:
+    def __init__(
+        self, tools: Iterable[BaseTool | Callable[..., Any]] = (), *, source: str = ""
+    ) -> None:
         self._tools: dict[str, BaseTool] = {}
         self._sources: dict[str, str] = {}
         self._infos: dict[str, ToolInfo] = {}
         self.add(tools, source=source or "python")
 
-    def add(self, tools: Iterable[BaseTool | Callable[..., Any]], *, source: str = "python") -> None:
+    def add(
+        self, tools: Iterable[BaseTool | Callable[..., Any]], *, source: str = "python"
+    ) -> None:
         """Add tools; a name already present is an error (tool names must be unique)."""
         for candidate in tools:
             tool = _as_tool(candidate, source)

@@ -12,14 +12,13 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import ToolException, tool
 
 from toolplan.tools.catalog import tagged
-
 from toolplan.toolsets._records import records_for
 
 __all__ = ["TOOLS"]
 
 
 @tool
-def createAuthor(name: str, email: str, config: RunnableConfig) -> dict[str, Any]:  # noqa: N802
+def createAuthor(name: str, email: str, config: RunnableConfig) -> dict[str, Any]:
     """Create an author. Returns the author with its `_id`, `name` and `email`."""
     if "@" not in email:
         raise ToolException(f"invalid email address {email!r}")
@@ -27,7 +26,7 @@ def createAuthor(name: str, email: str, config: RunnableConfig) -> dict[str, Any
 
 
 @tool
-def getAuthor(authorId: str, config: RunnableConfig) -> dict[str, Any]:  # noqa: N802, N803
+def getAuthor(authorId: str, config: RunnableConfig) -> dict[str, Any]:
     """Get an author by `_id`. Returns `_id`, `name` and `email`."""
     found = records_for(config).find("authors", _id=authorId)
     if not found:
@@ -36,7 +35,7 @@ def getAuthor(authorId: str, config: RunnableConfig) -> dict[str, Any]:  # noqa:
 
 
 @tool
-def createBlog(authorId: str, title: str, content: str, config: RunnableConfig) -> dict[str, Any]:  # noqa: N802, N803
+def createBlog(authorId: str, title: str, content: str, config: RunnableConfig) -> dict[str, Any]:
     """Create a blog post by an existing author. Returns the blog with `_id`, `authorId`, `title`, `content`."""
     records = records_for(config)
     if not records.find("authors", _id=authorId):
@@ -45,13 +44,17 @@ def createBlog(authorId: str, title: str, content: str, config: RunnableConfig) 
 
 
 @tool
-def createDraft(title: str, config: RunnableConfig, content: str = "") -> dict[str, Any]:  # noqa: N802
+def createDraft(title: str, config: RunnableConfig, content: str = "") -> dict[str, Any]:
     """Save a draft blog post without an author. Returns the draft with `_id`, `title`, `status`."""
-    return records_for(config).insert("drafts", {"title": title, "content": content, "status": "draft"})
+    return records_for(config).insert(
+        "drafts", {"title": title, "content": content, "status": "draft"}
+    )
 
 
 @tool
-def createComment(blogId: str, text: str, config: RunnableConfig, author: str = "anonymous") -> dict[str, Any]:  # noqa: N802, N803
+def createComment(
+    blogId: str, text: str, config: RunnableConfig, author: str = "anonymous"
+) -> dict[str, Any]:
     """Comment on an existing blog post. Returns the comment with `_id`, `blogId`, `text`, `author`."""
     records = records_for(config)
     if not records.find("blogs", _id=blogId):
@@ -60,14 +63,21 @@ def createComment(blogId: str, text: str, config: RunnableConfig, author: str = 
 
 
 @tool
-def listBlogs(config: RunnableConfig, authorId: str | None = None) -> dict[str, Any]:  # noqa: N802, N803
+def listBlogs(config: RunnableConfig, authorId: str | None = None) -> dict[str, Any]:
     """List blog posts, optionally only those of one author. Returns `{"blogs": [...], "count": n}`."""
     where = {"authorId": authorId} if authorId else {}
     blogs = records_for(config).find("blogs", **where)
     return {"blogs": blogs, "count": len(blogs)}
 
 
-tagged(createAuthor, "blog", "write", examples=[{"query": "Create author Alice", "parameters": {"name": "Alice", "email": "alice@test.com"}}])
+tagged(
+    createAuthor,
+    "blog",
+    "write",
+    examples=[
+        {"query": "Create author Alice", "parameters": {"name": "Alice", "email": "alice@test.com"}}
+    ],
+)
 tagged(getAuthor, "blog", "read")
 tagged(createBlog, "blog", "write")
 tagged(createDraft, "blog", "write")

@@ -11,11 +11,36 @@ from toolplan.tools.catalog import tagged
 __all__ = ["TOOLS"]
 
 _METRICS: dict[str, dict[str, Any]] = {
-    "cpu_usage": {"category": "compute", "unit": "%", "current": 72.5, "series": [65.0, 70.2, 72.5]},
-    "memory_usage": {"category": "compute", "unit": "%", "current": 58.1, "series": [55.4, 57.0, 58.1]},
-    "disk_io": {"category": "storage", "unit": "MB/s", "current": 120.0, "series": [98.0, 110.0, 120.0]},
-    "error_rate": {"category": "application", "unit": "%", "current": 1.2, "series": [0.8, 1.0, 1.2]},
-    "latency_p95": {"category": "application", "unit": "ms", "current": 240.0, "series": [210.0, 230.0, 240.0]},
+    "cpu_usage": {
+        "category": "compute",
+        "unit": "%",
+        "current": 72.5,
+        "series": [65.0, 70.2, 72.5],
+    },
+    "memory_usage": {
+        "category": "compute",
+        "unit": "%",
+        "current": 58.1,
+        "series": [55.4, 57.0, 58.1],
+    },
+    "disk_io": {
+        "category": "storage",
+        "unit": "MB/s",
+        "current": 120.0,
+        "series": [98.0, 110.0, 120.0],
+    },
+    "error_rate": {
+        "category": "application",
+        "unit": "%",
+        "current": 1.2,
+        "series": [0.8, 1.0, 1.2],
+    },
+    "latency_p95": {
+        "category": "application",
+        "unit": "ms",
+        "current": 240.0,
+        "series": [210.0, 230.0, 240.0],
+    },
 }
 
 _OPERATORS = {
@@ -34,7 +59,12 @@ def list_metrics(category: str | None = None) -> dict[str, Any]:
     if category is not None and not names:
         known = sorted({m["category"] for m in _METRICS.values()})
         raise ToolException(f"unknown category {category!r}; known: {', '.join(known)}")
-    return {"metrics": [{"name": n, "category": _METRICS[n]["category"], "unit": _METRICS[n]["unit"]} for n in names]}
+    return {
+        "metrics": [
+            {"name": n, "category": _METRICS[n]["category"], "unit": _METRICS[n]["unit"]}
+            for n in names
+        ]
+    }
 
 
 @tool
@@ -43,7 +73,12 @@ def query_metric(name: str) -> dict[str, Any]:
     metric = _METRICS.get(name)
     if metric is None:
         raise ToolException(f"unknown metric {name!r}; known: {', '.join(_METRICS)}")
-    return {"name": name, "current": metric["current"], "unit": metric["unit"], "series": list(metric["series"])}
+    return {
+        "name": name,
+        "current": metric["current"],
+        "unit": metric["unit"],
+        "series": list(metric["series"]),
+    }
 
 
 @tool
