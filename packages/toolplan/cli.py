@@ -455,10 +455,7 @@ def list_tools(
     def body() -> list[Any]:
         session = _session(store, tools)
         try:
-            stats = session.store.tool_stats()
-            from dataclasses import replace
-
-            return [replace(i, stats=stats.get(i.name)) for i in session.catalog.infos(tag=tag)]
+            return operations.list_tools(session.store, session.catalog, tag=tag)
         finally:
             session.close()
 
