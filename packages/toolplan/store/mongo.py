@@ -1,0 +1,711 @@
+"""The MongoDB store: ``TOOLPLAN_STORE=mongodb://host:port/dbname`` (or ``mongodb+srv://``).
+
+Collections, in the database named by the URI (``toolplan`` when it names none):
+
+``requests``
+    one document per request (unique ``requestId``).
+``plans``
+    one document per plan version (unique ``planId``; ``requestId, createdAt`` for listing).
+``executions``
+    one small document per execution: status, lease and queue position (unique ``planId``).
+``steps``
+    one document per step of an execution (unique ``planId, stepId``). No document grows with the
+    plan, and every step transition is a single-document ``update_one``.
+``records``
+    toolset records (unique ``collection, key`` over idempotency keys).
+``checkpoints``, ``checkpoint_writes``
+    LangGraph checkpoints, written by ``MongoDBSaver``.
+
+Consistency without multi-document transactions, which a standalone ``mongod`` does not have:
+
+- A plan is inserted *before* its new request, carrying a copy of the request: the plan insert is
+  the commit point. If the process dies before the request document is written, the request is
+  still read from its plan, and no request can exist without a plan.
+- An execution's step documents are upserted before the execution document; readers start from
+  the execution document, so they never see an execution with missing steps.
+- Queue claims and leases are conditional ``update_one`` calls checked by ``modified_count``.
+  (``find_one_and_update`` would be the textbook claim, but jongodb, the test server, does not
+  re-check its filter under concurrency.)
+
+Writes use ``w="majority"``. Free-form JSON (plans, analyses, step parameters and outputs) is
+stored as JSON text: BSON cannot hold every JSON value (integers beyond 64 bits) and restricts
+``$``-prefixed field names, and text keeps each payload exactly what the engine produced, as in
+the SQLite store. Leases compare the clocks of the machines running workers: keep them in sync
+(NTP) and keep leases much longer than any skew.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import json
+import os
+import secrets
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from pymongo import ASCENDING, IndexModel, MongoClient, UpdateOne
+from pymongo.errors import (
+    BulkWriteError,
+    ConfigurationError,
+    ConnectionFailure,
+    DuplicateKeyError,
+    InvalidURI,
+    PyMongoError,
+)
+from pymongo.write_concern import WriteConcern
+
+from toolplan.errors import InvalidInput, StoreUnavailable
+from toolplan.store.protocol import (
+    STEP_FIELDS,
+    ExecutionRecord,
+    ExecutionStatus,
+    PlanRecord,
+    RequestRecord,
+    StepRecord,
+    cap_output,
+    utc_now,
+)
+from toolplan.tools.catalog import ToolStats
+
+if TYPE_CHECKING:
+    from pymongo.collection import Collection
+    from pymongo.database import Database
+
+__all__ = [
+    "DEFAULT_DATABASE",
+    "DEFAULT_TIMEOUT_MS",
+    "MAX_PAYLOAD_BYTES",
+    "TIMEOUT_ENV",
+    "MongoStore",
+    "client_options",
+]
+
+DEFAULT_DATABASE = "toolplan"
+"""The database used when the URI names none (``mongodb://host:27017``)."""
+
+TIMEOUT_ENV = "TOOLPLAN_MONGO_TIMEOUT_MS"
+"""Environment variable overriding :data:`DEFAULT_TIMEOUT_MS`."""
+
+DEFAULT_TIMEOUT_MS = 5000
+"""Server selection and connect timeout; socket reads wait three times as long."""
+
+MAX_PAYLOAD_BYTES = 7_000_000
+"""Largest JSON payload (step parameters or output) kept whole in one step document.
+
+The engine already caps outputs (``ExecutionOptions.output_limit_bytes``, 1 MB by default); this
+is the backstop that keeps a step document, with its two payloads, under MongoDB's 16 MB limit
+even when that limit is raised.
+"""
+
+_Document = dict[str, Any]
+
+_STEP_KEYS: dict[str, str] = {
+    "status": "status",
+    "attempts": "attempts",
+    "resolved_parameters": "resolvedParameters",
+    "output": "output",
+    "error": "error",
+    "started_at": "startedAt",
+    "finished_at": "finishedAt",
+    "duration_ms": "durationMs",
+    "output_truncated": "outputTruncated",
+    "used_fallback": "usedFallback",
+}
+assert set(_STEP_KEYS) == STEP_FIELDS
+
+_CLAIM_BATCH = 8
+"""Queue entries read per claim round; losers of a race try the next one."""
+_CLAIM_ROUNDS = 16
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def _timeout_ms(env: Mapping[str, str]) -> int:
+    raw = env.get(TIMEOUT_ENV, "").strip()
+    if not raw:
+        return DEFAULT_TIMEOUT_MS
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise InvalidInput(f"{TIMEOUT_ENV}={raw!r} is not a positive number of milliseconds")
+    return value
+
+
+def client_options(uri: str, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Keyword arguments for ``MongoClient``: toolplan's defaults for what the URI leaves unset.
+
+    ``w="majority"`` is always applied: leases and claims are only safe with acknowledged,
+    majority-committed writes.
+    """
+    env = os.environ if env is None else env
+    given = {key.lower() for key, _ in parse_qsl(urlsplit(uri).query)}
+    timeout = _timeout_ms(env)
+    defaults: dict[str, Any] = {
+        "serverSelectionTimeoutMS": timeout,
+        "connectTimeoutMS": timeout,
+        # Without a socket timeout, a server that stops answering (paused, partitioned) would
+        # block a command forever instead of failing with a clear error.
+        "socketTimeoutMS": timeout * 3,
+        "appname": "toolplan",
+    }
+    options = {key: value for key, value in defaults.items() if key.lower() not in given}
+    options["w"] = "majority"
+    return options
+
+
+def _database_name(uri: str) -> str:
+    name = unquote(urlsplit(uri).path.lstrip("/"))
+    return name or DEFAULT_DATABASE
+
+
+def _reason(error: BaseException) -> str:
+    """The useful part of a driver message (server selection errors append a topology dump)."""
+    text = str(error).split(", Timeout:")[0].split(", full error:")[0].strip()
+    return text[:300] or type(error).__name__
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _guarded(
+    method: Callable[Concatenate[MongoStore, P], R],
+) -> Callable[Concatenate[MongoStore, P], R]:
+    """Turn driver errors (server down, timeouts, auth) into :class:`StoreUnavailable`."""
+
+    @functools.wraps(method)
+    def wrapper(self: MongoStore, *args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return method(self, *args, **kwargs)
+        except PyMongoError as error:
+            raise self._unavailable(error) from None
+
+    return wrapper
+
+
+class MongoStore:
+    """:class:`~toolplan.store.protocol.Store` on a MongoDB database (see the module docstring)."""
+
+    def __init__(self, uri: str, *, env: Mapping[str, str] | None = None) -> None:
+        from toolplan.store import redact_uri
+
+        self.uri = redact_uri(uri)
+        self._password = urlsplit(uri).password
+        self._saver: BaseCheckpointSaver[Any] | None = None
+        self._saver_lock = threading.Lock()
+        try:
+            self._client: MongoClient[_Document] = MongoClient(uri, **client_options(uri, env))
+        except (ConfigurationError, ValueError, TypeError) as error:
+            # pymongo reports some malformed URIs (a bad port) and option values as ValueError.
+            reason = self._scrub(_reason(error))
+            if (
+                isinstance(error, ConfigurationError)
+                and not isinstance(error, InvalidURI)
+                and uri.startswith("mongodb+srv://")
+            ):
+                # The SRV/TXT lookup failed: the cluster cannot be found right now.
+                raise StoreUnavailable(
+                    f"cannot reach the MongoDB store {self.uri!r}: {reason}"
+                ) from None
+            raise InvalidInput(
+                f"invalid MongoDB store URI {self.uri!r}: {reason} "
+                "(expected mongodb://host:port/dbname or mongodb+srv://host/dbname)"
+            ) from None
+        self._db: Database[_Document] = self._client.get_database(
+            _database_name(uri), write_concern=WriteConcern(w="majority")
+        )
+        self._requests: Collection[_Document] = self._db["requests"]
+        self._plans: Collection[_Document] = self._db["plans"]
+        self._executions: Collection[_Document] = self._db["executions"]
+        self._steps: Collection[_Document] = self._db["steps"]
+        self._records: Collection[_Document] = self._db["records"]
+        try:
+            self._setup()
+        except BaseException:
+            self._client.close()
+            raise
+
+    # -- plumbing ------------------------------------------------------------------------------
+
+    def _scrub(self, text: str) -> str:
+        return text.replace(self._password, "***") if self._password else text
+
+    def _unavailable(self, error: PyMongoError) -> StoreUnavailable:
+        reason = self._scrub(_reason(error))
+        if isinstance(error, ConnectionFailure):
+            return StoreUnavailable(
+                f"cannot reach the MongoDB store {self.uri!r}: {reason}. Check that the server is "
+                f"running and the URI is right (timeouts: {TIMEOUT_ENV})"
+            )
+        return StoreUnavailable(f"the MongoDB store {self.uri!r} failed: {reason}")
+
+    @_guarded
+    def _setup(self) -> None:
+        self._client.admin.command("ping")
+        self._requests.create_indexes([IndexModel("requestId", unique=True)])
+        self._plans.create_indexes(
+            [IndexModel("planId", unique=True), IndexModel([("requestId", 1), ("createdAt", 1)])]
+        )
+        self._executions.create_indexes(
+            [IndexModel("planId", unique=True), IndexModel([("status", 1), ("queuedAt", 1)])]
+        )
+        self._steps.create_indexes(
+            [
+                IndexModel([("planId", 1), ("stepId", 1)], unique=True),
+                IndexModel([("planId", 1), ("position", 1)]),
+                IndexModel([("tool", 1), ("status", 1)]),
+            ]
+        )
+        self._records.create_indexes(
+            [
+                # Only records written with an idempotency key take part in the uniqueness.
+                IndexModel(
+                    [("collection", 1), ("key", 1)],
+                    unique=True,
+                    partialFilterExpression={"key": {"$type": "string"}},
+                ),
+                IndexModel([("collection", 1), ("at", 1)]),
+            ]
+        )
+
+    # -- requests and plans --------------------------------------------------------------------
+
+    @_guarded
+    def save_plan(self, plan: PlanRecord, request: RequestRecord | None = None) -> None:
+        if request is not None:
+            if self._requests.find_one({"requestId": request.request_id}) is not None:
+                raise InvalidInput(
+                    f"cannot store plan {plan.plan_id!r}: request {request.request_id!r} exists "
+                    "already (add a version to it without passing a new request)"
+                )
+        elif self.get_request(plan.request_id) is None:
+            raise InvalidInput(f"request {plan.request_id!r} does not exist")
+        document: _Document = {
+            "planId": plan.plan_id,
+            "requestId": plan.request_id,
+            "query": plan.query,
+            "plan": _dumps(plan.plan),
+            "analysis": _dumps(plan.analysis),
+            "status": plan.status,
+            "meta": _dumps(plan.meta),
+            "createdAt": plan.created_at,
+        }
+        if request is not None:
+            document["request"] = {"query": request.query, "createdAt": request.created_at}
+        try:
+            self._plans.insert_one(document)
+        except DuplicateKeyError:
+            raise InvalidInput(
+                f"cannot store plan {plan.plan_id!r}: a plan with this ID exists (plans are "
+                "immutable; store a new version under a new plan ID)"
+            ) from None
+        if request is None:
+            return
+        try:
+            self._requests.insert_one(
+                {
+                    "requestId": request.request_id,
+                    "query": request.query,
+                    "createdAt": request.created_at,
+                }
+            )
+        except DuplicateKeyError:
+            # Another writer created the same request ID between our check and our insert.
+            # Nobody has been told about this plan yet: take it back so nothing half-written stays.
+            self._plans.delete_one({"planId": plan.plan_id})
+            raise InvalidInput(
+                f"cannot store plan {plan.plan_id!r}: request {request.request_id!r} was created "
+                "concurrently by another writer"
+            ) from None
+
+    @_guarded
+    def get_request(self, request_id: str) -> RequestRecord | None:
+        document = self._requests.find_one({"requestId": request_id})
+        if document is not None:
+            return RequestRecord(request_id, document.get("query"), document["createdAt"])
+        # The process that stored the request's first plan died before writing the request
+        # document: that plan holds the request.
+        first = self._plans.find_one({"requestId": request_id, "request": {"$exists": True}})
+        if first is not None and isinstance(first.get("request"), dict):
+            embedded = first["request"]
+            return RequestRecord(request_id, embedded.get("query"), embedded["createdAt"])
+        return None
+
+    @staticmethod
+    def _plan_from(document: _Document) -> PlanRecord:
+        return PlanRecord(
+            plan_id=document["planId"],
+            request_id=document["requestId"],
+            plan=json.loads(document["plan"]),
+            analysis=json.loads(document["analysis"]),
+            status=document["status"],
+            created_at=document["createdAt"],
+            query=document.get("query"),
+            meta=json.loads(document["meta"]),
+        )
+
+    @_guarded
+    def get_plan(self, plan_id: str) -> PlanRecord | None:
+        document = self._plans.find_one({"planId": plan_id})
+        return self._plan_from(document) if document is not None else None
+
+    @_guarded
+    def list_plans(self, request_id: str) -> list[PlanRecord]:
+        cursor = self._plans.find({"requestId": request_id}).sort(
+            [("createdAt", ASCENDING), ("_id", ASCENDING)]
+        )
+        return [self._plan_from(document) for document in cursor]
+
+    # -- executions ----------------------------------------------------------------------------
+
+    @_guarded
+    def create_execution(
+        self, plan_id: str, steps: list[tuple[str, str]], *, status: ExecutionStatus
+    ) -> ExecutionRecord:
+        if self._executions.find_one({"planId": plan_id}) is None:
+            self._upsert_steps(plan_id, steps)
+            # A DuplicateKeyError means another process created it concurrently: theirs stands.
+            with contextlib.suppress(DuplicateKeyError):
+                self._executions.insert_one(
+                    {
+                        "planId": plan_id,
+                        "status": status,
+                        "createdAt": utc_now(),
+                        "startedAt": None,
+                        "finishedAt": None,
+                        "error": None,
+                        "workerId": None,
+                        "leaseUntil": None,
+                        "queuedAt": time.time() if status == "queued" else None,
+                    }
+                )
+        execution = self.get_execution(plan_id)
+        assert execution is not None
+        return execution
+
+    def _upsert_steps(self, plan_id: str, steps: list[tuple[str, str]]) -> None:
+        """Create missing step documents; idempotent, so a crash half-way is simply redone."""
+        if not steps:
+            return
+        operations = [
+            UpdateOne(
+                {"planId": plan_id, "stepId": step_id},
+                {
+                    "$setOnInsert": {
+                        "position": position,
+                        "tool": tool,
+                        "status": "pending",
+                        "attempts": 0,
+                        "resolvedParameters": None,
+                        "output": None,
+                        "error": None,
+                        "startedAt": None,
+                        "finishedAt": None,
+                        "durationMs": None,
+                        "outputTruncated": False,
+                        "usedFallback": False,
+                    }
+                },
+                upsert=True,
+            )
+            for position, (step_id, tool) in enumerate(steps)
+        ]
+        try:
+            self._steps.bulk_write(operations, ordered=False)
+        except (BulkWriteError, DuplicateKeyError):
+            # Two processes upserted the same new step at once and one lost on the unique index;
+            # the documents exist now, so the retry only matches them.
+            self._steps.bulk_write(operations, ordered=False)
+
+    @staticmethod
+    def _step_from(document: _Document) -> StepRecord:
+        return StepRecord(
+            step_id=document["stepId"],
+            tool=document["tool"],
+            status=document["status"],
+            attempts=document.get("attempts", 0),
+            resolved_parameters=_loads(document.get("resolvedParameters")),
+            output=_loads(document.get("output")),
+            error=document.get("error"),
+            started_at=document.get("startedAt"),
+            finished_at=document.get("finishedAt"),
+            duration_ms=document.get("durationMs"),
+            output_truncated=bool(document.get("outputTruncated")),
+            used_fallback=bool(document.get("usedFallback")),
+        )
+
+    @_guarded
+    def get_execution(self, plan_id: str) -> ExecutionRecord | None:
+        document = self._executions.find_one({"planId": plan_id})
+        if document is None:
+            return None
+        steps = self._steps.find({"planId": plan_id}).sort("position", ASCENDING)
+        lease_until = document.get("leaseUntil")
+        return ExecutionRecord(
+            plan_id=plan_id,
+            status=document["status"],
+            steps=[self._step_from(step) for step in steps],
+            created_at=document["createdAt"],
+            started_at=document.get("startedAt"),
+            finished_at=document.get("finishedAt"),
+            error=document.get("error"),
+            worker_id=document.get("workerId"),
+            lease_until=float(lease_until) if lease_until is not None else None,
+        )
+
+    @staticmethod
+    def _payload(value: Any) -> tuple[str, bool]:
+        """``value`` as JSON text within :data:`MAX_PAYLOAD_BYTES`; (text, truncated)."""
+        text = _dumps(value)
+        if len(text) * 4 <= MAX_PAYLOAD_BYTES or len(text.encode("utf-8")) <= MAX_PAYLOAD_BYTES:
+            return text, False
+        capped, _ = cap_output(value, MAX_PAYLOAD_BYTES)
+        return _dumps(capped), True
+
+    @_guarded
+    def update_step(self, plan_id: str, step_id: str, changes: Mapping[str, Any]) -> None:
+        unknown = set(changes) - STEP_FIELDS
+        if unknown:
+            raise ValueError(f"cannot update step fields {sorted(unknown)}")
+        fields: _Document = {}
+        capped = False
+        for name, value in changes.items():
+            if name in ("output", "resolved_parameters"):
+                value, truncated = self._payload(value)
+                capped = capped or (truncated and name == "output")
+            fields[_STEP_KEYS[name]] = value
+        if capped:
+            fields["outputTruncated"] = True
+        selector = {"planId": plan_id, "stepId": step_id}
+        if fields:
+            matched = self._steps.update_one(selector, {"$set": fields}).matched_count
+        else:
+            matched = self._steps.count_documents(selector, limit=1)
+        if matched != 1:
+            raise KeyError(f"no step {step_id!r} in the execution of {plan_id!r}")
+
+    @_guarded
+    def set_execution_status(
+        self,
+        plan_id: str,
+        status: ExecutionStatus,
+        *,
+        error: str | None = None,
+        started_at: str | None = None,
+        finished_at: str | None = None,
+    ) -> None:
+        fields: _Document = {"status": status, "error": error}
+        if started_at is not None:
+            fields["startedAt"] = started_at
+        if finished_at is not None:
+            fields["finishedAt"] = finished_at
+        self._executions.update_one({"planId": plan_id}, {"$set": fields})
+
+    # -- work queue ----------------------------------------------------------------------------
+
+    @_guarded
+    def enqueue(self, plan_id: str, steps: list[tuple[str, str]]) -> ExecutionRecord:
+        self.create_execution(plan_id, steps, status="queued")
+        now = time.time()
+        # Unfinished and not held by a live lease: (back) into the queue. A finished execution,
+        # or one a live process is running, is left alone.
+        self._executions.update_one(
+            {
+                "planId": plan_id,
+                "status": {"$in": ["queued", "running"]},
+                "$or": [{"leaseUntil": None}, {"leaseUntil": {"$lt": now}}],
+            },
+            {"$set": {"status": "queued", "queuedAt": now, "workerId": None, "leaseUntil": None}},
+        )
+        execution = self.get_execution(plan_id)
+        assert execution is not None
+        return execution
+
+    @_guarded
+    def claim(self, worker_id: str, lease_seconds: float) -> str | None:
+        for _round in range(_CLAIM_ROUNDS):
+            now = time.time()
+            candidates = list(
+                self._executions.find(
+                    {
+                        "$or": [
+                            {"status": "queued"},
+                            {
+                                "status": "running",
+                                "queuedAt": {"$ne": None},
+                                "leaseUntil": {"$lt": now},
+                            },
+                        ]
+                    }
+                )
+                .sort([("queuedAt", ASCENDING), ("_id", ASCENDING)])
+                .limit(_CLAIM_BATCH)
+            )
+            if not candidates:
+                return None
+            for seen in candidates:
+                # Compare-and-set on exactly the state we read: if another worker claimed it (or
+                # its holder renewed the lease) in between, nothing matches and we try the next.
+                won = self._executions.update_one(
+                    {
+                        "planId": seen["planId"],
+                        "status": seen["status"],
+                        "workerId": seen.get("workerId"),
+                        "leaseUntil": seen.get("leaseUntil"),
+                    },
+                    {
+                        "$set": {
+                            "status": "running",
+                            "workerId": worker_id,
+                            "leaseUntil": now + lease_seconds,
+                        }
+                    },
+                )
+                if won.modified_count == 1:
+                    return str(seen["planId"])
+            # Every candidate went to other workers; read the queue again.
+        return None  # heavy contention: report an empty queue, the caller polls again
+
+    @_guarded
+    def acquire(
+        self, plan_id: str, worker_id: str, lease_seconds: float, *, expected_owner: str | None
+    ) -> bool:
+        """Take the lease of one execution if it is free, expired, or held by ``expected_owner``."""
+        now = time.time()
+        until = now + lease_seconds
+        holders: list[_Document] = [
+            {"workerId": None},
+            {"leaseUntil": None},
+            {"leaseUntil": {"$lt": now}},
+            {"workerId": worker_id},
+        ]
+        if expected_owner is not None:
+            holders.append({"workerId": expected_owner})
+        result = self._executions.update_one(
+            {"planId": plan_id, "status": {"$in": ["queued", "running"]}, "$or": holders},
+            {"$set": {"status": "running", "workerId": worker_id, "leaseUntil": until}},
+        )
+        return result.matched_count == 1
+
+    @_guarded
+    def renew_lease(self, plan_id: str, worker_id: str, lease_seconds: float) -> bool:
+        result = self._executions.update_one(
+            {"planId": plan_id, "workerId": worker_id, "status": "running"},
+            {"$set": {"leaseUntil": time.time() + lease_seconds}},
+        )
+        return result.matched_count == 1
+
+    @_guarded
+    def release(self, plan_id: str, worker_id: str) -> None:
+        # Two conditional updates instead of one with a conditional status (pipeline updates are
+        # not available everywhere): a running execution goes back to the queue, a finished one
+        # only loses its owner. Each matches only while ``worker_id`` still holds the lease.
+        cleared = {"workerId": None, "leaseUntil": None}
+        self._executions.update_one(
+            {"planId": plan_id, "workerId": worker_id, "status": "running"},
+            {"$set": {"status": "queued", **cleared}},
+        )
+        self._executions.update_one({"planId": plan_id, "workerId": worker_id}, {"$set": cleared})
+
+    # -- statistics and toolset data -----------------------------------------------------------
+
+    def _count_by_tool(self, match: _Document, total: str | None = None) -> dict[str, _Document]:
+        group: _Document = {"_id": "$tool", "n": {"$sum": 1}}
+        if total is not None:
+            group["total"] = {"$sum": f"${total}"}
+        rows = self._steps.aggregate([{"$match": match}, {"$group": group}])
+        return {str(row["_id"]): row for row in rows}
+
+    @_guarded
+    def tool_stats(self) -> dict[str, ToolStats]:
+        # Only $sum is used: averages and rates are divided here, which works on every server.
+        finished = self._count_by_tool({"status": {"$in": ["succeeded", "failed"]}})
+        failed = self._count_by_tool({"status": "failed"})
+        timed = self._count_by_tool(
+            {"status": "succeeded", "durationMs": {"$ne": None}}, total="durationMs"
+        )
+        stats: dict[str, ToolStats] = {}
+        for tool, row in finished.items():
+            calls = int(row["n"])
+            durations = timed.get(tool)
+            average = float(durations["total"]) / durations["n"] if durations else None
+            failures = int(failed[tool]["n"]) if tool in failed else 0
+            stats[tool] = ToolStats(calls, average, failures / calls)
+        return stats
+
+    @_guarded
+    def put_record(
+        self, collection: str, record: dict[str, Any], *, idempotency_key: str | None = None
+    ) -> dict[str, Any]:
+        if idempotency_key is not None:
+            found = self._records.find_one({"collection": collection, "key": idempotency_key})
+            if found is not None:
+                earlier: dict[str, Any] = found["doc"]
+                return earlier
+        stored = {"_id": secrets.token_hex(12), **record}
+        entry: _Document = {"collection": collection, "doc": stored, "at": time.time()}
+        if idempotency_key is not None:
+            entry["key"] = idempotency_key
+        try:
+            self._records.insert_one(entry)
+        except DuplicateKeyError:
+            # The same step ran twice at once (a takeover): the first insert is the record.
+            found = self._records.find_one({"collection": collection, "key": idempotency_key})
+            if found is None:
+                raise
+            first: dict[str, Any] = found["doc"]
+            return first
+        return stored
+
+    @_guarded
+    def find_records(self, collection: str, where: Mapping[str, Any]) -> list[dict[str, Any]]:
+        query: _Document = {"collection": collection}
+        for name, value in where.items():
+            # Only plain string equality is pushed to the server: MongoDB matches arrays by their
+            # elements and never matches True to 1, unlike plain equality. The Python check
+            # below decides.
+            if isinstance(value, str) and name and "." not in name and not name.startswith("$"):
+                query[f"doc.{name}"] = value
+        cursor = self._records.find(query).sort([("at", ASCENDING), ("_id", ASCENDING)])
+        documents: list[dict[str, Any]] = [entry["doc"] for entry in cursor]
+        return [d for d in documents if all(d.get(k) == v for k, v in where.items())]
+
+    # -- checkpoints and lifecycle -------------------------------------------------------------
+
+    @_guarded
+    def _checkpoint_saver(self) -> BaseCheckpointSaver[Any]:
+        with self._saver_lock:
+            if self._saver is None:
+                from langgraph.checkpoint.mongodb import MongoDBSaver
+
+                self._saver = MongoDBSaver(self._client, db_name=self._db.name)
+            return self._saver
+
+    @asynccontextmanager
+    async def checkpointer(self) -> AsyncIterator[BaseCheckpointSaver[Any]]:
+        """``MongoDBSaver`` on this store's client and database (one per store, reused)."""
+        saver = await asyncio.to_thread(self._checkpoint_saver)
+        try:
+            yield saver
+        except PyMongoError as error:
+            # A checkpoint write failed inside the graph: the same clear error as the store's.
+            raise self._unavailable(error) from None
+
+    def close(self) -> None:
+        """Close the client and its connection pool."""
+        self._client.close()
