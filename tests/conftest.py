@@ -1,0 +1,63 @@
+"""Fixtures shared by every test directory: a MongoDB server for the session, and the rule that a
+MongoDB test which skips in CI is a failure.
+
+The server is jongodb (an in-memory MongoDB wire-protocol server, see
+``tests/support/mongo_server.py``), or the real MongoDB named by ``TOOLPLAN_TEST_MONGODB_URI``.
+These fixtures never skip: if jongodb cannot be installed or started, the tests that need it
+error out with the reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.support.mongo_server import MongoTestServer, fresh_db_name, mongodb_test_server
+
+
+def _truthy(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no")
+
+
+@pytest.fixture(scope="session")
+def mongo_test_server() -> Iterator[MongoTestServer]:
+    """The MongoDB server of this test session (started once, stopped at the end)."""
+    with mongodb_test_server() as server:
+        yield server
+
+
+@pytest.fixture
+def mongodb_uri(mongo_test_server: MongoTestServer) -> Iterator[str]:
+    """A URI naming a database no other test uses (jongodb cannot drop databases)."""
+    name = fresh_db_name("tp")
+    yield mongo_test_server.uri_for(name)
+    if not mongo_test_server.supports_control:  # a real server: clean up after ourselves
+        with contextlib.suppress(Exception), mongo_test_server.client() as client:
+            client.drop_database(name)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> Iterator[None]:
+    """In CI (``$CI`` set), a ``mongodb`` test that skips at run time fails instead.
+
+    A skip there means the MongoDB run silently did not happen (server missing, fixture gave up),
+    which is exactly what CI must catch. Declared ``skipif`` variants (tests that document jongodb
+    or real-MongoDB behaviour only) are reviewed code and stay skips.
+    """
+    outcome: Any = yield
+    report = outcome.get_result()
+    if not (report.skipped and _truthy("CI")) or hasattr(report, "wasxfail"):
+        return
+    if item.get_closest_marker("mongodb") is None or item.get_closest_marker("skipif"):
+        return
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    report.outcome = "failed"
+    report.longrepr = (
+        f"MongoDB test skipped in CI: {reason}\n"
+        "The MongoDB run must not be skipped in CI; make jongodb installable "
+        "(bash scripts/jongodb.sh install) or set TOOLPLAN_TEST_MONGODB_URI."
+    )

@@ -1,0 +1,182 @@
+"""The store conformance suite (``tests/store_conformance.py``) on every backend.
+
+``sqlite`` runs on a file in the test's temporary directory; ``mongodb`` on a fresh database of
+the session's MongoDB server (jongodb, or ``TOOLPLAN_TEST_MONGODB_URI``).
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Iterator
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pymongo import MongoClient
+from pymongo.errors import AutoReconnect
+
+from tests.store_conformance import *  # noqa: F403
+from tests.store_conformance import (
+    new_plan,
+    new_request,
+    started_execution,
+    step_pairs,
+    stored_plan,
+)
+from toolplan.errors import InvalidInput, StoreUnavailable
+from toolplan.store import Store, mongo, open_store
+from toolplan.store.mongo import DEFAULT_DATABASE, TIMEOUT_ENV, MongoStore, client_options
+
+
+@pytest.fixture(params=["sqlite", pytest.param("mongodb", marks=pytest.mark.mongodb)])
+def store_uri(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """An empty store of each backend."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'toolplan.db'}"
+    uri: str = request.getfixturevalue("mongodb_uri")
+    return uri
+
+
+@pytest.fixture
+def store(store_uri: str) -> Iterator[Store]:
+    opened = open_store(store_uri)
+    yield opened
+    opened.close()
+
+
+# -- MongoDB only: what the shared suite cannot see -----------------------------------------------
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+def test_mongodb_client_options(monkeypatch: pytest.MonkeyPatch) -> None:
+    options = client_options("mongodb://h:1/db", {})
+    assert options["w"] == "majority" and options["appname"] == "toolplan"
+    assert options["serverSelectionTimeoutMS"] == options["connectTimeoutMS"] == 5000
+    faster = client_options("mongodb://h/db?w=1&serverSelectionTimeoutMS=50", {TIMEOUT_ENV: "700"})
+    assert faster["w"] == "majority"  # claims and leases need acknowledged majority writes
+    assert "serverSelectionTimeoutMS" not in faster  # the URI's own setting stands
+    assert faster["connectTimeoutMS"] == 700
+    with pytest.raises(InvalidInput, match=TIMEOUT_ENV):
+        client_options("mongodb://h/db", {TIMEOUT_ENV: "soon"})
+
+
+@pytest.mark.mongodb
+def test_mongodb_unreachable_is_store_unavailable_with_password_hidden(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(TIMEOUT_ENV, "300")
+    uri = f"mongodb://alice:s3cret-pw@127.0.0.1:{_closed_port()}/toolplan"
+    started = time.monotonic()
+    with pytest.raises(StoreUnavailable) as caught:
+        open_store(uri)
+    assert time.monotonic() - started < 10
+    message = caught.value.message
+    assert "mongodb://alice:***@127.0.0.1:" in message and "s3cret-pw" not in message
+    assert caught.value.exit_code == 3
+
+
+@pytest.mark.mongodb
+def test_mongodb_invalid_uri_is_invalid_input() -> None:
+    with pytest.raises(InvalidInput, match="invalid MongoDB store URI") as caught:
+        open_store("mongodb://bob:pw@host:notaport/db")
+    assert "pw@" not in caught.value.message
+
+
+@pytest.mark.mongodb
+def test_mongodb_layout_and_indexes(mongodb_uri: str) -> None:
+    with closing(open_store(mongodb_uri)) as store, MongoClient(mongodb_uri) as client:
+        plan = stored_plan(store, steps=3)
+        store.create_execution(plan.plan_id, step_pairs(plan), status="running")
+        db = client.get_default_database()
+        execution = db.executions.find_one({"planId": plan.plan_id})
+        assert execution is not None and "steps" not in execution  # steps are their own documents
+        assert db.steps.count_documents({"planId": plan.plan_id}) == 3
+        for collection, key in [
+            ("plans", [("planId", 1)]),
+            ("requests", [("requestId", 1)]),
+            ("executions", [("planId", 1)]),
+            ("steps", [("planId", 1), ("stepId", 1)]),
+        ]:
+            unique = [
+                info["key"]
+                for info in db[collection].index_information().values()
+                if info.get("unique")
+            ]
+            assert key in unique, (collection, unique)
+
+
+@pytest.mark.mongodb
+def test_mongodb_default_database_name(mongo_test_server: Any) -> None:
+    if not mongo_test_server.supports_control:
+        pytest.skip("writes to the 'toolplan' database; only on the throwaway jongodb")
+    bare = mongo_test_server.uri_for("x").rsplit("/", 1)[0] + "/"
+    with closing(open_store(bare)) as store:
+        assert isinstance(store, MongoStore) and store._db.name == DEFAULT_DATABASE
+
+
+class _CrashingInserts:
+    """A collection whose inserts fail as if the server went away mid-operation."""
+
+    def __init__(self, real: Any) -> None:
+        self._real = real
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+    def insert_one(self, *args: Any, **kwargs: Any) -> Any:
+        raise AutoReconnect("connection closed")
+
+
+@pytest.mark.mongodb
+def test_mongodb_crash_between_plan_and_request_leaves_no_orphan(mongodb_uri: str) -> None:
+    """The plan insert is the commit point: a request is never stored without its plan, and a
+    plan whose request document was never written still shows its request."""
+    with closing(open_store(mongodb_uri)) as store:
+        assert isinstance(store, MongoStore)
+        request = new_request("half-written?")
+        plan = new_plan(request.request_id)
+        store._requests = _CrashingInserts(store._requests)  # type: ignore[assignment]
+        with pytest.raises(StoreUnavailable):
+            store.save_plan(plan, request)
+    with closing(open_store(mongodb_uri)) as store:
+        assert store.get_request(request.request_id) == request
+        assert store.list_plans(request.request_id) == [plan]
+        second = new_plan(request.request_id)
+        store.save_plan(second)  # the request can get new versions as usual
+        assert [p.plan_id for p in store.list_plans(request.request_id)] == [
+            plan.plan_id,
+            second.plan_id,
+        ]
+
+        # And the other order of failure: the plan cannot be stored, so nothing is.
+        store._plans = _CrashingInserts(store._plans)  # type: ignore[attr-defined]
+        lost = new_request()
+        with pytest.raises(StoreUnavailable):
+            store.save_plan(new_plan(lost.request_id), lost)
+        assert store.get_request(lost.request_id) is None
+
+
+@pytest.mark.mongodb
+def test_mongodb_caps_payloads_beyond_the_document_limit(
+    mongodb_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(mongo, "MAX_PAYLOAD_BYTES", 2000)
+    with closing(open_store(mongodb_uri)) as store:
+        execution = started_execution(store, steps=1)
+        huge = {"blob": "é" * 5000}
+        store.update_step(
+            execution.plan_id,
+            "s0",
+            {"status": "succeeded", "output": huge, "output_truncated": False},
+        )
+        step = store.get_execution(execution.plan_id).step("s0")  # type: ignore[union-attr]
+        assert step.output_truncated and step.output["truncated"] is True
+        assert len(step.output["preview"].encode()) <= 2000
