@@ -1,0 +1,99 @@
+"""The ASGI application behind ``toolplan serve``: ``/graphql`` with GraphiQL, auth and limits.
+
+Layers, outermost first: bearer-token check (or, without a token, a loopback ``Host`` check),
+the body-size limit, then strawberry's GraphQL view, whose schema extensions enforce the document
+limits and whose results pass through :func:`toolplan.api.errors.present_errors`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.routing import Route
+from strawberry.asgi import GraphQL
+from strawberry.http import GraphQLHTTPResponse
+from strawberry.subscriptions import GRAPHQL_SSE_PROTOCOL
+from strawberry.types import ExecutionResult
+
+from toolplan.api.auth import BearerAuth, LoopbackHostOnly
+from toolplan.api.context import ApiContext
+from toolplan.api.errors import present_errors
+from toolplan.api.limits import BodySizeLimit
+from toolplan.api.schema import build_schema
+from toolplan.api.settings import ApiSettings
+from toolplan.config import Settings
+from toolplan.store import Store, open_store
+from toolplan.tools.catalog import ToolCatalog, load_tool_modules
+
+__all__ = ["GRAPHQL_PATH", "create_app"]
+
+GRAPHQL_PATH = "/graphql"
+
+
+class _GraphQLView(GraphQL[ApiContext, None]):
+    """strawberry's ASGI view with one shared context and client-safe errors."""
+
+    def __init__(self, context: ApiContext, api: ApiSettings) -> None:
+        # Subscriptions only over SSE: strawberry's websocket transports do not pass results
+        # through process_result, so their errors would escape present_errors.
+        super().__init__(
+            build_schema(api),
+            graphql_ide="graphiql",
+            subscription_protocols=(GRAPHQL_SSE_PROTOCOL,),
+        )
+        self.api_context = context
+
+    async def get_context(self, request: Any, response: Any) -> ApiContext:
+        return self.api_context
+
+    async def process_result(
+        self, request: Request, result: ExecutionResult
+    ) -> GraphQLHTTPResponse:
+        if result.errors:
+            result.errors = present_errors(list(result.errors))
+        return await super().process_result(request, result)
+
+
+def create_app(
+    settings: Settings | None = None,
+    *,
+    api: ApiSettings | None = None,
+    store: Store | None = None,
+    catalog: ToolCatalog | None = None,
+) -> Starlette:
+    """The GraphQL server as an ASGI app (serve it with uvicorn, or mount it in another app).
+
+    ``store`` and ``catalog`` default to those named by ``settings``; a store opened here is
+    closed at shutdown, a store given here is left to its owner. Shutdown cancels executions still
+    running in the server (each resumes with ``executePlan``).
+    """
+    settings = settings or Settings.from_env()
+    api = api or ApiSettings.from_env()
+    owned = store is None
+    store = store if store is not None else open_store(settings.store_uri)
+    catalog = catalog if catalog is not None else load_tool_modules(settings.tool_modules)
+    context = ApiContext(settings, store, catalog)
+    view = _GraphQLView(context, api)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await context.close()
+            if owned:
+                store.close()
+
+    guard = Middleware(BearerAuth, token=api.token) if api.token else Middleware(LoopbackHostOnly)
+    app = Starlette(
+        routes=[Route(GRAPHQL_PATH, view, methods=["GET", "POST"])],
+        middleware=[guard, Middleware(BodySizeLimit, max_bytes=api.max_body_bytes)],
+        lifespan=lifespan,
+    )
+    app.state.toolplan = context
+    return app

@@ -1,0 +1,171 @@
+"""How errors reach API clients: a GraphQL error with a stable ``extensions.code``, never a trace.
+
+:class:`~toolplan.errors.ToolplanError` subclasses are predictable failures; their message (which
+already names the ID or field and says how to fix it) goes to the client with a code from
+:data:`ERROR_CODES`. Any other exception is a bug: the client gets ``INTERNAL_ERROR`` with a
+generic message and a reference, and the server log gets the traceback under the same reference.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+from typing import Any, Literal
+
+from graphql import GraphQLError, GraphQLSyntaxError
+
+from toolplan.errors import (
+    InvalidInput,
+    LLMUnavailable,
+    NotFound,
+    PlanInvalid,
+    PlanNeedsReview,
+    StoreUnavailable,
+    ToolFailure,
+    ToolplanError,
+    Unavailable,
+)
+from toolplan.execution.runner import ExecutionBusy
+
+__all__ = ["ERROR_CODES", "ErrorCode", "error_code", "present_errors", "send_error"]
+
+logger = logging.getLogger("toolplan.api")
+
+ErrorCode = Literal[
+    "PLAN_INVALID",
+    "NOT_FOUND",
+    "PLAN_NEEDS_REVIEW",
+    "EXECUTION_BUSY",
+    "BAD_USER_INPUT",
+    "LLM_UNAVAILABLE",
+    "STORE_UNAVAILABLE",
+    "UNAVAILABLE",
+    "TOOL_FAILED",
+    "TOOLPLAN_ERROR",
+    "UNAUTHENTICATED",
+    "FORBIDDEN",
+    "PAYLOAD_TOO_LARGE",
+    "GRAPHQL_PARSE_FAILED",
+    "GRAPHQL_VALIDATION_FAILED",
+    "INTERNAL_ERROR",
+]
+"""Every ``extensions.code`` the API returns."""
+
+ERROR_CODES: tuple[tuple[type[ToolplanError], ErrorCode], ...] = (
+    (PlanInvalid, "PLAN_INVALID"),
+    (NotFound, "NOT_FOUND"),
+    (PlanNeedsReview, "PLAN_NEEDS_REVIEW"),
+    (ExecutionBusy, "EXECUTION_BUSY"),
+    (InvalidInput, "BAD_USER_INPUT"),
+    (LLMUnavailable, "LLM_UNAVAILABLE"),
+    (StoreUnavailable, "STORE_UNAVAILABLE"),
+    (Unavailable, "UNAVAILABLE"),
+    (ToolFailure, "TOOL_FAILED"),
+    (ToolplanError, "TOOLPLAN_ERROR"),
+)
+"""Most specific class first: the first match gives the code."""
+
+INTERNAL_MESSAGE = "internal server error (reference {reference}); the server log has the details"
+
+
+def error_code(error: ToolplanError) -> ErrorCode:
+    """The ``extensions.code`` of a toolplan error."""
+    for kind, code in ERROR_CODES:
+        if isinstance(error, kind):
+            return code
+    return "TOOLPLAN_ERROR"  # pragma: no cover - ToolplanError closes the table
+
+
+def _json_safe(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))
+
+
+def _extensions(error: ToolplanError) -> dict[str, Any]:
+    extensions: dict[str, Any] = {**_json_safe(error.details), "code": error_code(error)}
+    if isinstance(error, PlanInvalid):
+        extensions["issues"] = [
+            {"code": issue.code, "message": issue.message, "step": issue.step}
+            for issue in error.issues
+        ]
+    return extensions
+
+
+def _root_cause(error: GraphQLError) -> BaseException | None:
+    """The Python exception behind a GraphQL error (``None`` for a pure GraphQL error)."""
+    cause: BaseException | None = error.original_error
+    while isinstance(cause, GraphQLError) and cause.original_error is not None:
+        cause = cause.original_error
+    return cause
+
+
+def _rebuild(error: GraphQLError, message: str, extensions: dict[str, Any]) -> GraphQLError:
+    return GraphQLError(
+        message,
+        nodes=error.nodes,
+        source=error.source,
+        positions=error.positions,
+        path=error.path,
+        extensions=extensions,
+    )
+
+
+def _present(error: GraphQLError) -> GraphQLError:
+    cause = _root_cause(error)
+    if isinstance(cause, ToolplanError):
+        logger.info("%s: %s", error_code(cause), " ".join(cause.message.split()))
+        return _rebuild(error, cause.message, _extensions(cause))
+    if cause is None or isinstance(cause, GraphQLError):
+        if error.extensions and "code" in error.extensions:
+            return error
+        if error.path is None:
+            # Rejected before execution: syntax, schema validation, limits, variable types.
+            code: ErrorCode = (
+                "GRAPHQL_PARSE_FAILED"
+                if isinstance(error, GraphQLSyntaxError)
+                else "GRAPHQL_VALIDATION_FAILED"
+            )
+            return _rebuild(error, error.message, {**(error.extensions or {}), "code": code})
+        # During execution and not from a resolver: e.g. a null for a non-null field, a bug.
+        reference = secrets.token_hex(4)
+        logger.error("GraphQL error at %s (reference %s): %s", error.path, reference, error)
+        return _rebuild(error, error.message, {"code": "INTERNAL_ERROR", "reference": reference})
+    reference = secrets.token_hex(4)
+    logger.error(
+        "unexpected error at %s (reference %s)",
+        error.path,
+        reference,
+        exc_info=(type(cause), cause, cause.__traceback__),
+    )
+    return _rebuild(
+        error,
+        INTERNAL_MESSAGE.format(reference=reference),
+        {"code": "INTERNAL_ERROR", "reference": reference},
+    )
+
+
+def present_errors(errors: list[GraphQLError]) -> list[GraphQLError]:
+    """The errors as clients see them: codes added, unexpected exceptions masked and logged."""
+    return [_present(error) for error in errors]
+
+
+async def send_error(
+    send: Any, status: int, code: ErrorCode, message: str, *headers: tuple[bytes, bytes]
+) -> None:
+    """Answer an HTTP request from ASGI middleware (auth, size limits) with a GraphQL-shaped
+    JSON error: ``{"data": null, "errors": [{"message", "extensions": {"code"}}]}``."""
+    body = json.dumps(
+        {"data": None, "errors": [{"message": message, "extensions": {"code": code}}]}
+    ).encode("utf-8")
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *headers,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,84 @@
+"""Step events of the executions this server runs, fanned out to subscribers.
+
+The engine calls the :class:`~toolplan.execution.runner.ExecutionContext` listener on the event
+loop for every step transition; the hub keeps the events of each run so a subscriber who arrives
+late still receives the whole run, then the live events, and an end when the run ends.
+Everything here runs on the event loop thread, so no locks are needed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from collections.abc import AsyncIterator
+
+from toolplan.engine.recorder import StepEvent
+
+__all__ = ["EventHub"]
+
+
+class EventHub:
+    """Per-plan event history and subscriber queues for runs inside this process."""
+
+    def __init__(self, *, retain: int = 64) -> None:
+        self.retain = retain
+        """How many finished runs keep their events for late subscribers."""
+        self._history: OrderedDict[str, list[StepEvent]] = OrderedDict()
+        self._open: set[str] = set()
+        self._subscribers: dict[str, set[asyncio.Queue[StepEvent | None]]] = {}
+
+    def publish(self, event: StepEvent) -> None:
+        """Record one event (the first of a run opens it) and hand it to every subscriber."""
+        plan_id = event.plan_id
+        if plan_id not in self._open:
+            self._open.add(plan_id)
+            self._history[plan_id] = []
+        self._history.move_to_end(plan_id)
+        self._history[plan_id].append(event)
+        for queue in self._subscribers.get(plan_id, ()):
+            queue.put_nowait(event)
+
+    def close(self, plan_id: str) -> None:
+        """The run of ``plan_id`` ended: end every subscription and keep the history a while."""
+        if plan_id not in self._open:
+            return
+        self._open.discard(plan_id)
+        for queue in self._subscribers.get(plan_id, ()):
+            queue.put_nowait(None)  # the end of the run
+        finished = [p for p in self._history if p not in self._open]
+        for stale in finished[: max(0, len(finished) - self.retain)]:
+            del self._history[stale]
+
+    def close_all(self) -> None:
+        """End every subscription (server shutdown)."""
+        for plan_id in list(self._open):
+            self.close(plan_id)
+
+    def is_running(self, plan_id: str) -> bool:
+        """Whether a run of ``plan_id`` in this process has started and not ended."""
+        return plan_id in self._open
+
+    async def subscribe(self, plan_id: str) -> AsyncIterator[StepEvent]:
+        """The events of the current or last run of ``plan_id`` so far, then live ones until the
+        run ends. Ends at once when this process has not run the plan recently."""
+        # No await between the snapshot and the registration: no event can slip between them.
+        replay = list(self._history.get(plan_id, ()))
+        if plan_id not in self._open:
+            for event in replay:
+                yield event
+            return
+        queue: asyncio.Queue[StepEvent | None] = asyncio.Queue()
+        self._subscribers.setdefault(plan_id, set()).add(queue)
+        try:
+            for event in replay:
+                yield event
+            while True:
+                live = await queue.get()
+                if live is None:
+                    return
+                yield live
+        finally:
+            subscribers = self._subscribers.get(plan_id, set())
+            subscribers.discard(queue)
+            if not subscribers:
+                self._subscribers.pop(plan_id, None)

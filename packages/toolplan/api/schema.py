@@ -1,0 +1,171 @@
+"""The GraphQL schema: resolvers that call the same core functions as the CLI.
+
+Store calls are synchronous, so resolvers run them in a worker thread and the event loop keeps
+serving other requests and the executions running in the background.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator
+from typing import Any
+
+import strawberry
+from graphql import GraphQLError
+from strawberry.scalars import JSON
+from strawberry.types.execution import ExecutionContext as StrawberryExecutionContext
+
+from toolplan import operations
+from toolplan.api.context import ApiContext
+from toolplan.api.limits import limit_extensions
+from toolplan.api.settings import ApiSettings
+from toolplan.api.types import (
+    ExecutionType,
+    PlanRefType,
+    PlanType,
+    RequestType,
+    StepEventType,
+    ToolType,
+)
+from toolplan.errors import InvalidInput
+from toolplan.ids import IdKind, is_valid_id
+from toolplan.plan import parse_plan
+
+__all__ = ["Mutation", "Query", "Subscription", "build_schema"]
+
+Info = strawberry.Info[ApiContext, None]
+
+_ID_SHAPES: dict[IdKind, str] = {"plan": "plan_<seconds>_<id>", "req": "req_<seconds>_<id>"}
+
+
+def _require_id(value: str, kind: IdKind) -> str:
+    """Reject a malformed ID before anything looks it up in the store."""
+    if not is_valid_id(value, kind):
+        noun = "plan" if kind == "plan" else "request"
+        shown = value if len(value) <= 80 else value[:77] + "..."
+        raise InvalidInput(f"{shown!r} is not a {noun} ID (expected {_ID_SHAPES[kind]})")
+    return value
+
+
+@strawberry.type
+class Query:
+    """Read stored plans, requests, executions and the tool catalog."""
+
+    @strawberry.field(description="A stored plan with its execution; null if unknown.")
+    async def plan(self, info: Info, plan_id: str) -> PlanType | None:
+        _require_id(plan_id, "plan")
+        data = await asyncio.to_thread(operations.describe, info.context.store, plan_id)
+        return PlanType.from_json(data)
+
+    @strawberry.field(description="A request with its plan versions; null if unknown.")
+    async def request(self, info: Info, request_id: str) -> RequestType | None:
+        _require_id(request_id, "req")
+        data = await asyncio.to_thread(operations.describe, info.context.store, request_id)
+        return RequestType.from_json(data)
+
+    @strawberry.field(
+        description="The stored execution of a plan (progress while it runs); null if the plan "
+        "is unknown (with a NOT_FOUND error) or was never executed (without error)."
+    )
+    async def execution(self, info: Info, plan_id: str) -> ExecutionType | None:
+        _require_id(plan_id, "plan")
+        result = await asyncio.to_thread(operations.stored_result, info.context.store, plan_id)
+        return ExecutionType.from_json(result.to_json()) if result else None
+
+    @strawberry.field(description="The tools plans may use, with observed statistics.")
+    async def tools(self, info: Info, tag: str | None = None) -> list[ToolType]:
+        context = info.context
+        infos = await asyncio.to_thread(
+            operations.list_tools, context.store, context.catalog, tag=tag
+        )
+        return [ToolType.from_info(i) for i in infos]
+
+
+@strawberry.type
+class Mutation:
+    """Plan, store and execute."""
+
+    @strawberry.mutation(
+        description="Plan a query with the LLM, validate and store it. With requestId, the plan "
+        "is a new version of that request."
+    )
+    async def create_plan_with_request_id(
+        self, info: Info, query: str, request_id: str | None = None
+    ) -> PlanRefType:
+        from toolplan.planning.planner import create_plan
+
+        if request_id is not None:
+            _require_id(request_id, "req")
+        planner = await info.context.planner()
+        outcome = await create_plan(query, planner, request_id=request_id)
+        return PlanRefType.from_ref(outcome.ref)
+
+    @strawberry.mutation(
+        description="Validate a plan (canonical or seed-002 JSON object) and store it; nothing "
+        "runs. With requestId, it becomes a new version of that request."
+    )
+    async def submit_plan(
+        self, info: Info, plan: JSON, query: str | None = None, request_id: str | None = None
+    ) -> PlanRefType:
+        if request_id is not None:
+            _require_id(request_id, "req")
+        context = info.context
+        # parse_plan takes only a JSON object: a string is never read as a file path here.
+        parsed = parse_plan(plan)
+        ref = await asyncio.to_thread(
+            operations.submit_plan,
+            parsed,
+            store=context.store,
+            catalog=context.catalog,
+            query=query,
+            request_id=request_id,
+            max_steps=context.settings.max_steps,
+        )
+        return PlanRefType.from_ref(ref)
+
+    @strawberry.mutation(
+        description="Run (or resume) a stored plan in the server. wait: false returns once the "
+        "first step is running; poll execution(planId) or subscribe to stepEvents. approve: "
+        "true runs a plan stored as needs_review."
+    )
+    async def execute_plan(
+        self, info: Info, plan_id: str, wait: bool | None = True, approve: bool | None = False
+    ) -> ExecutionType:
+        _require_id(plan_id, "plan")
+        result = await info.context.runs.execute(
+            plan_id, wait=wait is not False, approve=bool(approve)
+        )
+        return ExecutionType.from_json(result.to_json())
+
+
+@strawberry.type
+class Subscription:
+    """Live step events (over SSE: POST /graphql with ``Accept: text/event-stream``)."""
+
+    @strawberry.subscription(
+        description="The step events of the plan's execution running in this server: those so "
+        "far, then live ones; completes when the execution ends (at once if it is not running "
+        "here — read execution(planId) instead)."
+    )
+    async def step_events(self, info: Info, plan_id: str) -> AsyncGenerator[StepEventType, None]:
+        _require_id(plan_id, "plan")
+        # Unknown plans are an error, not an empty stream.
+        await asyncio.to_thread(operations.stored_result, info.context.store, plan_id)
+        async for event in info.context.events.subscribe(plan_id):
+            yield StepEventType.from_event(event)
+
+
+class _Schema(strawberry.Schema):
+    def process_errors(
+        self,
+        errors: list[GraphQLError],
+        execution_context: StrawberryExecutionContext | None = None,
+    ) -> None:
+        """Do not log here: :func:`toolplan.api.errors.present_errors` logs each error once, with
+        a traceback only for unexpected ones (strawberry would log expected ones too)."""
+
+
+def build_schema(settings: ApiSettings | None = None) -> strawberry.Schema:
+    """The schema with the document limits of ``settings``."""
+    extensions: list[Any] = limit_extensions(settings or ApiSettings())
+    return _Schema(query=Query, mutation=Mutation, subscription=Subscription, extensions=extensions)

@@ -1,0 +1,244 @@
+"""The GraphQL object types, built from the same JSON the CLI prints with ``--json``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import strawberry
+from strawberry.scalars import JSON
+
+from toolplan.engine.recorder import StepEvent
+from toolplan.operations import PlanRef
+from toolplan.tools.catalog import ToolInfo
+
+__all__ = [
+    "ExecutionStepType",
+    "ExecutionType",
+    "PlanRefType",
+    "PlanStepType",
+    "PlanType",
+    "RequestType",
+    "StepEventType",
+    "ToolStatsType",
+    "ToolType",
+]
+
+
+@strawberry.type(name="PlanRef", description="Where a stored plan lives.")
+class PlanRefType:
+    request_id: str = strawberry.field(description="The request (req_...) the plan belongs to.")
+    plan_id: str = strawberry.field(description="The stored plan (plan_...).")
+    status: str = strawberry.field(
+        description="planned, or needs_review (low planner confidence: executePlan needs "
+        "approve: true)."
+    )
+
+    @classmethod
+    def from_ref(cls, ref: PlanRef) -> PlanRefType:
+        """From the core :class:`~toolplan.operations.PlanRef`."""
+        return cls(request_id=ref.request_id, plan_id=ref.plan_id, status=ref.status)
+
+
+@strawberry.type(name="ExecutionStep", description="The durable record of one step's execution.")
+class ExecutionStepType:
+    id: str
+    tool: str
+    status: str = strawberry.field(description="pending, running, succeeded, failed or skipped.")
+    attempts: int
+    output: JSON | None = strawberry.field(description="The tool's output, when it succeeded.")
+    error: str | None
+    duration_ms: float | None
+    started_at: str | None
+    finished_at: str | None
+    resolved_parameters: JSON | None = strawberry.field(
+        description="The arguments after template resolution."
+    )
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ExecutionStepType:
+        """From one entry of ``ExecutionResult.to_json()["steps"]``."""
+        return cls(
+            id=data["id"],
+            tool=data["tool"],
+            status=data["status"],
+            attempts=data["attempts"],
+            output=JSON(data.get("output")),
+            error=data.get("error"),
+            duration_ms=data.get("durationMs"),
+            started_at=data.get("startedAt"),
+            finished_at=data.get("finishedAt"),
+            resolved_parameters=JSON(data.get("resolvedParameters")),
+        )
+
+
+@strawberry.type(name="Execution", description="The execution of one plan, as stored.")
+class ExecutionType:
+    plan_id: str
+    request_id: str
+    status: str = strawberry.field(
+        description="queued or running; when finished: succeeded, partial or failed."
+    )
+    error: str | None
+    steps: list[ExecutionStepType]
+    outputs: JSON = strawberry.field(
+        description="Output of each of the plan's output steps (null for one that did not succeed)."
+    )
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ExecutionType:
+        """From :meth:`toolplan.engine.result.ExecutionResult.to_json`."""
+        return cls(
+            plan_id=data["planId"],
+            request_id=data["requestId"],
+            status=data["status"],
+            error=data.get("error"),
+            steps=[ExecutionStepType.from_json(step) for step in data["steps"]],
+            outputs=JSON(data.get("outputs") or {}),
+        )
+
+
+@strawberry.type(name="PlanStep", description="One tool call in a plan.")
+class PlanStepType:
+    id: str
+    tool: str
+    parameters: JSON = strawberry.field(
+        description="Arguments; strings may hold {{stepId.path}} templates."
+    )
+    depends_on: list[str] = strawberry.field(
+        description="Explicit ordering edges (template references are edges too)."
+    )
+    confidence: float | None = strawberry.field(description="The planner's confidence (0-1).")
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PlanStepType:
+        """From one step of the canonical plan JSON."""
+        return cls(
+            id=data["id"],
+            tool=data["tool"],
+            parameters=JSON(data.get("parameters")),
+            depends_on=list(data.get("dependsOn") or []),
+            confidence=data.get("confidence"),
+        )
+
+
+@strawberry.type(name="Plan", description="A stored, validated plan: one version of a request.")
+class PlanType:
+    plan_id: str
+    request_id: str
+    query: str | None
+    status: str = strawberry.field(description="planned or needs_review.")
+    created_at: str
+    reasoning: str | None
+    steps: list[PlanStepType]
+    output_steps: list[str] | None
+    layers: list[list[str]] = strawberry.field(
+        description="Steps grouped so that no step depends on one in its own or a later layer."
+    )
+    execution: ExecutionType | None = strawberry.field(
+        description="Its execution, or null if it never started."
+    )
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PlanType:
+        """From a plan entry of :func:`toolplan.operations.describe`."""
+        plan = data["plan"]
+        execution = data.get("execution")
+        return cls(
+            plan_id=data["planId"],
+            request_id=data["requestId"],
+            query=data.get("query"),
+            status=data["status"],
+            created_at=data["createdAt"],
+            reasoning=plan.get("reasoning"),
+            steps=[PlanStepType.from_json(step) for step in plan["steps"]],
+            output_steps=plan.get("outputSteps"),
+            layers=[list(layer) for layer in (data.get("analysis") or {}).get("layers", [])],
+            execution=ExecutionType.from_json(execution) if execution else None,
+        )
+
+
+@strawberry.type(name="Request", description="A user request and its plan versions.")
+class RequestType:
+    request_id: str
+    query: str | None
+    created_at: str
+    plans: list[PlanType] = strawberry.field(description="Every plan version, oldest first.")
+    executions: list[ExecutionType] = strawberry.field(
+        description="The executions of its plans, in plan order (plans never run are left out)."
+    )
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RequestType:
+        """From a request of :func:`toolplan.operations.describe`."""
+        plans = [PlanType.from_json(plan) for plan in data["plans"]]
+        return cls(
+            request_id=data["requestId"],
+            query=data.get("query"),
+            created_at=data["createdAt"],
+            plans=plans,
+            executions=[plan.execution for plan in plans if plan.execution is not None],
+        )
+
+
+@strawberry.type(name="ToolStats", description="How a tool behaved in past executions.")
+class ToolStatsType:
+    calls: int
+    avg_duration_ms: float | None
+    failure_rate: float | None
+
+
+@strawberry.type(name="Tool", description="A tool plans may call.")
+class ToolType:
+    name: str
+    description: str
+    parameters: JSON = strawberry.field(description="JSON schema of the arguments.")
+    tags: list[str]
+    examples: JSON
+    source: str | None = strawberry.field(description="The module that contributed it.")
+    stats: ToolStatsType | None
+
+    @classmethod
+    def from_info(cls, info: ToolInfo) -> ToolType:
+        """From the catalog's :class:`~toolplan.tools.catalog.ToolInfo`."""
+        stats = info.stats
+        return cls(
+            name=info.name,
+            description=info.description,
+            parameters=JSON(info.parameters),
+            tags=list(info.tags),
+            examples=JSON(list(info.examples)),
+            source=info.source,
+            stats=ToolStatsType(
+                calls=stats.calls,
+                avg_duration_ms=stats.avg_duration_ms,
+                failure_rate=stats.failure_rate,
+            )
+            if stats
+            else None,
+        )
+
+
+@strawberry.type(name="StepEvent", description="One step transition of a running execution.")
+class StepEventType:
+    kind: str = strawberry.field(description="started, retrying, succeeded, failed or skipped.")
+    plan_id: str
+    step_id: str
+    tool: str
+    attempt: int
+    at: str
+    error: str | None
+    duration_ms: float | None
+
+    @classmethod
+    def from_event(cls, event: StepEvent) -> StepEventType:
+        """From the engine's :class:`~toolplan.engine.recorder.StepEvent`."""
+        return cls(
+            kind=event.kind,
+            plan_id=event.plan_id,
+            step_id=event.step_id,
+            tool=event.tool,
+            attempt=event.attempt,
+            at=event.at,
+            error=event.error,
+            duration_ms=event.duration_ms,
+        )
