@@ -1,0 +1,94 @@
+"""``toolplan serve``: the GraphQL API (and GraphiQL) over HTTP, served by uvicorn."""
+
+from __future__ import annotations
+
+import copy
+from typing import Annotated, Any
+
+import typer
+
+from toolplan.cli import StoreOption, ToolsOption, _guard, app, stderr
+
+__all__ = ["serve"]
+
+GRACEFUL_SHUTDOWN_SECONDS = 5
+"""On SIGTERM, requests still open after this long (a long ``executePlan(wait: true)``, an event
+stream) are cut; executions running in the server are cancelled and resume with ``executePlan``."""
+
+
+def _log_config() -> dict[str, Any]:
+    """uvicorn's logging, plus toolplan's API log (errors with their reference, run endings)."""
+    from uvicorn.config import LOGGING_CONFIG
+
+    config = copy.deepcopy(LOGGING_CONFIG)
+    config["loggers"]["toolplan"] = {"handlers": ["default"], "level": "INFO", "propagate": False}
+    return config
+
+
+@app.command("serve")
+def serve(
+    host: Annotated[
+        str,
+        typer.Option(
+            "--host",
+            help="Address to listen on. Anything but loopback needs $TOOLPLAN_API_TOKEN.",
+        ),
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="TCP port.")] = 8000,
+    tools: ToolsOption = None,
+    store: StoreOption = None,
+) -> None:
+    """Serve the GraphQL API at /graphql (GraphiQL in a browser) until interrupted.
+
+    With $TOOLPLAN_API_TOKEN set, every request needs 'Authorization: Bearer <token>'; without it
+    the server answers this machine only.
+    """
+
+    def body() -> None:
+        from toolplan.config import Settings
+        from toolplan.errors import ToolplanError
+        from toolplan.store import open_store
+        from toolplan.tools.catalog import load_tool_modules
+
+        try:
+            import uvicorn
+
+            from toolplan.api import TOKEN_ENV, ApiSettings, check_bind, create_app
+        except ImportError as error:
+            raise ToolplanError(
+                f"toolplan serve needs strawberry's ASGI support and uvicorn ({error}); install "
+                "them with: pip install 'strawberry-graphql[asgi]' uvicorn"
+            ) from None
+
+        api = ApiSettings.from_env(host=host, port=port)
+        check_bind(api)
+        settings = Settings.from_env().with_overrides(store_uri=store, tool_modules=tools)
+        opened = open_store(settings.store_uri)
+        try:
+            catalog = load_tool_modules(settings.tool_modules)
+            application = create_app(settings, api=api, store=opened, catalog=catalog)
+            shown = f"[{host}]" if ":" in host else host
+            stderr.print(
+                f"toolplan API: http://{shown}:{port}/graphql (GraphiQL in a browser); "
+                f"store {opened.uri}; {len(catalog)} tools",
+                highlight=False,
+            )
+            if api.token:
+                stderr.print(f"every request needs 'Authorization: Bearer <{TOKEN_ENV}>'")
+            else:
+                stderr.print(
+                    f"no {TOKEN_ENV}: no authentication, so only this machine may connect "
+                    f"(listening on {host}); set {TOKEN_ENV} to require a bearer token",
+                    highlight=False,
+                )
+            uvicorn.run(
+                application,
+                host=host,
+                port=port,
+                log_config=_log_config(),
+                timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+            )
+        finally:
+            opened.close()
+
+    _guard(body, as_json=False)
