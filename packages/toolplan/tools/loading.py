@@ -1,0 +1,98 @@
+"""Build the full tool catalog from settings: Python tool modules plus MCP servers.
+
+Every entry point (CLI session, API, graphs, the meta-tool's callers) should build its catalog here,
+so a plan sees the same tools wherever it is validated and run.
+
+A server that cannot be started or reached while loading is, by default, reported on stderr with
+its name and the reason, and left out: the other tools still load, as in MCP clients. A plan that
+uses one of its tools is then rejected as naming an unknown tool. With ``strict=True`` the failure
+raises :class:`~toolplan.tools.mcp.MCPServerUnavailable` instead (exit code 3).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Callable, Coroutine, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+from toolplan.config import Settings
+from toolplan.tools.catalog import ToolCatalog, load_tool_modules
+from toolplan.tools.mcp import (
+    DEFAULT_STARTUP_TIMEOUT,
+    MCPServerUnavailable,
+    load_mcp_config,
+    load_mcp_tools,
+)
+
+__all__ = ["McpConfig", "aload_catalog", "load_catalog", "warn_on_stderr"]
+
+McpConfig = str | Path | Mapping[str, Any]
+"""An ``mcpServers`` JSON file, or the parsed mapping."""
+
+T = TypeVar("T")
+
+
+def warn_on_stderr(message: str) -> None:
+    """The default warning for a server that could not be loaded."""
+    print(f"warning: {message}", file=sys.stderr, flush=True)
+
+
+async def aload_catalog(
+    settings: Settings,
+    *,
+    mcp_config: McpConfig | None = None,
+    strict: bool = False,
+    warn: Callable[[str], None] = warn_on_stderr,
+    startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+) -> ToolCatalog:
+    """The catalog of ``settings.tool_modules`` plus the tools of every MCP server configured.
+
+    MCP tools are tagged ``mcp`` and ``mcp:<server>``, and their source is ``mcp:<server>``.
+    """
+    catalog = load_tool_modules(settings.tool_modules)
+    if mcp_config is None:
+        return catalog
+    servers = load_mcp_config(mcp_config)
+
+    def report(error: MCPServerUnavailable) -> None:
+        warn(f"{error.message}; continuing without its tools")
+
+    loaded = await load_mcp_tools(
+        servers, startup_timeout=startup_timeout, on_error=None if strict else report
+    )
+    for name, tools in loaded.items():
+        catalog.add(tools, source=f"mcp:{name}")
+    return catalog
+
+
+def _run(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run to completion from sync code, even when this thread already runs an event loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="toolplan-catalog") as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
+def load_catalog(
+    settings: Settings,
+    *,
+    mcp_config: McpConfig | None = None,
+    strict: bool = False,
+    warn: Callable[[str], None] = warn_on_stderr,
+    startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+) -> ToolCatalog:
+    """Sync form of :func:`aload_catalog` (MCP tools keep no session, so any loop may use them)."""
+    return _run(
+        aload_catalog(
+            settings,
+            mcp_config=mcp_config,
+            strict=strict,
+            warn=warn,
+            startup_timeout=startup_timeout,
+        )
+    )
