@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -359,3 +362,20 @@ def test_the_tool_list_may_include_the_meta_tool_itself(meta: PlanTool, store: S
     assert "execute_plan" not in again.catalog and "lookup_user" in again.catalog
     with pytest.raises(InvalidInput):
         plan_tool(TOOLS, store=store, output_limit=0)
+
+
+def test_the_example_script_runs_offline(tmp_path: Path) -> None:
+    script = Path(__file__).resolve().parents[2] / "scripts" / "agent_with_plan_tool.py"
+    env = {**os.environ, "TOOLPLAN_STORE": f"sqlite:///{tmp_path / 'tp.db'}"}
+    env.pop("OPENAI_API_KEY", None)
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "LLM calls: 2" in done.stdout
+    assert '- comparison (compare_data): succeeded\n  {"warmer": "Tokyo"' in done.stdout
