@@ -7,6 +7,7 @@ limits and whose results pass through :func:`toolplan.api.errors.present_errors`
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -50,6 +51,13 @@ class _GraphQLView(GraphQL[ApiContext, None]):
 
     async def get_context(self, request: Any, response: Any) -> ApiContext:
         return self.api_context
+
+    def decode_json(self, data: str | bytes) -> object:
+        try:
+            return json.loads(data)
+        except RecursionError:
+            # Absurdly nested JSON: a 400 like any other unparsable body, not a 500.
+            raise json.JSONDecodeError("nested too deeply", "", 0) from None
 
     async def process_result(
         self, request: Request, result: ExecutionResult

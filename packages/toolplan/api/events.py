@@ -27,15 +27,18 @@ class EventHub:
         self._open: set[str] = set()
         self._subscribers: dict[str, set[asyncio.Queue[StepEvent | None]]] = {}
 
-    def publish(self, event: StepEvent) -> None:
-        """Record one event (the first of a run opens it) and hand it to every subscriber."""
-        plan_id = event.plan_id
-        if plan_id not in self._open:
-            self._open.add(plan_id)
-            self._history[plan_id] = []
+    def open(self, plan_id: str) -> None:
+        """A run of ``plan_id`` starts here: subscribers now wait for its events."""
+        self._open.add(plan_id)
+        self._history[plan_id] = []
         self._history.move_to_end(plan_id)
-        self._history[plan_id].append(event)
-        for queue in self._subscribers.get(plan_id, ()):
+
+    def publish(self, event: StepEvent) -> None:
+        """Record one event of an open run and hand it to every subscriber."""
+        if event.plan_id not in self._open:
+            self.open(event.plan_id)
+        self._history[event.plan_id].append(event)
+        for queue in self._subscribers.get(event.plan_id, ()):
             queue.put_nowait(event)
 
     def close(self, plan_id: str) -> None:
@@ -45,6 +48,8 @@ class EventHub:
         self._open.discard(plan_id)
         for queue in self._subscribers.get(plan_id, ()):
             queue.put_nowait(None)  # the end of the run
+        if not self._history.get(plan_id):
+            self._history.pop(plan_id, None)  # nothing ran (unknown plan, refused): forget it
         finished = [p for p in self._history if p not in self._open]
         for stale in finished[: max(0, len(finished) - self.retain)]:
             del self._history[stale]

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 
 from graphql import GraphQLError
@@ -38,13 +39,14 @@ class QueryLengthLimiter(SchemaExtension):
         yield
 
 
-def limit_extensions(settings: ApiSettings) -> list[SchemaExtension]:
-    """The strawberry extensions that enforce the document limits of ``settings``."""
+def limit_extensions(settings: ApiSettings) -> list[Callable[[], SchemaExtension]]:
+    """Factories of the strawberry extensions that enforce the document limits of ``settings``
+    (strawberry builds fresh extensions for every operation)."""
     return [
-        QueryLengthLimiter(settings.max_query_chars),
-        MaxTokensLimiter(max_token_count=settings.max_tokens),
-        QueryDepthLimiter(max_depth=settings.max_depth),
-        MaxAliasesLimiter(max_alias_count=settings.max_aliases),
+        partial(QueryLengthLimiter, settings.max_query_chars),
+        partial(MaxTokensLimiter, max_token_count=settings.max_tokens),
+        partial(QueryDepthLimiter, max_depth=settings.max_depth),
+        partial(MaxAliasesLimiter, max_alias_count=settings.max_aliases),
     ]
 
 

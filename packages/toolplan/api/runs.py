@@ -82,6 +82,7 @@ class BackgroundRuns:
             started.set()
 
         context = self._make_context(listener)
+        self._events.open(plan_id)
         task = asyncio.create_task(
             execute_stored_plan(plan_id, context, approve=approve), name=f"toolplan:{plan_id}"
         )
