@@ -81,13 +81,17 @@ def serve(
                     f"(listening on {host}); set {TOKEN_ENV} to require a bearer token",
                     highlight=False,
                 )
-            uvicorn.run(
-                application,
-                host=host,
-                port=port,
-                log_config=_log_config(),
-                timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
-            )
+            try:
+                # uvicorn shuts down gracefully on SIGINT/SIGTERM, then re-raises the signal.
+                uvicorn.run(
+                    application,
+                    host=host,
+                    port=port,
+                    log_config=_log_config(),
+                    timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+                )
+            except KeyboardInterrupt:
+                raise typer.Exit(130) from None
         finally:
             opened.close()
 
