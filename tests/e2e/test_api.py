@@ -1,0 +1,641 @@
+"""The GraphQL API end to end: a real uvicorn server on a free port, driven over HTTP by httpx.
+
+Most tests run the server in a thread of this process (so they can hand it a spy or broken store
+and read its log); the last ones run ``toolplan serve`` as a subprocess. Every response is checked
+for traceback text by the client (``tests/e2e/api_support.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import socket
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.e2e.api_support import (
+    PLAN_ID,
+    REQUEST_ID,
+    TRACE_MARKERS,
+    ApiServer,
+    GraphQLClient,
+    ServerFactory,
+    SpyStore,
+    free_port,
+    server_factory,
+    wait_for,
+)
+from tests.e2e.conftest import Cli
+from tests.support.fake_openai import FakeOpenAIServer, Reply
+from tests.support.plans import QUERY, blog_plan, broken_blog_plan
+from toolplan.api import ApiSettings, check_bind, is_loopback
+from toolplan.errors import InvalidInput, StoreUnavailable
+from toolplan.store import open_store
+
+pytestmark = pytest.mark.e2e
+
+TOKEN = "test-token-0123456789"
+
+ECHO_PLAN: dict[str, Any] = {
+    "reasoning": "b repeats what a returned",
+    "steps": [
+        {"id": "a", "tool": "echo", "parameters": {"value": {"x": 1, "$gt": "kept as data"}}},
+        {"id": "b", "tool": "echo", "parameters": {"value": "{{a.x}}"}},
+    ],
+    "outputSteps": ["b"],
+}
+GATED_PLAN: dict[str, Any] = {
+    "steps": [
+        {"id": "wait", "tool": "gate", "parameters": {"label": "opened"}},
+        {"id": "after", "tool": "echo", "parameters": {"value": "{{wait.label}}"}},
+    ]
+}
+
+SUBMIT = """mutation($plan: JSON!, $query: String, $requestId: String) {
+  submitPlan(plan: $plan, query: $query, requestId: $requestId) { requestId planId status }
+}"""
+PLAN = """query($id: String!) {
+  plan(planId: $id) {
+    planId requestId query status reasoning outputSteps layers createdAt
+    steps { id tool parameters dependsOn confidence }
+    execution { status }
+  }
+}"""
+REQUEST = """query($id: String!) {
+  request(requestId: $id) {
+    requestId query createdAt
+    plans { planId status execution { status } }
+    executions { planId status steps { id status output } }
+  }
+}"""
+EXECUTION = """query($id: String!) {
+  execution(planId: $id) {
+    planId requestId status error outputs
+    steps { id tool status attempts output error durationMs startedAt finishedAt resolvedParameters }
+  }
+}"""
+EXECUTE = """mutation($id: String!, $wait: Boolean, $approve: Boolean) {
+  executePlan(planId: $id, wait: $wait, approve: $approve) {
+    planId status outputs steps { id status attempts output error durationMs }
+  }
+}"""
+CREATE = """mutation($query: String!, $requestId: String) {
+  createPlanWithRequestId(query: $query, requestId: $requestId) { requestId planId status }
+}"""
+EVENTS = (
+    "subscription($id: String!) { stepEvents(planId: $id) { kind planId stepId tool attempt } }"
+)
+
+
+@pytest.fixture
+def servers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ServerFactory]:
+    monkeypatch.setenv("TOOLPLAN_TEST_LOG", str(tmp_path / "calls.jsonl"))
+    monkeypatch.setenv("TOOLPLAN_TEST_GATE", str(tmp_path / "gate.open"))
+    for name in (
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "TOOLPLAN_MODEL",
+        "TOOLPLAN_STRUCTURED_METHOD",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    yield from server_factory(tmp_path)
+
+
+@pytest.fixture
+def server(servers: ServerFactory) -> ApiServer:
+    return servers()
+
+
+@pytest.fixture
+def client(server: ApiServer) -> Iterator[GraphQLClient]:
+    client = server.client()
+    yield client
+    client.close()
+
+
+def codes(body: dict[str, Any]) -> list[str]:
+    return [error["extensions"]["code"] for error in body.get("errors", [])]
+
+
+def submit(client: GraphQLClient, plan: dict[str, Any], **variables: Any) -> dict[str, Any]:
+    return client.data(SUBMIT, {"plan": plan, **variables})["submitPlan"]
+
+
+def calls(tmp_path: Path) -> list[dict[str, Any]]:
+    log = tmp_path / "calls.jsonl"
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def read_events(
+    client: GraphQLClient, plan_id: str, *, on_first: Any = None
+) -> list[dict[str, Any]]:
+    """Subscribe over SSE and collect every ``next`` payload until ``complete``."""
+    payloads: list[dict[str, Any]] = []
+    request = {"query": EVENTS, "variables": {"id": plan_id}}
+    headers = {"accept": "text/event-stream"}
+    with client.http.stream("POST", "/graphql", json=request, headers=headers) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        event = None
+        for line in response.iter_lines():
+            assert not any(marker in line for marker in TRACE_MARKERS), line
+            if line.startswith("event: "):
+                event = line.removeprefix("event: ")
+                if event == "complete":
+                    break
+            elif line.startswith("data: ") and event == "next":
+                payloads.append(json.loads(line.removeprefix("data: ")))
+                if on_first is not None and len(payloads) == 1:
+                    on_first()
+    return payloads
+
+
+# -- plans, requests, executions ----------------------------------------------------------------
+
+
+def test_submit_then_read_plan_request_and_execution(client: GraphQLClient) -> None:
+    ref = submit(client, ECHO_PLAN, query="echo twice")
+    assert PLAN_ID.match(ref["planId"]) and REQUEST_ID.match(ref["requestId"])
+    assert ref["status"] == "planned"
+
+    plan = client.data(PLAN, {"id": ref["planId"]})["plan"]
+    assert plan["planId"] == ref["planId"] and plan["requestId"] == ref["requestId"]
+    assert plan["query"] == "echo twice" and plan["reasoning"] == "b repeats what a returned"
+    assert plan["layers"] == [["a"], ["b"]] and plan["outputSteps"] == ["b"]
+    assert plan["steps"][0]["parameters"] == {"value": {"x": 1, "$gt": "kept as data"}}
+    assert [s["dependsOn"] for s in plan["steps"]] == [[], []]
+    assert plan["execution"] is None
+
+    never_run = client.gql(EXECUTION, {"id": ref["planId"]})
+    assert never_run == {"data": {"execution": None}}  # known plan, no execution: no error
+
+    version = submit(client, ECHO_PLAN, requestId=ref["requestId"])
+    assert version["requestId"] == ref["requestId"] and version["planId"] != ref["planId"]
+    request = client.data(REQUEST, {"id": ref["requestId"]})["request"]
+    assert request["query"] == "echo twice"
+    assert [p["planId"] for p in request["plans"]] == [ref["planId"], version["planId"]]
+    assert request["executions"] == []
+
+
+def test_execute_and_wait(client: GraphQLClient, tmp_path: Path) -> None:
+    ref = submit(client, ECHO_PLAN)
+    done = client.data(EXECUTE, {"id": ref["planId"]})["executePlan"]
+    assert done["status"] == "succeeded" and done["outputs"] == {"b": 1}
+    assert [(s["id"], s["status"], s["attempts"]) for s in done["steps"]] == [
+        ("a", "succeeded", 1),
+        ("b", "succeeded", 1),
+    ]
+    assert all(isinstance(s["durationMs"], float) for s in done["steps"])
+
+    stored = client.data(EXECUTION, {"id": ref["planId"]})["execution"]
+    assert stored["status"] == "succeeded" and stored["requestId"] == ref["requestId"]
+    assert stored["steps"][1]["resolvedParameters"] == {"value": 1}
+    assert stored["steps"][0]["startedAt"] and stored["steps"][0]["finishedAt"]
+    request = client.data(REQUEST, {"id": ref["requestId"]})["request"]
+    assert [e["planId"] for e in request["executions"]] == [ref["planId"]]
+    assert request["plans"][0]["execution"] == {"status": "succeeded"}
+
+    again = client.data(EXECUTE, {"id": ref["planId"], "wait": False})["executePlan"]
+    assert again["status"] == "succeeded"  # finished plans are returned as stored
+    assert len(calls(tmp_path)) == 2  # and no tool ran again
+
+
+def test_execute_without_waiting_then_poll(client: GraphQLClient, tmp_path: Path) -> None:
+    ref = submit(client, GATED_PLAN)
+    started = client.data(EXECUTE, {"id": ref["planId"], "wait": False})["executePlan"]
+    assert started["status"] == "running"
+    assert [(s["id"], s["status"]) for s in started["steps"]] == [
+        ("wait", "running"),
+        ("after", "pending"),
+    ]
+    joined = client.data(EXECUTE, {"id": ref["planId"], "wait": False})["executePlan"]
+    assert joined["status"] == "running"
+    assert client.data(EXECUTION, {"id": ref["planId"]})["execution"]["status"] == "running"
+
+    (tmp_path / "gate.open").touch()
+
+    def finished() -> Any:
+        execution = client.data(EXECUTION, {"id": ref["planId"]})["execution"]
+        return execution if execution["status"] != "running" else None
+
+    execution = wait_for(finished, what="the execution to finish")
+    assert execution["status"] == "succeeded" and execution["outputs"]["after"] == "opened"
+    assert [c["step"] for c in calls(tmp_path) if c["event"] == "start"] == [
+        "wait"
+    ]  # joined, not run twice
+
+
+def test_step_events_stream_over_sse(client: GraphQLClient, tmp_path: Path) -> None:
+    ref = submit(client, GATED_PLAN)
+    assert (
+        client.data(EXECUTE, {"id": ref["planId"], "wait": False})["executePlan"]["status"]
+        == "running"
+    )
+
+    # The first event is replayed (the step started before we subscribed); the gate opens only
+    # once it has arrived, so everything after it is live.
+    payloads = read_events(client, ref["planId"], on_first=(tmp_path / "gate.open").touch)
+    events = [p["data"]["stepEvents"] for p in payloads]
+    assert [(e["kind"], e["stepId"]) for e in events] == [
+        ("started", "wait"),
+        ("succeeded", "wait"),
+        ("started", "after"),
+        ("succeeded", "after"),
+    ]
+    assert {e["planId"] for e in events} == {ref["planId"]} and events[0]["tool"] == "gate"
+    assert client.data(EXECUTION, {"id": ref["planId"]})["execution"]["status"] == "succeeded"
+
+    replay = read_events(client, ref["planId"])  # a finished run: its events, then complete
+    assert [p["data"]["stepEvents"]["kind"] for p in replay] == [e["kind"] for e in events]
+
+    unknown = read_events(client, "plan_1700000000_unknown00")
+    assert [codes(p) for p in unknown] == [["NOT_FOUND"]]
+
+
+def test_tools(client: GraphQLClient) -> None:
+    tools = client.data(
+        "{ tools { name description parameters tags examples source stats { calls } } }"
+    )["tools"]
+    by_name = {tool["name"]: tool for tool in tools}
+    assert {"createAuthor", "createBlog", "echo", "gate"} <= set(by_name)
+    assert by_name["createAuthor"]["parameters"]["properties"]["email"]["type"] == "string"
+    assert by_name["echo"]["source"] == "tests.support.tools"
+    tag = by_name["createAuthor"]["tags"][0]
+    tagged = client.data("query($t: String) { tools(tag: $t) { name tags } }", {"t": tag})["tools"]
+    assert tagged and all(tag in tool["tags"] for tool in tagged)
+
+
+# -- errors ----------------------------------------------------------------------------------------
+
+
+def test_unknown_ids_are_null_with_not_found(client: GraphQLClient) -> None:
+    plan_id, request_id = "plan_1700000000_unknown00", "req_1700000000_unknown00"
+    for query, variables, field in [
+        (PLAN, {"id": plan_id}, "plan"),
+        (REQUEST, {"id": request_id}, "request"),
+        (EXECUTION, {"id": plan_id}, "execution"),
+    ]:
+        body = client.gql(query, variables)
+        assert body["data"] == {field: None}
+        (error,) = body["errors"]
+        assert error["extensions"]["code"] == "NOT_FOUND" and error["path"] == [field]
+        assert repr(variables["id"]) in error["message"]
+    body = client.gql(EXECUTE, {"id": plan_id})
+    assert body["data"] is None and codes(body) == ["NOT_FOUND"]
+    body = client.gql(SUBMIT, {"plan": ECHO_PLAN, "requestId": request_id})
+    assert body["data"] is None and codes(body) == ["NOT_FOUND"]
+
+
+def test_invalid_plan_lists_every_issue(client: GraphQLClient) -> None:
+    plan = {
+        "steps": [
+            {"id": "a", "tool": "ech", "parameters": {"value": 1}},
+            {"id": "b", "tool": "echo", "parameters": {"value": "{{nowhere.x}}"}},
+        ]
+    }
+    body = client.gql(SUBMIT, {"plan": plan})
+    assert body["data"] is None
+    (error,) = body["errors"]
+    assert error["extensions"]["code"] == "PLAN_INVALID"
+    issues = error["extensions"]["issues"]
+    assert {issue["step"] for issue in issues} == {"a", "b"}
+    assert any("did you mean 'echo'" in issue["message"] for issue in issues)
+    assert any("nowhere" in issue["message"] for issue in issues)
+
+
+def test_hostile_input_never_reaches_the_store(servers: ServerFactory, tmp_path: Path) -> None:
+    spy = SpyStore(open_store(f"sqlite:///{tmp_path / 'spy.db'}"))
+    client = servers(store=spy).client()
+
+    # Operator-looking strings and wrong kinds of ID are refused by format, before any lookup.
+    for query, value in [
+        (PLAN, '{"$ne": null}'),
+        (PLAN, "plan_1700000000_abcdef' OR '1'='1"),
+        (PLAN, "req_1700000000_abcdefgh"),  # a request ID is not a plan ID
+        (EXECUTION, '{"$gt": ""}'),
+        (REQUEST, "plan_1700000000_abcdefgh"),
+        (EXECUTE, "$where: sleep(1000)"),
+    ]:
+        body = client.gql(query, {"id": value})
+        assert codes(body) == ["BAD_USER_INPUT"], (query, value, body)
+        assert "is not a" in body["errors"][0]["message"]
+    body = client.gql(CREATE, {"query": "x", "requestId": '{"$ne": null}'})
+    assert codes(body) == ["BAD_USER_INPUT"]
+    body = client.gql(SUBMIT, {"plan": ECHO_PLAN, "requestId": '{"$ne": null}'})
+    assert codes(body) == ["BAD_USER_INPUT"]
+
+    # Non-string IDs are rejected by the schema, as literals and as variables.
+    body = client.gql("{ plan(planId: 5) { planId } }")
+    assert codes(body) == ["GRAPHQL_VALIDATION_FAILED"] and body["data"] is None
+    body = client.gql(PLAN, {"id": {"$gt": ""}})
+    assert codes(body) == ["GRAPHQL_VALIDATION_FAILED"] and "String" in body["errors"][0]["message"]
+    body = client.gql(EXECUTE, {"id": ["plan_1700000000_abcdefgh"]})
+    assert codes(body) == ["GRAPHQL_VALIDATION_FAILED"]
+    assert spy.calls == []
+
+    # An operator object as the plan is just an invalid plan, and a string is not a file path.
+    body = client.gql(SUBMIT, {"plan": {"$gt": ""}})
+    assert codes(body) == ["PLAN_INVALID"] and "'$gt'" in body["errors"][0]["message"]
+    body = client.gql(SUBMIT, {"plan": "/etc/passwd"})
+    assert codes(body) == ["PLAN_INVALID"]
+    assert "must be a JSON object" in body["errors"][0]["extensions"]["issues"][0]["message"]
+    body = client.gql(SUBMIT, {"plan": [ECHO_PLAN]})
+    assert codes(body) == ["PLAN_INVALID"]
+    assert "save_plan" not in spy.calls
+    client.close()
+
+
+def test_malformed_requests(client: GraphQLClient) -> None:
+    assert codes(client.gql("{ plan(planId: ")) == ["GRAPHQL_PARSE_FAILED"]
+    assert codes(client.gql("{ nosuchfield }")) == ["GRAPHQL_VALIDATION_FAILED"]
+    assert codes(client.gql("{ plan { planId } }")) == ["GRAPHQL_VALIDATION_FAILED"]  # arg missing
+    not_json = client.post(content=b"{not json", headers={"content-type": "application/json"})
+    assert not_json.status_code == 400
+    nested = (
+        b'{"query": "{ tools { name } }", "variables": {"x": '
+        + b"[" * 200_000
+        + b"]" * 200_000
+        + b"}}"
+    )
+    too_deep = client.post(content=nested, headers={"content-type": "application/json"})
+    assert too_deep.status_code == 400
+    batch = client.post([{"query": "{ tools { name } }"}] * 2)
+    assert batch.status_code == 400  # batching is off
+    get_mutation = client.http.get(
+        "/graphql", params={"query": 'mutation { executePlan(planId: "x") { status } }'}
+    )
+    assert get_mutation.status_code == 400  # no side effects through GET
+
+
+class _BrokenStore(SpyStore):
+    def __init__(self, inner: Any, error: Exception) -> None:
+        super().__init__(inner)
+        self.error = error
+
+    def get_plan(self, plan_id: str) -> Any:
+        raise self.error
+
+
+def test_unexpected_errors_are_masked_and_logged(
+    servers: ServerFactory, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.ERROR, logger="toolplan.api")
+    inner = open_store(f"sqlite:///{tmp_path / 'broken.db'}")
+    client = servers(
+        store=_BrokenStore(inner, RuntimeError("secret: /srv/db password=hunter2"))
+    ).client()
+    body = client.gql(PLAN, {"id": "plan_1700000000_abcdefgh"})
+    assert body["data"] == {"plan": None}
+    (error,) = body["errors"]
+    assert error["extensions"]["code"] == "INTERNAL_ERROR"
+    reference = error["extensions"]["reference"]
+    assert reference in error["message"] and "hunter2" not in json.dumps(body)
+    logged = [r for r in caplog.records if reference in r.getMessage()]
+    assert logged and logged[0].exc_info and "hunter2" in str(logged[0].exc_info[1])
+
+    unavailable = _BrokenStore(inner, StoreUnavailable("cannot reach the store at sqlite:///x"))
+    body = servers(store=unavailable).client().gql(PLAN, {"id": "plan_1700000000_abcdefgh"})
+    assert codes(body) == ["STORE_UNAVAILABLE"] and "cannot reach" in body["errors"][0]["message"]
+    inner.close()
+
+
+# -- limits and authentication ---------------------------------------------------------------------
+
+
+def test_request_size_and_shape_limits(servers: ServerFactory) -> None:
+    client = servers().client()
+    huge = {"query": "{ tools { name } }", "variables": {"pad": "x" * 1_100_000}}
+    response = client.post(huge)
+    assert response.status_code == 413
+    assert codes(response.json()) == ["PAYLOAD_TOO_LARGE"]
+
+    def chunks() -> Iterator[bytes]:  # no Content-Length: counted while reading
+        yield b'{"query": "{ tools { name } }", "variables": {"pad": "'
+        for _ in range(11):
+            yield b"x" * 100_000
+        yield b'"}}'
+
+    response = client.http.post(
+        "/graphql", content=chunks(), headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 413
+
+    long_query = "{ tools { name } }" + " " * 20_001
+    body = client.gql(long_query)
+    assert (
+        codes(body) == ["GRAPHQL_VALIDATION_FAILED"]
+        and "characters long" in body["errors"][0]["message"]
+    )
+    aliases = "{ " + " ".join(f"t{i}: tools {{ name }}" for i in range(21)) + " }"
+    assert codes(client.gql(aliases)) == ["GRAPHQL_VALIDATION_FAILED"]
+    deepest = (
+        '{ request(requestId: "req_1700000000_abcdefgh") { plans { execution { steps { id } } } } }'
+    )
+    assert codes(client.gql(deepest)) == ["NOT_FOUND"]  # the deepest real query is allowed
+
+    shallow = servers(api=ApiSettings(max_depth=2)).client()
+    body = shallow.gql(deepest)
+    assert codes(body) == ["GRAPHQL_VALIDATION_FAILED"] and "depth" in body["errors"][0]["message"]
+    assert "errors" not in shallow.gql("{ tools { name } }")
+
+
+def test_bearer_token(servers: ServerFactory) -> None:
+    server = servers(api=ApiSettings(token=TOKEN))
+    anonymous = server.client()
+    for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": f"Basic {TOKEN}"}):
+        response = anonymous.post({"query": "{ tools { name } }"}, headers=headers)
+        assert response.status_code == 401, headers
+        assert codes(response.json()) == ["UNAUTHENTICATED"]
+        assert response.headers["www-authenticate"] == "Bearer"
+    refused = anonymous.http.get("/graphql", params={"query": "{ tools { name } }"})
+    assert refused.status_code == 401
+    page = anonymous.http.get("/graphql", headers={"accept": "text/html"})
+    assert page.status_code == 200 and "graphiql" in page.text.lower()  # static page, no data
+
+    authorized = server.client(token=TOKEN)
+    assert authorized.data("{ tools { name } }")["tools"]
+    ref = authorized.data(SUBMIT, {"plan": ECHO_PLAN})["submitPlan"]
+    assert authorized.data(EXECUTE, {"id": ref["planId"]})["executePlan"]["status"] == "succeeded"
+
+
+def test_without_token_only_loopback_names_are_served(client: GraphQLClient) -> None:
+    response = client.post({"query": "{ tools { name } }"}, headers={"Host": "attacker.example:80"})
+    assert response.status_code == 403 and codes(response.json()) == ["FORBIDDEN"]
+    assert client.data("{ tools { name } }")["tools"]
+    localhost = client.post({"query": "{ tools { name } }"}, headers={"Host": "localhost:8000"})
+    assert localhost.status_code == 200
+
+
+# -- planning through the fake OpenAI server -------------------------------------------------------
+
+
+@pytest.fixture
+def llm(monkeypatch: pytest.MonkeyPatch, servers: ServerFactory) -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer(api_key="sk-test") as fake:
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
+        monkeypatch.setenv("TOOLPLAN_LLM_RETRIES", "0")
+        yield fake
+
+
+def test_create_plan_and_add_versions(llm: FakeOpenAIServer, client: GraphQLClient) -> None:
+    llm.script([Reply.structured(blog_plan(), usage=(10, 5))])
+    first = client.data(CREATE, {"query": QUERY})["createPlanWithRequestId"]
+    assert PLAN_ID.match(first["planId"]) and REQUEST_ID.match(first["requestId"])
+    assert first["status"] == "planned"
+
+    llm.script([Reply.structured(blog_plan())])
+    second = client.data(CREATE, {"query": "again", "requestId": first["requestId"]})[
+        "createPlanWithRequestId"
+    ]
+    assert second["requestId"] == first["requestId"] and second["planId"] != first["planId"]
+    request = client.data(REQUEST, {"id": first["requestId"]})["request"]
+    assert [p["planId"] for p in request["plans"]] == [first["planId"], second["planId"]]
+    plan = client.data(PLAN, {"id": first["planId"]})["plan"]
+    assert [s["tool"] for s in plan["steps"]] == ["createAuthor", "createBlog"]
+    assert plan["steps"][1]["parameters"]["authorId"] == "{{author._id}}"
+    assert plan["layers"] == [["author"], ["blog"]]
+
+    done = client.data(EXECUTE, {"id": first["planId"]})["executePlan"]
+    assert done["status"] == "succeeded" and done["outputs"]["blog"]["title"] == "Hello"
+
+    requests_before = len(llm.requests)
+    body = client.gql(CREATE, {"query": "x", "requestId": "req_1700000000_unknown00"})
+    assert codes(body) == ["NOT_FOUND"] and len(llm.requests) == requests_before
+
+
+def test_low_confidence_plan_needs_approval(llm: FakeOpenAIServer, client: GraphQLClient) -> None:
+    llm.script([Reply.structured(blog_plan(confidence=0.2))])
+    ref = client.data(CREATE, {"query": QUERY})["createPlanWithRequestId"]
+    assert ref["status"] == "needs_review"
+    for wait in (True, False):
+        body = client.gql(EXECUTE, {"id": ref["planId"], "wait": wait})
+        assert codes(body) == ["PLAN_NEEDS_REVIEW"]
+    assert client.gql(EXECUTION, {"id": ref["planId"]}) == {"data": {"execution": None}}
+    done = client.data(EXECUTE, {"id": ref["planId"], "approve": True})["executePlan"]
+    assert done["status"] == "succeeded"
+
+
+def test_unfixable_plan_is_plan_invalid(llm: FakeOpenAIServer, client: GraphQLClient) -> None:
+    llm.script([Reply.structured(broken_blog_plan())] * 3)
+    body = client.gql(CREATE, {"query": QUERY})
+    assert codes(body) == ["PLAN_INVALID"]
+    assert "after 3 LLM call(s)" in body["errors"][0]["message"]
+    assert any("createAuthr" in i["message"] for i in body["errors"][0]["extensions"]["issues"])
+
+
+def test_llm_unavailable(client: GraphQLClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    body = client.gql(CREATE, {"query": QUERY})  # no OPENAI_API_KEY
+    assert body["data"] is None and codes(body) == ["LLM_UNAVAILABLE"]
+    assert "OPENAI_API_KEY" in body["errors"][0]["message"]
+    assert client.data("{ tools { name } }")["tools"]  # everything else still works
+
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{port}/v1")
+    monkeypatch.setenv("TOOLPLAN_LLM_RETRIES", "0")
+    body = client.gql(CREATE, {"query": QUERY})  # the planner is built now, on first success
+    assert codes(body) == ["LLM_UNAVAILABLE"] and "cannot reach" in body["errors"][0]["message"]
+
+
+# -- toolplan serve as a process -------------------------------------------------------------------
+
+
+def _serve(cli: Cli, *args: str) -> tuple[subprocess.Popen[str], str]:
+    port = free_port()
+    process = cli.popen("serve", "--port", str(port), *args)
+    url = f"http://127.0.0.1:{port}/graphql"
+
+    def answering() -> bool:
+        assert process.poll() is None, process.communicate()
+        try:
+            httpx.post(url, json={"query": "{ __typename }"}, timeout=1)
+        except httpx.TransportError:
+            return False
+        return True
+
+    wait_for(answering, timeout=30, what="toolplan serve to answer")
+    return process, url
+
+
+def _stop(process: subprocess.Popen[str]) -> tuple[int, str]:
+    process.send_signal(signal.SIGTERM)
+    try:
+        _, err = process.communicate(timeout=15)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    return process.returncode, err
+
+
+def test_serve_process_answers_and_stops_on_sigterm(cli: Cli) -> None:
+    process, url = _serve(cli)
+    try:
+        body = httpx.post(url, json={"query": "{ tools { name } }"}).json()
+        assert "createAuthor" in [tool["name"] for tool in body["data"]["tools"]]
+        submitted = httpx.post(url, json={"query": SUBMIT, "variables": {"plan": ECHO_PLAN}}).json()
+        plan_id = submitted["data"]["submitPlan"]["planId"]
+        done = httpx.post(url, json={"query": EXECUTE, "variables": {"id": plan_id}}).json()
+        assert done["data"]["executePlan"]["status"] == "succeeded"
+    finally:
+        code, err = _stop(process)
+    # uvicorn shuts down gracefully, then re-raises SIGTERM so the exit status reports it.
+    assert code in (0, -signal.SIGTERM), err
+    assert "Application shutdown complete" in err
+    assert "no TOOLPLAN_API_TOKEN" in err and "/graphql" in err
+    assert "Traceback" not in err
+    assert cli("show", plan_id, "--json").json()["execution"]["status"] == "succeeded"
+
+
+def test_serve_process_with_token(cli: Cli) -> None:
+    cli.env["TOOLPLAN_API_TOKEN"] = TOKEN
+    process, url = _serve(cli)
+    try:
+        assert httpx.post(url, json={"query": "{ tools { name } }"}).status_code == 401
+        authorized = {"Authorization": f"Bearer {TOKEN}"}
+        assert (
+            httpx.post(url, json={"query": "{ tools { name } }"}, headers=authorized).status_code
+            == 200
+        )
+    finally:
+        code, err = _stop(process)
+    assert code in (0, -signal.SIGTERM) and "Authorization: Bearer" in err
+
+
+def test_serve_refuses_public_host_without_token(cli: Cli) -> None:
+    done = cli("serve", "--host", "0.0.0.0", "--port", str(free_port()), timeout=30)
+    assert done.code == 2
+    assert "without authentication" in done.stderr and "TOOLPLAN_API_TOKEN" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("host", "allowed"),
+    [
+        ("127.0.0.1", True),
+        ("127.1.2.3", True),
+        ("localhost", True),
+        ("::1", True),
+        ("0.0.0.0", False),
+        ("::", False),
+        ("192.168.1.10", False),
+        ("example.com", False),
+        ("", False),
+    ],
+)
+def test_which_hosts_need_a_token(host: str, allowed: bool) -> None:
+    assert is_loopback(host) is allowed
+    if allowed:
+        check_bind(ApiSettings(host=host))
+    else:
+        with pytest.raises(InvalidInput, match="TOOLPLAN_API_TOKEN"):
+            check_bind(ApiSettings(host=host))
+    check_bind(ApiSettings(host=host, token=TOKEN))  # a token allows any address
