@@ -248,7 +248,9 @@ async def test_catalog_lists_mcp_tools_with_schemas(remote: HttpServer, tmp_path
 
 def test_sync_loading_inside_and_outside_an_event_loop(remote: HttpServer) -> None:
     config = {"mcpServers": {"remote": {"url": remote.url}}}
-    assert "add" in load_catalog(LOCAL, mcp_config=config)
+    catalog = load_catalog(LOCAL, mcp_config=config)
+    # Loaded in one event loop, called from another: MCP tools keep no session between calls.
+    assert asyncio.run(catalog.get("add").ainvoke({"a": 2, "b": 3})) == 5
 
     async def inside() -> ToolCatalog:
         return load_catalog(LOCAL, mcp_config=config)

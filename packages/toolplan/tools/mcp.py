@@ -250,8 +250,13 @@ class _WatchedTransport(httpx.AsyncBaseTransport):
         self._inner = httpx.AsyncHTTPTransport()
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        response = await self._inner.handle_async_request(request)
         watch = _CURRENT_CALL.get()
+        try:
+            response = await self._inner.handle_async_request(request)
+        except httpx.TransportError as error:
+            if watch is not None and request.method == "POST":
+                watch.trip(error)  # the SDK may not hand this one to the call either
+            raise
         if watch is None or not isinstance(response.stream, httpx.AsyncByteStream):
             return response
         return httpx.Response(
