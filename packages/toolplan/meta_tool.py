@@ -16,13 +16,13 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import Callable, Coroutine, Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Literal, TypeVar
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Literal
 
 from langchain_core.tools import BaseTool, ToolException
 from pydantic import ConfigDict, PrivateAttr
 
+from toolplan._blocking import run_blocking
 from toolplan.config import Settings
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import InvalidInput, PlanInvalid, ToolplanError, ValidationIssue
@@ -47,8 +47,6 @@ __all__ = [
 
 DEFAULT_OUTPUT_LIMIT = 2_000
 """Characters of each output step's output that the model sees; the artifact keeps everything."""
-
-T = TypeVar("T")
 
 _STEP_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -232,16 +230,6 @@ def _plan_data(plan: Any, extra: Mapping[str, Any]) -> dict[str, Any]:
     return data
 
 
-def _run_blocking(coroutine: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine from sync code, in a worker thread when this thread runs a loop already."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coroutine)
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="toolplan-plan") as pool:
-        return pool.submit(asyncio.run, coroutine).result()
-
-
 # -- the tool ------------------------------------------------------------------------------------
 
 
@@ -314,7 +302,7 @@ class PlanTool(BaseTool):
 
     def _run(self, plan: Any = None, **kwargs: Any) -> tuple[str, dict[str, Any]]:
         extra = {k: v for k, v in kwargs.items() if k not in ("run_manager", "config")}
-        return _run_blocking(self._execute(plan, extra))
+        return run_blocking(self._execute(plan, extra))
 
 
 def _catalog_of(tools: ToolCatalog | Iterable[BaseTool | Callable[..., Any]]) -> ToolCatalog:

@@ -251,6 +251,7 @@ def test_sync_loading_inside_and_outside_an_event_loop(remote: HttpServer) -> No
     catalog = load_catalog(LOCAL, mcp_config=config)
     # Loaded in one event loop, called from another: MCP tools keep no session between calls.
     assert asyncio.run(catalog.get("add").ainvoke({"a": 2, "b": 3})) == 5
+    assert catalog.get("shout").invoke({"text": "sync"}) == "SYNC"  # for sync agents too
 
     async def inside() -> ToolCatalog:
         return load_catalog(LOCAL, mcp_config=config)

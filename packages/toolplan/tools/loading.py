@@ -11,13 +11,12 @@ raises :class:`~toolplan.tools.mcp.MCPServerUnavailable` instead (exit code 3).
 
 from __future__ import annotations
 
-import asyncio
 import sys
-from collections.abc import Callable, Coroutine, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
+from toolplan._blocking import run_blocking
 from toolplan.config import Settings
 from toolplan.tools.catalog import ToolCatalog, load_tool_modules
 from toolplan.tools.mcp import (
@@ -31,8 +30,6 @@ __all__ = ["McpConfig", "aload_catalog", "load_catalog", "warn_on_stderr"]
 
 McpConfig = str | Path | Mapping[str, Any]
 """An ``mcpServers`` JSON file, or the parsed mapping."""
-
-T = TypeVar("T")
 
 
 def warn_on_stderr(message: str) -> None:
@@ -68,16 +65,6 @@ async def aload_catalog(
     return catalog
 
 
-def _run(coroutine: Coroutine[Any, Any, T]) -> T:
-    """Run to completion from sync code, even when this thread already runs an event loop."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coroutine)
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="toolplan-catalog") as pool:
-        return pool.submit(asyncio.run, coroutine).result()
-
-
 def load_catalog(
     settings: Settings,
     *,
@@ -87,7 +74,7 @@ def load_catalog(
     startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
 ) -> ToolCatalog:
     """Sync form of :func:`aload_catalog` (MCP tools keep no session, so any loop may use them)."""
-    return _run(
+    return run_blocking(
         aload_catalog(
             settings,
             mcp_config=mcp_config,

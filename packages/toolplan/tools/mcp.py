@@ -33,6 +33,7 @@ from typing import Any, Literal
 import httpx
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 
+from toolplan._blocking import run_blocking
 from toolplan.errors import InvalidInput, ToolFailure, Unavailable
 
 __all__ = [
@@ -383,10 +384,14 @@ def _wrap(tool: BaseTool, server: MCPServer) -> BaseTool:
             ) from None
         return mcp_output(content, artifact)
 
+    def run_sync(**arguments: Any) -> Any:
+        return run_blocking(run(**arguments))  # no session outlives a call, so any loop will do
+
     return StructuredTool(
         name=tool.name,
         description=tool.description,
         args_schema=tool.args_schema if tool.args_schema is not None else {"type": "object"},
+        func=run_sync,
         coroutine=run,
         metadata={**(tool.metadata or {}), "mcp_server": server.name},
         tags=[MCP_TAG, f"{MCP_TAG}:{server.name}"],
