@@ -221,13 +221,7 @@ def _plan_data(plan: Any, extra: Mapping[str, Any]) -> dict[str, Any]:
     data, issues = to_plan_data(plan)
     if issues or data is None:
         raise PlanInvalid(issues)
-    if (
-        isinstance(plan, dict)
-        and isinstance(plan.get("outputSteps"), list)
-        and not plan["outputSteps"]
-    ):
-        data["outputSteps"] = []  # an explicit empty list means "no outputs", not "all"
-    return data
+    return data  # an empty outputSteps means every step, as for the planner
 
 
 # -- the tool ------------------------------------------------------------------------------------
