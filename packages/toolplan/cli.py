@@ -237,8 +237,15 @@ def execute(
     fail_fast: FailFastOption = False,
     yes: YesOption = False,
     as_json: JsonOption = False,
+    enqueue: Annotated[
+        bool, typer.Option("--enqueue", help="Queue it for `toolplan worker` processes instead of running it here.")
+    ] = False,
 ) -> None:
     """Run a stored plan, or resume it after a crash. A finished plan prints its stored result."""
+
+    if enqueue:
+        _enqueue(plan_id, store, tools, yes=yes, as_json=as_json)
+        return
 
     def body() -> operations.ExecutionResult:
         session = _session(store, tools, concurrency=concurrency, fail_fast=fail_fast or None)
@@ -250,6 +257,25 @@ def execute(
             session.close()
 
     _finish_execution(_guard(body, as_json=as_json), as_json=as_json, store_uri=_store_uri(store))
+
+
+def _enqueue(plan_id: str, store: str | None, tools: list[str] | None, *, yes: bool, as_json: bool) -> None:
+    from toolplan.worker import enqueue_plan
+
+    def body() -> Any:
+        session = _session(store, tools)
+        try:
+            return enqueue_plan(session.store, plan_id, approve=yes)
+        finally:
+            session.close()
+
+    record = _guard(body, as_json=as_json)
+    if as_json:
+        _emit_json({"planId": record.plan_id, "status": record.status})
+    elif record.status == "queued":
+        stdout.print(f"queued {record.plan_id} in {_store_uri(store)}; a `toolplan worker` will run it")
+    else:
+        stdout.print(f"{record.plan_id} is {record.status}, not queued again; see: toolplan show {record.plan_id}")
 
 
 @app.command()
