@@ -70,6 +70,8 @@ class StepRunner:
         rng: random.Random | None = None,
     ) -> None:
         self.plan = plan
+        # Plan.step() scans the list; a dict keeps a step's lookup O(1), so large plans stay linear.
+        self._steps = {step.id: step for step in plan.steps}
         self.catalog = catalog
         self.recorder = recorder
         self.options = options
@@ -124,7 +126,7 @@ class StepRunner:
 
     async def run(self, step_id: str) -> StepOutcome:
         """Run one step to its final state, recording every transition."""
-        step = self.plan.step(step_id)
+        step = self._steps[step_id]
         tool = self.catalog.get(step.tool)
         timeout = step.timeout or self.options.default_timeout
         max_attempts = step.max_attempts or self.options.retry.max_attempts
