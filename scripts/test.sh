@@ -9,4 +9,7 @@ fi
 . .venv/bin/activate
 python -m pip install --quiet --upgrade pip
 python -m pip install --quiet -e '.[dev]'
+# The MongoDB tests run on jongodb, a real wire-protocol server from npm; install it up front so a
+# missing npm fails here, loudly, instead of in the middle of the run.
+bash scripts/jongodb.sh install
 exec python -m pytest "$@"
