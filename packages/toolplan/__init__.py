@@ -28,6 +28,7 @@ from toolplan.errors import (
     ToolplanError,
     Unavailable,
 )
+from toolplan.meta_tool import plan_tool
 from toolplan.operations import PlanRef
 from toolplan.plan import Plan, Step, load_plan
 from toolplan.planning.planner import PlanningOutcome
@@ -62,6 +63,7 @@ __all__ = [
     "load_plan",
     "load_tool_modules",
     "open_store",
+    "plan_tool",
     "run_plan",
     "run_plan_sync",
     "submit_plan",
