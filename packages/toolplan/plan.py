@@ -143,6 +143,23 @@ def _issues_from(error: ValidationError) -> list[ValidationIssue]:
     return issues
 
 
+MAX_NESTING = 64
+"""Deepest nesting of objects/lists accepted in a plan (hostile input guard)."""
+
+
+def _too_deep(value: Any, limit: int = MAX_NESTING) -> bool:
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        current, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(current, dict):
+            stack.extend((item, depth + 1) for item in current.values())
+        elif isinstance(current, list):
+            stack.extend((item, depth + 1) for item in current)
+    return False
+
+
 def parse_plan(data: Any) -> Plan:
     """Build a :class:`Plan` from parsed JSON in either supported form.
 
@@ -150,6 +167,10 @@ def parse_plan(data: Any) -> Plan:
     """
     if isinstance(data, Plan):
         return data
+    if _too_deep(data):
+        raise PlanInvalid(
+            [ValidationIssue("shape", f"the plan is nested more than {MAX_NESTING} levels deep")]
+        )
     if not isinstance(data, dict):
         raise PlanInvalid(
             [ValidationIssue("shape", f"a plan must be a JSON object, got {type(data).__name__}")]

@@ -112,3 +112,18 @@ def test_malformed_json_and_missing_file(tmp_path: Path) -> None:
         load_plan(bad)
     with pytest.raises(InvalidInput, match="does not exist"):
         load_plan(tmp_path / "missing.json")
+
+
+def test_absurd_nesting_is_a_validation_error_not_a_crash() -> None:
+    deep: object = "x"
+    for _ in range(500):
+        deep = {"a": deep}
+    with pytest.raises(PlanInvalid, match="nested more than 64 levels"):
+        parse_plan({"steps": [{"id": "a", "tool": "t", "parameters": deep}]})
+    ok: object = "x"
+    for _ in range(30):
+        ok = [ok]
+    assert (
+        parse_plan({"steps": [{"id": "a", "tool": "t", "parameters": {"v": ok}}]}).steps[0].id
+        == "a"
+    )
