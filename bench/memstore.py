@@ -1,0 +1,246 @@
+"""A minimal in-memory :class:`~toolplan.store.protocol.Store`: the "no persistence" row.
+
+It implements the whole protocol with dicts behind one lock, and LangGraph's ``InMemorySaver`` as
+the checkpointer, so the engine runs unchanged and only the durable writes disappear.
+"""
+
+from __future__ import annotations
+
+import copy
+import secrets
+import threading
+import time
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
+
+from toolplan.errors import InvalidInput
+from toolplan.store.protocol import (
+    STEP_FIELDS,
+    ExecutionRecord,
+    ExecutionStatus,
+    PlanRecord,
+    RequestRecord,
+    StepRecord,
+    utc_now,
+)
+from toolplan.tools.catalog import ToolStats
+
+__all__ = ["MemoryStore"]
+
+
+class MemoryStore:
+    """Everything in process memory; nothing survives the process."""
+
+    def __init__(self) -> None:
+        self.uri = "memory://"
+        self._lock = threading.RLock()
+        self._requests: dict[str, RequestRecord] = {}
+        self._plans: dict[str, PlanRecord] = {}
+        self._executions: dict[str, dict[str, Any]] = {}
+        self._steps: dict[str, dict[str, dict[str, Any]]] = {}
+        self._records: dict[str, list[dict[str, Any]]] = {}
+        self._keys: dict[tuple[str, str], dict[str, Any]] = {}
+        self._saver = InMemorySaver()
+
+    # requests and plans
+    def save_plan(self, plan: PlanRecord, request: RequestRecord | None = None) -> None:
+        with self._lock:
+            if plan.plan_id in self._plans:
+                raise InvalidInput(f"plan {plan.plan_id!r} exists already (plans are immutable)")
+            if request is not None:
+                self._requests[request.request_id] = request
+            elif plan.request_id not in self._requests:
+                raise InvalidInput(f"request {plan.request_id!r} does not exist")
+            self._plans[plan.plan_id] = plan
+
+    def get_request(self, request_id: str) -> RequestRecord | None:
+        return self._requests.get(request_id)
+
+    def get_plan(self, plan_id: str) -> PlanRecord | None:
+        return self._plans.get(plan_id)
+
+    def list_plans(self, request_id: str) -> list[PlanRecord]:
+        with self._lock:
+            return [p for p in self._plans.values() if p.request_id == request_id]
+
+    # executions
+    def create_execution(
+        self, plan_id: str, steps: list[tuple[str, str]], *, status: ExecutionStatus
+    ) -> ExecutionRecord:
+        with self._lock:
+            if plan_id not in self._executions:
+                self._executions[plan_id] = {
+                    "plan_id": plan_id,
+                    "status": status,
+                    "created_at": utc_now(),
+                    "queued_at": time.time() if status == "queued" else None,
+                }
+                self._steps[plan_id] = {
+                    step_id: {"step_id": step_id, "tool": tool} for step_id, tool in steps
+                }
+        execution = self.get_execution(plan_id)
+        assert execution is not None
+        return execution
+
+    def get_execution(self, plan_id: str) -> ExecutionRecord | None:
+        with self._lock:
+            row = self._executions.get(plan_id)
+            if row is None:
+                return None
+            steps = [StepRecord(**copy.deepcopy(s)) for s in self._steps[plan_id].values()]
+            return ExecutionRecord(
+                plan_id=plan_id,
+                status=row["status"],
+                steps=steps,
+                created_at=row["created_at"],
+                started_at=row.get("started_at"),
+                finished_at=row.get("finished_at"),
+                error=row.get("error"),
+                worker_id=row.get("worker_id"),
+                lease_until=row.get("lease_until"),
+            )
+
+    def update_step(self, plan_id: str, step_id: str, changes: Mapping[str, Any]) -> None:
+        unknown = set(changes) - STEP_FIELDS
+        if unknown:
+            raise ValueError(f"cannot update step fields {sorted(unknown)}")
+        with self._lock:
+            try:
+                self._steps[plan_id][step_id].update(changes)
+            except KeyError:
+                raise KeyError(f"no step {step_id!r} in the execution of {plan_id!r}") from None
+
+    def set_execution_status(
+        self,
+        plan_id: str,
+        status: ExecutionStatus,
+        *,
+        error: str | None = None,
+        started_at: str | None = None,
+        finished_at: str | None = None,
+    ) -> None:
+        with self._lock:
+            row = self._executions[plan_id]
+            row.update(status=status, error=error)
+            if started_at is not None:
+                row["started_at"] = started_at
+            if finished_at is not None:
+                row["finished_at"] = finished_at
+
+    # work queue
+    def enqueue(self, plan_id: str, steps: list[tuple[str, str]]) -> ExecutionRecord:
+        self.create_execution(plan_id, steps, status="queued")
+        with self._lock:
+            row = self._executions[plan_id]
+            lease = row.get("lease_until")
+            if row["status"] in ("queued", "running") and (lease is None or lease < time.time()):
+                row.update(status="queued", queued_at=time.time(), worker_id=None, lease_until=None)
+        execution = self.get_execution(plan_id)
+        assert execution is not None
+        return execution
+
+    def claim(self, worker_id: str, lease_seconds: float) -> str | None:
+        now = time.time()
+        with self._lock:
+            candidates = [
+                row
+                for row in self._executions.values()
+                if row["status"] == "queued"
+                or (
+                    row["status"] == "running"
+                    and row.get("queued_at") is not None
+                    and (row.get("lease_until") or 0) < now
+                )
+            ]
+            if not candidates:
+                return None
+            row = min(candidates, key=lambda r: r.get("queued_at") or 0)
+            row.update(status="running", worker_id=worker_id, lease_until=now + lease_seconds)
+            return str(row["plan_id"])
+
+    def acquire(
+        self, plan_id: str, worker_id: str, lease_seconds: float, *, expected_owner: str | None
+    ) -> bool:
+        now = time.time()
+        with self._lock:
+            row = self._executions.get(plan_id)
+            if row is None or row["status"] not in ("queued", "running"):
+                return False
+            owner, lease = row.get("worker_id"), row.get("lease_until")
+            if (
+                owner is None
+                or lease is None
+                or lease < now
+                or owner in (worker_id, expected_owner)
+            ):
+                row.update(status="running", worker_id=worker_id, lease_until=now + lease_seconds)
+                return True
+            return False
+
+    def renew_lease(self, plan_id: str, worker_id: str, lease_seconds: float) -> bool:
+        with self._lock:
+            row = self._executions.get(plan_id)
+            if row is None or row.get("worker_id") != worker_id or row["status"] != "running":
+                return False
+            row["lease_until"] = time.time() + lease_seconds
+            return True
+
+    def release(self, plan_id: str, worker_id: str) -> None:
+        with self._lock:
+            row = self._executions.get(plan_id)
+            if row is not None and row.get("worker_id") == worker_id:
+                if row["status"] == "running":
+                    row["status"] = "queued"
+                row.update(worker_id=None, lease_until=None)
+
+    # statistics and toolset data
+    def tool_stats(self) -> dict[str, ToolStats]:
+        with self._lock:
+            per_tool: dict[str, list[dict[str, Any]]] = {}
+            for steps in self._steps.values():
+                for step in steps.values():
+                    if step.get("status") in ("succeeded", "failed"):
+                        per_tool.setdefault(step["tool"], []).append(step)
+        stats = {}
+        for tool, records in per_tool.items():
+            durations = [
+                r["duration_ms"]
+                for r in records
+                if r["status"] == "succeeded" and r.get("duration_ms") is not None
+            ]
+            failures = sum(1 for r in records if r["status"] == "failed")
+            stats[tool] = ToolStats(
+                len(records),
+                sum(durations) / len(durations) if durations else None,
+                failures / len(records),
+            )
+        return stats
+
+    def put_record(
+        self, collection: str, record: dict[str, Any], *, idempotency_key: str | None = None
+    ) -> dict[str, Any]:
+        with self._lock:
+            if idempotency_key is not None and (collection, idempotency_key) in self._keys:
+                return self._keys[(collection, idempotency_key)]
+            stored = {"_id": secrets.token_hex(12), **record}
+            self._records.setdefault(collection, []).append(stored)
+            if idempotency_key is not None:
+                self._keys[(collection, idempotency_key)] = stored
+            return stored
+
+    def find_records(self, collection: str, where: Mapping[str, Any]) -> list[dict[str, Any]]:
+        with self._lock:
+            docs = list(self._records.get(collection, []))
+        return [d for d in docs if all(d.get(k) == v for k, v in where.items())]
+
+    # checkpoints and lifecycle
+    @asynccontextmanager
+    async def checkpointer(self) -> AsyncIterator[BaseCheckpointSaver[Any]]:
+        yield self._saver
+
+    def close(self) -> None:
+        return None
