@@ -113,13 +113,11 @@ def test_mongodb_layout_and_indexes(mongodb_uri: str) -> None:
             assert key in unique, (collection, unique)
 
 
-@pytest.mark.mongodb
-def test_mongodb_default_database_name(mongo_test_server: Any) -> None:
-    if not mongo_test_server.supports_control:
-        pytest.skip("writes to the 'toolplan' database; only on the throwaway jongodb")
-    bare = mongo_test_server.uri_for("x").rsplit("/", 1)[0] + "/"
-    with closing(open_store(bare)) as store:
-        assert isinstance(store, MongoStore) and store._db.name == DEFAULT_DATABASE
+def test_mongodb_database_name_comes_from_the_uri() -> None:
+    assert mongo._database_name("mongodb://h:1/plans?w=1") == "plans"
+    assert mongo._database_name("mongodb+srv://u:p@cluster.example.net/prod") == "prod"
+    assert mongo._database_name("mongodb://h1:1,h2:2/") == DEFAULT_DATABASE
+    assert mongo._database_name("mongodb://h:1") == DEFAULT_DATABASE
 
 
 class _CrashingInserts:
