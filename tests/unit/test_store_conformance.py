@@ -27,6 +27,7 @@ from tests.store_conformance import (
 )
 from toolplan.errors import InvalidInput, StoreUnavailable
 from toolplan.store import Store, mongo, open_store
+from toolplan.store._mongo_client import database_name
 from toolplan.store.mongo import DEFAULT_DATABASE, TIMEOUT_ENV, MongoStore, client_options
 
 
@@ -114,10 +115,10 @@ def test_mongodb_layout_and_indexes(mongodb_uri: str) -> None:
 
 
 def test_mongodb_database_name_comes_from_the_uri() -> None:
-    assert mongo._database_name("mongodb://h:1/plans?w=1") == "plans"
-    assert mongo._database_name("mongodb+srv://u:p@cluster.example.net/prod") == "prod"
-    assert mongo._database_name("mongodb://h1:1,h2:2/") == DEFAULT_DATABASE
-    assert mongo._database_name("mongodb://h:1") == DEFAULT_DATABASE
+    assert database_name("mongodb://h:1/plans?w=1") == "plans"
+    assert database_name("mongodb+srv://u:p@cluster.example.net/prod") == "prod"
+    assert database_name("mongodb://h1:1,h2:2/") == DEFAULT_DATABASE
+    assert database_name("mongodb://h:1") == DEFAULT_DATABASE
 
 
 class _CrashingInserts:

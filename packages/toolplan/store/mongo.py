@@ -40,28 +40,25 @@ import asyncio
 import contextlib
 import functools
 import json
-import os
 import secrets
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
-from urllib.parse import parse_qsl, unquote, urlsplit
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from pymongo import ASCENDING, IndexModel, MongoClient, UpdateOne
-from pymongo.errors import (
-    BulkWriteError,
-    ConfigurationError,
-    ConnectionFailure,
-    DuplicateKeyError,
-    InvalidURI,
-    PyMongoError,
-)
-from pymongo.write_concern import WriteConcern
+from pymongo import ASCENDING, IndexModel, UpdateOne
+from pymongo.errors import BulkWriteError, DuplicateKeyError, PyMongoError
 
 from toolplan.errors import InvalidInput, StoreUnavailable
+from toolplan.store._mongo_client import (
+    DEFAULT_DATABASE,
+    DEFAULT_TIMEOUT_MS,
+    TIMEOUT_ENV,
+    MongoConnection,
+    client_options,
+)
 from toolplan.store.protocol import (
     STEP_FIELDS,
     ExecutionRecord,
@@ -76,7 +73,6 @@ from toolplan.tools.catalog import ToolStats
 
 if TYPE_CHECKING:
     from pymongo.collection import Collection
-    from pymongo.database import Database
 
 __all__ = [
     "DEFAULT_DATABASE",
@@ -86,15 +82,6 @@ __all__ = [
     "MongoStore",
     "client_options",
 ]
-
-DEFAULT_DATABASE = "toolplan"
-"""The database used when the URI names none (``mongodb://host:27017``)."""
-
-TIMEOUT_ENV = "TOOLPLAN_MONGO_TIMEOUT_MS"
-"""Environment variable overriding :data:`DEFAULT_TIMEOUT_MS`."""
-
-DEFAULT_TIMEOUT_MS = 5000
-"""Server selection and connect timeout; socket reads wait three times as long."""
 
 MAX_PAYLOAD_BYTES = 7_000_000
 """Largest JSON payload (step parameters or output) kept whole in one step document.
@@ -133,52 +120,6 @@ def _loads(text: str | None) -> Any:
     return None if text is None else json.loads(text)
 
 
-def _timeout_ms(env: Mapping[str, str]) -> int:
-    raw = env.get(TIMEOUT_ENV, "").strip()
-    if not raw:
-        return DEFAULT_TIMEOUT_MS
-    try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-    if value <= 0:
-        raise InvalidInput(f"{TIMEOUT_ENV}={raw!r} is not a positive number of milliseconds")
-    return value
-
-
-def client_options(uri: str, env: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """Keyword arguments for ``MongoClient``: toolplan's defaults for what the URI leaves unset.
-
-    ``w="majority"`` is always applied: leases and claims are only safe with acknowledged,
-    majority-committed writes.
-    """
-    env = os.environ if env is None else env
-    given = {key.lower() for key, _ in parse_qsl(urlsplit(uri).query)}
-    timeout = _timeout_ms(env)
-    defaults: dict[str, Any] = {
-        "serverSelectionTimeoutMS": timeout,
-        "connectTimeoutMS": timeout,
-        # Without a socket timeout, a server that stops answering (paused, partitioned) would
-        # block a command forever instead of failing with a clear error.
-        "socketTimeoutMS": timeout * 3,
-        "appname": "toolplan",
-    }
-    options = {key: value for key, value in defaults.items() if key.lower() not in given}
-    options["w"] = "majority"
-    return options
-
-
-def _database_name(uri: str) -> str:
-    name = unquote(urlsplit(uri).path.lstrip("/"))
-    return name or DEFAULT_DATABASE
-
-
-def _reason(error: BaseException) -> str:
-    """The useful part of a driver message (server selection errors append a topology dump)."""
-    text = str(error).split(", Timeout:")[0].split(", full error:")[0].strip()
-    return text[:300] or type(error).__name__
-
-
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -202,57 +143,27 @@ class MongoStore:
     """:class:`~toolplan.store.protocol.Store` on a MongoDB database (see the module docstring)."""
 
     def __init__(self, uri: str, *, env: Mapping[str, str] | None = None) -> None:
-        from toolplan.store import redact_uri
-
-        self.uri = redact_uri(uri)
-        self._password = urlsplit(uri).password
-        self._saver: BaseCheckpointSaver[Any] | None = None
-        self._saver_lock = threading.Lock()
-        try:
-            self._client: MongoClient[_Document] = MongoClient(uri, **client_options(uri, env))
-        except (ConfigurationError, ValueError, TypeError) as error:
-            # pymongo reports some malformed URIs (a bad port) and option values as ValueError.
-            reason = self._scrub(_reason(error))
-            if (
-                isinstance(error, ConfigurationError)
-                and not isinstance(error, InvalidURI)
-                and uri.startswith("mongodb+srv://")
-            ):
-                # The SRV/TXT lookup failed: the cluster cannot be found right now.
-                raise StoreUnavailable(
-                    f"cannot reach the MongoDB store {self.uri!r}: {reason}"
-                ) from None
-            raise InvalidInput(
-                f"invalid MongoDB store URI {self.uri!r}: {reason} "
-                "(expected mongodb://host:port/dbname or mongodb+srv://host/dbname)"
-            ) from None
-        self._db: Database[_Document] = self._client.get_database(
-            _database_name(uri), write_concern=WriteConcern(w="majority")
-        )
+        self._connection = MongoConnection(uri, env=env)
+        self.uri = self._connection.uri
+        self._client = self._connection.client
+        self._db = self._connection.db
         self._requests: Collection[_Document] = self._db["requests"]
         self._plans: Collection[_Document] = self._db["plans"]
         self._executions: Collection[_Document] = self._db["executions"]
         self._steps: Collection[_Document] = self._db["steps"]
         self._records: Collection[_Document] = self._db["records"]
+        self._saver: BaseCheckpointSaver[Any] | None = None
+        self._saver_lock = threading.Lock()
         try:
             self._setup()
         except BaseException:
-            self._client.close()
+            self._connection.close()
             raise
 
     # -- plumbing ------------------------------------------------------------------------------
 
-    def _scrub(self, text: str) -> str:
-        return text.replace(self._password, "***") if self._password else text
-
     def _unavailable(self, error: PyMongoError) -> StoreUnavailable:
-        reason = self._scrub(_reason(error))
-        if isinstance(error, ConnectionFailure):
-            return StoreUnavailable(
-                f"cannot reach the MongoDB store {self.uri!r}: {reason}. Check that the server is "
-                f"running and the URI is right (timeouts: {TIMEOUT_ENV})"
-            )
-        return StoreUnavailable(f"the MongoDB store {self.uri!r} failed: {reason}")
+        return self._connection.unavailable(error)
 
     @_guarded
     def _setup(self) -> None:
@@ -708,4 +619,4 @@ class MongoStore:
 
     def close(self) -> None:
         """Close the client and its connection pool."""
-        self._client.close()
+        self._connection.close()

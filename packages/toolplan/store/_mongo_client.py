@@ -1,0 +1,133 @@
+"""Connecting the MongoDB store: client options, the database a URI names, and driver errors
+turned into toolplan's errors with the URI's password hidden."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from pymongo import MongoClient
+from pymongo.errors import ConfigurationError, ConnectionFailure, InvalidURI, PyMongoError
+from pymongo.write_concern import WriteConcern
+
+from toolplan.errors import InvalidInput, StoreUnavailable
+
+if TYPE_CHECKING:
+    from pymongo.database import Database
+
+__all__ = [
+    "DEFAULT_DATABASE",
+    "DEFAULT_TIMEOUT_MS",
+    "TIMEOUT_ENV",
+    "MongoConnection",
+    "client_options",
+    "database_name",
+]
+
+DEFAULT_DATABASE = "toolplan"
+"""The database used when the URI names none (``mongodb://host:27017``)."""
+
+TIMEOUT_ENV = "TOOLPLAN_MONGO_TIMEOUT_MS"
+"""Environment variable overriding :data:`DEFAULT_TIMEOUT_MS`."""
+
+DEFAULT_TIMEOUT_MS = 5000
+"""Server selection and connect timeout; socket reads wait three times as long."""
+
+Document = dict[str, Any]
+
+
+def _timeout_ms(env: Mapping[str, str]) -> int:
+    raw = env.get(TIMEOUT_ENV, "").strip()
+    if not raw:
+        return DEFAULT_TIMEOUT_MS
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise InvalidInput(f"{TIMEOUT_ENV}={raw!r} is not a positive number of milliseconds")
+    return value
+
+
+def client_options(uri: str, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Keyword arguments for ``MongoClient``: toolplan's defaults for what the URI leaves unset.
+
+    ``w="majority"`` is always applied: leases and claims are only safe with acknowledged,
+    majority-committed writes.
+    """
+    env = os.environ if env is None else env
+    given = {key.lower() for key, _ in parse_qsl(urlsplit(uri).query)}
+    timeout = _timeout_ms(env)
+    defaults: dict[str, Any] = {
+        "serverSelectionTimeoutMS": timeout,
+        "connectTimeoutMS": timeout,
+        # Without a socket timeout, a server that stops answering (paused, partitioned) would
+        # block a command forever instead of failing with a clear error.
+        "socketTimeoutMS": timeout * 3,
+        "appname": "toolplan",
+    }
+    options = {key: value for key, value in defaults.items() if key.lower() not in given}
+    options["w"] = "majority"
+    return options
+
+
+def database_name(uri: str) -> str:
+    """The database a store URI names, or :data:`DEFAULT_DATABASE`."""
+    name = unquote(urlsplit(uri).path.lstrip("/"))
+    return name or DEFAULT_DATABASE
+
+
+def _reason(error: BaseException) -> str:
+    """The useful part of a driver message (server selection errors append a topology dump)."""
+    text = str(error).split(", Timeout:")[0].split(", full error:")[0].strip()
+    return text[:300] or type(error).__name__
+
+
+class MongoConnection:
+    """A ``MongoClient`` and the database of one store URI; ``uri`` is safe to print."""
+
+    def __init__(self, uri: str, *, env: Mapping[str, str] | None = None) -> None:
+        from toolplan.store import redact_uri
+
+        self.uri = redact_uri(uri)
+        self._password = urlsplit(uri).password
+        try:
+            self.client: MongoClient[Document] = MongoClient(uri, **client_options(uri, env))
+        except (ConfigurationError, ValueError, TypeError) as error:
+            # pymongo reports some malformed URIs (a bad port) and option values as ValueError.
+            reason = self._scrub(_reason(error))
+            if (
+                isinstance(error, ConfigurationError)
+                and not isinstance(error, InvalidURI)
+                and uri.startswith("mongodb+srv://")
+            ):
+                # The SRV/TXT lookup failed: the cluster cannot be found right now.
+                raise StoreUnavailable(
+                    f"cannot reach the MongoDB store {self.uri!r}: {reason}"
+                ) from None
+            raise InvalidInput(
+                f"invalid MongoDB store URI {self.uri!r}: {reason} "
+                "(expected mongodb://host:port/dbname or mongodb+srv://host/dbname)"
+            ) from None
+        self.db: Database[Document] = self.client.get_database(
+            database_name(uri), write_concern=WriteConcern(w="majority")
+        )
+
+    def _scrub(self, text: str) -> str:
+        return text.replace(self._password, "***") if self._password else text
+
+    def unavailable(self, error: PyMongoError) -> StoreUnavailable:
+        """The :class:`StoreUnavailable` (exit 3) for a driver error, naming the URI."""
+        reason = self._scrub(_reason(error))
+        if isinstance(error, ConnectionFailure):
+            return StoreUnavailable(
+                f"cannot reach the MongoDB store {self.uri!r}: {reason}. Check that the server is "
+                f"running and the URI is right (timeouts: {TIMEOUT_ENV})"
+            )
+        return StoreUnavailable(f"the MongoDB store {self.uri!r} failed: {reason}")
+
+    def close(self) -> None:
+        """Close the client and its connection pool."""
+        self.client.close()
