@@ -28,6 +28,7 @@ from toolplan.plan import Plan, load_plan
 from toolplan.planning.planner import PlanningOutcome
 from toolplan.store import Store, open_store
 from toolplan.tools.catalog import ToolCatalog, load_tool_modules
+from toolplan.tools.loading import load_catalog
 
 __all__ = [
     "create_plan",
@@ -50,7 +51,7 @@ def resolve_catalog(tools: ToolsArg = None, *, settings: Settings | None = None)
     if isinstance(tools, ToolCatalog):
         return tools
     if tools is None:
-        return load_tool_modules((settings or Settings.from_env()).tool_modules)
+        return load_catalog(settings or Settings.from_env())
     items = list(tools)
     names = [t for t in items if isinstance(t, str)]
     catalog = load_tool_modules(names)

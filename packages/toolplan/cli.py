@@ -21,7 +21,8 @@ from toolplan.config import Settings
 from toolplan.errors import InvalidInput, ToolplanError
 from toolplan.execution.runner import ExecutionContext
 from toolplan.store import Store, open_store
-from toolplan.tools.catalog import ToolCatalog, load_tool_modules
+from toolplan.tools.catalog import ToolCatalog
+from toolplan.tools.loading import load_catalog
 
 __all__ = ["app", "main"]
 
@@ -47,34 +48,55 @@ ToolsOption = Annotated[
         "Default: $TOOLPLAN_TOOLS or all built-ins.",
     ),
 ]
+McpOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--mcp",
+        help="mcpServers JSON file: also load these MCP servers' tools (stdio or HTTP). "
+        "Default: $TOOLPLAN_MCP.",
+    ),
+]
 StoreOption = Annotated[
     str | None,
-    typer.Option("--store", help="Store URI. Default: $TOOLPLAN_STORE or sqlite:///./.toolplan/toolplan.db."),
+    typer.Option(
+        "--store", help="Store URI. Default: $TOOLPLAN_STORE or sqlite:///./.toolplan/toolplan.db."
+    ),
 ]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print exactly one JSON object on stdout.")]
+JsonOption = Annotated[
+    bool, typer.Option("--json", help="Print exactly one JSON object on stdout.")
+]
 ConcurrencyOption = Annotated[
-    int | None, typer.Option("--concurrency", min=1, help="Most steps running at once (default 10).")
+    int | None,
+    typer.Option("--concurrency", min=1, help="Most steps running at once (default 10)."),
 ]
 FailFastOption = Annotated[
-    bool, typer.Option("--fail-fast", help="Stop at the first failed step instead of failing forward.")
+    bool,
+    typer.Option("--fail-fast", help="Stop at the first failed step instead of failing forward."),
 ]
 MaxStepsOption = Annotated[
-    int | None, typer.Option("--max-steps", min=1, help="Reject plans with more steps (default 50).")
+    int | None,
+    typer.Option("--max-steps", min=1, help="Reject plans with more steps (default 50)."),
 ]
 FileOption = Annotated[
     Path | None, typer.Option("--file", "-f", help="Plan JSON file (canonical or seed-002 form).")
 ]
-QueryOption = Annotated[str | None, typer.Option("--query", help="The request text to store with the plan.")]
+QueryOption = Annotated[
+    str | None, typer.Option("--query", help="The request text to store with the plan.")
+]
 YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Run plans stored as needs_review.")]
 ModelOption = Annotated[
     str | None,
-    typer.Option("--model", help="provider:model for planning (default $TOOLPLAN_MODEL or openai:gpt-4o-mini)."),
+    typer.Option(
+        "--model",
+        help="provider:model for planning (default $TOOLPLAN_MODEL or openai:gpt-4o-mini).",
+    ),
 ]
 RequestIdOption = Annotated[
     str | None, typer.Option("--request-id", help="Add the plan as a new version of this request.")
 ]
 MaxRepairsOption = Annotated[
-    int | None, typer.Option("--max-repairs", min=0, help="LLM repair attempts for invalid plans (default 2).")
+    int | None,
+    typer.Option("--max-repairs", min=0, help="LLM repair attempts for invalid plans (default 2)."),
 ]
 ThresholdOption = Annotated[
     float | None,
@@ -85,7 +107,9 @@ ThresholdOption = Annotated[
         help="Plans whose lowest step confidence is below this are stored as needs_review (default 0.5).",
     ),
 ]
-QueryArgument = Annotated[str | None, typer.Argument(help="What to do, in natural language (needs a model).")]
+QueryArgument = Annotated[
+    str | None, typer.Argument(help="What to do, in natural language (needs a model).")
+]
 
 
 class Session:
@@ -105,7 +129,7 @@ class Session:
     @property
     def catalog(self) -> ToolCatalog:
         if self._catalog is None:
-            self._catalog = load_tool_modules(self.settings.tool_modules)
+            self._catalog = load_catalog(self.settings)
         return self._catalog
 
     def context(self, *, as_json: bool) -> ExecutionContext:
@@ -130,6 +154,7 @@ def _session(
     concurrency: int | None = None,
     fail_fast: bool | None = None,
     max_steps: int | None = None,
+    mcp: Path | None = None,
 ) -> Session:
     settings = Settings.from_env().with_overrides(
         store_uri=store,
@@ -137,6 +162,7 @@ def _session(
         concurrency=concurrency,
         fail_fast=fail_fast,
         max_steps=max_steps,
+        mcp_config=str(mcp) if mcp else None,
     )
     return Session(settings)
 
@@ -172,7 +198,9 @@ def _guard(body: Callable[[], T], *, as_json: bool) -> T:
         stderr.print(f"[bold red]error:[/] {error.message}", highlight=False)
         raise typer.Exit(error.exit_code) from None
     except KeyboardInterrupt:
-        stderr.print("interrupted; finished steps are stored — resume with `toolplan execute PLAN_ID`")
+        stderr.print(
+            "interrupted; finished steps are stored — resume with `toolplan execute PLAN_ID`"
+        )
         raise typer.Exit(130) from None
 
 
@@ -180,9 +208,7 @@ def _run_async(coroutine: Coroutine[Any, Any, T]) -> T:
     return asyncio.run(coroutine)
 
 
-def _finish_execution(
-    result: operations.ExecutionResult, *, as_json: bool, store_uri: str
-) -> None:
+def _finish_execution(result: operations.ExecutionResult, *, as_json: bool, store_uri: str) -> None:
     if as_json:
         _emit_json(result.to_json())
     else:
@@ -199,6 +225,7 @@ def submit(
     file: FileOption = None,
     query: QueryOption = None,
     tools: ToolsOption = None,
+    mcp: McpOption = None,
     store: StoreOption = None,
     max_steps: MaxStepsOption = None,
     as_json: JsonOption = False,
@@ -208,7 +235,7 @@ def submit(
     def body() -> None:
         if file is None:
             raise InvalidInput("give the plan with --file PLAN.json")
-        session = _session(store, tools, max_steps=max_steps)
+        session = _session(store, tools, max_steps=max_steps, mcp=mcp)
         try:
             ref = operations.submit_plan(
                 file,
@@ -222,7 +249,9 @@ def submit(
         if as_json:
             _emit_json(ref.to_json())
         else:
-            stdout.print(f"stored plan [bold]{ref.plan_id}[/] (request {ref.request_id}) in {session.store.uri}")
+            stdout.print(
+                f"stored plan [bold]{ref.plan_id}[/] (request {ref.request_id}) in {session.store.uri}"
+            )
             stdout.print(f"run it with: toolplan execute {ref.plan_id}")
 
     _guard(body, as_json=as_json)
@@ -232,13 +261,17 @@ def submit(
 def execute(
     plan_id: Annotated[str, typer.Argument(help="The plan to run or resume (plan_...).")],
     tools: ToolsOption = None,
+    mcp: McpOption = None,
     store: StoreOption = None,
     concurrency: ConcurrencyOption = None,
     fail_fast: FailFastOption = False,
     yes: YesOption = False,
     as_json: JsonOption = False,
     enqueue: Annotated[
-        bool, typer.Option("--enqueue", help="Queue it for `toolplan worker` processes instead of running it here.")
+        bool,
+        typer.Option(
+            "--enqueue", help="Queue it for `toolplan worker` processes instead of running it here."
+        ),
     ] = False,
 ) -> None:
     """Run a stored plan, or resume it after a crash. A finished plan prints its stored result."""
@@ -248,10 +281,14 @@ def execute(
         return
 
     def body() -> operations.ExecutionResult:
-        session = _session(store, tools, concurrency=concurrency, fail_fast=fail_fast or None)
+        session = _session(
+            store, tools, concurrency=concurrency, fail_fast=fail_fast or None, mcp=mcp
+        )
         try:
             return _run_async(
-                operations.execute_stored_plan(plan_id, session.context(as_json=as_json), approve=yes)
+                operations.execute_stored_plan(
+                    plan_id, session.context(as_json=as_json), approve=yes
+                )
             )
         finally:
             session.close()
@@ -259,7 +296,9 @@ def execute(
     _finish_execution(_guard(body, as_json=as_json), as_json=as_json, store_uri=_store_uri(store))
 
 
-def _enqueue(plan_id: str, store: str | None, tools: list[str] | None, *, yes: bool, as_json: bool) -> None:
+def _enqueue(
+    plan_id: str, store: str | None, tools: list[str] | None, *, yes: bool, as_json: bool
+) -> None:
     from toolplan.worker import enqueue_plan
 
     def body() -> Any:
@@ -273,9 +312,13 @@ def _enqueue(plan_id: str, store: str | None, tools: list[str] | None, *, yes: b
     if as_json:
         _emit_json({"planId": record.plan_id, "status": record.status})
     elif record.status == "queued":
-        stdout.print(f"queued {record.plan_id} in {_store_uri(store)}; a `toolplan worker` will run it")
+        stdout.print(
+            f"queued {record.plan_id} in {_store_uri(store)}; a `toolplan worker` will run it"
+        )
     else:
-        stdout.print(f"{record.plan_id} is {record.status}, not queued again; see: toolplan show {record.plan_id}")
+        stdout.print(
+            f"{record.plan_id} is {record.status}, not queued again; see: toolplan show {record.plan_id}"
+        )
 
 
 @app.command()
@@ -284,6 +327,7 @@ def run(
     file: FileOption = None,
     query: QueryOption = None,
     tools: ToolsOption = None,
+    mcp: McpOption = None,
     store: StoreOption = None,
     model: ModelOption = None,
     request_id: RequestIdOption = None,
@@ -306,11 +350,18 @@ def run(
                 "(toolplan run --file plan.json)"
             )
         session = _session(
-            store, tools, concurrency=concurrency, fail_fast=fail_fast or None, max_steps=max_steps
+            store,
+            tools,
+            concurrency=concurrency,
+            fail_fast=fail_fast or None,
+            max_steps=max_steps,
+            mcp=mcp,
         )
         try:
             if query_text is not None:
-                outcome = _plan(session, query_text, model, request_id, max_repairs, confidence_threshold)
+                outcome = _plan(
+                    session, query_text, model, request_id, max_repairs, confidence_threshold
+                )
                 planning.update(outcome.to_json())
                 if not as_json:
                     render.print_plan(stderr, outcome.plan, outcome.analysis)
@@ -329,9 +380,13 @@ def run(
                 )
                 plan_id = ref.plan_id
                 if not as_json:
-                    stderr.print(f"stored {ref.plan_id} (request {ref.request_id}) in {session.store.uri}")
+                    stderr.print(
+                        f"stored {ref.plan_id} (request {ref.request_id}) in {session.store.uri}"
+                    )
             return _run_async(
-                operations.execute_stored_plan(plan_id, session.context(as_json=as_json), approve=yes)
+                operations.execute_stored_plan(
+                    plan_id, session.context(as_json=as_json), approve=yes
+                )
             )
         finally:
             session.close()
@@ -394,6 +449,7 @@ def _needs_review(outcome: Any) -> ToolplanError:
 def plan(
     query_text: Annotated[str, typer.Argument(help="What to do, in natural language.")],
     tools: ToolsOption = None,
+    mcp: McpOption = None,
     store: StoreOption = None,
     model: ModelOption = None,
     request_id: RequestIdOption = None,
@@ -405,7 +461,7 @@ def plan(
     """Plan a query with the LLM (one call, plus bounded repairs), validate and store it."""
 
     def body() -> Any:
-        session = _session(store, tools, max_steps=max_steps)
+        session = _session(store, tools, max_steps=max_steps, mcp=mcp)
         try:
             return _plan(session, query_text, model, request_id, max_repairs, confidence_threshold)
         finally:
@@ -435,7 +491,9 @@ def plan(
 
 @app.command()
 def show(
-    identifier: Annotated[str, typer.Argument(help="A plan ID (plan_...) or request ID (req_...).")],
+    identifier: Annotated[
+        str, typer.Argument(help="A plan ID (plan_...) or request ID (req_...).")
+    ],
     store: StoreOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -457,7 +515,9 @@ def show(
         stdout.print(f"request [bold]{data['requestId']}[/]: {data['query'] or '(no query)'}")
         stdout.print(f"{len(plans)} plan version(s)")
     for plan in plans:
-        stdout.print(f"\n[bold]{plan['planId']}[/]  status: {plan['status']}  created: {plan['createdAt']}")
+        stdout.print(
+            f"\n[bold]{plan['planId']}[/]  status: {plan['status']}  created: {plan['createdAt']}"
+        )
         render.print_plan(stdout, plan["plan"], plan["analysis"])
         execution = plan["execution"]
         if execution is None:
@@ -465,21 +525,26 @@ def show(
         else:
             stdout.print(f"execution: {execution['status']}")
             for step in execution["steps"]:
-                detail = step["error"] if step["status"] != "succeeded" else render.short(step["output"])
+                detail = (
+                    step["error"] if step["status"] != "succeeded" else render.short(step["output"])
+                )
                 stdout.print(f"  {step['id']:<20} {step['status']:<10} {detail}", highlight=False)
 
 
 @app.command("tools")
 def list_tools(
     tools: ToolsOption = None,
+    mcp: McpOption = None,
     store: StoreOption = None,
-    tag: Annotated[str | None, typer.Option("--tag", help="Only tools with this capability tag.")] = None,
+    tag: Annotated[
+        str | None, typer.Option("--tag", help="Only tools with this capability tag.")
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """List the tools plans can use, with their arguments, tags and observed statistics."""
 
     def body() -> list[Any]:
-        session = _session(store, tools)
+        session = _session(store, tools, mcp=mcp)
         try:
             return operations.list_tools(session.store, session.catalog, tag=tag)
         finally:

@@ -34,13 +34,16 @@ class Settings:
 
     Environment variables: ``TOOLPLAN_STORE``, ``TOOLPLAN_TOOLS`` (comma-separated modules),
     ``TOOLPLAN_CONCURRENCY``, ``TOOLPLAN_MAX_STEPS``, ``TOOLPLAN_TIMEOUT`` (default step timeout,
-    seconds), ``TOOLPLAN_BACKOFF`` (first retry delay, seconds), ``TOOLPLAN_LEASE_SECONDS``.
+    seconds), ``TOOLPLAN_BACKOFF`` (first retry delay, seconds), ``TOOLPLAN_LEASE_SECONDS``,
+    ``TOOLPLAN_MCP`` (an ``mcpServers`` JSON file whose servers add tools).
     """
 
     store_uri: str = DEFAULT_STORE_URI
     tool_modules: tuple[str, ...] = DEFAULT_TOOL_MODULES
     max_steps: int = DEFAULT_MAX_STEPS
     execution: ExecutionOptions = field(default_factory=ExecutionOptions)
+    mcp_config: str | None = None
+    """``mcpServers`` JSON file whose servers add tools (``TOOLPLAN_MCP``, ``--mcp``)."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -70,6 +73,7 @@ class Settings:
             tool_modules=modules or DEFAULT_TOOL_MODULES,
             max_steps=_number(env, "TOOLPLAN_MAX_STEPS", int) or DEFAULT_MAX_STEPS,
             execution=execution,
+            mcp_config=env.get("TOOLPLAN_MCP") or None,
         )
 
     def with_overrides(
@@ -80,6 +84,7 @@ class Settings:
         concurrency: int | None = None,
         fail_fast: bool | None = None,
         max_steps: int | None = None,
+        mcp_config: str | None = None,
     ) -> Settings:
         """A copy with the flags a user gave on the command line applied."""
         execution = self.execution
@@ -96,4 +101,5 @@ class Settings:
             tool_modules=tuple(tool_modules) if tool_modules else self.tool_modules,
             max_steps=max_steps or self.max_steps,
             execution=execution,
+            mcp_config=mcp_config or self.mcp_config,
         )

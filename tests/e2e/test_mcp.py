@@ -519,3 +519,29 @@ async def test_the_meta_tool_runs_plans_over_mcp_tools(
     )
     assert "User zed" not in message.content  # the intermediate lookup stays in the artifact
     assert message.artifact["steps"][0]["output"]["name"] == "User zed"
+
+
+def test_cli_mcp_flag_and_env_load_the_servers_tools(remote: HttpServer, tmp_path: Path) -> None:
+    """`--mcp servers.json` / TOOLPLAN_MCP reach every command through the CLI session."""
+    from tests.e2e.conftest import Cli
+
+    cli = Cli(tmp_path)
+    config = write_config(tmp_path, {"remote": {"url": remote.url, "transport": "streamable_http"}})
+    listed = cli("tools", "--mcp", str(config), "--tag", "mcp:remote", "--json")
+    assert listed.code == 0, listed.stderr
+    assert "add" in {t["name"] for t in listed.json()["tools"]}
+
+    plan = {
+        "steps": [
+            {"id": "sum", "tool": "add", "parameters": {"a": 2, "b": 3}},
+            {"id": "echo", "tool": "echo", "parameters": {"value": "{{sum}}"}},
+        ]
+    }
+    cli.env["TOOLPLAN_MCP"] = str(config)
+    done = cli("run", "--file", cli.write_plan(plan), "--json")
+    assert done.code == 0, done.stderr
+    assert done.json()["outputs"] == {"sum": 5, "echo": 5}
+
+    cli.env.pop("TOOLPLAN_MCP")
+    rejected = cli("run", "--file", cli.write_plan(plan), "--json")
+    assert rejected.code == 2 and "unknown tool 'add'" in rejected.stdout

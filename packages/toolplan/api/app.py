@@ -29,7 +29,8 @@ from toolplan.api.schema import build_schema
 from toolplan.api.settings import ApiSettings
 from toolplan.config import Settings
 from toolplan.store import Store, open_store
-from toolplan.tools.catalog import ToolCatalog, load_tool_modules
+from toolplan.tools.catalog import ToolCatalog
+from toolplan.tools.loading import load_catalog
 
 __all__ = ["GRAPHQL_PATH", "create_app"]
 
@@ -84,7 +85,7 @@ def create_app(
     api = api or ApiSettings.from_env()
     owned = store is None
     store = store if store is not None else open_store(settings.store_uri)
-    catalog = catalog if catalog is not None else load_tool_modules(settings.tool_modules)
+    catalog = catalog if catalog is not None else load_catalog(settings)
     context = ApiContext(settings, store, catalog)
     view = _GraphQLView(context, api)
 

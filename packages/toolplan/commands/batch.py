@@ -11,6 +11,7 @@ import typer
 
 from toolplan.cli import (
     JsonOption,
+    McpOption,
     ModelOption,
     StoreOption,
     ToolsOption,
@@ -43,6 +44,7 @@ def batch(
         typer.Option("--summary-json", help="Also write the summary as JSON to this file."),
     ] = None,
     tools: ToolsOption = None,
+    mcp: McpOption = None,
     store: StoreOption = None,
     model: ModelOption = None,
     as_json: JsonOption = False,
@@ -67,7 +69,7 @@ def batch(
 
     def body() -> dict[str, Any]:
         items = load_queries(file)
-        session = _session(store, tools)
+        session = _session(store, tools, mcp=mcp)
         try:
             planner = planner_context_from_env(
                 settings=session.settings, store=session.store, catalog=session.catalog, model=model

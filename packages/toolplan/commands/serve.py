@@ -48,7 +48,7 @@ def serve(
         from toolplan.config import Settings
         from toolplan.errors import ToolplanError
         from toolplan.store import open_store
-        from toolplan.tools.catalog import load_tool_modules
+        from toolplan.tools.loading import load_catalog
 
         try:
             import uvicorn
@@ -65,7 +65,7 @@ def serve(
         settings = Settings.from_env().with_overrides(store_uri=store, tool_modules=tools)
         opened = open_store(settings.store_uri)
         try:
-            catalog = load_tool_modules(settings.tool_modules)
+            catalog = load_catalog(settings)
             application = create_app(settings, api=api, store=opened, catalog=catalog)
             shown = f"[{host}]" if ":" in host else host
             stderr.print(

@@ -8,6 +8,7 @@ import typer
 
 from toolplan.cli import (
     JsonOption,
+    McpOption,
     StoreOption,
     ToolsOption,
     _emit_json,
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 @app.command()
 def worker(
     tools: ToolsOption = None,
+    mcp: McpOption = None,
     store: StoreOption = None,
     concurrency: Annotated[
         int, typer.Option("--concurrency", min=1, help="Executions this process runs at once.")
@@ -75,7 +77,7 @@ def worker(
             )
         except ValueError as error:
             raise InvalidInput(str(error)) from None
-        session = _session(store, tools)
+        session = _session(store, tools, mcp=mcp)
         try:
             runner = Worker(
                 session.store,

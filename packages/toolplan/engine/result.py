@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from toolplan.plan import Plan, parse_plan
 from toolplan.store.protocol import (
@@ -16,7 +16,7 @@ from toolplan.store.protocol import (
 __all__ = ["ExecutionResult", "overall_status", "step_json"]
 
 
-def overall_status(steps: list[StepRecord]) -> str:
+def overall_status(steps: list[StepRecord]) -> Literal["succeeded", "partial", "failed"]:
     """``succeeded`` if every step succeeded, ``failed`` if none did, else ``partial``."""
     succeeded = sum(1 for step in steps if step.status == "succeeded")
     if succeeded == len(steps):

@@ -55,12 +55,12 @@ def _default_context() -> ExecutionContext:
     """For LangGraph Studio / ``langgraph dev``: settings come from the environment."""
     from toolplan.config import Settings
     from toolplan.store import open_store
-    from toolplan.tools.catalog import load_tool_modules
+    from toolplan.tools.loading import load_catalog
 
     settings = Settings.from_env()
     return ExecutionContext(
         store=open_store(settings.store_uri),
-        catalog=load_tool_modules(settings.tool_modules),
+        catalog=load_catalog(settings),
         options=settings.execution,
     )
 

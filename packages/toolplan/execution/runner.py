@@ -163,7 +163,7 @@ async def run_plan_steps(ctx: ExecutionContext, record: PlanRecord) -> Execution
         store.set_execution_status,
         plan_id,
         status,
-        finished_at=utc_now(),  # type: ignore[arg-type]
+        finished_at=utc_now(),
     )
     await asyncio.to_thread(store.release, plan_id, ctx.worker_id)
     result = await asyncio.to_thread(store.get_execution, plan_id)

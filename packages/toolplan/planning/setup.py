@@ -9,7 +9,8 @@ from toolplan.errors import InvalidInput
 from toolplan.planning.graph import PlannerContext, StructuredMethod
 from toolplan.planning.model import create_chat_model, model_spec
 from toolplan.store import Store, open_store
-from toolplan.tools.catalog import ToolCatalog, load_tool_modules
+from toolplan.tools.catalog import ToolCatalog
+from toolplan.tools.loading import load_catalog
 
 __all__ = ["planner_context_from_env", "planner_options_from_env"]
 
@@ -51,7 +52,7 @@ def planner_context_from_env(
     settings = settings or Settings.from_env()
     options = planner_options_from_env()
     store = store or open_store(settings.store_uri)
-    catalog = catalog or load_tool_modules(settings.tool_modules)
+    catalog = catalog or load_catalog(settings)
     spec = model_spec(model)
     chat = create_chat_model(
         spec,

@@ -45,11 +45,14 @@ async def aload_catalog(
     warn: Callable[[str], None] = warn_on_stderr,
     startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
 ) -> ToolCatalog:
-    """The catalog of ``settings.tool_modules`` plus the tools of every MCP server configured.
+    """The catalog of ``settings.tool_modules`` plus the tools of every MCP server configured
+    (``mcp_config``, else ``settings.mcp_config``).
 
     MCP tools are tagged ``mcp`` and ``mcp:<server>``, and their source is ``mcp:<server>``.
     """
     catalog = load_tool_modules(settings.tool_modules)
+    if mcp_config is None:
+        mcp_config = settings.mcp_config
     if mcp_config is None:
         return catalog
     servers = load_mcp_config(mcp_config)
