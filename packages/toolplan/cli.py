@@ -134,12 +134,8 @@ class Session:
 
     def context(self, *, as_json: bool) -> ExecutionContext:
         listener = None if as_json else render.ProgressPrinter(stderr)
-        return ExecutionContext(
-            store=self.store,
-            catalog=self.catalog,
-            options=self.settings.execution,
-            listener=listener,
-            max_steps=self.settings.max_steps,
+        return ExecutionContext.from_settings(
+            self.settings, store=self.store, catalog=self.catalog, listener=listener
         )
 
     def close(self) -> None:

@@ -276,12 +276,7 @@ class PlanTool(BaseTool):
                 max_steps=self.settings.max_steps,
                 meta={"source": "execute_plan"},
             )
-            ctx = ExecutionContext(
-                store=store,
-                catalog=self.catalog,
-                options=self.settings.execution,
-                max_steps=self.settings.max_steps,
-            )
+            ctx = ExecutionContext.from_settings(self.settings, store=store, catalog=self.catalog)
             result = await execute_stored_plan(ref.plan_id, ctx)
         except PlanInvalid as error:
             raise ToolException(_rejection(error)) from None

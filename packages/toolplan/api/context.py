@@ -33,12 +33,8 @@ class ApiContext:
 
     def execution_context(self, listener: EventListener | None = None) -> ExecutionContext:
         """The context of one execution, as the CLI builds it, with ``listener`` for its events."""
-        return ExecutionContext(
-            store=self.store,
-            catalog=self.catalog,
-            options=self.settings.execution,
-            listener=listener,
-            max_steps=self.settings.max_steps,
+        return ExecutionContext.from_settings(
+            self.settings, store=self.store, catalog=self.catalog, listener=listener
         )
 
     async def planner(self) -> PlannerContext:

@@ -58,10 +58,8 @@ def _default_context() -> ExecutionContext:
     from toolplan.tools.loading import load_catalog
 
     settings = Settings.from_env()
-    return ExecutionContext(
-        store=open_store(settings.store_uri),
-        catalog=load_catalog(settings),
-        options=settings.execution,
+    return ExecutionContext.from_settings(
+        settings, store=open_store(settings.store_uri), catalog=load_catalog(settings)
     )
 
 

@@ -13,6 +13,7 @@ import os
 import secrets
 import socket
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from toolplan.analysis import analyze
 from toolplan.engine.policies import ExecutionOptions
@@ -24,6 +25,9 @@ from toolplan.errors import InvalidInput
 from toolplan.plan import parse_plan
 from toolplan.store.protocol import ExecutionRecord, PlanRecord, Store, utc_now
 from toolplan.tools.catalog import ToolCatalog
+
+if TYPE_CHECKING:
+    from toolplan.config import Settings
 
 __all__ = ["ExecutionBusy", "ExecutionContext", "new_worker_id", "run_plan_steps"]
 
@@ -65,6 +69,24 @@ class ExecutionContext:
     worker_id: str = field(default_factory=new_worker_id)
     max_steps: int = 10_000
     """Re-validation limit at execution time (the plan was already checked when stored)."""
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: Settings,
+        *,
+        store: Store,
+        catalog: ToolCatalog,
+        listener: EventListener | None = None,
+    ) -> ExecutionContext:
+        """The context every entry point uses: the settings' execution options and limits."""
+        return cls(
+            store=store,
+            catalog=catalog,
+            options=settings.execution,
+            listener=listener,
+            max_steps=settings.max_steps,
+        )
 
 
 async def _heartbeat(store: Store, plan_id: str, worker_id: str, lease: float) -> None:
