@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import anyio
 import httpx
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 
@@ -304,8 +305,11 @@ def _reason(error: BaseException) -> str:
         return f"command not found ({first.filename or first})"
     if isinstance(first, TimeoutError):
         return "timed out"
+    # Which of these surfaces depends on timing: a stdio server that exits at once either closes
+    # the session ("Connection closed") or is gone before the first write (anyio's stream errors).
+    closed = isinstance(first, anyio.BrokenResourceError | anyio.ClosedResourceError)
     text = str(first) or type(first).__name__
-    if text == "Connection closed":
+    if closed or text == "Connection closed":
         text = "the server closed the connection (did it crash? its stderr may say why)"
     return text
 
