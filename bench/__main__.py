@@ -37,7 +37,9 @@ def _plan(quick: bool) -> dict[str, Callable[[], Awaitable[dict[str, Any]]]]:
     if quick:
         return {
             "scheduling": lambda: run_scheduling(dags=9, log=_log),
-            "overhead": lambda: run_overhead(repeats={10: 3, 100: 2, 1000: 1}, log=_log),
+            "overhead": lambda: run_overhead(
+                repeats={10: 3, 100: 2, 1000: 1}, fixed_repeats=3, log=_log
+            ),
             "round_trips": lambda: run_round_trips(llm_latency=0.05, tool_delay=0.0125, log=_log),
             "store_throughput": lambda: run_store_throughput(
                 plans=8, io_plans=6, writes=40, log=_log

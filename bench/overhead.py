@@ -19,7 +19,7 @@ from bench.simtools import noop, plan_from_dag, sim_catalog
 from bench.stats import median
 from toolplan.engine.policies import ExecutionOptions
 from toolplan.engine.scheduler import StepOutcome, schedule
-from toolplan.execution.runner import ExecutionContext
+from toolplan.execution.runner import ExecutionContext, run_plan_steps
 from toolplan.operations import execute_stored_plan, submit_plan
 from toolplan.store.protocol import Store
 
@@ -80,17 +80,24 @@ async def _scheduler_only(dag: Dag) -> float:
     return time.perf_counter() - started
 
 
-async def _engine(store: Store, dag: Dag, plan: dict[str, Any]) -> float:
+async def _engine(store: Store, dag: Dag, plan: dict[str, Any], *, graph: bool = True) -> float:
+    """``execute_stored_plan`` (graph + checkpointer + runner), or ``run_plan_steps`` alone."""
     catalog = sim_catalog()
     ref = await asyncio.to_thread(
         submit_plan, plan, store=store, catalog=catalog, max_steps=dag.size
     )
     ctx = ExecutionContext(store=store, catalog=catalog, options=ExecutionOptions())
     started = time.perf_counter()
-    result = await execute_stored_plan(ref.plan_id, ctx)
+    if graph:
+        status = (await execute_stored_plan(ref.plan_id, ctx)).status
+    else:
+        record = await asyncio.to_thread(store.get_plan, ref.plan_id)
+        assert record is not None
+        started = time.perf_counter()
+        status = (await run_plan_steps(ctx, record)).status
     wall = time.perf_counter() - started
-    if result.status != "succeeded":
-        raise RuntimeError(f"overhead run ended {result.status}: {result.error}")
+    if status != "succeeded":
+        raise RuntimeError(f"overhead run ended {status}")
     return wall
 
 
@@ -99,6 +106,7 @@ async def run_overhead(
     sizes: tuple[int, ...] = (10, 100, 1000),
     repeats: dict[int, int] | None = None,
     backends: tuple[str, ...] = ("memory", "sqlite", "mongodb"),
+    fixed_repeats: int = 20,
     log: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Per-step milliseconds (median over repeats) for each row and size, and the ratio to the
@@ -125,6 +133,7 @@ async def run_overhead(
             [await _scheduler_only(dag) for _ in range(count)]
         )
     skipped: dict[str, str] = {}
+    fixed: dict[str, dict[str, float]] = {}
     for backend in backends:
         if backend == "mongodb" and mongo_reason:
             continue
@@ -155,6 +164,28 @@ async def run_overhead(
                     log(
                         f"  overhead: {backend} {size} steps: {walls[backend][size] * 1000 / size:.3f} ms/step"
                     )
+            # The fixed cost of one execution: a 1-step plan, with and without the graph.
+            one = overhead_dag(1)
+            one_plan = plan_from_dag(one, zero_latency=True)
+            store = new_store()
+            await _engine(store, warm, plan_from_dag(warm, zero_latency=True))
+            fixed[backend] = {
+                "execute_stored_plan_ms": round(
+                    median([await _engine(store, one, one_plan) for _ in range(fixed_repeats)])
+                    * 1000,
+                    2,
+                ),
+                "run_plan_steps_ms": round(
+                    median(
+                        [
+                            await _engine(store, one, one_plan, graph=False)
+                            for _ in range(fixed_repeats)
+                        ]
+                    )
+                    * 1000,
+                    2,
+                ),
+            }
 
     for name, label in ROW_LABELS.items():
         if name in ("memory", "sqlite", "mongodb") and name not in backends:
@@ -178,16 +209,18 @@ async def run_overhead(
             )
         rows[name] = row
 
-    def meets(name: str, limit: float) -> bool | None:
-        if "ms_per_step" not in rows.get(name, {}):
+    def meets(name: str, limit: float) -> dict[str, bool] | None:
+        per_step = rows.get(name, {}).get("ms_per_step")
+        if not per_step:
             return None
-        return all(v <= limit for v in rows[name]["ms_per_step"].values())
+        return {f"{size} steps": value <= limit for size, value in per_step.items()}
 
     return {
         "sizes": list(sizes),
         "repeats": {str(k): v for k, v in repeats.items()},
         "concurrency": ExecutionOptions().concurrency,
         "rows": rows,
+        "fixed_cost_per_execution": fixed,
         "goals": {
             "memory_le_1ms_per_step": meets("memory", GOAL_MEMORY_MS),
             "sqlite_le_3ms_per_step": meets("sqlite", GOAL_DURABLE_MS),

@@ -131,9 +131,17 @@ def _overhead(r: dict[str, Any]) -> str:
         *(f"vs asyncio @{s}" for s in sizes),
         "note",
     ]
+    fixed = r.get("fixed_cost_per_execution") or {}
+    fixed_rows = [
+        [name, f"{v['execute_stored_plan_ms']:.1f}", f"{v['run_plan_steps_ms']:.1f}"]
+        for name, v in fixed.items()
+    ]
     return "\n\n".join(
         [
             _table(header, rows),
+            "Fixed cost of one execution (a 1-step plan), ms: the whole `execute_stored_plan` "
+            "(execution graph + checkpointer + runner) and `run_plan_steps` alone:",
+            _table(["store", "execute_stored_plan", "run_plan_steps"], fixed_rows),
             "Goals: " + ", ".join(f"{k} {_ok(v)}" for k, v in r["goals"].items()),
         ]
     )
@@ -163,6 +171,7 @@ def _round_trips(r: dict[str, Any]) -> str:
                 f"{vs['input_tokens']:.2f}",
                 f"{vs['cost']:.2f}",
                 f"{vs['wall']:.2f} ({vs['speedup']:.2f}x)",
+                f"{vs['wall_without_answer']:.2f}",
             ]
         ratios.append(cells)
     med = r["median_ratio"]
@@ -176,6 +185,7 @@ def _round_trips(r: dict[str, Any]) -> str:
                 f"{med[b]['input_tokens']:.2f}",
                 f"{med[b]['cost']:.2f}",
                 f"{med[b]['wall']:.2f} ({med[b]['speedup']:.2f}x)",
+                f"{med[b]['wall_without_answer']:.2f}",
             )
         ]
     )
@@ -184,7 +194,7 @@ def _round_trips(r: dict[str, Any]) -> str:
             f"Scripted model: {r['llm_latency_s'] * 1000:.0f} ms per call; every tool "
             f"{r['tool_latency_s'] * 1000:.0f} ms; tokens counted with tiktoken {r['encoding']}. "
             "Cells: LLM calls / input tokens / output tokens / wall s. toolplan = plan + execute + "
-            "one answer call.",
+            "one answer call; 'w/o answer' = plan + execute only (toolplan has no answer node).",
             _table(
                 [
                     "scenario",
@@ -204,11 +214,13 @@ def _round_trips(r: dict[str, Any]) -> str:
                     "calls vs par",
                     "input vs par",
                     "cost vs par",
-                    "wall vs par",
+                    "wall vs par (speedup)",
+                    "wall w/o answer vs par",
                     "calls vs seq",
                     "input vs seq",
                     "cost vs seq",
-                    "wall vs seq",
+                    "wall vs seq (speedup)",
+                    "wall w/o answer vs seq",
                 ],
                 ratios,
             ),

@@ -208,6 +208,7 @@ async def run_scenario(
     for baseline in ("react_parallel", "react_sequential"):
         theirs = row[baseline]
         row[f"vs_{baseline}"] = {
+            "wall_without_answer": round(ours["without_answer"]["wall_s"] / theirs["wall_s"], 3),
             "llm_calls": round(ours["llm_calls"] / theirs["llm_calls"], 3),
             "input_tokens": round(ours["input_tokens"] / theirs["input_tokens"], 3),
             "cost": round(_cost(ours) / _cost(theirs), 3),
@@ -263,10 +264,21 @@ async def run_round_trips(
         goals[f"wall_le_0.5_vs_{baseline}"] = {
             k: r[f"vs_{baseline}"]["wall"] <= 0.5 for k, r in rows.items()
         }
+        goals[f"wall_without_answer_le_0.5_vs_{baseline}"] = {
+            k: r[f"vs_{baseline}"]["wall_without_answer"] <= 0.5 for k, r in rows.items()
+        }
     summary = {
         baseline: {
             metric: round(median([r[f"vs_{baseline}"][metric] for r in rows.values()]), 3)
-            for metric in ("llm_calls", "input_tokens", "cost", "wall", "speedup", "cost_saving")
+            for metric in (
+                "llm_calls",
+                "input_tokens",
+                "cost",
+                "wall",
+                "speedup",
+                "cost_saving",
+                "wall_without_answer",
+            )
         }
         for baseline in ("react_parallel", "react_sequential")
     }
