@@ -35,6 +35,7 @@ class Settings:
     Environment variables: ``TOOLPLAN_STORE``, ``TOOLPLAN_TOOLS`` (comma-separated modules),
     ``TOOLPLAN_CONCURRENCY``, ``TOOLPLAN_MAX_STEPS``, ``TOOLPLAN_TIMEOUT`` (default step timeout,
     seconds), ``TOOLPLAN_BACKOFF`` (first retry delay, seconds), ``TOOLPLAN_LEASE_SECONDS``,
+    ``TOOLPLAN_OUTPUT_LIMIT_BYTES`` (step outputs larger than this are stored truncated),
     ``TOOLPLAN_MCP`` (an ``mcpServers`` JSON file whose servers add tools).
     """
 
@@ -60,6 +61,7 @@ class Settings:
             ("TOOLPLAN_CONCURRENCY", "concurrency", int),
             ("TOOLPLAN_TIMEOUT", "default_timeout", float),
             ("TOOLPLAN_LEASE_SECONDS", "lease_seconds", float),
+            ("TOOLPLAN_OUTPUT_LIMIT_BYTES", "output_limit_bytes", int),
         ):
             value = _number(env, name, kind)
             if value is not None:
