@@ -88,9 +88,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown measure(s) {', '.join(unknown)}; choose from {', '.join(MEASURES)}")
 
     results = asyncio.run(run(args.quick, only))
-    results["meta"]["command"] = "python -m bench " + " ".join(
-        argv if argv is not None else sys.argv[1:]
-    )
+    arguments = " ".join(argv if argv is not None else sys.argv[1:])
+    results["meta"]["command"] = f"python -m bench {arguments}".strip()
 
     from bench.report import markdown, plot
 

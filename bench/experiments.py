@@ -222,6 +222,35 @@ async def engine_overhead_decomposition(dags: int = 45) -> dict[str, Any]:
     }
 
 
+async def overhead_decomposition(steps: int = 1000, runs: int = 4) -> dict[str, Any]:
+    """Measure 2's in-memory row (ms per step, zero-latency tools) with the same patches as
+    :func:`engine_overhead_decomposition`, alternating run by run."""
+    from bench.memstore import MemoryStore
+    from bench.overhead import _engine, overhead_dag
+
+    variants: dict[str, Callable[[], contextlib.AbstractContextManager[None]]] = {
+        "stock": contextlib.nullcontext,
+        "inline_writes": _inline_writes,
+        "direct_tool_call": _direct_tool_call,
+        "both": _inline_writes_and_direct_call,
+    }
+    dag, warm = overhead_dag(steps), overhead_dag(10)
+    plan = plan_from_dag(dag, zero_latency=True)
+    store = MemoryStore()
+    await _engine(store, warm, plan_from_dag(warm, zero_latency=True))
+    samples: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(runs):
+        for name, patch in variants.items():
+            with patch():
+                samples[name].append(await _engine(store, dag, plan) * 1000 / steps)
+    return {
+        "unit": "ms per step",
+        "steps": steps,
+        "runs": runs,
+        **{k: round(median(v), 3) for k, v in samples.items()},
+    }
+
+
 def reuse_stored_analysis(dags: int = 30) -> dict[str, Any]:
     """``run_plan_steps`` re-validates the stored plan with :func:`analyze`; the stored analysis
     (``PlanRecord.analysis``) could be loaded instead (tools still checked against the catalog)."""
@@ -240,6 +269,64 @@ def reuse_stored_analysis(dags: int = 30) -> dict[str, Any]:
     return _ab({"stock": again, "patched": loaded}, "ms per execution")
 
 
+def tool_stats_vs_history(sizes: tuple[int, ...] = (1_000, 10_000, 100_000)) -> dict[str, Any]:
+    """``submit_plan`` calls ``Store.tool_stats()`` (an aggregate over every step record) for
+    each plan: its cost on SQLite as the history grows. Executions are created through the store;
+    their steps are then marked succeeded with one SQL statement (only the query is measured)."""
+    result: dict[str, Any] = {"unit": "ms per tool_stats() call"}
+    with tempfile.TemporaryDirectory(prefix="toolplan-bench-exp-") as directory:
+        store = SqliteStore(Path(directory) / "history.db")
+        catalog = sim_catalog()
+        total = 0
+        for size in sizes:
+            while total < size:
+                ref = submit_plan(
+                    {"steps": [{"id": "a", "tool": "noop", "parameters": {"i": 1}}]},
+                    store=store,
+                    catalog=catalog,
+                    max_steps=5,
+                )
+                store.create_execution(
+                    ref.plan_id, [(f"s{i}", f"tool{i % 10}") for i in range(1000)], status="running"
+                )
+                total += 1000
+            store._db.execute("UPDATE tp_steps SET status = 'succeeded', duration_ms = 1.0")
+            samples = []
+            for _ in range(5):
+                started = time.perf_counter()
+                store.tool_stats()
+                samples.append((time.perf_counter() - started) * 1000)
+            result[f"{size}_step_records"] = round(median(samples), 2)
+        store.close()
+    return result
+
+
+def jongodb_update_vs_collection(sizes: tuple[int, ...] = (100, 1000, 2000)) -> dict[str, Any]:
+    """Why the MongoDB rows stop at 100 steps on jongodb: ``update_one`` by a unique compound
+    key, milliseconds, as the collection grows (pymongo directly, no toolplan code)."""
+    from pymongo import ASCENDING
+    from tests.support.mongo_server import JongoServer, fresh_db_name
+
+    result: dict[str, Any] = {"unit": "ms per update_one"}
+    with JongoServer() as server:
+        client = server.client()
+        database = client[fresh_db_name("exp")]
+        for size in sizes:
+            collection = database[f"steps{size}"]
+            collection.create_index([("planId", ASCENDING), ("stepId", ASCENDING)], unique=True)
+            collection.insert_many(
+                [{"planId": "p", "stepId": f"s{i}", "status": "pending"} for i in range(size)]
+            )
+            started = time.perf_counter()
+            for i in range(20):
+                collection.update_one(
+                    {"planId": "p", "stepId": f"s{i}"}, {"$set": {"status": "running"}}
+                )
+            result[f"{size}_documents"] = round((time.perf_counter() - started) * 1000 / 20, 2)
+        client.close()
+    return result
+
+
 def _ab(samples: dict[str, list[float]], unit: str) -> dict[str, Any]:
     stock, patched = samples["stock"], samples["patched"]
     return {
@@ -255,9 +342,12 @@ async def run_experiments() -> dict[str, Any]:
     return {
         "sqlite_checkpointer_synchronous_normal": await sqlite_checkpointer_synchronous(),
         "engine_overhead_decomposition": await engine_overhead_decomposition(),
+        "overhead_decomposition": await overhead_decomposition(),
         "recorder_started_without_await": await recorder_started_without_await(),
         "langchain_config_param_cache": await langchain_config_param_cache(),
         "reuse_stored_analysis": reuse_stored_analysis(),
+        "tool_stats_vs_history": tool_stats_vs_history(),
+        "jongodb_update_vs_collection": jongodb_update_vs_collection(),
     }
 
 

@@ -228,6 +228,7 @@ async def run_round_trips(
     llm_latency: float = 0.8,
     tool_delay: float = 0.2,
     scenarios: Sequence[Scenario] = SCENARIOS,
+    warmup: bool = True,
     log: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """All scenarios; goals are judged against both ReAct variants."""
@@ -238,7 +239,8 @@ async def run_round_trips(
         store = SqliteStore(Path(directory) / "round-trips.db")
         try:
             # Warm-up, discarded: first imports, checkpoint tables, tool schemas.
-            await run_scenario(scenarios[0], llm_latency=0.0, tool_delay=0.0, store=store)
+            if warmup:
+                await run_scenario(scenarios[0], llm_latency=0.0, tool_delay=0.0, store=store)
             for scenario in scenarios:
                 rows[scenario.key] = await run_scenario(
                     scenario, llm_latency=llm_latency, tool_delay=tool_delay, store=store

@@ -32,7 +32,7 @@ async def test_every_measure_runs_at_its_smallest_size(tmp_path: Path) -> None:
         "scheduling": await run_scheduling(dags=3, median_latency=0.001, max_steps=6),
         "overhead": await run_overhead(sizes=(10,), repeats={10: 1}, backends=("memory",)),
         "round_trips": await run_round_trips(
-            llm_latency=0.0, tool_delay=0.0, scenarios=SCENARIOS[:1]
+            llm_latency=0.0, tool_delay=0.0, scenarios=SCENARIOS[:1], warmup=False
         ),
         "store_throughput": await run_store_throughput(
             plans=1,
