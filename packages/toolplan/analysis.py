@@ -20,7 +20,7 @@ from toolplan.plan import Plan, Step
 from toolplan.templates import contains_template, find_templates, malformed_templates
 from toolplan.tools.catalog import RESERVED_TOOL_NAMES, ToolCatalog
 
-__all__ = ["DEFAULT_MAX_STEPS", "Analysis", "analyze", "check_arguments"]
+__all__ = ["DEFAULT_MAX_STEPS", "Analysis", "analyze", "check_arguments", "check_tools"]
 
 DEFAULT_MAX_STEPS = 50
 _VALID_STEP_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
@@ -134,6 +134,25 @@ def check_arguments(
                 )
             )
     return issues
+
+
+def check_tools(plan: Plan, catalog: ToolCatalog) -> None:
+    """Check that every tool a stored plan calls (fallbacks included) is still in ``catalog``.
+
+    A stored plan passed :func:`analyze` when it was stored; before it runs, only the catalog can
+    have changed. Raises :class:`~toolplan.errors.PlanInvalid` naming each missing tool.
+    """
+    issues = [
+        ValidationIssue("unknown-tool", f"{label}: {catalog.unknown_tool_message(tool)}", step.id)
+        for step in plan.steps
+        for tool, label in (
+            (step.tool, f"step {step.id!r}"),
+            *([(step.fallback.tool, f"step {step.id!r} fallback")] if step.fallback else []),
+        )
+        if tool not in catalog
+    ]
+    if issues:
+        raise PlanInvalid(issues)
 
 
 def _find_cycle(nodes: set[str], dependencies: Mapping[str, list[str]]) -> list[str]:

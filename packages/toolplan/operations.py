@@ -7,6 +7,7 @@ layers over these functions; no behaviour lives only in one of them.
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -54,8 +55,23 @@ class PlanRef:
         return {"requestId": self.request_id, "planId": self.plan_id, "status": self.status}
 
 
+_STATS_TTL_SECONDS = 60.0
+_stats_cache: dict[str, tuple[float, dict[str, Any]]] = {}
+
+
+def _recent_tool_stats(store: Store) -> dict[str, Any]:
+    """Tool statistics, recomputed at most once a minute per store: the aggregate scans every
+    step record, and critical-path estimates do not need up-to-the-second figures."""
+    now = time.monotonic()
+    cached = _stats_cache.get(store.uri)
+    if cached is None or now - cached[0] > _STATS_TTL_SECONDS:
+        cached = (now, dict(store.tool_stats()))
+        _stats_cache[store.uri] = cached
+    return cached[1]
+
+
 def _estimator(store: Store) -> Any:
-    stats = store.tool_stats()
+    stats = _recent_tool_stats(store)
 
     def estimate(step: Step) -> float:
         seen = stats.get(step.tool)

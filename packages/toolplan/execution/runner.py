@@ -15,7 +15,7 @@ import socket
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from toolplan.analysis import analyze
+from toolplan.analysis import Analysis, check_tools
 from toolplan.engine.policies import ExecutionOptions
 from toolplan.engine.recorder import EventListener, Recorder
 from toolplan.engine.result import overall_status
@@ -102,8 +102,9 @@ async def run_plan_steps(ctx: ExecutionContext, record: PlanRecord) -> Execution
     """Run every unfinished step of a stored plan and store the final status."""
     store, plan_id = ctx.store, record.plan_id
     plan = parse_plan(record.plan)
-    # The catalog may have changed since the plan was stored: check again before anything runs.
-    analysis = analyze(plan, ctx.catalog, max_steps=max(ctx.max_steps, len(plan.steps)))
+    # The plan was fully validated when stored; only the catalog can have changed since.
+    check_tools(plan, ctx.catalog)
+    analysis = Analysis.from_json(record.analysis)
     pairs = [(step.id, step.tool) for step in plan.steps]
     execution = await asyncio.to_thread(store.create_execution, plan_id, pairs, status="running")
     expected = execution.worker_id if _owner_is_dead(execution.worker_id) else None

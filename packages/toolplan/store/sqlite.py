@@ -412,6 +412,9 @@ class SqliteStore:
         from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
         async with AsyncSqliteSaver.from_conn_string(str(self.path)) as saver:
+            # Same durability as the store's own connection: WAL commits survive a killed process
+            # without an fsync per checkpoint (which cost ~2 ms per execution, far more under load).
+            await saver.conn.execute("PRAGMA synchronous=NORMAL")
             yield saver
 
     def close(self) -> None:
