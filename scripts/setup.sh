@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Create .venv (if missing) and install toolplan with every extra used by tests, the API, Studio
+# and the benchmark, plus jongodb (a MongoDB wire-protocol server from npm) for the MongoDB tests.
+# Idempotent: a second run only checks that everything is in place.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --upgrade pip
+.venv/bin/python -m pip install --quiet -e '.[dev]'
+# Install jongodb up front so a missing npm fails here, loudly, instead of in the middle of a run.
+bash scripts/jongodb.sh install
