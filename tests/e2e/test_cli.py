@@ -7,26 +7,7 @@ from pathlib import Path
 
 from tests.e2e import cli_cases
 from tests.e2e.conftest import Cli
-
-SEED_002 = {
-    "tools": [
-        {
-            "name": "createAuthor",
-            "parameters": {"name": "Alice", "email": "alice@test.com"},
-            "dependsOn": None,
-        },
-        {
-            "name": "createBlog",
-            "parameters": {
-                "authorId": "{{createAuthor._id}}",
-                "title": "Hello",
-                "content": "about world",
-            },
-            "dependsOn": "createAuthor",
-        },
-    ],
-    "executionOrder": ["createAuthor", "createBlog"],
-}
+from tests.support.plans import SEED_002
 
 
 def test_run_blog_chain_json(cli: Cli) -> None:

@@ -60,3 +60,25 @@ def broken_blog_plan() -> dict[str, Any]:
         ],
         "outputSteps": ["blog"],
     }
+
+
+# The plan format of seed 002, unchanged: the step id is the tool name.
+SEED_002 = {
+    "tools": [
+        {
+            "name": "createAuthor",
+            "parameters": {"name": "Alice", "email": "alice@test.com"},
+            "dependsOn": None,
+        },
+        {
+            "name": "createBlog",
+            "parameters": {
+                "authorId": "{{createAuthor._id}}",
+                "title": "Hello",
+                "content": "about world",
+            },
+            "dependsOn": "createAuthor",
+        },
+    ],
+    "executionOrder": ["createAuthor", "createBlog"],
+}

@@ -7,28 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.plans import SEED_002
 from toolplan.errors import InvalidInput, PlanInvalid
 from toolplan.plan import load_plan, parse_plan
-
-SEED_002 = {
-    "tools": [
-        {
-            "name": "createAuthor",
-            "parameters": {"name": "Alice", "email": "alice@test.com"},
-            "dependsOn": None,
-        },
-        {
-            "name": "createBlog",
-            "parameters": {
-                "authorId": "{{createAuthor._id}}",
-                "title": "Hello",
-                "content": "about world",
-            },
-            "dependsOn": "createAuthor",
-        },
-    ],
-    "executionOrder": ["createAuthor", "createBlog"],
-}
 
 
 def test_canonical_form_loads_with_all_optional_fields() -> None:
