@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 
+from tests.support.fake_models import ToolCallingFake
 from tests.support.plans import QUERY
-from tests.unit.test_planning import ToolCallingFake
 from toolplan.config import Settings
 from toolplan.engine.policies import ExecutionOptions, RetryPolicy
 from toolplan.engine.result import ExecutionResult

@@ -14,6 +14,7 @@ from langchain_core.messages import AIMessageChunk
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 from pydantic import BaseModel, Field
+
 from tests.support.fake_openai import FakeOpenAIServer, Reply
 
 

@@ -18,8 +18,8 @@ from langchain_core.tools import tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.prebuilt import create_react_agent
 
+from tests.support.fake_models import ToolCallingFake
 from tests.support.fake_openai import FakeOpenAIServer, Reply
-from tests.unit.test_planning import ToolCallingFake
 from toolplan.config import Settings
 from toolplan.engine.policies import ExecutionOptions, RetryPolicy
 from toolplan.errors import InvalidInput

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage
 
+from tests.support.fake_models import ToolCallingFake
 from tests.support.plans import QUERY, blog_plan, broken_blog_plan
 from toolplan.errors import InvalidInput, NotFound
 from toolplan.planning.graph import PlannerContext, analyze_dependencies, build_planning_graph
@@ -20,19 +20,6 @@ from toolplan.store.sqlite import SqliteStore
 from toolplan.tools import load_tool_modules
 
 SNAPSHOT = Path(__file__).parents[1] / "snapshots" / "planner_prompt.md"
-
-
-class ToolCallingFake(GenericFakeChatModel):
-    """A fake chat model that answers with scripted tool calls (so structured output works)."""
-
-    seen: list[list[BaseMessage]] = []
-
-    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:  # the replies already carry tool calls
-        return self
-
-    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
-        type(self).seen.append(list(messages))
-        return super()._generate(messages, *args, **kwargs)
 
 
 def reply(plan: dict[str, Any], *, tokens: tuple[int, int] = (100, 20)) -> AIMessage:
