@@ -7,7 +7,6 @@ the checkpointer, so the engine runs unchanged and only the durable writes disap
 from __future__ import annotations
 
 import copy
-import secrets
 import threading
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -28,6 +27,7 @@ from toolplan.store.protocol import (
     utc_now,
 )
 from toolplan.tools.catalog import ToolStats
+from toolplan.toolsets._records import MemoryRecords
 
 __all__ = ["MemoryStore"]
 
@@ -42,8 +42,7 @@ class MemoryStore:
         self._plans: dict[str, PlanRecord] = {}
         self._executions: dict[str, dict[str, Any]] = {}
         self._steps: dict[str, dict[str, dict[str, Any]]] = {}
-        self._records: dict[str, list[dict[str, Any]]] = {}
-        self._keys: dict[tuple[str, str], dict[str, Any]] = {}
+        self._records = MemoryRecords()
         self._saver = InMemorySaver()
 
     # requests and plans
@@ -223,19 +222,10 @@ class MemoryStore:
     def put_record(
         self, collection: str, record: dict[str, Any], *, idempotency_key: str | None = None
     ) -> dict[str, Any]:
-        with self._lock:
-            if idempotency_key is not None and (collection, idempotency_key) in self._keys:
-                return self._keys[(collection, idempotency_key)]
-            stored = {"_id": secrets.token_hex(12), **record}
-            self._records.setdefault(collection, []).append(stored)
-            if idempotency_key is not None:
-                self._keys[(collection, idempotency_key)] = stored
-            return stored
+        return self._records.put_record(collection, record, idempotency_key=idempotency_key)
 
     def find_records(self, collection: str, where: Mapping[str, Any]) -> list[dict[str, Any]]:
-        with self._lock:
-            docs = list(self._records.get(collection, []))
-        return [d for d in docs if all(d.get(k) == v for k, v in where.items())]
+        return self._records.find_records(collection, where)
 
     # checkpoints and lifecycle
     @asynccontextmanager

@@ -9,11 +9,12 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
-__all__ = ["Records", "records_for"]
+__all__ = ["MemoryRecords", "Records", "records_for"]
 
 
-class _MemoryRecords:
-    """Process-local fallback when a toolset tool is called outside toolplan (no store)."""
+class MemoryRecords:
+    """Toolset records in process memory: the fallback when a toolset tool is called outside
+    toolplan (no store), and the record half of in-memory stores."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -38,7 +39,7 @@ class _MemoryRecords:
         return [d for d in docs if all(d.get(k) == v for k, v in where.items())]
 
 
-_FALLBACK = _MemoryRecords()
+_FALLBACK = MemoryRecords()
 
 
 class Records:
