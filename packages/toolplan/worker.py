@@ -174,7 +174,6 @@ class Worker:
         execution: ExecutionOptions | None = None,
         options: WorkerOptions | None = None,
         worker_id: str | None = None,
-        max_steps: int = 10_000,
         listener: WorkerListener | None = None,
     ) -> None:
         self.store = store
@@ -182,7 +181,6 @@ class Worker:
         self.execution = execution or ExecutionOptions()
         self.options = options or WorkerOptions()
         self.worker_id = worker_id or new_worker_id()
-        self.max_steps = max_steps
         self.listener = listener
         self.report = WorkerReport(self.worker_id)
         self._running: dict[str, asyncio.Task[None]] = {}
@@ -306,7 +304,6 @@ class Worker:
             catalog=self.catalog,
             options=self.execution,
             worker_id=self.worker_id,
-            max_steps=self.max_steps,
         )
         try:
             # Approval was checked when the plan was queued (enqueue_plan).

@@ -84,7 +84,6 @@ def worker(
                 session.catalog,
                 execution=session.settings.execution,
                 options=options,
-                max_steps=session.settings.max_steps,
                 listener=lambda event: stderr.print(str(event), highlight=False),
             )
             report = _run_async(runner.serve())

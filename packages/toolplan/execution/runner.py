@@ -67,8 +67,6 @@ class ExecutionContext:
     options: ExecutionOptions = field(default_factory=ExecutionOptions)
     listener: EventListener | None = None
     worker_id: str = field(default_factory=new_worker_id)
-    max_steps: int = 10_000
-    """Re-validation limit at execution time (the plan was already checked when stored)."""
 
     @classmethod
     def from_settings(
@@ -85,7 +83,6 @@ class ExecutionContext:
             catalog=catalog,
             options=settings.execution,
             listener=listener,
-            max_steps=settings.max_steps,
         )
 
 
