@@ -66,12 +66,17 @@ def resolve_store(store: Store | str | None = None, *, settings: Settings | None
     return store
 
 
-def validate_plan(plan: PlanSource, *, tools: ToolsArg = None, max_steps: int = 50) -> Analysis:
+def validate_plan(
+    plan: PlanSource, *, tools: ToolsArg = None, max_steps: int | None = None
+) -> Analysis:
     """Validate a plan without storing or running it; returns its dependency analysis.
 
-    Raises :class:`~toolplan.errors.PlanInvalid` listing every problem.
+    ``max_steps`` defaults to ``TOOLPLAN_MAX_STEPS`` (50 when unset). Raises
+    :class:`~toolplan.errors.PlanInvalid` listing every problem.
     """
-    return analyze(load_plan(plan), resolve_catalog(tools), max_steps=max_steps)
+    settings = Settings.from_env()
+    limit = max_steps if max_steps is not None else settings.max_steps
+    return analyze(load_plan(plan), resolve_catalog(tools, settings=settings), max_steps=limit)
 
 
 async def submit_plan(
@@ -81,10 +86,15 @@ async def submit_plan(
     store: Store | str | None = None,
     query: str | None = None,
     request_id: str | None = None,
-    max_steps: int = 50,
+    max_steps: int | None = None,
 ) -> PlanRef:
-    """Validate and store a plan (a new request, or a new version of ``request_id``)."""
-    catalog, resolved = resolve_catalog(tools), resolve_store(store)
+    """Validate and store a plan (a new request, or a new version of ``request_id``).
+
+    ``max_steps`` defaults to ``TOOLPLAN_MAX_STEPS`` (50 when unset).
+    """
+    settings = Settings.from_env()
+    catalog = resolve_catalog(tools, settings=settings)
+    resolved = resolve_store(store, settings=settings)
     return await asyncio.to_thread(
         _submit,
         plan,
@@ -92,7 +102,7 @@ async def submit_plan(
         catalog=catalog,
         query=query,
         request_id=request_id,
-        max_steps=max_steps,
+        max_steps=max_steps if max_steps is not None else settings.max_steps,
     )
 
 

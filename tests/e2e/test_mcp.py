@@ -9,13 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import socket
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +19,7 @@ import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 
 from tests.support.fake_models import ToolCallingFake
+from tests.support.mcp_http import SERVER, HttpServer, free_port, start_http_server
 from tests.support.plans import QUERY
 from toolplan.config import Settings
 from toolplan.engine.policies import ExecutionOptions, RetryPolicy
@@ -40,55 +37,8 @@ from toolplan.tools.mcp import MCPServerUnavailable, load_mcp_config, mcp_output
 
 pytestmark = pytest.mark.e2e
 
-SERVER = Path(__file__).resolve().parents[1] / "support" / "mcp_server.py"
 LOCAL = Settings(tool_modules=("tests.support.tools",))
 FAST = ExecutionOptions(retry=RetryPolicy(initial_backoff=0.01, jitter=0), default_timeout=60)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@dataclass
-class HttpServer:
-    """One MCP server process on streamable HTTP."""
-
-    process: subprocess.Popen[bytes]
-    url: str
-    log: Path
-
-    def calls(self) -> list[dict[str, Any]]:
-        if not self.log.exists():
-            return []
-        return [json.loads(line) for line in self.log.read_text().splitlines()]
-
-    def kill(self) -> None:
-        self.process.kill()
-        self.process.wait(timeout=10)
-
-
-def start_http_server(tmp: Path) -> HttpServer:
-    port = free_port()
-    log = tmp / "mcp-http.jsonl"
-    process = subprocess.Popen(
-        [sys.executable, str(SERVER), "http", "--port", str(port)],
-        env={**os.environ, "MCP_TEST_LOG": str(log)},
-        stdout=subprocess.DEVNULL,
-        stderr=(tmp / "mcp-http.stderr").open("wb"),  # the server logs each closed session
-    )
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                process.kill()
-                raise RuntimeError(f"the MCP server did not start: {process.returncode}") from None
-            time.sleep(0.05)
-    return HttpServer(process, f"http://127.0.0.1:{port}/mcp", log)
 
 
 @pytest.fixture(scope="module")

@@ -23,9 +23,14 @@ _HEADER = re.compile(
 
 
 def prompts_dir() -> Path:
-    """``$TOOLPLAN_PROMPTS_DIR``, else the ``prompts/`` directory shipped with the package."""
+    """``$TOOLPLAN_PROMPTS_DIR``, else the prompts shipped as the ``toolplan.prompts`` package
+    (the repository's top-level ``prompts/`` directory, in a wheel and in an editable install)."""
     override = os.environ.get("TOOLPLAN_PROMPTS_DIR")
-    return Path(override) if override else Path(__file__).resolve().parents[1] / "prompts"
+    if override:
+        return Path(override)
+    import toolplan.prompts
+
+    return Path(toolplan.prompts.__file__).resolve().parent
 
 
 @dataclass(frozen=True)

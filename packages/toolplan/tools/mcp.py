@@ -248,8 +248,8 @@ class _WatchedStream(httpx.AsyncByteStream):
 
 
 class _WatchedTransport(httpx.AsyncBaseTransport):
-    def __init__(self) -> None:
-        self._inner = httpx.AsyncHTTPTransport()
+    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
+        self._inner = inner
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         watch = _CURRENT_CALL.get()
@@ -277,13 +277,21 @@ def _watched_http_client(
     timeout: httpx.Timeout | None = None,
     auth: httpx.Auth | None = None,
 ) -> httpx.AsyncClient:
-    """Like ``mcp``'s ``create_mcp_http_client``, on a transport that reports broken streams."""
-    return httpx.AsyncClient(
-        headers=headers,
-        timeout=timeout or httpx.Timeout(30.0, read=300.0),
-        auth=auth,
-        transport=_WatchedTransport(),
+    """Like ``mcp``'s ``create_mcp_http_client``, on transports that report broken streams.
+
+    httpx ignores ``HTTP(S)_PROXY`` / ``ALL_PROXY`` / ``NO_PROXY`` when given a ``transport=``, so
+    the client is built as usual, with the proxies the environment asks for mounted by httpx
+    itself, and then each of its transports (direct and proxied) is wrapped.
+    """
+    client = httpx.AsyncClient(
+        headers=headers, timeout=timeout or httpx.Timeout(30.0, read=300.0), auth=auth
     )
+    client._transport = _WatchedTransport(client._transport)
+    client._mounts = {
+        pattern: None if mounted is None else _WatchedTransport(mounted)
+        for pattern, mounted in client._mounts.items()
+    }
+    return client
 
 
 # -- errors and outputs --------------------------------------------------------------------------
