@@ -9,12 +9,10 @@ default).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
-
-from langchain_core.tools import BaseTool
 
 from toolplan.analysis import Analysis, analyze
 from toolplan.config import Settings
@@ -27,8 +25,7 @@ from toolplan.operations import submit_plan as _submit
 from toolplan.plan import Plan, load_plan
 from toolplan.planning.planner import PlanningOutcome
 from toolplan.store import Store, open_store
-from toolplan.tools.catalog import ToolCatalog, load_tool_modules
-from toolplan.tools.loading import load_catalog
+from toolplan.tools.loading import ToolsArg, resolve_catalog
 
 __all__ = [
     "create_plan",
@@ -42,21 +39,7 @@ __all__ = [
     "validate_plan",
 ]
 
-ToolsArg = ToolCatalog | Iterable[BaseTool | Callable[..., Any] | str] | None
 PlanSource = str | Path | dict[str, Any] | Plan
-
-
-def resolve_catalog(tools: ToolsArg = None, *, settings: Settings | None = None) -> ToolCatalog:
-    """A :class:`ToolCatalog` from any accepted ``tools`` argument."""
-    if isinstance(tools, ToolCatalog):
-        return tools
-    if tools is None:
-        return load_catalog(settings or Settings.from_env())
-    items = list(tools)
-    names = [t for t in items if isinstance(t, str)]
-    catalog = load_tool_modules(names)
-    catalog.add([t for t in items if not isinstance(t, str)])
-    return catalog
 
 
 def resolve_store(store: Store | str | None = None, *, settings: Settings | None = None) -> Store:
@@ -118,18 +101,7 @@ async def execute_plan(
     on_event: Callable[[StepEvent], None] | None = None,
 ) -> ExecutionResult:
     """Run a stored plan, or resume it after a crash; a finished plan returns its stored result."""
-    settings = Settings.from_env()
-    options = options or settings.execution
-    if concurrency is not None:
-        options = replace(options, concurrency=concurrency)
-    if fail_fast is not None:
-        options = replace(options, fail_fast=fail_fast)
-    ctx = ExecutionContext(
-        store=resolve_store(store, settings=settings),
-        catalog=resolve_catalog(tools, settings=settings),
-        options=options,
-        listener=on_event,
-    )
+    ctx = _execution_context(tools, store, options, concurrency, fail_fast, on_event)
     return await execute_stored_plan(plan_id, ctx, approve=approve)
 
 
@@ -145,16 +117,37 @@ async def run_plan(
     on_event: Callable[[StepEvent], None] | None = None,
 ) -> ExecutionResult:
     """Validate, store and execute a plan in one call."""
-    catalog, resolved = resolve_catalog(tools), resolve_store(store)
-    ref = await submit_plan(plan, tools=catalog, store=resolved, query=query)
-    return await execute_plan(
-        ref.plan_id,
-        tools=catalog,
-        store=resolved,
+    from toolplan.pipeline import FromDocument, plan_then_execute
+
+    settings = Settings.from_env()
+    ctx = _execution_context(tools, store, options, concurrency, fail_fast, on_event, settings)
+    outcome = await plan_then_execute(
+        FromDocument(plan, query=query), ctx, max_steps=settings.max_steps
+    )
+    assert outcome.result is not None  # a submitted plan never needs review
+    return outcome.result
+
+
+def _execution_context(
+    tools: ToolsArg,
+    store: Store | str | None,
+    options: ExecutionOptions | None,
+    concurrency: int | None,
+    fail_fast: bool | None,
+    on_event: Callable[[StepEvent], None] | None,
+    settings: Settings | None = None,
+) -> ExecutionContext:
+    settings = settings or Settings.from_env()
+    options = options or settings.execution
+    if concurrency is not None:
+        options = replace(options, concurrency=concurrency)
+    if fail_fast is not None:
+        options = replace(options, fail_fast=fail_fast)
+    return ExecutionContext(
+        store=resolve_store(store, settings=settings),
+        catalog=resolve_catalog(tools, settings=settings),
         options=options,
-        concurrency=concurrency,
-        fail_fast=fail_fast,
-        on_event=on_event,
+        listener=on_event,
     )
 
 

@@ -26,9 +26,9 @@ from typing import Any
 
 from toolplan.errors import InvalidInput, ToolplanError
 from toolplan.execution.runner import ExecutionContext
-from toolplan.operations import execute_stored_plan
+from toolplan.pipeline import FromQuery, Planned, obtain_plan, plan_then_execute
 from toolplan.planning.graph import PlannerContext
-from toolplan.planning.planner import PlanningFailed, create_plan
+from toolplan.planning.planner import PlanningFailed
 
 __all__ = [
     "BatchItem",
@@ -136,8 +136,44 @@ async def _process(
         "execMs": None,
     }
     started = time.perf_counter()
+    exec_started: float | None = None
+
+    def planned(stored: Planned) -> None:
+        nonlocal exec_started
+        outcome = stored.planning
+        assert outcome is not None
+        line.update(
+            requestId=outcome.ref.request_id,
+            planId=outcome.ref.plan_id,
+            status=outcome.ref.status,
+            tools=[step["tool"] for step in outcome.plan["steps"]],
+            llmCalls=outcome.llm_calls,
+            usage=outcome.usage,
+            planMs=_ms(started),
+        )
+        exec_started = time.perf_counter()
+
+    source = FromQuery(item.query)
     try:
-        outcome = await create_plan(item.query, planner)
+        if executor is None:
+            planned(
+                await obtain_plan(
+                    source,
+                    store=planner.store,
+                    catalog=planner.catalog,
+                    max_steps=planner.max_steps,
+                    planner=planner,
+                )
+            )
+            return line
+        run = await plan_then_execute(
+            source,
+            executor,
+            max_steps=planner.max_steps,
+            planner=planner,
+            review="skip",  # stored as needs_review, not run: the line says so
+            on_planned=planned,
+        )
     except PlanningFailed as failed:
         line.update(
             status="invalid", error=failed.message, llmCalls=failed.llm_calls, usage=failed.usage
@@ -145,30 +181,19 @@ async def _process(
         line["planMs"] = _ms(started)
         return line
     except ToolplanError as error:
-        line.update(status="error", error=error.message, planMs=_ms(started))
-        return line
-    line.update(
-        requestId=outcome.ref.request_id,
-        planId=outcome.ref.plan_id,
-        status=outcome.ref.status,
-        tools=[step["tool"] for step in outcome.plan["steps"]],
-        llmCalls=outcome.llm_calls,
-        usage=outcome.usage,
-        planMs=_ms(started),
-    )
-    if executor is not None and outcome.ref.status == "planned":
-        exec_started = time.perf_counter()
-        try:
-            result = await execute_stored_plan(outcome.ref.plan_id, executor)
-        except ToolplanError as error:
-            line.update(status="error", error=error.message)
+        line.update(status="error", error=error.message)
+        if exec_started is None:
+            line["planMs"] = _ms(started)
         else:
-            failed_steps = [s for s in result.steps if s.status != "succeeded"]
-            line.update(
-                status=result.status,
-                error="; ".join(f"{s.step_id}: {s.error}" for s in failed_steps) or None,
-            )
-        line["execMs"] = _ms(exec_started)
+            line["execMs"] = _ms(exec_started)
+        return line
+    if run.result is not None:
+        failed_steps = [s for s in run.result.steps if s.status != "succeeded"]
+        line.update(
+            status=run.result.status,
+            error="; ".join(f"{s.step_id}: {s.error}" for s in failed_steps) or None,
+            execMs=run.execution_ms,
+        )
     return line
 
 

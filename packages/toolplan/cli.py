@@ -340,6 +340,8 @@ def run(
     planning: dict[str, Any] = {}
 
     def body() -> operations.ExecutionResult:
+        from toolplan.pipeline import FromDocument, FromQuery, Planned, plan_then_execute
+
         if (file is None) == (query_text is None):
             raise InvalidInput(
                 'give either a query (toolplan run "create author Alice ...") or a plan file '
@@ -353,39 +355,39 @@ def run(
             max_steps=max_steps,
             mcp=mcp,
         )
+
+        def show(planned: Planned) -> None:
+            if planned.planning is not None:
+                planning.update(planned.planning.to_json())
+                if not as_json:
+                    render.print_plan(stderr, planned.planning.plan, planned.planning.analysis)
+            elif not as_json:
+                ref = planned.ref
+                stderr.print(
+                    f"stored {ref.plan_id} (request {ref.request_id}) in {session.store.uri}"
+                )
+
         try:
             if query_text is not None:
-                outcome = _plan(
-                    session, query_text, model, request_id, max_repairs, confidence_threshold
-                )
-                planning.update(outcome.to_json())
-                if not as_json:
-                    render.print_plan(stderr, outcome.plan, outcome.analysis)
-                if outcome.ref.status == "needs_review" and not yes:
-                    raise _needs_review(outcome)
-                plan_id = outcome.ref.plan_id
+                source: FromQuery | FromDocument = FromQuery(query_text, request_id)
+                planner = _planner(session, model, max_repairs, confidence_threshold)
             else:
                 assert file is not None
-                ref = operations.submit_plan(
-                    file,
-                    store=session.store,
-                    catalog=session.catalog,
-                    query=query,
-                    request_id=request_id,
+                source, planner = FromDocument(file, query=query, request_id=request_id), None
+            outcome = _run_async(
+                plan_then_execute(
+                    source,
+                    session.context(as_json=as_json),
                     max_steps=session.settings.max_steps,
-                )
-                plan_id = ref.plan_id
-                if not as_json:
-                    stderr.print(
-                        f"stored {ref.plan_id} (request {ref.request_id}) in {session.store.uri}"
-                    )
-            return _run_async(
-                operations.execute_stored_plan(
-                    plan_id, session.context(as_json=as_json), approve=yes
+                    planner=planner,
+                    approve=yes,
+                    on_planned=show,
                 )
             )
         finally:
             session.close()
+        assert outcome.result is not None  # review="refuse": a refused plan raised instead
+        return outcome.result
 
     result = _guard(body, as_json=as_json)
     if as_json and planning:
@@ -403,41 +405,21 @@ def run(
     _finish_execution(result, as_json=as_json, store_uri=_store_uri(store))
 
 
-def _plan(
+def _planner(
     session: Session,
-    query_text: str,
     model: str | None,
-    request_id: str | None,
     max_repairs: int | None,
     confidence_threshold: float | None,
 ) -> Any:
-    from toolplan.planning.planner import create_plan
     from toolplan.planning.setup import planner_context_from_env
 
-    ctx = planner_context_from_env(
+    return planner_context_from_env(
         settings=session.settings,
         store=session.store,
         catalog=session.catalog,
         model=model,
         max_repairs=max_repairs,
         confidence_threshold=confidence_threshold,
-    )
-    return _run_async(create_plan(query_text, ctx, request_id=request_id))
-
-
-def _needs_review(outcome: Any) -> ToolplanError:
-    from toolplan.errors import PlanNeedsReview
-
-    confidence = min(
-        (s.get("confidence") for s in outcome.plan["steps"] if s.get("confidence") is not None),
-        default=None,
-    )
-    return PlanNeedsReview(
-        f"plan {outcome.ref.plan_id} is stored with status needs_review: the planner's lowest step "
-        f"confidence is {confidence}, under the threshold. It was NOT executed. Check it with "
-        f"`toolplan show {outcome.ref.plan_id}`, then run it with `toolplan execute "
-        f"{outcome.ref.plan_id} --yes` (or pass --yes to run).",
-        details=outcome.to_json(),
     )
 
 
@@ -457,9 +439,12 @@ def plan(
     """Plan a query with the LLM (one call, plus bounded repairs), validate and store it."""
 
     def body() -> Any:
+        from toolplan.planning.planner import create_plan
+
         session = _session(store, tools, max_steps=max_steps, mcp=mcp)
         try:
-            return _plan(session, query_text, model, request_id, max_repairs, confidence_threshold)
+            planner = _planner(session, model, max_repairs, confidence_threshold)
+            return _run_async(create_plan(query_text, planner, request_id=request_id))
         finally:
             session.close()
 

@@ -8,7 +8,9 @@ import string
 import time
 from typing import Literal
 
-__all__ = ["IdKind", "is_valid_id", "new_id"]
+from toolplan.errors import InvalidInput
+
+__all__ = ["IdKind", "is_valid_id", "new_id", "require_id"]
 
 IdKind = Literal["req", "plan"]
 """The prefixes of the identifiers toolplan mints."""
@@ -16,6 +18,10 @@ IdKind = Literal["req", "plan"]
 _ALPHABET = string.ascii_lowercase + string.digits
 _RANDOM_LENGTH = 10
 _ID_PATTERN = re.compile(r"^(req|plan)_(\d{9,11})_([a-z0-9]{6,32})$")
+_SHAPES: dict[IdKind, tuple[str, str]] = {
+    "plan": ("plan", "plan_<seconds>_<id>"),
+    "req": ("request", "req_<seconds>_<id>"),
+}
 
 
 def new_id(kind: IdKind, *, now: float | None = None) -> str:
@@ -33,3 +39,14 @@ def is_valid_id(value: object, kind: IdKind | None = None) -> bool:
     if match is None:
         return False
     return kind is None or match.group(1) == kind
+
+
+def require_id(value: str, kind: IdKind) -> str:
+    """``value`` if it is a well-formed ID of ``kind``; else :class:`InvalidInput` naming the
+    expected shape. Every lookup by ID checks this first, so nothing user-supplied reaches a
+    store query unchecked."""
+    if not is_valid_id(value, kind):
+        noun, shape = _SHAPES[kind]
+        shown = value if len(value) <= 80 else value[:77] + "..."
+        raise InvalidInput(f"{shown!r} is not a {noun} ID (expected {shape})")
+    return value

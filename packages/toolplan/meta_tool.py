@@ -27,12 +27,13 @@ from toolplan.config import Settings
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import InvalidInput, PlanInvalid, ToolplanError, ValidationIssue
 from toolplan.execution.runner import ExecutionContext
-from toolplan.operations import execute_stored_plan, submit_plan
+from toolplan.pipeline import FromDocument, plan_then_execute
 from toolplan.planning.prompts import load_prompt
 from toolplan.planning.schema import to_plan_data
 from toolplan.store import Store, open_store
 from toolplan.store.protocol import StepRecord
-from toolplan.tools.catalog import RESERVED_TOOL_NAMES, ToolCatalog, ToolInfo
+from toolplan.tools.catalog import ToolCatalog, ToolInfo
+from toolplan.tools.loading import resolve_catalog
 
 __all__ = [
     "DEFAULT_OUTPUT_LIMIT",
@@ -268,20 +269,18 @@ class PlanTool(BaseTool):
         try:
             data = _plan_data(plan, extra)
             store = await asyncio.to_thread(lambda: self.store)
-            ref = await asyncio.to_thread(
-                submit_plan,
-                data,
-                store=store,
-                catalog=self.catalog,
-                max_steps=self.settings.max_steps,
-                meta={"source": "execute_plan"},
-            )
             ctx = ExecutionContext.from_settings(self.settings, store=store, catalog=self.catalog)
-            result = await execute_stored_plan(ref.plan_id, ctx)
+            outcome = await plan_then_execute(
+                FromDocument(data, meta={"source": "execute_plan"}),
+                ctx,
+                max_steps=self.settings.max_steps,
+            )
         except PlanInvalid as error:
             raise ToolException(_rejection(error)) from None
         except ToolplanError as error:
             raise ToolException(f"execute_plan could not run the plan: {error.message}") from None
+        result = outcome.result
+        assert result is not None  # a submitted plan never needs review
         artifact = {**result.to_json(), "plan": result.plan.to_json()}
         return summarize(result, output_limit=self.output_limit), artifact
 
@@ -292,15 +291,6 @@ class PlanTool(BaseTool):
     def _run(self, plan: Any = None, **kwargs: Any) -> tuple[str, dict[str, Any]]:
         extra = {k: v for k, v in kwargs.items() if k not in ("run_manager", "config")}
         return run_blocking(self._execute(plan, extra))
-
-
-def _catalog_of(tools: ToolCatalog | Iterable[BaseTool | Callable[..., Any]]) -> ToolCatalog:
-    if isinstance(tools, ToolCatalog):
-        return tools
-    # An agent's tool list may include the meta-tool itself; plans cannot call it anyway.
-    return ToolCatalog(
-        [t for t in tools if not (isinstance(t, BaseTool) and t.name in RESERVED_TOOL_NAMES)]
-    )
 
 
 def plan_tool(
@@ -323,7 +313,8 @@ def plan_tool(
     """
     if output_limit < 1:
         raise InvalidInput(f"output_limit must be at least 1 character, got {output_limit}")
-    catalog = _catalog_of(tools)
+    # An agent's tool list may include the meta-tool itself; plans cannot call it anyway.
+    catalog = resolve_catalog(tools, drop_reserved=True)
     tool = PlanTool(
         description=describe_tools(catalog),
         args_schema=PLAN_STRING_SCHEMA if plan_format == "string" else PLAN_ARGUMENT_SCHEMA,

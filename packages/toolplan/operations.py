@@ -14,10 +14,11 @@ from typing import Any
 
 from toolplan.analysis import Analysis, analyze
 from toolplan.engine.result import ExecutionResult
-from toolplan.errors import InvalidInput, NotFound, PlanNeedsReview
+from toolplan.errors import InvalidInput
 from toolplan.execution.graph import CONTEXT_KEY, build_execution_graph
 from toolplan.execution.runner import ExecutionContext
 from toolplan.ids import is_valid_id, new_id
+from toolplan.lookup import find_plan, find_request, require_approval
 from toolplan.plan import Plan, Step, load_plan
 from toolplan.store.protocol import (
     TERMINAL_EXECUTION_STATUSES,
@@ -100,11 +101,7 @@ def submit_plan(
     analysis = analyze(plan, catalog, max_steps=max_steps, estimate=_estimator(store))
     request: RequestRecord | None = None
     if request_id is not None:
-        if not is_valid_id(request_id, "req"):
-            raise InvalidInput(f"{request_id!r} is not a request ID (expected req_<seconds>_<id>)")
-        existing = store.get_request(request_id)
-        if existing is None:
-            raise NotFound(f"request {request_id!r} does not exist in {store.uri}")
+        existing = find_request(store, request_id)
         query = query if query is not None else existing.query
     else:
         request = RequestRecord(new_id("req"), query, utc_now())
@@ -123,18 +120,9 @@ def submit_plan(
     return PlanRef(request_id, record.plan_id, status, plan=plan, analysis=analysis)
 
 
-def _get_plan(store: Store, plan_id: str) -> PlanRecord:
-    if not is_valid_id(plan_id, "plan"):
-        raise InvalidInput(f"{plan_id!r} is not a plan ID (expected plan_<seconds>_<id>)")
-    record = store.get_plan(plan_id)
-    if record is None:
-        raise NotFound(f"plan {plan_id!r} does not exist in {store.uri}")
-    return record
-
-
 def stored_result(store: Store, plan_id: str) -> ExecutionResult | None:
     """The stored execution result of a plan, or ``None`` if it never started."""
-    record = _get_plan(store, plan_id)
+    record = find_plan(store, plan_id)
     execution = store.get_execution(plan_id)
     return ExecutionResult.from_records(record, execution) if execution else None
 
@@ -147,15 +135,11 @@ async def execute_stored_plan(
     A finished execution is returned as stored and no tool is called. The graph runs with the
     store's checkpointer, on the thread named after the plan ID.
     """
-    record = await asyncio.to_thread(_get_plan, ctx.store, plan_id)
+    record = await asyncio.to_thread(find_plan, ctx.store, plan_id)
     execution = await asyncio.to_thread(ctx.store.get_execution, plan_id)
     if execution is None or execution.status not in TERMINAL_EXECUTION_STATUSES:
-        if record.status == "needs_review" and not approve:
-            # Refuse before the graph runs, so no checkpoint remembers the refusal.
-            raise PlanNeedsReview(
-                f"plan {plan_id!r} needs review (the planner's confidence was low) and was not "
-                f"executed; inspect it with `toolplan show {plan_id}`, then run it with --yes"
-            )
+        # Refuse before the graph runs, so no checkpoint remembers the refusal.
+        require_approval(record.plan_id, record.status, record.plan, approve=approve)
         async with ctx.store.checkpointer() as saver:
             graph = build_execution_graph().compile(checkpointer=saver)
             config: Any = {"configurable": {"thread_id": plan_id, CONTEXT_KEY: ctx}}
@@ -173,13 +157,11 @@ async def execute_stored_plan(
 def describe(store: Store, identifier: str) -> dict[str, Any]:
     """``toolplan show``: a plan with its execution, or a request with its plans."""
     if is_valid_id(identifier, "plan"):
-        record = _get_plan(store, identifier)
+        record = find_plan(store, identifier)
         execution = store.get_execution(identifier)
         return {"kind": "plan", **_plan_json(record, execution)}
     if is_valid_id(identifier, "req"):
-        request = store.get_request(identifier)
-        if request is None:
-            raise NotFound(f"request {identifier!r} does not exist in {store.uri}")
+        request = find_request(store, identifier)
         plans = [
             _plan_json(p, store.get_execution(p.plan_id)) for p in store.list_plans(identifier)
         ]

@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from toolplan.engine.policies import ExecutionOptions
-from toolplan.errors import InvalidInput, NotFound, PlanNeedsReview, StoreUnavailable
+from toolplan.errors import InvalidInput, StoreUnavailable
 from toolplan.execution.runner import ExecutionBusy, ExecutionContext, new_worker_id
-from toolplan.ids import is_valid_id
+from toolplan.lookup import find_plan, require_approval
 from toolplan.operations import execute_stored_plan
 from toolplan.plan import parse_plan
 from toolplan.store.protocol import ExecutionRecord, Store, utc_now
@@ -58,16 +58,8 @@ def enqueue_plan(store: Store, plan_id: str, *, approve: bool = False) -> Execut
     dead ``toolplan execute`` is queued again and a worker resumes it. Raises
     :class:`~toolplan.errors.PlanNeedsReview` for a ``needs_review`` plan unless ``approve``.
     """
-    if not is_valid_id(plan_id, "plan"):
-        raise InvalidInput(f"{plan_id!r} is not a plan ID (expected plan_<seconds>_<id>)")
-    record = store.get_plan(plan_id)
-    if record is None:
-        raise NotFound(f"plan {plan_id!r} does not exist in {store.uri}")
-    if record.status == "needs_review" and not approve:
-        raise PlanNeedsReview(
-            f"plan {plan_id!r} needs review (the planner's confidence was low) and was not "
-            "queued; inspect it with `toolplan show`, then queue it with --yes"
-        )
+    record = find_plan(store, plan_id)
+    require_approval(record.plan_id, record.status, record.plan, approve=approve, action="queued")
     steps = [(step.id, step.tool) for step in parse_plan(record.plan).steps]
     return store.enqueue(plan_id, steps)
 

@@ -27,24 +27,12 @@ from toolplan.api.types import (
     StepEventType,
     ToolType,
 )
-from toolplan.errors import InvalidInput
-from toolplan.ids import IdKind, is_valid_id
+from toolplan.ids import require_id
 from toolplan.plan import parse_plan
 
 __all__ = ["Mutation", "Query", "Subscription", "build_schema"]
 
 Info = strawberry.Info[ApiContext, None]
-
-_ID_SHAPES: dict[IdKind, str] = {"plan": "plan_<seconds>_<id>", "req": "req_<seconds>_<id>"}
-
-
-def _require_id(value: str, kind: IdKind) -> str:
-    """Reject a malformed ID before anything looks it up in the store."""
-    if not is_valid_id(value, kind):
-        noun = "plan" if kind == "plan" else "request"
-        shown = value if len(value) <= 80 else value[:77] + "..."
-        raise InvalidInput(f"{shown!r} is not a {noun} ID (expected {_ID_SHAPES[kind]})")
-    return value
 
 
 @strawberry.type
@@ -53,13 +41,13 @@ class Query:
 
     @strawberry.field(description="A stored plan with its execution; null if unknown.")
     async def plan(self, info: Info, plan_id: str) -> PlanType | None:
-        _require_id(plan_id, "plan")
+        require_id(plan_id, "plan")
         data = await asyncio.to_thread(operations.describe, info.context.store, plan_id)
         return PlanType.from_json(data)
 
     @strawberry.field(description="A request with its plan versions; null if unknown.")
     async def request(self, info: Info, request_id: str) -> RequestType | None:
-        _require_id(request_id, "req")
+        require_id(request_id, "req")
         data = await asyncio.to_thread(operations.describe, info.context.store, request_id)
         return RequestType.from_json(data)
 
@@ -68,7 +56,7 @@ class Query:
         "is unknown (with a NOT_FOUND error) or was never executed (without error)."
     )
     async def execution(self, info: Info, plan_id: str) -> ExecutionType | None:
-        _require_id(plan_id, "plan")
+        require_id(plan_id, "plan")
         result = await asyncio.to_thread(operations.stored_result, info.context.store, plan_id)
         return ExecutionType.from_json(result.to_json()) if result else None
 
@@ -95,7 +83,7 @@ class Mutation:
         from toolplan.planning.planner import create_plan
 
         if request_id is not None:
-            _require_id(request_id, "req")
+            require_id(request_id, "req")
         planner = await info.context.planner()
         outcome = await create_plan(query, planner, request_id=request_id)
         return PlanRefType.from_ref(outcome.ref)
@@ -108,7 +96,7 @@ class Mutation:
         self, info: Info, plan: JSON, query: str | None = None, request_id: str | None = None
     ) -> PlanRefType:
         if request_id is not None:
-            _require_id(request_id, "req")
+            require_id(request_id, "req")
         context = info.context
         # parse_plan takes only a JSON object: a string is never read as a file path here.
         parsed = parse_plan(plan)
@@ -131,7 +119,7 @@ class Mutation:
     async def execute_plan(
         self, info: Info, plan_id: str, wait: bool | None = True, approve: bool | None = False
     ) -> ExecutionType:
-        _require_id(plan_id, "plan")
+        require_id(plan_id, "plan")
         result = await info.context.runs.execute(
             plan_id, wait=wait is not False, approve=bool(approve)
         )
@@ -148,7 +136,7 @@ class Subscription:
         "here — read execution(planId) instead)."
     )
     async def step_events(self, info: Info, plan_id: str) -> AsyncGenerator[StepEventType, None]:
-        _require_id(plan_id, "plan")
+        require_id(plan_id, "plan")
         # Unknown plans are an error, not an empty stream.
         await asyncio.to_thread(operations.stored_result, info.context.store, plan_id)
         async for event in info.context.events.subscribe(plan_id):

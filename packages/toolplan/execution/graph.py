@@ -19,8 +19,8 @@ from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
 
 from toolplan.engine.result import ExecutionResult
-from toolplan.errors import NotFound, PlanNeedsReview
 from toolplan.execution.runner import ExecutionContext, run_plan_steps
+from toolplan.lookup import find_plan, require_approval
 from toolplan.store.protocol import TERMINAL_EXECUTION_STATUSES, ExecutionRecord, PlanRecord
 
 __all__ = ["CONTEXT_KEY", "ExecutionInput", "ExecutionState", "build_execution_graph"]
@@ -84,32 +84,21 @@ def _result_state(plan: PlanRecord, execution: ExecutionRecord) -> ExecutionStat
     }
 
 
-def _load(ctx: ExecutionContext, plan_id: str) -> PlanRecord:
-    record = ctx.store.get_plan(plan_id)
-    if record is None:
-        raise NotFound(f"plan {plan_id!r} does not exist in {ctx.store.uri}")
-    return record
-
-
 async def load_plan(state: ExecutionState, config: RunnableConfig) -> ExecutionState:
     """Find the plan; a finished execution is returned as stored, without calling any tool."""
     ctx = await context_from(config)
-    record = await asyncio.to_thread(_load, ctx, state["plan_id"])
+    record = await asyncio.to_thread(find_plan, ctx.store, state["plan_id"])
     execution = await asyncio.to_thread(ctx.store.get_execution, record.plan_id)
     if execution is not None and execution.status in TERMINAL_EXECUTION_STATUSES:
         return _result_state(record, execution)
-    if record.status == "needs_review" and not state.get("approve"):
-        raise PlanNeedsReview(
-            f"plan {record.plan_id!r} needs review (the planner's confidence was low) and was "
-            "not executed; inspect it with `toolplan show`, then run it with --yes"
-        )
+    require_approval(record.plan_id, record.status, record.plan, approve=bool(state.get("approve")))
     return {"request_id": record.request_id, "status": "running"}
 
 
 async def run_steps(state: ExecutionState, config: RunnableConfig) -> ExecutionState:
     """Run or resume every unfinished step, eagerly, recording each transition durably."""
     ctx = await context_from(config)
-    record = await asyncio.to_thread(_load, ctx, state["plan_id"])
+    record = await asyncio.to_thread(find_plan, ctx.store, state["plan_id"])
     execution = await run_plan_steps(ctx, record)
     return _result_state(record, execution)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from toolplan.errors import InvalidInput, NotFound, PlanInvalid, ValidationIssue
-from toolplan.ids import is_valid_id
+from toolplan.errors import InvalidInput, PlanInvalid, ValidationIssue
+from toolplan.lookup import find_request
 from toolplan.operations import PlanRef
 from toolplan.planning.graph import (
     PLANNER_CONTEXT_KEY,
@@ -68,10 +68,7 @@ async def create_plan(
     if not query.strip():
         raise InvalidInput("the query is empty; say what should be done")
     if request_id is not None:
-        if not is_valid_id(request_id, "req"):
-            raise InvalidInput(f"{request_id!r} is not a request ID (expected req_<seconds>_<id>)")
-        if ctx.store.get_request(request_id) is None:
-            raise NotFound(f"request {request_id!r} does not exist in {ctx.store.uri}")
+        find_request(ctx.store, request_id)
     inputs: PlanningInput = {"query": query}
     if request_id is not None:
         inputs["request_id"] = request_id

@@ -12,13 +12,15 @@ raises :class:`~toolplan.tools.mcp.MCPServerUnavailable` instead (exit code 3).
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from langchain_core.tools import BaseTool
+
 from toolplan._blocking import run_blocking
 from toolplan.config import Settings
-from toolplan.tools.catalog import ToolCatalog, load_tool_modules
+from toolplan.tools.catalog import RESERVED_TOOL_NAMES, ToolCatalog, load_tool_modules
 from toolplan.tools.mcp import (
     DEFAULT_STARTUP_TIMEOUT,
     MCPServerUnavailable,
@@ -26,10 +28,20 @@ from toolplan.tools.mcp import (
     load_mcp_tools,
 )
 
-__all__ = ["McpConfig", "aload_catalog", "load_catalog", "warn_on_stderr"]
+__all__ = [
+    "McpConfig",
+    "ToolsArg",
+    "aload_catalog",
+    "load_catalog",
+    "resolve_catalog",
+    "warn_on_stderr",
+]
 
 McpConfig = str | Path | Mapping[str, Any]
 """An ``mcpServers`` JSON file, or the parsed mapping."""
+
+ToolsArg = ToolCatalog | Iterable[BaseTool | Callable[..., Any] | str] | None
+"""What a ``tools=`` argument may be: a catalog, tools, functions and module names, or ``None``."""
 
 
 def warn_on_stderr(message: str) -> None:
@@ -86,3 +98,27 @@ def load_catalog(
             startup_timeout=startup_timeout,
         )
     )
+
+
+def resolve_catalog(
+    tools: ToolsArg = None, *, settings: Settings | None = None, drop_reserved: bool = False
+) -> ToolCatalog:
+    """The :class:`ToolCatalog` for any ``tools=`` argument of the Python API.
+
+    A catalog is used as is; ``None`` means the configured tools (:func:`load_catalog` on
+    ``settings``, default :meth:`Settings.from_env`); a list may mix LangChain tools, plain
+    functions and module names. With ``drop_reserved``, tools named like the plan executor are
+    left out instead of rejected (an agent's tool list may hold the ``execute_plan`` tool itself).
+    """
+    if isinstance(tools, ToolCatalog):
+        return tools
+    if tools is None:
+        return load_catalog(settings or Settings.from_env())
+    items = list(tools)
+    if drop_reserved:
+        items = [
+            t for t in items if not (isinstance(t, BaseTool) and t.name in RESERVED_TOOL_NAMES)
+        ]
+    catalog = load_tool_modules([t for t in items if isinstance(t, str)])
+    catalog.add([t for t in items if not isinstance(t, str)])
+    return catalog

@@ -1,0 +1,169 @@
+"""Plan, then execute: the one path from a query or a plan document to an execution result.
+
+``toolplan run`` (query or ``--file``), :func:`toolplan.run_plan`, the ``execute_plan``
+meta-tool and ``toolplan batch --execute`` all call :func:`plan_then_execute`; an agent loop
+(answer, replan) is meant to be one more caller, not another copy. The steps are always the same:
+
+1. obtain a stored plan (:func:`obtain_plan`): validate and store a document, or plan a query
+   with the LLM (planning stores the plan itself);
+2. the "needs review" gate (:func:`toolplan.lookup.require_approval`): refuse, or skip, a plan
+   stored as ``needs_review`` unless approved;
+3. execute it with the context's execution backend (:func:`toolplan.operations.execute_stored_plan`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from toolplan.engine.result import ExecutionResult
+from toolplan.errors import InvalidInput
+from toolplan.execution.runner import ExecutionContext
+from toolplan.lookup import require_approval
+from toolplan.operations import PlanRef, execute_stored_plan, submit_plan
+from toolplan.plan import Plan
+from toolplan.store.protocol import Store
+from toolplan.tools.catalog import ToolCatalog
+
+if TYPE_CHECKING:
+    from toolplan.planning.graph import PlannerContext
+    from toolplan.planning.planner import PlanningOutcome
+
+__all__ = [
+    "FromDocument",
+    "FromQuery",
+    "PlanSource",
+    "Planned",
+    "ReviewPolicy",
+    "RunOutcome",
+    "obtain_plan",
+    "plan_then_execute",
+]
+
+
+@dataclass(frozen=True)
+class FromQuery:
+    """Plan ``query`` with the LLM: one structured-output call, plus bounded repairs."""
+
+    query: str
+    request_id: str | None = None
+    """Store the plan as a new version of this request."""
+
+
+@dataclass(frozen=True)
+class FromDocument:
+    """Validate and store a plan the caller wrote (a file path, JSON text, a dict or a Plan)."""
+
+    plan: str | Path | dict[str, Any] | Plan
+    query: str | None = None
+    request_id: str | None = None
+    meta: Mapping[str, Any] | None = None
+    """Stored with the plan (e.g. ``{"source": "execute_plan"}``)."""
+
+
+PlanSource = FromQuery | FromDocument
+"""Where the plan comes from."""
+
+ReviewPolicy = Literal["refuse", "skip"]
+"""A ``needs_review`` plan that is not approved: ``refuse`` raises
+:class:`~toolplan.errors.PlanNeedsReview`; ``skip`` returns it stored but not executed."""
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A plan that is stored and about to be gated and executed."""
+
+    ref: PlanRef
+    planning: PlanningOutcome | None
+    """How the LLM produced it; ``None`` for a document."""
+    planning_ms: float
+    """Wall-clock time to obtain the plan (validation and storage included)."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The planning outcome's JSON (``toolplan plan --json``), else the plan reference."""
+        return self.planning.to_json() if self.planning is not None else self.ref.to_json()
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What :func:`plan_then_execute` did."""
+
+    planned: Planned
+    result: ExecutionResult | None
+    """``None`` when the plan needs review and the policy was ``skip``."""
+    execution_ms: float | None = None
+
+
+async def obtain_plan(
+    source: PlanSource,
+    *,
+    store: Store,
+    catalog: ToolCatalog,
+    max_steps: int,
+    planner: PlannerContext | None = None,
+) -> Planned:
+    """Store the plan ``source`` describes: validate a document, or plan a query with
+    ``planner`` (required then). Raises :class:`~toolplan.errors.PlanInvalid` before storing
+    anything invalid, :class:`~toolplan.errors.LLMUnavailable` when the model cannot be reached."""
+    started = time.perf_counter()
+    if isinstance(source, FromQuery):
+        if planner is None:
+            raise InvalidInput("planning a query needs a planner (a model configuration)")
+        from toolplan.planning.planner import create_plan
+
+        outcome = await create_plan(source.query, planner, request_id=source.request_id)
+        return Planned(outcome.ref, outcome, _ms(started))
+    ref = await asyncio.to_thread(
+        submit_plan,
+        source.plan,
+        store=store,
+        catalog=catalog,
+        query=source.query,
+        request_id=source.request_id,
+        max_steps=max_steps,
+        meta=dict(source.meta or {}),
+    )
+    return Planned(ref, None, _ms(started))
+
+
+async def plan_then_execute(
+    source: PlanSource,
+    ctx: ExecutionContext,
+    *,
+    max_steps: int,
+    planner: PlannerContext | None = None,
+    approve: bool = False,
+    review: ReviewPolicy = "refuse",
+    on_planned: Callable[[Planned], None] | None = None,
+) -> RunOutcome:
+    """Obtain a stored plan, pass it through the review gate, and execute it.
+
+    ``ctx`` gives the store, catalog, execution options, event listener and backend;
+    ``on_planned`` sees the stored plan before the gate (to show it, or to record its IDs).
+    """
+    planned = await obtain_plan(
+        source, store=ctx.store, catalog=ctx.catalog, max_steps=max_steps, planner=planner
+    )
+    if on_planned is not None:
+        on_planned(planned)
+    if planned.ref.status == "needs_review" and not approve and review == "skip":
+        return RunOutcome(planned, None)
+    plan = planned.planning.plan if planned.planning is not None else {}
+    require_approval(
+        planned.ref.plan_id,
+        planned.ref.status,
+        plan,
+        approve=approve,
+        details=planned.to_json(),
+    )
+    started = time.perf_counter()
+    result = await execute_stored_plan(planned.ref.plan_id, ctx, approve=approve)
+    return RunOutcome(planned, result, _ms(started))
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 1)
