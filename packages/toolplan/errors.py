@@ -7,6 +7,9 @@ Three families, because callers react to them differently:
   These are recorded on the step; they never abort the process.
 - :class:`Unavailable` — infrastructure (the store, later the LLM) cannot be reached. Exit code 3.
 
+:class:`ExecutionBusy` stands apart: another live process is running the plan right now (exit
+code 2, nothing executed here); a worker treats it as "lost", not as a plan it cannot run.
+
 Every message names the step, tool, template or field involved and says how to fix it.
 """
 
@@ -16,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 __all__ = [
+    "ExecutionBusy",
     "InvalidInput",
     "LLMUnavailable",
     "NotFound",
@@ -80,6 +84,12 @@ class NotFound(InvalidInput):
 
 class PlanNeedsReview(InvalidInput):
     """The plan is stored with status ``needs_review`` and was not executed."""
+
+
+class ExecutionBusy(ToolplanError):
+    """Another live process holds the lease of this execution (or took it over from us)."""
+
+    exit_code = 2
 
 
 # --- tool failures ------------------------------------------------------------------------------

@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from toolplan.engine.policies import ExecutionOptions
-from toolplan.errors import InvalidInput, StoreUnavailable
-from toolplan.execution.runner import ExecutionBusy, ExecutionContext, new_worker_id
+from toolplan.errors import ExecutionBusy, InvalidInput, StoreUnavailable
+from toolplan.execution.runner import ExecutionContext, new_worker_id
 from toolplan.lookup import find_plan, require_approval
 from toolplan.operations import execute_stored_plan
 from toolplan.plan import parse_plan

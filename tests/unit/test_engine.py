@@ -28,6 +28,12 @@ def capture(value: str, config: RunnableConfig) -> dict[str, Any]:
     return {"value": value}
 
 
+@tool
+def grumpy() -> str:
+    """Always raise an exception whose text looks like a business error's."""
+    raise RuntimeError("the sensor reported an error")
+
+
 @pytest.fixture
 def store(tmp_path: Path) -> SqliteStore:
     return SqliteStore(tmp_path / "toolplan.db")
@@ -46,7 +52,7 @@ def calls(log: Path) -> list[dict[str, Any]]:
 
 def catalog() -> ToolCatalog:
     cat = load_tool_modules(["blog", "weather", "tests.support.tools"])
-    cat.add([capture])
+    cat.add([capture, grumpy])
     return cat
 
 
@@ -109,6 +115,17 @@ async def test_attempts_run_out(store: SqliteStore, log: Path) -> None:
     assert (step.status, step.attempts) == ("failed", 2)
     assert "ConnectionError" in (step.error or "") and "after 2 attempts" in (step.error or "")
     assert result.status == "failed" and result.exit_code == 1
+
+
+async def test_retries_are_counted_by_the_kind_of_failure_not_its_wording(
+    store: SqliteStore,
+) -> None:
+    result = await run(store, {"steps": [s("g", "grumpy", maxAttempts=2)]})
+    step = result.step("g")
+    assert (step.status, step.attempts) == ("failed", 2)
+    assert step.error == (
+        "tool 'grumpy' raised RuntimeError: the sensor reported an error (after 2 attempts)"
+    )
 
 
 async def test_business_errors_are_never_retried(store: SqliteStore, log: Path) -> None:

@@ -149,6 +149,22 @@ async def test_finished_steps_from_an_earlier_run_are_not_run_again() -> None:
     assert outcomes["y"].status == "skipped"
 
 
+async def test_a_resumed_skip_names_its_root_cause_from_the_dag_not_from_its_message() -> None:
+    # The run stopped after skipping "mid" but before skipping "leaf": the stored outcome of
+    # "mid" carries only text, and the text is not parsed.
+    deps = {"root": [], "mid": ["root"], "leaf": ["mid"], "free": []}
+    h = Harness(list(deps), deps)
+    for gate in h.gates.values():
+        gate.set()
+    finished = {
+        "root": StepOutcome("failed", error="boom"),
+        "mid": StepOutcome("skipped", error="reworded: dependency 'elsewhere' went away"),
+    }
+    outcomes = await asyncio.wait_for(h.start(concurrency=3, finished=finished), DEADLINE)
+    assert h.skipped["leaf"] == "skipped because dependency 'root' failed"
+    assert outcomes["leaf"].cause == "root" and outcomes["free"].status == "succeeded"
+
+
 async def test_a_crashing_run_function_fails_the_step_instead_of_hanging() -> None:
     async def run(step: str) -> StepOutcome:
         raise RuntimeError("bug")

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from graphql import GraphQLError, GraphQLSyntaxError
 
 from toolplan.errors import (
+    ExecutionBusy,
     InvalidInput,
     LLMUnavailable,
     NotFound,
@@ -26,7 +27,6 @@ from toolplan.errors import (
     ToolplanError,
     Unavailable,
 )
-from toolplan.execution.runner import ExecutionBusy
 
 __all__ = ["ERROR_CODES", "ErrorCode", "error_code", "present_errors", "send_error"]
 

@@ -26,6 +26,8 @@ class StepOutcome:
     status: Literal["succeeded", "failed", "skipped"]
     output: Any = None
     error: str | None = None
+    cause: str | None = None
+    """For a step skipped because of a failure: the failed step it traces back to."""
 
 
 RunStep = Callable[[str], Awaitable[StepOutcome]]
@@ -66,24 +68,36 @@ async def schedule(
     running: dict[str, asyncio.Task[None]] = {}
     stopping = False
 
-    async def mark_skipped(step: str, reason: str) -> None:
-        outcomes[step] = StepOutcome("skipped", error=reason)
+    async def mark_skipped(step: str, reason: str, cause: str | None = None) -> None:
+        outcomes[step] = StepOutcome("skipped", error=reason, cause=cause)
         await skip(step, reason)
 
     async def skip_dependents_of(root: str) -> None:
-        reason_root = root if outcomes[root].status == "failed" else _root_cause(root)
+        cause = root if outcomes[root].status == "failed" else _cause_of(root)
         stack = list(dependents[root])
         while stack:
             step = stack.pop()
             if step in outcomes or step in running:
                 continue
-            await mark_skipped(step, f"skipped because dependency {reason_root!r} failed")
+            await mark_skipped(step, f"skipped because dependency {cause!r} failed", cause)
             stack.extend(dependents[step])
 
-    def _root_cause(step: str) -> str:
-        error = outcomes[step].error or ""
-        marker = "dependency "
-        return error.split(marker, 1)[1].split("'")[1] if marker in error else step
+    def _cause_of(step: str) -> str:
+        """The failed step a skipped ``step`` traces back to. Outcomes stored by an earlier run
+        carry no cause: follow the dependencies to the first failed one (in ``order``)."""
+        current = step
+        while outcomes[current].cause is None:
+            deps = [d for d in sorted(dependencies[current], key=rank.__getitem__) if d in outcomes]
+            failed = [d for d in deps if outcomes[d].status == "failed"]
+            if failed:
+                return failed[0]
+            skipped = [d for d in deps if outcomes[d].status == "skipped"]
+            if not skipped:
+                return current  # skipped for another reason (--fail-fast): the cause itself
+            current = skipped[0]
+        cause = outcomes[current].cause
+        assert cause is not None
+        return cause
 
     async def runner(step: str) -> None:
         outcome: StepOutcome | BaseException

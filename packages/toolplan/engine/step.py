@@ -7,7 +7,7 @@ import json
 import random
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, ToolException
@@ -46,10 +46,19 @@ def normalize_output(value: Any) -> Any:
     return to_jsonable_python(value, fallback=str)
 
 
+FailureKind = Literal["tool_error", "invalid_arguments", "timeout", "exception"]
+"""Why a tool call failed: the tool reported a business error (``ToolException``), rejected its
+resolved arguments, timed out, or raised anything else. Only the last two are retried."""
+
+
 class _CallFailed(Exception):
-    def __init__(self, message: str, *, retryable: bool) -> None:
+    def __init__(self, message: str, *, kind: FailureKind) -> None:
         super().__init__(message)
-        self.retryable = retryable
+        self.kind = kind
+
+    @property
+    def retryable(self) -> bool:
+        return self.kind in ("timeout", "exception")
 
 
 class StepRunner:
@@ -104,24 +113,24 @@ class StepRunner:
                 return normalize_output(await tool.ainvoke(arguments, config=config))
         except ToolException as error:
             raise _CallFailed(
-                f"tool {tool.name!r} reported an error: {error}", retryable=False
+                f"tool {tool.name!r} reported an error: {error}", kind="tool_error"
             ) from None
         except ValidationError as error:
             detail = "; ".join(
                 f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in error.errors()
             )
             raise _CallFailed(
-                f"tool {tool.name!r} rejected its arguments: {detail}", retryable=False
+                f"tool {tool.name!r} rejected its arguments: {detail}", kind="invalid_arguments"
             ) from None
         except TimeoutError:
             raise _CallFailed(
-                f"tool {tool.name!r} timed out after {timeout:g}s and was cancelled", retryable=True
+                f"tool {tool.name!r} timed out after {timeout:g}s and was cancelled", kind="timeout"
             ) from None
         except (asyncio.CancelledError, Unavailable):
             raise
         except Exception as error:
             raise _CallFailed(
-                f"tool {tool.name!r} raised {type(error).__name__}: {error}", retryable=True
+                f"tool {tool.name!r} raised {type(error).__name__}: {error}", kind="exception"
             ) from None
 
     async def run(self, step_id: str) -> StepOutcome:
@@ -139,6 +148,7 @@ class StepRunner:
             return await self._finish(step, "failed", base, started, error=str(error))
 
         error_text = ""
+        last_kind: FailureKind | None = None
         attempt = base
         for index in range(max_attempts):
             attempt = base + index + 1
@@ -148,7 +158,7 @@ class StepRunner:
             try:
                 output = await self._call(tool, arguments, self._config(step, attempt), timeout)
             except _CallFailed as failure:
-                error_text = str(failure)
+                error_text, last_kind = str(failure), failure.kind
                 if not failure.retryable or index == max_attempts - 1:
                     break
                 self.recorder.retrying(step.id, step.tool, attempt, error_text)
@@ -158,11 +168,7 @@ class StepRunner:
                     step, "succeeded", attempt, started, output=output, resolved=arguments
                 )
 
-        if (
-            max_attempts > 1
-            and attempt - base == max_attempts
-            and "reported an error" not in error_text
-        ):
+        if max_attempts > 1 and attempt - base == max_attempts and last_kind != "tool_error":
             error_text = f"{error_text} (after {max_attempts} attempts)"
         if step.fallback is not None:
             self.recorder.retrying(

@@ -21,7 +21,7 @@ from toolplan.engine.recorder import EventListener, Recorder
 from toolplan.engine.result import overall_status
 from toolplan.engine.scheduler import StepOutcome, schedule
 from toolplan.engine.step import StepRunner
-from toolplan.errors import InvalidInput
+from toolplan.errors import ExecutionBusy
 from toolplan.plan import parse_plan
 from toolplan.store.protocol import ExecutionRecord, PlanRecord, Store, utc_now
 from toolplan.tools.catalog import ToolCatalog
@@ -30,10 +30,6 @@ if TYPE_CHECKING:
     from toolplan.config import Settings
 
 __all__ = ["ExecutionBusy", "ExecutionContext", "new_worker_id", "run_plan_steps"]
-
-
-class ExecutionBusy(InvalidInput):
-    """Another live process holds the lease of this execution."""
 
 
 def new_worker_id() -> str:
