@@ -82,7 +82,7 @@ def main() -> None:
     args = parser.parse_args()
 
     real = bool(os.environ.get("OPENAI_API_KEY")) and not args.fake
-    model: BaseChatModel = create_chat_model(model_spec()) if real else ScriptedModel()
+    model: BaseChatModel = create_chat_model() if real else ScriptedModel()
     meta = plan_tool(TOOLS)  # opt-in: without it, the agent is exactly what it was
     agent = create_agent(model, [*TOOLS, meta], system_prompt=SYSTEM)
     try:

@@ -194,6 +194,7 @@ async def create_plan(
             max_repairs=max_repairs,
             confidence_threshold=confidence_threshold,
             max_steps=settings.max_steps,
+            endpoint=settings.planner.openai_base_url,
         )
     return await _create(query, ctx, request_id=request_id)
 

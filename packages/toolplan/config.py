@@ -3,19 +3,33 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 from toolplan.analysis import DEFAULT_MAX_STEPS
 from toolplan.engine.policies import ExecutionOptions, RetryPolicy
 from toolplan.errors import InvalidInput
 from toolplan.store import DEFAULT_STORE_URI
 
-__all__ = ["DEFAULT_TOOL_MODULES", "Settings"]
+__all__ = [
+    "DEFAULT_MODEL",
+    "DEFAULT_TOOL_MODULES",
+    "PlannerSettings",
+    "Settings",
+    "StructuredMethod",
+    "clear_caches",
+    "register_cache",
+]
 
 DEFAULT_TOOL_MODULES: tuple[str, ...] = ("blog", "metrics", "weather")
 """Tool modules loaded when neither ``--tools`` nor ``TOOLPLAN_TOOLS`` is given."""
+
+DEFAULT_MODEL = "openai:gpt-4o-mini"
+"""Used when neither ``--model`` nor ``TOOLPLAN_MODEL`` is set."""
+
+StructuredMethod = Literal["function_calling", "json_schema"]
+"""How the plan is requested: tool calling (widest support) or strict ``json_schema``."""
 
 
 def _number(env: Mapping[str, str], name: str, kind: type[float] | type[int]) -> Any:
@@ -29,6 +43,59 @@ def _number(env: Mapping[str, str], name: str, kind: type[float] | type[int]) ->
 
 
 @dataclass(frozen=True)
+class PlannerSettings:
+    """How plans are requested from the LLM (``toolplan plan``, ``run "QUERY"``, the API)."""
+
+    model: str = DEFAULT_MODEL
+    """``provider:model`` for ``init_chat_model`` (``TOOLPLAN_MODEL``, ``--model``)."""
+    max_repairs: int = 2
+    """Invalid plans sent back to the model at most this often (``TOOLPLAN_MAX_REPAIRS``)."""
+    confidence_threshold: float = 0.5
+    """Plans less confident than this are stored as ``needs_review``
+    (``TOOLPLAN_CONFIDENCE_THRESHOLD``)."""
+    structured_method: StructuredMethod = "function_calling"
+    """``TOOLPLAN_STRUCTURED_METHOD``."""
+    llm_timeout: float = 60.0
+    """Seconds per LLM request (``TOOLPLAN_LLM_TIMEOUT``)."""
+    llm_retries: int = 3
+    """Retries of transient LLM errors: 429, 5xx, timeouts (``TOOLPLAN_LLM_RETRIES``)."""
+    openai_api_key: str | None = field(default=None, repr=False)
+    """``OPENAI_API_KEY``; never printed."""
+    openai_base_url: str | None = None
+    """``OPENAI_BASE_URL``: any OpenAI-compatible server (vLLM, Ollama, llama.cpp, LM Studio)."""
+    prompts_dir: str | None = None
+    """``TOOLPLAN_PROMPTS_DIR``: read prompt files from here instead of the shipped ones."""
+
+    def __post_init__(self) -> None:
+        if self.structured_method not in ("function_calling", "json_schema"):
+            raise InvalidInput(
+                f"TOOLPLAN_STRUCTURED_METHOD={self.structured_method!r}; "
+                "use function_calling or json_schema"
+            )
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> PlannerSettings:
+        """The planner's settings from environment variables."""
+        values: dict[str, Any] = {
+            "model": env.get("TOOLPLAN_MODEL") or DEFAULT_MODEL,
+            "structured_method": env.get("TOOLPLAN_STRUCTURED_METHOD") or "function_calling",
+            "openai_api_key": env.get("OPENAI_API_KEY") or None,
+            "openai_base_url": env.get("OPENAI_BASE_URL") or None,
+            "prompts_dir": env.get("TOOLPLAN_PROMPTS_DIR") or None,
+        }
+        for name, key, kind in (
+            ("TOOLPLAN_MAX_REPAIRS", "max_repairs", int),
+            ("TOOLPLAN_CONFIDENCE_THRESHOLD", "confidence_threshold", float),
+            ("TOOLPLAN_LLM_TIMEOUT", "llm_timeout", float),
+            ("TOOLPLAN_LLM_RETRIES", "llm_retries", int),
+        ):
+            value = _number(env, name, kind)
+            if value is not None:
+                values[key] = value
+        return cls(**values)
+
+
+@dataclass(frozen=True)
 class Settings:
     """Everything a command needs to know about where things are and how to run them.
 
@@ -36,7 +103,11 @@ class Settings:
     ``TOOLPLAN_CONCURRENCY``, ``TOOLPLAN_MAX_STEPS``, ``TOOLPLAN_TIMEOUT`` (default step timeout,
     seconds), ``TOOLPLAN_BACKOFF`` (first retry delay, seconds), ``TOOLPLAN_LEASE_SECONDS``,
     ``TOOLPLAN_OUTPUT_LIMIT_BYTES`` (step outputs larger than this are stored truncated),
-    ``TOOLPLAN_MCP`` (an ``mcpServers`` JSON file whose servers add tools).
+    ``TOOLPLAN_MCP`` (an ``mcpServers`` JSON file whose servers add tools), and the planner's
+    (:class:`PlannerSettings`): ``TOOLPLAN_MODEL``, ``TOOLPLAN_MAX_REPAIRS``,
+    ``TOOLPLAN_CONFIDENCE_THRESHOLD``, ``TOOLPLAN_STRUCTURED_METHOD``, ``TOOLPLAN_LLM_TIMEOUT``,
+    ``TOOLPLAN_LLM_RETRIES``, ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``TOOLPLAN_PROMPTS_DIR``.
+    Frozen and hashable: caches keyed by settings see a changed environment as new settings.
     """
 
     store_uri: str = DEFAULT_STORE_URI
@@ -45,6 +116,7 @@ class Settings:
     execution: ExecutionOptions = field(default_factory=ExecutionOptions)
     mcp_config: str | None = None
     """``mcpServers`` JSON file whose servers add tools (``TOOLPLAN_MCP``, ``--mcp``)."""
+    planner: PlannerSettings = field(default_factory=PlannerSettings)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -76,6 +148,7 @@ class Settings:
             max_steps=_number(env, "TOOLPLAN_MAX_STEPS", int) or DEFAULT_MAX_STEPS,
             execution=execution,
             mcp_config=env.get("TOOLPLAN_MCP") or None,
+            planner=PlannerSettings.from_env(env),
         )
 
     def with_overrides(
@@ -105,3 +178,25 @@ class Settings:
             execution=execution,
             mcp_config=mcp_config or self.mcp_config,
         )
+
+
+_CACHE_CLEARERS: list[Callable[[], None]] = []
+
+
+def register_cache(clear: Callable[[], None]) -> None:
+    """Register the ``clear`` function of a process-wide cache, so :func:`clear_caches` empties it.
+
+    Every such cache must be keyed by what it depends on (the :class:`Settings`, a store object,
+    a directory), never by nothing: a changed environment must give a fresh entry, not a stale one.
+    """
+    _CACHE_CLEARERS.append(clear)
+
+
+def clear_caches() -> None:
+    """Empty every process-wide cache (default graph contexts, prompts, tool statistics).
+
+    For tests and long-lived hosts that change configuration; objects the caches held (stores
+    opened for default contexts) are not closed.
+    """
+    for clear in _CACHE_CLEARERS:
+        clear()

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import time
+import weakref
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from toolplan.analysis import Analysis, analyze
+from toolplan.config import register_cache
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import InvalidInput
 from toolplan.execution.graph import CONTEXT_KEY, build_execution_graph
@@ -57,17 +59,22 @@ class PlanRef:
 
 
 _STATS_TTL_SECONDS = 60.0
-_stats_cache: dict[str, tuple[float, dict[str, Any]]] = {}
+_stats_cache: weakref.WeakKeyDictionary[Store, tuple[float, dict[str, Any]]] = (
+    weakref.WeakKeyDictionary()
+)
+register_cache(_stats_cache.clear)
 
 
 def _recent_tool_stats(store: Store) -> dict[str, Any]:
-    """Tool statistics, recomputed at most once a minute per store: the aggregate scans every
-    step record, and critical-path estimates do not need up-to-the-second figures."""
+    """Tool statistics, recomputed at most once a minute per store object: the aggregate scans
+    every step record, and critical-path estimates do not need up-to-the-second figures. Keyed
+    by the store itself, not its URI: two stores may print the same URI (passwords are hidden,
+    every in-memory store is ``memory://``)."""
     now = time.monotonic()
-    cached = _stats_cache.get(store.uri)
+    cached = _stats_cache.get(store)
     if cached is None or now - cached[0] > _STATS_TTL_SECONDS:
         cached = (now, dict(store.tool_stats()))
-        _stats_cache[store.uri] = cached
+        _stats_cache[store] = cached
     return cached[1]
 
 

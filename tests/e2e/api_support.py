@@ -10,7 +10,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -154,13 +154,17 @@ def server_factory(tmp_path: Path) -> Iterator[ServerFactory]:
     """Yield ``start(api=..., store=...)``; every server started is stopped afterwards."""
     started: list[ApiServer] = []
     stores: list[Store] = []
-    settings = Settings(
-        store_uri=f"sqlite:///{tmp_path / 'api.db'}",
-        tool_modules=TOOL_MODULES,
-        execution=ExecutionOptions(retry=RetryPolicy(initial_backoff=0.001)),
-    )
+    store_uri = f"sqlite:///{tmp_path / 'api.db'}"
 
     def start(*, api: ApiSettings | None = None, store: Store | None = None) -> ApiServer:
+        # Settings are read when the server starts, as `toolplan serve` does (the model's
+        # configuration included), with the test's store, tools and fast retries.
+        settings = replace(
+            Settings.from_env(),
+            store_uri=store_uri,
+            tool_modules=TOOL_MODULES,
+            execution=ExecutionOptions(retry=RetryPolicy(initial_backoff=0.001)),
+        )
         if store is None:
             store = open_store(settings.store_uri)
             stores.append(store)

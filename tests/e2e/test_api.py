@@ -530,11 +530,15 @@ def test_unfixable_plan_is_plan_invalid(llm: FakeOpenAIServer, client: GraphQLCl
     assert any("createAuthr" in i["message"] for i in body["errors"][0]["extensions"]["issues"])
 
 
-def test_llm_unavailable(client: GraphQLClient, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_llm_unavailable(
+    client: GraphQLClient, servers: ServerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     body = client.gql(CREATE, {"query": QUERY})  # no OPENAI_API_KEY
     assert body["data"] is None and codes(body) == ["LLM_UNAVAILABLE"]
     assert "OPENAI_API_KEY" in body["errors"][0]["message"]
     assert client.data("{ tools { name } }")["tools"]  # everything else still works
+    body = client.gql(CREATE, {"query": QUERY})  # tried again, and still says why
+    assert codes(body) == ["LLM_UNAVAILABLE"] and "OPENAI_API_KEY" in body["errors"][0]["message"]
 
     with socket.socket() as sock:  # a port nobody listens on
         sock.bind(("127.0.0.1", 0))
@@ -542,7 +546,11 @@ def test_llm_unavailable(client: GraphQLClient, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{port}/v1")
     monkeypatch.setenv("TOOLPLAN_LLM_RETRIES", "0")
-    body = client.gql(CREATE, {"query": QUERY})  # the planner is built now, on first success
+    unreachable = servers().client()  # a server started with that configuration
+    try:
+        body = unreachable.gql(CREATE, {"query": QUERY})
+    finally:
+        unreachable.close()
     assert codes(body) == ["LLM_UNAVAILABLE"] and "cannot reach" in body["errors"][0]["message"]
 
 

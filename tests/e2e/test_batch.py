@@ -102,7 +102,7 @@ async def test_summary_numbers_on_a_crafted_file_with_a_failing_line(
     llm: FakeOpenAIServer, tmp_path: Path
 ) -> None:
     items = load_queries(write_jsonl(tmp_path / "crafted.jsonl", CRAFTED))
-    settings = Settings(store_uri=f"sqlite:///{tmp_path / 'tp.db'}")
+    settings = Settings.from_env().with_overrides(store_uri=f"sqlite:///{tmp_path / 'tp.db'}")
     planner = planner_context_from_env(settings=settings)
     out = tmp_path / "results.jsonl"
     written = await run_batch(items, planner, out=out, concurrency=2)
@@ -145,7 +145,7 @@ async def test_summary_numbers_on_a_crafted_file_with_a_failing_line(
 
 async def test_resumable_and_execute(llm: FakeOpenAIServer, tmp_path: Path) -> None:
     items = load_queries(write_jsonl(tmp_path / "crafted.jsonl", CRAFTED))
-    settings = Settings(store_uri=f"sqlite:///{tmp_path / 'tp.db'}")
+    settings = Settings.from_env().with_overrides(store_uri=f"sqlite:///{tmp_path / 'tp.db'}")
     store = open_store(settings.store_uri)
     planner = planner_context_from_env(settings=settings, store=store)
     executor = ExecutionContext(store=store, catalog=load_tool_modules(settings.tool_modules))

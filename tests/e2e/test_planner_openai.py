@@ -36,9 +36,8 @@ def llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAIServer]:
 
 
 def make_context(tmp_path: Path, **kwargs: Any) -> PlannerContext:
-    return planner_context_from_env(
-        settings=Settings(store_uri=f"sqlite:///{tmp_path / 'tp.db'}"), **kwargs
-    )
+    settings = Settings.from_env().with_overrides(store_uri=f"sqlite:///{tmp_path / 'tp.db'}")
+    return planner_context_from_env(settings=settings, **kwargs)
 
 
 def system_prompt(request: dict[str, Any]) -> str:

@@ -378,32 +378,3 @@ async def test_unknown_plan_and_catalog_drift_are_rejected_before_running(
 
 
 _ = test_tools  # the module is loaded by name through the catalog
-
-
-def test_settings_read_every_documented_environment_variable() -> None:
-    from toolplan.config import Settings
-
-    settings = Settings.from_env(
-        {
-            "TOOLPLAN_STORE": "sqlite:///x.db",
-            "TOOLPLAN_TOOLS": "blog, weather",
-            "TOOLPLAN_CONCURRENCY": "3",
-            "TOOLPLAN_MAX_STEPS": "7",
-            "TOOLPLAN_TIMEOUT": "2.5",
-            "TOOLPLAN_BACKOFF": "0.1",
-            "TOOLPLAN_LEASE_SECONDS": "9",
-            "TOOLPLAN_OUTPUT_LIMIT_BYTES": "1234",
-            "TOOLPLAN_MCP": "servers.json",
-        }
-    )
-    assert settings.store_uri == "sqlite:///x.db" and settings.tool_modules == ("blog", "weather")
-    assert settings.max_steps == 7 and settings.mcp_config == "servers.json"
-    options = settings.execution
-    assert (options.concurrency, options.default_timeout, options.lease_seconds) == (3, 2.5, 9)
-    assert options.retry.initial_backoff == 0.1 and options.output_limit_bytes == 1234
-    from toolplan.errors import InvalidInput
-
-    with pytest.raises(InvalidInput, match="TOOLPLAN_CONCURRENCY='many'"):
-        Settings.from_env({"TOOLPLAN_CONCURRENCY": "many"})
-    with pytest.raises(InvalidInput, match="concurrency must be at least 1"):
-        Settings.from_env({"TOOLPLAN_CONCURRENCY": "0"})

@@ -18,6 +18,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
 
+from toolplan.config import Settings, register_cache
 from toolplan.engine.result import ExecutionResult
 from toolplan.execution.runner import ExecutionContext, run_plan_steps
 from toolplan.lookup import find_plan, require_approval
@@ -50,17 +51,18 @@ class ExecutionState(TypedDict, total=False):
     error: str | None
 
 
-@functools.cache
-def _default_context() -> ExecutionContext:
-    """For LangGraph Studio / ``langgraph dev``: settings come from the environment."""
-    from toolplan.config import Settings
+@functools.lru_cache(maxsize=4)
+def _default_context(settings: Settings) -> ExecutionContext:
+    """For LangGraph Studio / ``langgraph dev``: one context per distinct settings."""
     from toolplan.store import open_store
     from toolplan.tools.loading import load_catalog
 
-    settings = Settings.from_env()
     return ExecutionContext.from_settings(
         settings, store=open_store(settings.store_uri), catalog=load_catalog(settings)
     )
+
+
+register_cache(_default_context.cache_clear)
 
 
 async def context_from(config: RunnableConfig | None) -> ExecutionContext:
@@ -70,7 +72,7 @@ async def context_from(config: RunnableConfig | None) -> ExecutionContext:
     ctx = configurable.get(CONTEXT_KEY)
     if isinstance(ctx, ExecutionContext):
         return ctx
-    return await asyncio.to_thread(_default_context)
+    return await asyncio.to_thread(lambda: _default_context(Settings.from_env()))
 
 
 def _result_state(plan: PlanRecord, execution: ExecutionRecord) -> ExecutionState:

@@ -15,7 +15,8 @@ import functools
 import json
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, NotRequired
+from pathlib import Path
+from typing import Any, NotRequired
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
@@ -24,11 +25,12 @@ from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
 
 from toolplan.analysis import DEFAULT_MAX_STEPS, analyze
+from toolplan.config import PlannerSettings, Settings, StructuredMethod, register_cache
 from toolplan.errors import PlanInvalid
 from toolplan.operations import submit_plan
 from toolplan.plan import parse_plan
 from toolplan.planning.model import llm_errors
-from toolplan.planning.prompts import Prompt, load_prompt, render_catalog
+from toolplan.planning.prompts import Prompt, load_prompt, prompts_dir, render_catalog
 from toolplan.planning.schema import LLMPlan, to_plan_data
 from toolplan.store.protocol import Store
 from toolplan.tools.catalog import ToolCatalog
@@ -44,9 +46,6 @@ __all__ = [
 PLANNER_CONTEXT_KEY = "toolplan_planner"
 """Key in ``config["configurable"]`` holding the :class:`PlannerContext`."""
 
-StructuredMethod = Literal["function_calling", "json_schema"]
-"""How the plan is requested: tool calling (widest support) or strict ``json_schema``."""
-
 
 @dataclass
 class PlannerContext:
@@ -61,6 +60,8 @@ class PlannerContext:
     confidence_threshold: float = 0.5
     max_steps: int = DEFAULT_MAX_STEPS
     tool_stats: dict[str, Any] = field(default_factory=dict)
+    endpoint: str | None = None
+    """The model's endpoint, named in error messages (``OPENAI_BASE_URL``)."""
 
 
 class PlanningInput(TypedDict):
@@ -94,12 +95,15 @@ class PlanningState(TypedDict, total=False):
     planning_ms: float
 
 
-@functools.cache
-def _default_context() -> PlannerContext:
-    """For LangGraph Studio / ``langgraph dev``: everything from the environment."""
+@functools.lru_cache(maxsize=4)
+def _default_context(settings: Settings) -> PlannerContext:
+    """For LangGraph Studio / ``langgraph dev``: one context per distinct settings."""
     from toolplan.planning.setup import planner_context_from_env
 
-    return planner_context_from_env()
+    return planner_context_from_env(settings=settings)
+
+
+register_cache(_default_context.cache_clear)
 
 
 async def planner_context(config: RunnableConfig | None) -> PlannerContext:
@@ -111,12 +115,18 @@ async def planner_context(config: RunnableConfig | None) -> PlannerContext:
     ctx = ((config or {}).get("configurable") or {}).get(PLANNER_CONTEXT_KEY)
     if isinstance(ctx, PlannerContext):
         return ctx
-    return await asyncio.to_thread(_default_context)
+    return await asyncio.to_thread(lambda: _default_context(Settings.from_env()))
 
 
-@functools.cache
-def _prompts() -> tuple[Prompt, Prompt]:
-    return load_prompt("planner"), load_prompt("planner-repair")
+@functools.lru_cache(maxsize=4)
+def _prompts(directory: Path) -> tuple[Prompt, Prompt]:
+    settings = PlannerSettings(prompts_dir=str(directory))
+    return load_prompt("planner", settings=settings), load_prompt(
+        "planner-repair", settings=settings
+    )
+
+
+register_cache(_prompts.cache_clear)
 
 
 def _usage_of(message: BaseMessage | None) -> tuple[int, int]:
@@ -140,7 +150,7 @@ def _payload_of(result: dict[str, Any]) -> Any:
 async def select_tools(state: PlanningState, config: RunnableConfig) -> PlanningState:
     """Ask the model for the whole plan in one structured-output call (or a repaired one)."""
     ctx = await planner_context(config)
-    prompt, repair_prompt = await asyncio.to_thread(_prompts)
+    prompt, repair_prompt = await asyncio.to_thread(lambda: _prompts(prompts_dir()))
     infos = [replace(i, stats=ctx.tool_stats.get(i.name)) for i in ctx.catalog.infos()]
     messages: list[BaseMessage] = [
         SystemMessage(prompt.render(catalog=render_catalog(infos))),
@@ -164,7 +174,7 @@ async def select_tools(state: PlanningState, config: RunnableConfig) -> Planning
     structured = ctx.model.with_structured_output(
         LLMPlan, method=ctx.method, include_raw=True, **strict
     )
-    with llm_errors(ctx.model_name):
+    with llm_errors(ctx.model_name, endpoint=ctx.endpoint):
         result: Any = await structured.ainvoke(messages, config)
     input_tokens, output_tokens = _usage_of(result.get("raw"))
     usage = dict(state.get("usage") or {"inputTokens": 0, "outputTokens": 0})

@@ -2,44 +2,46 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
+from toolplan.config import DEFAULT_MODEL, PlannerSettings, Settings
 from toolplan.errors import InvalidInput, LLMUnavailable
 
 __all__ = ["DEFAULT_MODEL", "ModelNotConfigured", "create_chat_model", "llm_errors", "model_spec"]
-
-DEFAULT_MODEL = "openai:gpt-4o-mini"
-"""Used when neither ``--model`` nor ``TOOLPLAN_MODEL`` is set."""
 
 
 class ModelNotConfigured(LLMUnavailable):
     """No usable model configuration (for example no API key)."""
 
 
-def model_spec(model: str | None = None) -> str:
-    """The ``provider:model`` string in effect."""
-    return model or os.environ.get("TOOLPLAN_MODEL") or DEFAULT_MODEL
+def model_spec(model: str | None = None, settings: PlannerSettings | None = None) -> str:
+    """The ``provider:model`` string in effect: ``model``, else the settings' (``TOOLPLAN_MODEL``)."""
+    return model or (settings or Settings.from_env().planner).model or DEFAULT_MODEL
 
 
 def create_chat_model(
-    model: str | None = None, *, timeout: float = 60.0, max_retries: int = 3
+    settings: PlannerSettings | None = None, model: str | None = None
 ) -> BaseChatModel:
-    """Build the planner's chat model.
+    """Build the planner's chat model (``model``, else ``settings.model``).
 
-    For ``openai:*`` models ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` are honoured, so any
-    OpenAI-compatible server works (vLLM, Ollama, llama.cpp, LM Studio). Transient errors (429,
-    5xx, timeouts) are retried ``max_retries`` times with exponential backoff by the client.
+    For ``openai:*`` models the settings' ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` are used, so
+    any OpenAI-compatible server works (vLLM, Ollama, llama.cpp, LM Studio). Transient errors
+    (429, 5xx, timeouts) are retried ``llm_retries`` times with exponential backoff by the client.
     """
-    spec = model_spec(model)
+    settings = settings or Settings.from_env().planner
+    spec = model_spec(model, settings)
     provider = spec.partition(":")[0] if ":" in spec else None
-    kwargs: dict[str, Any] = {"timeout": timeout, "max_retries": max_retries, "temperature": 0}
+    kwargs: dict[str, Any] = {
+        "timeout": settings.llm_timeout,
+        "max_retries": settings.llm_retries,
+        "temperature": 0,
+    }
     if provider in (None, "openai"):
-        if not os.environ.get("OPENAI_API_KEY"):
+        if not settings.openai_api_key:
             raise ModelNotConfigured(
                 f"no model is configured for planning ({spec!r} needs OPENAI_API_KEY). Set "
                 "OPENAI_API_KEY (and OPENAI_BASE_URL for an OpenAI-compatible server such as vLLM, "
@@ -47,8 +49,9 @@ def create_chat_model(
                 "To run without a model, write the plan yourself: toolplan run --file plan.json"
             )
         kwargs["stream_usage"] = True
-        if os.environ.get("OPENAI_BASE_URL"):
-            kwargs["base_url"] = os.environ["OPENAI_BASE_URL"]
+        kwargs["api_key"] = settings.openai_api_key
+        if settings.openai_base_url:
+            kwargs["base_url"] = settings.openai_base_url
     try:
         chat = init_chat(spec, **kwargs)
     except ImportError as error:
@@ -70,25 +73,25 @@ def init_chat(spec: str, **kwargs: Any) -> BaseChatModel:
 
 
 @contextmanager
-def llm_errors(spec: str) -> Iterator[None]:
-    """Turn client errors into :class:`LLMUnavailable` with a one-line reason."""
+def llm_errors(spec: str, *, endpoint: str | None = None) -> Iterator[None]:
+    """Turn client errors into :class:`LLMUnavailable` with a one-line reason naming
+    ``endpoint`` (the OpenAI API when not given)."""
     try:
         yield
     except LLMUnavailable:
         raise
     except Exception as error:
-        reason = _reason(error)
+        reason = _reason(error, endpoint or "https://api.openai.com/v1")
         if reason is None:
             raise
         raise LLMUnavailable(f"model {spec!r}: {reason}") from None
 
 
-def _reason(error: Exception) -> str | None:
+def _reason(error: Exception, base: str) -> str | None:
     try:
         import openai
     except ImportError:  # pragma: no cover - langchain-openai is a dependency
         return None
-    base = os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
     if isinstance(error, openai.AuthenticationError):
         return f"the endpoint {base} rejected the credentials (401); check OPENAI_API_KEY"
     if isinstance(error, openai.PermissionDeniedError):

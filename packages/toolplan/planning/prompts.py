@@ -7,12 +7,12 @@ plan so a plan can be traced to the exact prompt that produced it. Placeholders 
 from __future__ import annotations
 
 import json
-import os
 import re
 import string
 from dataclasses import dataclass
 from pathlib import Path
 
+from toolplan.config import PlannerSettings, Settings
 from toolplan.tools.catalog import ToolInfo
 
 __all__ = ["Prompt", "load_prompt", "prompts_dir", "render_catalog"]
@@ -22,10 +22,11 @@ _HEADER = re.compile(
 )
 
 
-def prompts_dir() -> Path:
-    """``$TOOLPLAN_PROMPTS_DIR``, else the prompts shipped as the ``toolplan.prompts`` package
-    (the repository's top-level ``prompts/`` directory, in a wheel and in an editable install)."""
-    override = os.environ.get("TOOLPLAN_PROMPTS_DIR")
+def prompts_dir(settings: PlannerSettings | None = None) -> Path:
+    """``TOOLPLAN_PROMPTS_DIR`` (from ``settings``, default the environment), else the prompts
+    shipped as the ``toolplan.prompts`` package (the repository's top-level ``prompts/``
+    directory, in a wheel and in an editable install)."""
+    override = (settings or Settings.from_env().planner).prompts_dir
     if override:
         return Path(override)
     import toolplan.prompts
@@ -46,9 +47,9 @@ class Prompt:
         return string.Template(self.template).substitute(values)
 
 
-def load_prompt(name: str) -> Prompt:
-    """Load ``prompts/NAME.md``."""
-    path = prompts_dir() / f"{name}.md"
+def load_prompt(name: str, *, settings: PlannerSettings | None = None) -> Prompt:
+    """Load ``NAME.md`` from :func:`prompts_dir`."""
+    path = prompts_dir(settings) / f"{name}.md"
     text = path.read_text(encoding="utf-8")
     header = _HEADER.match(text)
     if header is None:

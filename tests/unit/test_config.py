@@ -1,0 +1,118 @@
+"""Configuration lives in one place: every variable the README documents is read by Settings
+(or by the one settings object of the layer it configures), and process-wide caches are keyed by
+what they depend on and can be emptied."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolplan.config import Settings, clear_caches
+from toolplan.errors import InvalidInput
+
+README = (Path(__file__).parents[2] / "README.md").read_text()
+
+SAMPLES: dict[str, tuple[str, Callable[[Settings], Any], Any]] = {
+    "TOOLPLAN_STORE": ("sqlite:///x.db", lambda s: s.store_uri, "sqlite:///x.db"),
+    "TOOLPLAN_TOOLS": ("blog, weather", lambda s: s.tool_modules, ("blog", "weather")),
+    "TOOLPLAN_CONCURRENCY": ("3", lambda s: s.execution.concurrency, 3),
+    "TOOLPLAN_MAX_STEPS": ("7", lambda s: s.max_steps, 7),
+    "TOOLPLAN_TIMEOUT": ("2.5", lambda s: s.execution.default_timeout, 2.5),
+    "TOOLPLAN_BACKOFF": ("0.1", lambda s: s.execution.retry.initial_backoff, 0.1),
+    "TOOLPLAN_LEASE_SECONDS": ("9", lambda s: s.execution.lease_seconds, 9),
+    "TOOLPLAN_OUTPUT_LIMIT_BYTES": ("1234", lambda s: s.execution.output_limit_bytes, 1234),
+    "TOOLPLAN_MCP": ("servers.json", lambda s: s.mcp_config, "servers.json"),
+    "TOOLPLAN_MODEL": ("openai:gpt-4o", lambda s: s.planner.model, "openai:gpt-4o"),
+    "TOOLPLAN_MAX_REPAIRS": ("4", lambda s: s.planner.max_repairs, 4),
+    "TOOLPLAN_CONFIDENCE_THRESHOLD": ("0.7", lambda s: s.planner.confidence_threshold, 0.7),
+    "TOOLPLAN_STRUCTURED_METHOD": (
+        "json_schema",
+        lambda s: s.planner.structured_method,
+        "json_schema",
+    ),
+    "TOOLPLAN_LLM_TIMEOUT": ("12.5", lambda s: s.planner.llm_timeout, 12.5),
+    "TOOLPLAN_LLM_RETRIES": ("0", lambda s: s.planner.llm_retries, 0),
+    "OPENAI_API_KEY": ("sk-x", lambda s: s.planner.openai_api_key, "sk-x"),
+    "OPENAI_BASE_URL": ("http://h/v1", lambda s: s.planner.openai_base_url, "http://h/v1"),
+    "TOOLPLAN_PROMPTS_DIR": ("/p", lambda s: s.planner.prompts_dir, "/p"),
+}
+"""Every variable Settings reads: a valid value and where it lands."""
+
+OTHER_HOMES = {
+    "TOOLPLAN_API_TOKEN": "toolplan.api.settings.ApiSettings (the server's own settings)",
+    "TOOLPLAN_MONGO_TIMEOUT_MS": "toolplan.store._mongo_client (the MongoDB store's options)",
+    "TOOLPLAN_TEST_MONGODB_URI": "tests only",
+}
+
+
+def test_settings_read_every_documented_environment_variable() -> None:
+    documented = set(re.findall(r"\b(?:TOOLPLAN|OPENAI)_[A-Z_]*[A-Z]", README))
+    assert documented == set(SAMPLES) | set(OTHER_HOMES)
+    settings = Settings.from_env({name: value for name, (value, _, _) in SAMPLES.items()})
+    for name, (_, read, expected) in SAMPLES.items():
+        assert read(settings) == expected, name
+        assert read(Settings.from_env({})) != expected, f"{name}'s sample is its default"
+    assert "sk-x" not in repr(settings)  # the key is never printed
+
+    with pytest.raises(InvalidInput, match="TOOLPLAN_CONCURRENCY='many'"):
+        Settings.from_env({"TOOLPLAN_CONCURRENCY": "many"})
+    with pytest.raises(InvalidInput, match="concurrency must be at least 1"):
+        Settings.from_env({"TOOLPLAN_CONCURRENCY": "0"})
+    with pytest.raises(InvalidInput, match="TOOLPLAN_LLM_RETRIES='x'"):
+        Settings.from_env({"TOOLPLAN_LLM_RETRIES": "x"})
+    with pytest.raises(InvalidInput, match="use function_calling or json_schema"):
+        Settings.from_env({"TOOLPLAN_STRUCTURED_METHOD": "xml"})
+
+
+def test_settings_are_values_usable_as_cache_keys() -> None:
+    env = {"TOOLPLAN_STORE": "sqlite:///a.db", "OPENAI_API_KEY": "k"}
+    assert Settings.from_env(env) == Settings.from_env(dict(env))
+    assert hash(Settings.from_env(env)) == hash(Settings.from_env(dict(env)))
+    assert Settings.from_env(env) != Settings.from_env({**env, "TOOLPLAN_MODEL": "openai:o"})
+
+
+async def test_default_graph_contexts_follow_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from toolplan.execution.graph import context_from
+
+    monkeypatch.setenv("TOOLPLAN_TOOLS", "weather")
+    monkeypatch.setenv("TOOLPLAN_STORE", f"sqlite:///{tmp_path / 'a.db'}")
+    first = await context_from(None)
+    assert await context_from(None) is first  # cached
+    monkeypatch.setenv("TOOLPLAN_STORE", f"sqlite:///{tmp_path / 'b.db'}")
+    second = await context_from(None)
+    assert second is not first and second.store.uri.endswith("b.db")
+    clear_caches()
+    assert await context_from(None) is not second
+    for ctx in (first, second):
+        ctx.store.close()
+
+
+def test_tool_statistics_are_cached_per_store_object(tmp_path: Path) -> None:
+    from toolplan.operations import _recent_tool_stats
+    from toolplan.store.sqlite import SqliteStore
+    from toolplan.tools.catalog import ToolStats
+
+    class Counting(SqliteStore):
+        calls = 0
+
+        def tool_stats(self) -> dict[str, ToolStats]:
+            type(self).calls += 1
+            return {"t": ToolStats(type(self).calls, None, None)}
+
+    one, two = (
+        Counting(tmp_path / "a.db", uri="x://same"),
+        Counting(tmp_path / "b.db", uri="x://same"),
+    )
+    assert _recent_tool_stats(one)["t"].calls == 1
+    assert _recent_tool_stats(one)["t"].calls == 1  # cached
+    assert _recent_tool_stats(two)["t"].calls == 2  # same URI, another store: not shared
+    clear_caches()
+    assert _recent_tool_stats(one)["t"].calls == 3
+    one.close()
+    two.close()
