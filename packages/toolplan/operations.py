@@ -17,8 +17,8 @@ from toolplan.analysis import Analysis, analyze
 from toolplan.config import register_cache
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import InvalidInput
-from toolplan.execution.graph import CONTEXT_KEY, build_execution_graph
-from toolplan.execution.runner import ExecutionContext
+from toolplan.execution.context import ExecutionContext
+from toolplan.execution.graph import run_execution_graph
 from toolplan.ids import is_valid_id, new_id
 from toolplan.lookup import find_plan, find_request, require_approval
 from toolplan.plan import Plan, Step, load_plan
@@ -137,25 +137,22 @@ def stored_result(store: Store, plan_id: str) -> ExecutionResult | None:
 async def execute_stored_plan(
     plan_id: str, ctx: ExecutionContext, *, approve: bool = False
 ) -> ExecutionResult:
-    """Run a stored plan, or resume it after a crash, through the execution graph.
+    """Run a stored plan, or resume it after a crash, with the context's execution backend.
 
-    A finished execution is returned as stored and no tool is called. The graph runs with the
-    store's checkpointer, on the thread named after the plan ID.
+    A finished execution is returned as stored and no tool is called. A plan stored as
+    ``needs_review`` is refused unless ``approve``. With ``ctx.options.graph_checkpoints`` (the
+    default) the backend runs inside the execution graph under the store's checkpointer, on the
+    thread named after the plan ID.
     """
     record = await asyncio.to_thread(find_plan, ctx.store, plan_id)
     execution = await asyncio.to_thread(ctx.store.get_execution, plan_id)
     if execution is None or execution.status not in TERMINAL_EXECUTION_STATUSES:
         # Refuse before the graph runs, so no checkpoint remembers the refusal.
         require_approval(record.plan_id, record.status, record.plan, approve=approve)
-        async with ctx.store.checkpointer() as saver:
-            graph = build_execution_graph().compile(checkpointer=saver)
-            config: Any = {"configurable": {"thread_id": plan_id, CONTEXT_KEY: ctx}}
-            snapshot = await graph.aget_state(config)
-            # Only a run interrupted inside run_steps is resumed from its checkpoint; anything
-            # earlier simply starts again (load_plan has no side effects).
-            resume = tuple(snapshot.next) == ("run_steps",)
-            inputs: Any = None if resume else {"plan_id": plan_id, "approve": approve}
-            await graph.ainvoke(inputs, config, durability="sync")
+        if ctx.options.graph_checkpoints:
+            await run_execution_graph(plan_id, ctx, approve=approve)
+        else:
+            await ctx.backend.run(record, ctx)
         execution = await asyncio.to_thread(ctx.store.get_execution, plan_id)
     assert execution is not None
     return ExecutionResult.from_records(record, execution)

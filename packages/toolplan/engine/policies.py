@@ -51,6 +51,11 @@ class ExecutionOptions:
     """Step outputs larger than this (as JSON) are stored truncated and flagged."""
     lease_seconds: float = 30.0
     """How long an execution's lease lasts without a heartbeat."""
+    graph_checkpoints: bool = True
+    """Also run the execution graph under the store's LangGraph checkpointer (thread = plan ID),
+    so LangGraph tooling sees each execution's node boundaries. The step records are the source
+    of truth for resuming either way; without this layer an execution skips opening the
+    checkpointer and compiling the graph."""
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:

@@ -14,6 +14,7 @@ from langchain_core.tools import BaseTool, ToolException
 from pydantic import BaseModel, ValidationError
 from pydantic_core import to_jsonable_python
 
+from toolplan.engine.inputs import StepInputs
 from toolplan.engine.policies import ExecutionOptions
 from toolplan.engine.recorder import Recorder
 from toolplan.engine.scheduler import StepOutcome
@@ -62,7 +63,12 @@ class _CallFailed(Exception):
 
 
 class StepRunner:
-    """Executes steps of one plan; outputs of succeeded steps are shared through ``outputs``."""
+    """Executes steps of one plan: resolve templates from ``inputs``, call the tool with timeout,
+    retries and fallback, and record every transition with ``recorder``.
+
+    Stateless between steps except through ``inputs`` and the store, so a backend may run each
+    step in a different process (one runner per step) as well as all of them in one.
+    """
 
     def __init__(
         self,
@@ -74,7 +80,7 @@ class StepRunner:
         request_id: str,
         plan_id: str,
         store: Store,
-        outputs: dict[str, Any],
+        inputs: StepInputs,
         prior_attempts: Mapping[str, int] | None = None,
         rng: random.Random | None = None,
     ) -> None:
@@ -87,7 +93,7 @@ class StepRunner:
         self.request_id = request_id
         self.plan_id = plan_id
         self.store = store
-        self.outputs = outputs
+        self.inputs = inputs
         self.prior_attempts = dict(prior_attempts or {})
         self.rng = rng or random.Random()
 
@@ -143,7 +149,7 @@ class StepRunner:
         base = self.prior_attempts.get(step_id, 0)
 
         try:
-            arguments = resolve(step.parameters, self.outputs)
+            arguments = resolve(step.parameters, await self.inputs.outputs_for(step))
         except TemplateError as error:
             return await self._finish(step, "failed", base, started, error=str(error))
 
@@ -185,7 +191,9 @@ class StepRunner:
         assert step.fallback is not None
         fallback_tool = self.catalog.get(step.fallback.tool)
         try:
-            fallback_arguments = resolve(step.fallback.parameters, self.outputs)
+            fallback_arguments = resolve(
+                step.fallback.parameters, await self.inputs.outputs_for(step)
+            )
             output = await self._call(
                 fallback_tool,
                 fallback_arguments,
@@ -220,8 +228,6 @@ class StepRunner:
         resolved: Any = None,
     ) -> StepOutcome:
         duration_ms = round((time.monotonic() - started) * 1000, 3)
-        if status == "succeeded":
-            self.outputs[step.id] = output
         await self.recorder.finished(
             step.id,
             step.tool,
@@ -233,4 +239,6 @@ class StepRunner:
             used_fallback=used_fallback,
             resolved=resolved,
         )
+        if status == "succeeded":
+            self.inputs.succeeded(step.id, output)
         return StepOutcome(status, output=output, error=error)

@@ -1,11 +1,13 @@
 """The execution graph (LangGraph): ``load_plan`` → ``run_steps``.
 
-``run_steps`` runs the eager scheduler. Inside it, every step transition is written durably to the
-store as it happens (see :mod:`toolplan.engine.recorder`); the graph's checkpointer records the
-node boundaries. A killed run resumes from the step records: finished steps are not called again.
+``run_steps`` hands the plan to the context's execution backend (in-process: the eager
+scheduler). Every step transition is written durably to the store as it happens (see
+:mod:`toolplan.engine.recorder`): those step records are the source of truth, and a killed run
+resumes from them without calling finished steps again. The graph's checkpointer only records the
+node boundaries, for LangGraph tooling.
 
-The graph is compiled without a checkpointer for ``langgraph.json``; the CLI compiles it with the
-store's own checkpointer and uses the plan ID as the thread ID.
+The graph is compiled without a checkpointer for ``langgraph.json``; :func:`run_execution_graph`
+compiles it with the store's own checkpointer and uses the plan ID as the thread ID.
 """
 
 from __future__ import annotations
@@ -20,11 +22,17 @@ from typing_extensions import TypedDict
 
 from toolplan.config import Settings, register_cache
 from toolplan.engine.result import ExecutionResult
-from toolplan.execution.runner import ExecutionContext, run_plan_steps
+from toolplan.execution.context import ExecutionContext
 from toolplan.lookup import find_plan, require_approval
 from toolplan.store.protocol import TERMINAL_EXECUTION_STATUSES, ExecutionRecord, PlanRecord
 
-__all__ = ["CONTEXT_KEY", "ExecutionInput", "ExecutionState", "build_execution_graph"]
+__all__ = [
+    "CONTEXT_KEY",
+    "ExecutionInput",
+    "ExecutionState",
+    "build_execution_graph",
+    "run_execution_graph",
+]
 
 CONTEXT_KEY = "toolplan"
 """Key in ``config["configurable"]`` holding the :class:`ExecutionContext`."""
@@ -101,7 +109,7 @@ async def run_steps(state: ExecutionState, config: RunnableConfig) -> ExecutionS
     """Run or resume every unfinished step, eagerly, recording each transition durably."""
     ctx = await context_from(config)
     record = await asyncio.to_thread(find_plan, ctx.store, state["plan_id"])
-    execution = await run_plan_steps(ctx, record)
+    execution = await ctx.backend.run(record, ctx)
     return _result_state(record, execution)
 
 
@@ -120,3 +128,17 @@ def build_execution_graph() -> StateGraph[ExecutionState, Any, ExecutionInput, E
     builder.add_conditional_edges("load_plan", _route, ["run_steps", END])
     builder.add_edge("run_steps", END)
     return builder
+
+
+async def run_execution_graph(plan_id: str, ctx: ExecutionContext, *, approve: bool) -> None:
+    """Run (or resume) the execution of ``plan_id`` through this graph, under the store's
+    checkpointer with the plan ID as the thread ID (``ExecutionOptions.graph_checkpoints``)."""
+    async with ctx.store.checkpointer() as saver:
+        graph = build_execution_graph().compile(checkpointer=saver)
+        config: Any = {"configurable": {"thread_id": plan_id, CONTEXT_KEY: ctx}}
+        snapshot = await graph.aget_state(config)
+        # Only a run interrupted inside run_steps is resumed from its checkpoint; anything
+        # earlier simply starts again (load_plan has no side effects).
+        resume = tuple(snapshot.next) == ("run_steps",)
+        inputs: Any = None if resume else {"plan_id": plan_id, "approve": approve}
+        await graph.ainvoke(inputs, config, durability="sync")

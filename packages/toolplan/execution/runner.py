@@ -1,128 +1,121 @@
-"""Run (or resume) the steps of one stored plan under a lease, recording every transition.
+"""The in-process engine: run (or resume) the steps of one stored plan under a lease.
 
-This is what the execution graph's ``run_steps`` node does. Resume works from the durable step
-records: steps that succeeded keep their outputs and are never called again; a step that was
-running when the process died runs again (at-least-once), with the same idempotency key.
+It is composed of parts every execution backend shares, so a backend that runs steps elsewhere
+(a Temporal workflow whose steps are activities) reuses them instead of copying them:
+
+- :func:`start_execution` checks the plan against the catalog and creates the execution record;
+- :class:`ResumeState` is what an interrupted run left: final outcomes, outputs, attempts;
+- :func:`toolplan.engine.scheduler.schedule` decides what runs when (pure, eager);
+- :class:`toolplan.engine.step.StepRunner` runs one step and records every transition through a
+  :class:`toolplan.engine.recorder.Recorder`, reading template inputs from a
+  :class:`toolplan.engine.inputs.StepInputs` (memory here, the store for a remote step);
+- :func:`finish_execution` stores the final status from the step records.
+
+Resume works from the durable step records: steps that succeeded keep their outputs and are never
+called again; a step that was running when the process died runs again (at-least-once), with the
+same idempotency key.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
-import secrets
-import socket
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any
 
 from toolplan.analysis import Analysis, check_tools
-from toolplan.engine.policies import ExecutionOptions
-from toolplan.engine.recorder import EventListener, Recorder
+from toolplan.engine.inputs import MemoryInputs, stored_outputs
+from toolplan.engine.recorder import Recorder
 from toolplan.engine.result import overall_status
 from toolplan.engine.scheduler import StepOutcome, schedule
 from toolplan.engine.step import StepRunner
 from toolplan.errors import ExecutionBusy
-from toolplan.plan import parse_plan
+from toolplan.execution.context import ExecutionContext, new_worker_id
+from toolplan.execution.lease import acquire_lease, while_holding
+from toolplan.plan import Plan, parse_plan
 from toolplan.store.protocol import ExecutionRecord, PlanRecord, Store, utc_now
 from toolplan.tools.catalog import ToolCatalog
 
-if TYPE_CHECKING:
-    from toolplan.config import Settings
-
-__all__ = ["ExecutionBusy", "ExecutionContext", "new_worker_id", "run_plan_steps"]
-
-
-def new_worker_id() -> str:
-    """``host:pid:random``: unique per process, and tells whether a lease holder is still alive."""
-    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
-
-
-def _owner_is_dead(owner: str | None) -> bool:
-    """Whether a lease holder was a process on this host that no longer exists."""
-    if not owner:
-        return False
-    host, _, rest = owner.partition(":")
-    pid_text = rest.partition(":")[0]
-    if host != socket.gethostname() or not pid_text.isdigit():
-        return False
-    try:
-        os.kill(int(pid_text), 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
+__all__ = [
+    "ExecutionBusy",
+    "ExecutionContext",
+    "ResumeState",
+    "finish_execution",
+    "new_worker_id",
+    "run_plan_steps",
+    "start_execution",
+]
 
 
-@dataclass
-class ExecutionContext:
-    """What the execution graph's nodes need; passed as ``config["configurable"]["toolplan"]``."""
+@dataclass(frozen=True)
+class ResumeState:
+    """What earlier, interrupted runs of an execution left in its step records."""
 
-    store: Store
-    catalog: ToolCatalog
-    options: ExecutionOptions = field(default_factory=ExecutionOptions)
-    listener: EventListener | None = None
-    worker_id: str = field(default_factory=new_worker_id)
+    finished: dict[str, StepOutcome] = field(default_factory=dict)
+    """Steps in a final state: the scheduler does not run them again."""
+    outputs: dict[str, Any] = field(default_factory=dict)
+    """Outputs of the succeeded steps (template inputs of the others)."""
+    prior_attempts: dict[str, int] = field(default_factory=dict)
+    """Attempts already made by steps that were running: attempt numbers go on from there."""
 
     @classmethod
-    def from_settings(
-        cls,
-        settings: Settings,
-        *,
-        store: Store,
-        catalog: ToolCatalog,
-        listener: EventListener | None = None,
-    ) -> ExecutionContext:
-        """The context every entry point uses: the settings' execution options and limits."""
+    def of(cls, execution: ExecutionRecord) -> ResumeState:
+        """Read it from an execution record."""
         return cls(
-            store=store,
-            catalog=catalog,
-            options=settings.execution,
-            listener=listener,
+            finished={
+                s.step_id: StepOutcome(s.status, output=s.output, error=s.error)
+                for s in execution.steps
+                if s.status in ("succeeded", "failed", "skipped")
+            },
+            outputs=stored_outputs(execution),
+            prior_attempts={
+                s.step_id: s.attempts for s in execution.steps if s.status == "running"
+            },
         )
 
 
-async def _heartbeat(store: Store, plan_id: str, worker_id: str, lease: float) -> None:
-    while True:
-        await asyncio.sleep(lease / 3)
-        if not await asyncio.to_thread(store.renew_lease, plan_id, worker_id, lease):
-            raise ExecutionBusy(
-                f"lost the lease on the execution of {plan_id!r} (another worker took it over)"
-            )
+async def start_execution(
+    store: Store, catalog: ToolCatalog, record: PlanRecord, *, status: str = "running"
+) -> tuple[Plan, Analysis, ExecutionRecord]:
+    """The stored plan and analysis, checked against ``catalog``, and its execution record
+    (created with every step ``pending`` unless it exists)."""
+    plan = parse_plan(record.plan)
+    # The plan was fully validated when stored; only the catalog can have changed since.
+    check_tools(plan, catalog)
+    analysis = Analysis.from_json(record.analysis)
+    pairs = [(step.id, step.tool) for step in plan.steps]
+    execution = await asyncio.to_thread(
+        store.create_execution,
+        record.plan_id,
+        pairs,
+        status=status,  # type: ignore[arg-type]
+    )
+    return plan, analysis, execution
+
+
+async def finish_execution(store: Store, plan_id: str) -> str:
+    """Store the overall status the step records add up to, with the finish time; return it."""
+    final = await asyncio.to_thread(store.get_execution, plan_id)
+    assert final is not None
+    status = overall_status(final.steps)
+    await asyncio.to_thread(store.set_execution_status, plan_id, status, finished_at=utc_now())
+    return status
 
 
 async def run_plan_steps(ctx: ExecutionContext, record: PlanRecord) -> ExecutionRecord:
-    """Run every unfinished step of a stored plan and store the final status."""
+    """Run every unfinished step of a stored plan in this process, under the execution's lease,
+    and store the final status."""
     store, plan_id = ctx.store, record.plan_id
-    plan = parse_plan(record.plan)
-    # The plan was fully validated when stored; only the catalog can have changed since.
-    check_tools(plan, ctx.catalog)
-    analysis = Analysis.from_json(record.analysis)
-    pairs = [(step.id, step.tool) for step in plan.steps]
-    execution = await asyncio.to_thread(store.create_execution, plan_id, pairs, status="running")
-    expected = execution.worker_id if _owner_is_dead(execution.worker_id) else None
+    plan, analysis, execution = await start_execution(store, ctx.catalog, record)
     lease = ctx.options.lease_seconds
-    if not await asyncio.to_thread(
-        store.acquire, plan_id, ctx.worker_id, lease, expected_owner=expected
-    ):
-        raise ExecutionBusy(
-            f"plan {plan_id!r} is being executed by {execution.worker_id} right now; "
-            "wait for it to finish, then run `toolplan show` to see the result"
-        )
+    await acquire_lease(store, execution, ctx.worker_id, lease)
     current = await asyncio.to_thread(store.get_execution, plan_id)
     assert current is not None
-    execution = current
-    if execution.started_at is None:
+    if current.started_at is None:
         await asyncio.to_thread(
             store.set_execution_status, plan_id, "running", started_at=utc_now()
         )
 
-    finished = {
-        s.step_id: StepOutcome(s.status, output=s.output, error=s.error)
-        for s in execution.steps
-        if s.status in ("succeeded", "failed", "skipped")
-    }
-    outputs = {s.step_id: s.output for s in execution.steps if s.status == "succeeded"}
+    resume = ResumeState.of(current)
     recorder = Recorder(
         store, plan_id, output_limit_bytes=ctx.options.output_limit_bytes, listener=ctx.listener
     )
@@ -134,53 +127,34 @@ async def run_plan_steps(ctx: ExecutionContext, record: PlanRecord) -> Execution
         request_id=record.request_id,
         plan_id=plan_id,
         store=store,
-        outputs=outputs,
-        prior_attempts={s.step_id: s.attempts for s in execution.steps if s.status == "running"},
+        inputs=MemoryInputs(resume.outputs),
+        prior_attempts=resume.prior_attempts,
     )
     tools = {step.id: step.tool for step in plan.steps}
 
     async def skip(step_id: str, reason: str) -> None:
         await recorder.skipped(step_id, tools[step_id], reason)
 
-    work = asyncio.ensure_future(
-        schedule(
-            analysis.order,
-            analysis.dependencies,
-            runner.run,
-            skip,
-            concurrency=ctx.options.concurrency,
-            fail_fast=ctx.options.fail_fast,
-            finished=finished,
-        )
-    )
-    heartbeat = asyncio.ensure_future(_heartbeat(store, plan_id, ctx.worker_id, lease))
     try:
-        done, _ = await asyncio.wait({work, heartbeat}, return_when=asyncio.FIRST_COMPLETED)
-        if heartbeat in done:
-            work.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await work
-            heartbeat.result()  # raises ExecutionBusy
-        await work
+        await while_holding(
+            store,
+            plan_id,
+            ctx.worker_id,
+            lease,
+            schedule(
+                analysis.order,
+                analysis.dependencies,
+                runner.run,
+                skip,
+                concurrency=ctx.options.concurrency,
+                fail_fast=ctx.options.fail_fast,
+                finished=resume.finished,
+            ),
+        )
     finally:
-        heartbeat.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await heartbeat
-        if not work.done():
-            work.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await work
         await asyncio.to_thread(recorder.close)
 
-    final = await asyncio.to_thread(store.get_execution, plan_id)
-    assert final is not None
-    status = overall_status(final.steps)
-    await asyncio.to_thread(
-        store.set_execution_status,
-        plan_id,
-        status,
-        finished_at=utc_now(),
-    )
+    await finish_execution(store, plan_id)
     await asyncio.to_thread(store.release, plan_id, ctx.worker_id)
     result = await asyncio.to_thread(store.get_execution, plan_id)
     assert result is not None

@@ -1,0 +1,73 @@
+"""Where a step's template inputs come from: the outputs of the steps it references.
+
+The in-process engine keeps outputs in memory as steps succeed (:class:`MemoryInputs`, seeded
+from the step records when a run resumes). A backend that runs each step somewhere else, such as
+an activity in a worker process, reads them from the durable step records instead
+(:class:`StoreInputs`): the store is the one source of truth for outputs, as for every state.
+Either way a stored output is what a resumed run sees: outputs over the size limit are stored
+truncated (``ExecutionOptions.output_limit_bytes``) and resolve as their truncation marker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from toolplan.plan import Step
+from toolplan.store.protocol import ExecutionRecord, Store
+from toolplan.templates import references
+
+__all__ = ["MemoryInputs", "StepInputs", "StoreInputs", "stored_outputs"]
+
+
+class StepInputs(Protocol):
+    """The outputs a step's templates may reference."""
+
+    async def outputs_for(self, step: Step) -> Mapping[str, Any]:
+        """Outputs of succeeded steps, by step ID; at least those ``step`` references."""
+        ...
+
+    def succeeded(self, step_id: str, output: Any) -> None:
+        """``step_id`` succeeded with ``output`` (already recorded in the store)."""
+        ...
+
+
+def stored_outputs(execution: ExecutionRecord) -> dict[str, Any]:
+    """The outputs of the succeeded steps of an execution record, by step ID."""
+    return {s.step_id: s.output for s in execution.steps if s.status == "succeeded"}
+
+
+class MemoryInputs:
+    """Outputs kept in this process: those of an earlier run, then each success of this one."""
+
+    def __init__(self, outputs: Mapping[str, Any] | None = None) -> None:
+        self._outputs: dict[str, Any] = dict(outputs or {})
+
+    async def outputs_for(self, step: Step) -> Mapping[str, Any]:
+        return self._outputs
+
+    def succeeded(self, step_id: str, output: Any) -> None:
+        self._outputs[step_id] = output
+
+
+class StoreInputs:
+    """Outputs read from the step records of ``plan_id`` each time a step needs them."""
+
+    def __init__(self, store: Store, plan_id: str) -> None:
+        self.store = store
+        self.plan_id = plan_id
+
+    async def outputs_for(self, step: Step) -> Mapping[str, Any]:
+        wanted = references(step.parameters)
+        if step.fallback is not None:
+            wanted |= references(step.fallback.parameters)
+        if not wanted:
+            return {}
+        execution = await asyncio.to_thread(self.store.get_execution, self.plan_id)
+        if execution is None:
+            return {}
+        return {k: v for k, v in stored_outputs(execution).items() if k in wanted}
+
+    def succeeded(self, step_id: str, output: Any) -> None:
+        return None  # the Recorder stored it; the next read sees it

@@ -1,0 +1,54 @@
+"""Execution backends: what actually runs the steps of a stored plan.
+
+:func:`toolplan.operations.execute_stored_plan` does everything that is the same for every
+backend (find the plan, return a finished execution as stored, the needs-review gate, the
+optional LangGraph checkpoint layer), then hands the plan to ``ctx.backend``.
+
+A backend must:
+
+- record every step transition in ``ctx.store`` as it happens, through
+  :class:`~toolplan.engine.recorder.Recorder`: the step records are the source of truth for
+  ``toolplan show``, the API, step events seen from other processes, and resuming;
+- resume from those records: never call a succeeded step again, and give a step that was running
+  the same idempotency key (``{planId}:{stepId}``) when it runs again;
+- leave the execution with a final status (:func:`~toolplan.execution.runner.finish_execution`),
+  and return the final execution record;
+- raise :class:`~toolplan.errors.ExecutionBusy` if another live process runs the plan, and let
+  :class:`~toolplan.errors.Unavailable` through when the store fails (never record it on a step).
+
+:class:`InProcessBackend` runs the eager scheduler and the step runner in this process, under a
+lease (:func:`~toolplan.execution.runner.run_plan_steps`). A backend that runs each step elsewhere
+(a durable-workflow engine: the workflow runs :func:`~toolplan.engine.scheduler.schedule`, each
+step is an activity running :class:`~toolplan.engine.step.StepRunner` with
+:class:`~toolplan.engine.inputs.StoreInputs`) plugs in by implementing :meth:`ExecutionBackend.run`
+and being set as ``ExecutionContext.backend``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from toolplan.store.protocol import ExecutionRecord, PlanRecord
+
+if TYPE_CHECKING:
+    from toolplan.execution.context import ExecutionContext
+
+__all__ = ["ExecutionBackend", "InProcessBackend"]
+
+
+@runtime_checkable
+class ExecutionBackend(Protocol):
+    """Runs (or resumes) the unfinished steps of one stored plan to a final status."""
+
+    async def run(self, record: PlanRecord, ctx: ExecutionContext) -> ExecutionRecord:
+        """Run the plan's unfinished steps; return the final execution record."""
+        ...
+
+
+class InProcessBackend:
+    """The steps run as asyncio tasks of this process, under the execution's lease."""
+
+    async def run(self, record: PlanRecord, ctx: ExecutionContext) -> ExecutionRecord:
+        from toolplan.execution.runner import run_plan_steps
+
+        return await run_plan_steps(ctx, record)

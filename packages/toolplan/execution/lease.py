@@ -1,0 +1,91 @@
+"""The lease on an execution: one process at a time runs a plan, and a dead one is taken over.
+
+The lease lives on the execution record (``worker_id``, ``lease_until``). It is coordination,
+not execution state: losing it never loses a transition, because every transition is in the step
+records. A holder renews it every third of ``lease_seconds``; a holder that stops renewing (a
+killed process) loses it when it expires, or at once when it was a process on this host that no
+longer exists.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+from collections.abc import Awaitable
+from typing import TypeVar
+
+from toolplan.errors import ExecutionBusy
+from toolplan.store.protocol import ExecutionRecord, Store
+
+__all__ = ["acquire_lease", "while_holding"]
+
+T = TypeVar("T")
+
+
+def _owner_is_dead(owner: str | None) -> bool:
+    """Whether a lease holder was a process on this host that no longer exists."""
+    if not owner:
+        return False
+    host, _, rest = owner.partition(":")
+    pid_text = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return False
+    try:
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+async def acquire_lease(
+    store: Store, execution: ExecutionRecord, worker_id: str, lease_seconds: float
+) -> None:
+    """Take the lease of ``execution`` for ``worker_id``, or raise :class:`ExecutionBusy`."""
+    plan_id = execution.plan_id
+    expected = execution.worker_id if _owner_is_dead(execution.worker_id) else None
+    if not await asyncio.to_thread(
+        store.acquire, plan_id, worker_id, lease_seconds, expected_owner=expected
+    ):
+        raise ExecutionBusy(
+            f"plan {plan_id!r} is being executed by {execution.worker_id} right now; "
+            "wait for it to finish, then run `toolplan show` to see the result"
+        )
+
+
+async def _heartbeat(store: Store, plan_id: str, worker_id: str, lease: float) -> None:
+    while True:
+        await asyncio.sleep(lease / 3)
+        if not await asyncio.to_thread(store.renew_lease, plan_id, worker_id, lease):
+            raise ExecutionBusy(
+                f"lost the lease on the execution of {plan_id!r} (another worker took it over)"
+            )
+
+
+async def while_holding(
+    store: Store, plan_id: str, worker_id: str, lease_seconds: float, work: Awaitable[T]
+) -> T:
+    """Await ``work`` while renewing the lease; cancel it and raise :class:`ExecutionBusy` if the
+    lease is lost. The lease is not released here: the caller releases it once the execution's
+    final status is stored (or lets it expire when the run fails)."""
+    task = asyncio.ensure_future(work)
+    heartbeat = asyncio.ensure_future(_heartbeat(store, plan_id, worker_id, lease_seconds))
+    try:
+        done, _ = await asyncio.wait({task, heartbeat}, return_when=asyncio.FIRST_COMPLETED)
+        if heartbeat in done:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            heartbeat.result()  # raises ExecutionBusy
+        return await task
+    finally:
+        heartbeat.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await heartbeat
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
