@@ -258,6 +258,30 @@ def test_step_events_stream_over_sse(client: GraphQLClient, tmp_path: Path) -> N
     assert [codes(p) for p in unknown] == [["NOT_FOUND"]]
 
 
+def test_step_events_of_a_run_in_a_worker_process(client: GraphQLClient, tmp_path: Path) -> None:
+    """A plan queued for workers: the server does not run it, yet stepEvents follows it."""
+    ref = submit(client, GATED_PLAN)
+    cli = Cli(tmp_path, store_uri=f"sqlite:///{tmp_path / 'api.db'}")
+    assert cli("execute", ref["planId"], "--enqueue", "--json").json()["status"] == "queued"
+    worker = cli.popen("worker", "--once", "--poll-interval", "0.05", "--json")
+    try:
+        payloads = read_events(client, ref["planId"], on_first=(tmp_path / "gate.open").touch)
+        out, err = worker.communicate(timeout=60)
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+    assert worker.returncode == 0, err
+    assert json.loads(out)["finished"] == {ref["planId"]: "succeeded"}
+    events = [p["data"]["stepEvents"] for p in payloads]
+    assert [(e["kind"], e["stepId"], e["attempt"]) for e in events] == [
+        ("started", "wait", 1),
+        ("succeeded", "wait", 1),
+        ("started", "after", 1),
+        ("succeeded", "after", 1),
+    ]
+    assert read_events(client, ref["planId"]) == []  # finished elsewhere: completes at once
+
+
 def test_tools(client: GraphQLClient) -> None:
     tools = client.data(
         "{ tools { name description parameters tags examples source stats { calls } } }"

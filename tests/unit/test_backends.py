@@ -192,3 +192,38 @@ async def test_store_inputs_read_what_an_earlier_runner_recorded(
     assert json.loads(json.dumps(blog.output))["authorId"] == author.output["_id"]
     unresolved = await one_step("after_bad")  # "bad" never ran: nothing stored to read
     assert unresolved.status == "failed" and "bad" in (unresolved.error or "")
+
+
+async def test_events_of_a_run_elsewhere_are_read_from_the_step_records(
+    store: SqliteStore, catalog: ToolCatalog
+) -> None:
+    from toolplan.execution.events import watch_step_events
+
+    ref = submit_plan(CHAIN, store=store, catalog=catalog, max_steps=50)
+    pid = ref.plan_id
+    assert [e async for e in watch_step_events(store, pid)] == []  # never executed
+    store.create_execution(pid, [(s["id"], s["tool"]) for s in CHAIN["steps"]], status="running")
+    store.update_step(pid, "author", {"status": "succeeded", "attempts": 3, "duration_ms": 5.0})
+    store.update_step(pid, "blog", {"status": "running", "attempts": 1})
+    watch = watch_step_events(store, pid, poll_seconds=0.01)
+    first = [await anext(watch) for _ in range(7)]
+    assert [(e.kind, e.step_id, e.attempt) for e in first] == [
+        ("started", "author", 1),
+        ("retrying", "author", 1),
+        ("started", "author", 2),
+        ("retrying", "author", 2),
+        ("started", "author", 3),
+        ("succeeded", "author", 3),
+        ("started", "blog", 1),
+    ]
+    store.update_step(pid, "blog", {"status": "failed", "attempts": 1, "error": "boom"})
+    for step in ("bad", "after_bad"):
+        store.update_step(pid, step, {"status": "skipped", "error": "not run"})
+    store.set_execution_status(pid, "partial")
+    rest = [e async for e in watch]
+    assert [(e.kind, e.step_id, e.error) for e in rest] == [
+        ("failed", "blog", "boom"),
+        ("skipped", "bad", "not run"),
+        ("skipped", "after_bad", "not run"),
+    ]
+    assert [e async for e in watch_step_events(store, pid)] == []  # finished: nothing to follow

@@ -63,6 +63,10 @@ class EventHub:
         """Whether a run of ``plan_id`` in this process has started and not ended."""
         return plan_id in self._open
 
+    def knows(self, plan_id: str) -> bool:
+        """Whether ``plan_id`` runs here now, or ran here recently (its events are kept)."""
+        return plan_id in self._open or plan_id in self._history
+
     async def subscribe(self, plan_id: str) -> AsyncIterator[StepEvent]:
         """The events of the current or last run of ``plan_id`` so far, then live ones until the
         run ends. Ends at once when this process has not run the plan recently."""

@@ -27,6 +27,7 @@ from toolplan.api.types import (
     StepEventType,
     ToolType,
 )
+from toolplan.execution.events import watch_step_events
 from toolplan.ids import require_id
 from toolplan.plan import parse_plan
 
@@ -131,15 +132,22 @@ class Subscription:
     """Live step events (over SSE: POST /graphql with ``Accept: text/event-stream``)."""
 
     @strawberry.subscription(
-        description="The step events of the plan's execution running in this server: those so "
-        "far, then live ones; completes when the execution ends (at once if it is not running "
-        "here — read execution(planId) instead)."
+        description="The step events of the plan's execution: those so far, then live ones; "
+        "completes when the execution ends. Runs in this server are followed as they happen; "
+        "runs in other processes (workers) through their stored step records. Completes at once "
+        "for a plan never executed, or finished elsewhere: read execution(planId) instead."
     )
     async def step_events(self, info: Info, plan_id: str) -> AsyncGenerator[StepEventType, None]:
         require_id(plan_id, "plan")
         # Unknown plans are an error, not an empty stream.
         await asyncio.to_thread(operations.stored_result, info.context.store, plan_id)
-        async for event in info.context.events.subscribe(plan_id):
+        events = info.context.events
+        source = (
+            events.subscribe(plan_id)
+            if events.knows(plan_id)
+            else watch_step_events(info.context.store, plan_id)
+        )
+        async for event in source:
             yield StepEventType.from_event(event)
 
 
