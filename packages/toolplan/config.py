@@ -42,6 +42,17 @@ def _number(env: Mapping[str, str], name: str, kind: type[float] | type[int]) ->
         raise InvalidInput(f"{name}={raw!r} is not a valid {kind.__name__}") from None
 
 
+def _flag(env: Mapping[str, str], name: str) -> bool | None:
+    raw = (env.get(name) or "").strip().lower()
+    if not raw:
+        return None
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise InvalidInput(f"{name}={raw!r} is not a yes/no value; use 1 or 0")
+
+
 @dataclass(frozen=True)
 class PlannerSettings:
     """How plans are requested from the LLM (``toolplan plan``, ``run "QUERY"``, the API)."""
@@ -103,7 +114,8 @@ class Settings:
     ``TOOLPLAN_CONCURRENCY``, ``TOOLPLAN_MAX_STEPS``, ``TOOLPLAN_TIMEOUT`` (default step timeout,
     seconds), ``TOOLPLAN_BACKOFF`` (first retry delay, seconds), ``TOOLPLAN_LEASE_SECONDS``,
     ``TOOLPLAN_OUTPUT_LIMIT_BYTES`` (step outputs larger than this are stored truncated),
-    ``TOOLPLAN_MCP`` (an ``mcpServers`` JSON file whose servers add tools), and the planner's
+    ``TOOLPLAN_MCP`` (an ``mcpServers`` JSON file whose servers add tools),
+    ``TOOLPLAN_GRAPH_CHECKPOINTS`` (``0``: no LangGraph checkpoint layer), and the planner's
     (:class:`PlannerSettings`): ``TOOLPLAN_MODEL``, ``TOOLPLAN_MAX_REPAIRS``,
     ``TOOLPLAN_CONFIDENCE_THRESHOLD``, ``TOOLPLAN_STRUCTURED_METHOD``, ``TOOLPLAN_LLM_TIMEOUT``,
     ``TOOLPLAN_LLM_RETRIES``, ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``TOOLPLAN_PROMPTS_DIR``.
@@ -129,6 +141,9 @@ class Settings:
         if backoff is not None:
             retry = replace(retry, initial_backoff=backoff)
         options: dict[str, Any] = {"retry": retry}
+        checkpoints = _flag(env, "TOOLPLAN_GRAPH_CHECKPOINTS")
+        if checkpoints is not None:
+            options["graph_checkpoints"] = checkpoints
         for name, key, kind in (
             ("TOOLPLAN_CONCURRENCY", "concurrency", int),
             ("TOOLPLAN_TIMEOUT", "default_timeout", float),

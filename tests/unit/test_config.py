@@ -26,6 +26,7 @@ SAMPLES: dict[str, tuple[str, Callable[[Settings], Any], Any]] = {
     "TOOLPLAN_LEASE_SECONDS": ("9", lambda s: s.execution.lease_seconds, 9),
     "TOOLPLAN_OUTPUT_LIMIT_BYTES": ("1234", lambda s: s.execution.output_limit_bytes, 1234),
     "TOOLPLAN_MCP": ("servers.json", lambda s: s.mcp_config, "servers.json"),
+    "TOOLPLAN_GRAPH_CHECKPOINTS": ("0", lambda s: s.execution.graph_checkpoints, False),
     "TOOLPLAN_MODEL": ("openai:gpt-4o", lambda s: s.planner.model, "openai:gpt-4o"),
     "TOOLPLAN_MAX_REPAIRS": ("4", lambda s: s.planner.max_repairs, 4),
     "TOOLPLAN_CONFIDENCE_THRESHOLD": ("0.7", lambda s: s.planner.confidence_threshold, 0.7),
@@ -64,6 +65,8 @@ def test_settings_read_every_documented_environment_variable() -> None:
         Settings.from_env({"TOOLPLAN_CONCURRENCY": "0"})
     with pytest.raises(InvalidInput, match="TOOLPLAN_LLM_RETRIES='x'"):
         Settings.from_env({"TOOLPLAN_LLM_RETRIES": "x"})
+    with pytest.raises(InvalidInput, match="TOOLPLAN_GRAPH_CHECKPOINTS='maybe'"):
+        Settings.from_env({"TOOLPLAN_GRAPH_CHECKPOINTS": "maybe"})
     with pytest.raises(InvalidInput, match="use function_calling or json_schema"):
         Settings.from_env({"TOOLPLAN_STRUCTURED_METHOD": "xml"})
 
