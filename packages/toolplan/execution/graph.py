@@ -16,8 +16,10 @@ import asyncio
 import functools
 from typing import Any, NotRequired
 
-from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+from pydantic import BaseModel, ConfigDict, InstanceOf
+from pydantic.json_schema import SkipJsonSchema
 from typing_extensions import TypedDict
 
 from toolplan.config import Settings, register_cache
@@ -27,15 +29,12 @@ from toolplan.lookup import find_plan, require_approval
 from toolplan.store.protocol import TERMINAL_EXECUTION_STATUSES, ExecutionRecord, PlanRecord
 
 __all__ = [
-    "CONTEXT_KEY",
+    "ExecutionGraphContext",
     "ExecutionInput",
     "ExecutionState",
     "build_execution_graph",
     "run_execution_graph",
 ]
-
-CONTEXT_KEY = "toolplan"
-"""Key in ``config["configurable"]`` holding the :class:`ExecutionContext`."""
 
 
 class ExecutionInput(TypedDict):
@@ -73,13 +72,27 @@ def _default_context(settings: Settings) -> ExecutionContext:
 register_cache(_default_context.cache_clear)
 
 
-async def context_from(config: RunnableConfig | None) -> ExecutionContext:
-    """The :class:`ExecutionContext` passed in ``config``, or one built from the environment
-    (in a thread: opening the store and importing tools must not block the event loop)."""
-    configurable = (config or {}).get("configurable") or {}
-    ctx = configurable.get(CONTEXT_KEY)
-    if isinstance(ctx, ExecutionContext):
-        return ctx
+class ExecutionGraphContext(BaseModel):
+    """The execution graph's runtime context (LangGraph ``context_schema``): invoke the graph
+    with ``context=ExecutionGraphContext(execution=ctx)``.
+
+    LangGraph Studio passes its own (JSON) context, which leaves ``execution`` unset: the nodes
+    then build an :class:`ExecutionContext` from the environment's settings.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="ignore", frozen=True)
+
+    execution: SkipJsonSchema[InstanceOf[ExecutionContext] | None] = None
+    """Store, catalog, options, listener and backend of this execution."""
+
+
+async def context_from(runtime: Runtime[ExecutionGraphContext] | None) -> ExecutionContext:
+    """The :class:`ExecutionContext` the graph was invoked with, or one built from the
+    environment's settings (in a thread: opening the store and importing tools must not block
+    the event loop)."""
+    given = runtime.context if runtime is not None else None
+    if given is not None and given.execution is not None:
+        return given.execution
     return await asyncio.to_thread(lambda: _default_context(Settings.from_env()))
 
 
@@ -94,9 +107,11 @@ def _result_state(plan: PlanRecord, execution: ExecutionRecord) -> ExecutionStat
     }
 
 
-async def load_plan(state: ExecutionState, config: RunnableConfig) -> ExecutionState:
+async def load_plan(
+    state: ExecutionState, runtime: Runtime[ExecutionGraphContext]
+) -> ExecutionState:
     """Find the plan; a finished execution is returned as stored, without calling any tool."""
-    ctx = await context_from(config)
+    ctx = await context_from(runtime)
     record = await asyncio.to_thread(find_plan, ctx.store, state["plan_id"])
     execution = await asyncio.to_thread(ctx.store.get_execution, record.plan_id)
     if execution is not None and execution.status in TERMINAL_EXECUTION_STATUSES:
@@ -105,9 +120,11 @@ async def load_plan(state: ExecutionState, config: RunnableConfig) -> ExecutionS
     return {"request_id": record.request_id, "status": "running"}
 
 
-async def run_steps(state: ExecutionState, config: RunnableConfig) -> ExecutionState:
+async def run_steps(
+    state: ExecutionState, runtime: Runtime[ExecutionGraphContext]
+) -> ExecutionState:
     """Run or resume every unfinished step, eagerly, recording each transition durably."""
-    ctx = await context_from(config)
+    ctx = await context_from(runtime)
     record = await asyncio.to_thread(find_plan, ctx.store, state["plan_id"])
     execution = await ctx.backend.run(record, ctx)
     return _result_state(record, execution)
@@ -117,10 +134,21 @@ def _route(state: ExecutionState) -> str:
     return END if state.get("status") in TERMINAL_EXECUTION_STATUSES else "run_steps"
 
 
-def build_execution_graph() -> StateGraph[ExecutionState, Any, ExecutionInput, ExecutionState]:
-    """The uncompiled execution graph; compile it with or without a checkpointer."""
-    builder: StateGraph[ExecutionState, Any, ExecutionInput, ExecutionState] = StateGraph(
-        ExecutionState, input_schema=ExecutionInput, output_schema=ExecutionState
+def build_execution_graph() -> StateGraph[
+    ExecutionState, ExecutionGraphContext, ExecutionInput, ExecutionState
+]:
+    """The uncompiled execution graph; compile it with or without a checkpointer.
+
+    Its runtime context is an :class:`ExecutionGraphContext`; without one, the nodes build an
+    execution context from the environment.
+    """
+    builder: StateGraph[ExecutionState, ExecutionGraphContext, ExecutionInput, ExecutionState] = (
+        StateGraph(
+            ExecutionState,
+            context_schema=ExecutionGraphContext,
+            input_schema=ExecutionInput,
+            output_schema=ExecutionState,
+        )
     )
     builder.add_node("load_plan", load_plan)
     builder.add_node("run_steps", run_steps)
@@ -135,10 +163,11 @@ async def run_execution_graph(plan_id: str, ctx: ExecutionContext, *, approve: b
     checkpointer with the plan ID as the thread ID (``ExecutionOptions.graph_checkpoints``)."""
     async with ctx.store.checkpointer() as saver:
         graph = build_execution_graph().compile(checkpointer=saver)
-        config: Any = {"configurable": {"thread_id": plan_id, CONTEXT_KEY: ctx}}
+        config: Any = {"configurable": {"thread_id": plan_id}}
         snapshot = await graph.aget_state(config)
         # Only a run interrupted inside run_steps is resumed from its checkpoint; anything
         # earlier simply starts again (load_plan has no side effects).
         resume = tuple(snapshot.next) == ("run_steps",)
         inputs: Any = None if resume else {"plan_id": plan_id, "approve": approve}
-        await graph.ainvoke(inputs, config, durability="sync")
+        context = ExecutionGraphContext(execution=ctx)
+        await graph.ainvoke(inputs, config, context=context, durability="sync")
