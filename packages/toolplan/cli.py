@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
+import traceback
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
+import click
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from toolplan import operations, render
 from toolplan.config import Settings
@@ -37,6 +41,9 @@ stdout = Console(soft_wrap=True)
 stderr = Console(stderr=True, soft_wrap=True)
 
 T = TypeVar("T")
+
+DEBUG_ENV = "TOOLPLAN_DEBUG"
+"""Set to print the traceback of an internal error (a bug) on stderr."""
 
 # -- shared options ------------------------------------------------------------------------------
 
@@ -170,8 +177,18 @@ def _store_uri(flag: str | None) -> str:
 
 
 def _emit_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
+    text = json.dumps(data, ensure_ascii=False, default=str)
+    try:
+        sys.stdout.write(text + "\n")
+    except UnicodeEncodeError:
+        # A lone surrogate (from a tool's output, say) cannot be written as UTF-8; JSON escapes
+        # still carry it, so stdout stays one valid JSON object.
+        sys.stdout.write(json.dumps(data, ensure_ascii=True, default=str) + "\n")
     sys.stdout.flush()
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split()) or "(no message)"
 
 
 def _guard(body: Callable[[], T], *, as_json: bool) -> T:
@@ -191,13 +208,28 @@ def _guard(body: Callable[[], T], *, as_json: bool) -> T:
                     {"code": i.code, "message": i.message, "step": i.step} for i in issues
                 ]
             _emit_json(payload)
-        stderr.print(f"[bold red]error:[/] {error.message}", highlight=False)
+        stderr.print(f"[bold red]error:[/] {escape(error.message)}", highlight=False)
         raise typer.Exit(error.exit_code) from None
     except KeyboardInterrupt:
         stderr.print(
             "interrupted; finished steps are stored — resume with `toolplan execute PLAN_ID`"
         )
         raise typer.Exit(130) from None
+    except (typer.Exit, typer.Abort, click.exceptions.ClickException):
+        raise
+    except Exception as error:
+        # A bug, not a predictable failure: still one line (and one JSON object with --json);
+        # the traceback only on request.
+        message = (
+            f"internal error: {type(error).__name__}: {_one_line(str(error))[:500]} "
+            f"(a bug in toolplan; set {DEBUG_ENV}=1 for the traceback)"
+        )
+        if as_json:
+            _emit_json({"error": message, "exitCode": 1})
+        if os.environ.get(DEBUG_ENV):
+            traceback.print_exc()
+        stderr.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
+        raise typer.Exit(1) from None
 
 
 def _run_async(coroutine: Coroutine[Any, Any, T]) -> T:

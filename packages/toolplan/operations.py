@@ -16,7 +16,7 @@ from typing import Any
 from toolplan.analysis import Analysis, analyze
 from toolplan.config import register_cache
 from toolplan.engine.result import ExecutionResult
-from toolplan.errors import InvalidInput
+from toolplan.errors import InvalidInput, StoreUnavailable
 from toolplan.execution.context import ExecutionContext
 from toolplan.execution.graph import run_execution_graph
 from toolplan.ids import is_valid_id, new_id
@@ -149,10 +149,19 @@ async def execute_stored_plan(
     if execution is None or execution.status not in TERMINAL_EXECUTION_STATUSES:
         # Refuse before the graph runs, so no checkpoint remembers the refusal.
         require_approval(record.plan_id, record.status, record.plan, approve=approve)
-        if ctx.options.graph_checkpoints:
-            await run_execution_graph(plan_id, ctx, approve=approve)
-        else:
-            await ctx.backend.run(record, ctx)
+        try:
+            if ctx.options.graph_checkpoints:
+                await run_execution_graph(plan_id, ctx, approve=approve)
+            else:
+                await ctx.backend.run(record, ctx)
+        except StoreUnavailable as error:
+            # An infrastructure fault is not the plan's: nothing was recorded as failed, and the
+            # execution stays unfinished, so running it again resumes it.
+            raise StoreUnavailable(
+                f"{error.message}; the execution of {plan_id} stopped and is kept: its finished "
+                "steps are stored, and executing the plan again resumes it",
+                details={**error.details, "planId": plan_id, "resumable": True},
+            ) from None
         execution = await asyncio.to_thread(ctx.store.get_execution, plan_id)
     assert execution is not None
     return ExecutionResult.from_records(record, execution)

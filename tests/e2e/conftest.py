@@ -46,9 +46,11 @@ class Cli:
         }
         script = shutil.which("toolplan", path=str(Path(sys.executable).parent))
         self.command = [script] if script else [sys.executable, "-m", "toolplan"]
+        self.prefix: list[str] = []
+        """A command the CLI runs under (``prlimit ...``, a namespace), empty by default."""
 
     def argv(self, *args: str) -> list[str]:
-        return [*self.command, *args]
+        return [*self.prefix, *self.command, *args]
 
     def __call__(self, *args: str, timeout: float = 60) -> Completed:
         done = subprocess.run(

@@ -46,6 +46,7 @@ SAMPLES: dict[str, tuple[str, Callable[[Settings], Any], Any]] = {
 OTHER_HOMES = {
     "TOOLPLAN_API_TOKEN": "toolplan.api.settings.ApiSettings (the server's own settings)",
     "TOOLPLAN_MONGO_TIMEOUT_MS": "toolplan.store._mongo_client (the MongoDB store's options)",
+    "TOOLPLAN_STORE_BUSY_TIMEOUT": "toolplan.store._sqlite_faults (the SQLite store's lock wait)",
     "TOOLPLAN_TEST_MONGODB_URI": "tests only",
 }
 

@@ -9,7 +9,7 @@ from toolplan.api.events import EventHub
 from toolplan.api.runs import BackgroundRuns
 from toolplan.config import Settings
 from toolplan.engine.recorder import EventListener
-from toolplan.execution.runner import ExecutionContext
+from toolplan.execution.context import ExecutionContext, new_worker_id
 from toolplan.store.protocol import Store
 from toolplan.tools.catalog import ToolCatalog
 
@@ -26,6 +26,10 @@ class ApiContext:
         self.settings = settings
         self.store = store
         self.catalog = catalog
+        self.worker_id = new_worker_id()
+        """One lease owner for every run of this server: a run stopped by a store outage leaves
+        its lease behind, and ``executePlan`` takes it back at once instead of waiting for it to
+        expire. (Two runs of one plan never overlap here: :class:`BackgroundRuns` joins them.)"""
         self.events = EventHub()
         self.runs = BackgroundRuns(self.execution_context, store, self.events)
         self._planner: PlannerContext | None = None
@@ -34,7 +38,11 @@ class ApiContext:
     def execution_context(self, listener: EventListener | None = None) -> ExecutionContext:
         """The context of one execution, as the CLI builds it, with ``listener`` for its events."""
         return ExecutionContext.from_settings(
-            self.settings, store=self.store, catalog=self.catalog, listener=listener
+            self.settings,
+            store=self.store,
+            catalog=self.catalog,
+            listener=listener,
+            worker_id=self.worker_id,
         )
 
     async def planner(self) -> PlannerContext:

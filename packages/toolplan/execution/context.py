@@ -53,11 +53,17 @@ class ExecutionContext:
         store: Store,
         catalog: ToolCatalog,
         listener: EventListener | None = None,
+        worker_id: str | None = None,
     ) -> ExecutionContext:
-        """The context every entry point uses: the settings' execution options and limits."""
+        """The context every entry point uses: the settings' execution options and limits.
+
+        A long-lived process (the API server) passes one ``worker_id`` for all its runs, so that
+        after a store outage it can take back the lease its own failed run still holds.
+        """
         return cls(
             store=store,
             catalog=catalog,
             options=settings.execution,
             listener=listener,
+            worker_id=worker_id or new_worker_id(),
         )

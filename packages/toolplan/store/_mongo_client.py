@@ -9,10 +9,12 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from pymongo import MongoClient
-from pymongo.errors import ConfigurationError, ConnectionFailure, InvalidURI, PyMongoError
+from pymongo.errors import ConfigurationError, InvalidURI
 from pymongo.write_concern import WriteConcern
 
-from toolplan.errors import InvalidInput, StoreUnavailable
+from toolplan.errors import InvalidInput, StoreUnavailable, ToolplanError
+from toolplan.store._mongo_faults import TIMEOUT_ENV, translate
+from toolplan.store._mongo_faults import reason as fault_reason
 
 if TYPE_CHECKING:
     from pymongo.database import Database
@@ -28,9 +30,6 @@ __all__ = [
 
 DEFAULT_DATABASE = "toolplan"
 """The database used when the URI names none (``mongodb://host:27017``)."""
-
-TIMEOUT_ENV = "TOOLPLAN_MONGO_TIMEOUT_MS"
-"""Environment variable overriding :data:`DEFAULT_TIMEOUT_MS`."""
 
 DEFAULT_TIMEOUT_MS = 5000
 """Server selection and connect timeout; socket reads wait three times as long."""
@@ -79,12 +78,6 @@ def database_name(uri: str) -> str:
     return name or DEFAULT_DATABASE
 
 
-def _reason(error: BaseException) -> str:
-    """The useful part of a driver message (server selection errors append a topology dump)."""
-    text = str(error).split(", Timeout:")[0].split(", full error:")[0].strip()
-    return text[:300] or type(error).__name__
-
-
 class MongoConnection:
     """A ``MongoClient`` and the database of one store URI; ``uri`` is safe to print."""
 
@@ -97,7 +90,7 @@ class MongoConnection:
             self.client: MongoClient[Document] = MongoClient(uri, **client_options(uri, env))
         except (ConfigurationError, ValueError, TypeError) as error:
             # pymongo reports some malformed URIs (a bad port) and option values as ValueError.
-            reason = self._scrub(_reason(error))
+            reason = self._scrub(fault_reason(error))
             if (
                 isinstance(error, ConfigurationError)
                 and not isinstance(error, InvalidURI)
@@ -118,15 +111,9 @@ class MongoConnection:
     def _scrub(self, text: str) -> str:
         return text.replace(self._password, "***") if self._password else text
 
-    def unavailable(self, error: PyMongoError) -> StoreUnavailable:
-        """The :class:`StoreUnavailable` (exit 3) for a driver error, naming the URI."""
-        reason = self._scrub(_reason(error))
-        if isinstance(error, ConnectionFailure):
-            return StoreUnavailable(
-                f"cannot reach the MongoDB store {self.uri!r}: {reason}. Check that the server is "
-                f"running and the URI is right (timeouts: {TIMEOUT_ENV})"
-            )
-        return StoreUnavailable(f"the MongoDB store {self.uri!r} failed: {reason}")
+    def translate(self, error: BaseException) -> ToolplanError:
+        """The toolplan error for a driver error, naming the URI (see :mod:`._mongo_faults`)."""
+        return translate(error, self.uri, self._password)
 
     def close(self) -> None:
         """Close the client and its connection pool."""

@@ -38,20 +38,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import json
 import secrets
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from pymongo import ASCENDING, IndexModel, UpdateOne
-from pymongo.errors import BulkWriteError, DuplicateKeyError, PyMongoError
+from pymongo.errors import BulkWriteError, DuplicateKeyError
 
-from toolplan.errors import InvalidInput, StoreUnavailable
+from toolplan.errors import InvalidInput, ToolplanError
 from toolplan.store._mongo_client import (
     DEFAULT_DATABASE,
     DEFAULT_TIMEOUT_MS,
@@ -59,6 +58,7 @@ from toolplan.store._mongo_client import (
     MongoConnection,
     client_options,
 )
+from toolplan.store._mongo_faults import MONGO_ERRORS, guarded
 from toolplan.store.protocol import (
     STEP_FIELDS,
     ExecutionRecord,
@@ -120,25 +120,6 @@ def _loads(text: str | None) -> Any:
     return None if text is None else json.loads(text)
 
 
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-def _guarded(
-    method: Callable[Concatenate[MongoStore, P], R],
-) -> Callable[Concatenate[MongoStore, P], R]:
-    """Turn driver errors (server down, timeouts, auth) into :class:`StoreUnavailable`."""
-
-    @functools.wraps(method)
-    def wrapper(self: MongoStore, *args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return method(self, *args, **kwargs)
-        except PyMongoError as error:
-            raise self._unavailable(error) from None
-
-    return wrapper
-
-
 class MongoStore:
     """:class:`~toolplan.store.protocol.Store` on a MongoDB database (see the module docstring)."""
 
@@ -162,10 +143,11 @@ class MongoStore:
 
     # -- plumbing ------------------------------------------------------------------------------
 
-    def _unavailable(self, error: PyMongoError) -> StoreUnavailable:
-        return self._connection.unavailable(error)
+    def _translate(self, error: BaseException) -> ToolplanError:
+        """Every driver error in one place: :func:`toolplan.store._mongo_faults.translate`."""
+        return self._connection.translate(error)
 
-    @_guarded
+    @guarded
     def _setup(self) -> None:
         self._client.admin.command("ping")
         self._requests.create_indexes([IndexModel("requestId", unique=True)])
@@ -196,7 +178,7 @@ class MongoStore:
 
     # -- requests and plans --------------------------------------------------------------------
 
-    @_guarded
+    @guarded
     def save_plan(self, plan: PlanRecord, request: RequestRecord | None = None) -> None:
         if request is not None:
             if self._requests.find_one({"requestId": request.request_id}) is not None:
@@ -244,7 +226,7 @@ class MongoStore:
                 "concurrently by another writer"
             ) from None
 
-    @_guarded
+    @guarded
     def get_request(self, request_id: str) -> RequestRecord | None:
         document = self._requests.find_one({"requestId": request_id})
         if document is not None:
@@ -270,12 +252,12 @@ class MongoStore:
             meta=json.loads(document["meta"]),
         )
 
-    @_guarded
+    @guarded
     def get_plan(self, plan_id: str) -> PlanRecord | None:
         document = self._plans.find_one({"planId": plan_id})
         return self._plan_from(document) if document is not None else None
 
-    @_guarded
+    @guarded
     def list_plans(self, request_id: str) -> list[PlanRecord]:
         cursor = self._plans.find({"requestId": request_id}).sort(
             [("createdAt", ASCENDING), ("_id", ASCENDING)]
@@ -284,7 +266,7 @@ class MongoStore:
 
     # -- executions ----------------------------------------------------------------------------
 
-    @_guarded
+    @guarded
     def create_execution(
         self, plan_id: str, steps: list[tuple[str, str]], *, status: ExecutionStatus
     ) -> ExecutionRecord:
@@ -360,7 +342,7 @@ class MongoStore:
             used_fallback=bool(document.get("usedFallback")),
         )
 
-    @_guarded
+    @guarded
     def get_execution(self, plan_id: str) -> ExecutionRecord | None:
         document = self._executions.find_one({"planId": plan_id})
         if document is None:
@@ -388,7 +370,7 @@ class MongoStore:
         capped, _ = cap_output(value, MAX_PAYLOAD_BYTES)
         return _dumps(capped), True
 
-    @_guarded
+    @guarded
     def update_step(self, plan_id: str, step_id: str, changes: Mapping[str, Any]) -> None:
         unknown = set(changes) - STEP_FIELDS
         if unknown:
@@ -410,7 +392,7 @@ class MongoStore:
         if matched != 1:
             raise KeyError(f"no step {step_id!r} in the execution of {plan_id!r}")
 
-    @_guarded
+    @guarded
     def set_execution_status(
         self,
         plan_id: str,
@@ -429,7 +411,7 @@ class MongoStore:
 
     # -- work queue ----------------------------------------------------------------------------
 
-    @_guarded
+    @guarded
     def enqueue(self, plan_id: str, steps: list[tuple[str, str]]) -> ExecutionRecord:
         self.create_execution(plan_id, steps, status="queued")
         now = time.time()
@@ -447,7 +429,7 @@ class MongoStore:
         assert execution is not None
         return execution
 
-    @_guarded
+    @guarded
     def claim(self, worker_id: str, lease_seconds: float) -> str | None:
         for _round in range(_CLAIM_ROUNDS):
             now = time.time()
@@ -492,7 +474,7 @@ class MongoStore:
             # Every candidate went to other workers; read the queue again.
         return None  # heavy contention: report an empty queue, the caller polls again
 
-    @_guarded
+    @guarded
     def acquire(
         self, plan_id: str, worker_id: str, lease_seconds: float, *, expected_owner: str | None
     ) -> bool:
@@ -513,7 +495,7 @@ class MongoStore:
         )
         return result.matched_count == 1
 
-    @_guarded
+    @guarded
     def renew_lease(self, plan_id: str, worker_id: str, lease_seconds: float) -> bool:
         result = self._executions.update_one(
             {"planId": plan_id, "workerId": worker_id, "status": "running"},
@@ -521,7 +503,7 @@ class MongoStore:
         )
         return result.matched_count == 1
 
-    @_guarded
+    @guarded
     def release(self, plan_id: str, worker_id: str) -> None:
         # Two conditional updates instead of one with a conditional status (pipeline updates are
         # not available everywhere): a running execution goes back to the queue, a finished one
@@ -542,7 +524,7 @@ class MongoStore:
         rows = self._steps.aggregate([{"$match": match}, {"$group": group}])
         return {str(row["_id"]): row for row in rows}
 
-    @_guarded
+    @guarded
     def tool_stats(self) -> dict[str, ToolStats]:
         # Only $sum is used: averages and rates are divided here, which works on every server.
         finished = self._count_by_tool({"status": {"$in": ["succeeded", "failed"]}})
@@ -559,7 +541,7 @@ class MongoStore:
             stats[tool] = ToolStats(calls, average, failures / calls)
         return stats
 
-    @_guarded
+    @guarded
     def put_record(
         self, collection: str, record: dict[str, Any], *, idempotency_key: str | None = None
     ) -> dict[str, Any]:
@@ -583,7 +565,7 @@ class MongoStore:
             return first
         return stored
 
-    @_guarded
+    @guarded
     def find_records(self, collection: str, where: Mapping[str, Any]) -> list[dict[str, Any]]:
         query: _Document = {"collection": collection}
         for name, value in where.items():
@@ -598,7 +580,7 @@ class MongoStore:
 
     # -- checkpoints and lifecycle -------------------------------------------------------------
 
-    @_guarded
+    @guarded
     def _checkpoint_saver(self) -> BaseCheckpointSaver[Any]:
         with self._saver_lock:
             if self._saver is None:
@@ -613,9 +595,9 @@ class MongoStore:
         saver = await asyncio.to_thread(self._checkpoint_saver)
         try:
             yield saver
-        except PyMongoError as error:
+        except MONGO_ERRORS as error:
             # A checkpoint write failed inside the graph: the same clear error as the store's.
-            raise self._unavailable(error) from None
+            raise self._translate(error) from None
 
     def close(self) -> None:
         """Close the client and its connection pool."""

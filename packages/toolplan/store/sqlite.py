@@ -3,11 +3,18 @@ toolset records and the LangGraph checkpoints (``AsyncSqliteSaver``, in its own 
 
 Durability: WAL journal with ``synchronous=NORMAL``. Every committed transition survives a killed
 process (``kill -9``); an operating-system crash may lose the last few commits.
+
+Faults: every method is :func:`~toolplan.store._sqlite_faults.guarded`: a lock held by another
+process is waited for (``TOOLPLAN_STORE_BUSY_TIMEOUT``), and every ``sqlite3`` error becomes
+``StoreUnavailable`` or ``InvalidInput`` with one line naming the file and the cause.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import os
 import secrets
 import sqlite3
 import threading
@@ -20,6 +27,14 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from toolplan.errors import InvalidInput, StoreUnavailable
+from toolplan.store._sqlite_faults import (
+    busy_timeout_from_env,
+    file_gone,
+    guarded,
+    is_busy,
+    retry_busy,
+    translate,
+)
 from toolplan.store.protocol import (
     STEP_FIELDS,
     ExecutionRecord,
@@ -91,6 +106,8 @@ CREATE TABLE IF NOT EXISTS tp_records (
 );
 """
 
+_TABLES = _SCHEMA.count("CREATE TABLE")
+
 _JSON_STEP_FIELDS = frozenset({"resolved_parameters", "output"})
 
 
@@ -105,35 +122,80 @@ def _loads(text: str | None) -> Any:
 class SqliteStore:
     """:class:`~toolplan.store.protocol.Store` on one SQLite file."""
 
-    def __init__(self, path: str | Path, *, uri: str | None = None) -> None:
+    def __init__(
+        self, path: str | Path, *, uri: str | None = None, busy_timeout: float | None = None
+    ) -> None:
         self.path = Path(path)
         self.uri = uri or f"sqlite:///{self.path}"
+        self.busy_timeout = busy_timeout_from_env() if busy_timeout is None else busy_timeout
+        """Seconds to wait for a lock another process holds (``TOOLPLAN_STORE_BUSY_TIMEOUT``)."""
         self._lock = threading.RLock()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(
-                self.path, check_same_thread=False, isolation_level=None, timeout=30
-            )
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute("PRAGMA foreign_keys=ON")
-            self._db.executescript(_SCHEMA)
-        except (sqlite3.Error, OSError) as error:
-            raise StoreUnavailable(f"cannot open the SQLite store {self.uri!r}: {error}") from None
+        except OSError as error:
+            raise StoreUnavailable(
+                f"cannot open the SQLite store {self.uri!r}: cannot create its directory "
+                f"({error.strerror})"
+            ) from None
+        self._db = retry_busy(self._connect, self.uri, self.busy_timeout)
+        self._identity = self._file_identity()
+
+    def _file_identity(self) -> tuple[int, int] | None:
+        try:
+            stat = os.stat(self.path)
+        except OSError:
+            return None
+        return stat.st_dev, stat.st_ino
+
+    def _check_file(self) -> None:
+        """The file must still be the one opened: a deleted or replaced file would swallow every
+        later write in WAL mode (an ``os.stat``, microseconds, before each store call)."""
+        if self._file_identity() != self._identity:
+            raise file_gone(self.uri)
+
+    def _connect(self) -> sqlite3.Connection:
+        """Open the file and create the schema. Several processes may do this at once on a new
+        file: each step that writes takes the write lock up front, and a busy step is retried."""
+        db = sqlite3.connect(
+            self.path,
+            check_same_thread=False,
+            isolation_level=None,
+            # SQLite's own busy handler waits in short slices; retry_busy bounds the total wait.
+            timeout=min(self.busy_timeout, 1.0),
+        )
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("PRAGMA foreign_keys=ON")
+            present = db.execute(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name LIKE 'tp_%'"
+            ).fetchone()[0]
+            if present < _TABLES:
+                # One transaction holding the write lock from the start: no reader-to-writer
+                # upgrade, which SQLite refuses at once (without waiting) under contention.
+                db.executescript(f"BEGIN IMMEDIATE;{_SCHEMA}COMMIT;")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                db.close()
+            raise
+        return db
 
     # -- plumbing ------------------------------------------------------------------------------
 
     @contextmanager
-    def _transaction(self, *, immediate: bool = False) -> Iterator[sqlite3.Connection]:
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """One ``BEGIN IMMEDIATE`` transaction, rolled back if anything fails (the commit too),
+        so a failed attempt leaves nothing and :func:`guarded` may run the method again."""
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+            self._db.execute("BEGIN IMMEDIATE")
             try:
                 yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            else:
                 self._db.execute("COMMIT")
+            except BaseException:
+                if self._db.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        self._db.execute("ROLLBACK")
+                raise
 
     def _query(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
         with self._lock:
@@ -143,9 +205,10 @@ class SqliteStore:
 
     # -- requests and plans --------------------------------------------------------------------
 
+    @guarded
     def save_plan(self, plan: PlanRecord, request: RequestRecord | None = None) -> None:
         try:
-            with self._transaction(immediate=True) as db:
+            with self._transaction() as db:
                 if request is not None:
                     db.execute(
                         "INSERT INTO tp_requests (request_id, query, created_at) VALUES (?, ?, ?)",
@@ -175,6 +238,7 @@ class SqliteStore:
                 "store a new version under a new plan ID)"
             ) from None
 
+    @guarded
     def get_request(self, request_id: str) -> RequestRecord | None:
         rows = self._query("SELECT * FROM tp_requests WHERE request_id = ?", (request_id,))
         if not rows:
@@ -195,10 +259,12 @@ class SqliteStore:
             meta=json.loads(row["meta"]),
         )
 
+    @guarded
     def get_plan(self, plan_id: str) -> PlanRecord | None:
         rows = self._query("SELECT * FROM tp_plans WHERE plan_id = ?", (plan_id,))
         return self._plan_from(rows[0]) if rows else None
 
+    @guarded
     def list_plans(self, request_id: str) -> list[PlanRecord]:
         rows = self._query(
             "SELECT * FROM tp_plans WHERE request_id = ? ORDER BY created_at, rowid",
@@ -208,10 +274,11 @@ class SqliteStore:
 
     # -- executions ----------------------------------------------------------------------------
 
+    @guarded
     def create_execution(
         self, plan_id: str, steps: list[tuple[str, str]], *, status: ExecutionStatus
     ) -> ExecutionRecord:
-        with self._transaction(immediate=True) as db:
+        with self._transaction() as db:
             exists = db.execute(
                 "SELECT 1 FROM tp_executions WHERE plan_id = ?", (plan_id,)
             ).fetchone()
@@ -230,6 +297,7 @@ class SqliteStore:
         assert execution is not None
         return execution
 
+    @guarded
     def get_execution(self, plan_id: str) -> ExecutionRecord | None:
         with self._lock:
             rows = self._query("SELECT * FROM tp_executions WHERE plan_id = ?", (plan_id,))
@@ -268,6 +336,7 @@ class SqliteStore:
             lease_until=row["lease_until"],
         )
 
+    @guarded
     def update_step(self, plan_id: str, step_id: str, changes: Mapping[str, Any]) -> None:
         unknown = set(changes) - STEP_FIELDS
         if unknown:
@@ -284,6 +353,7 @@ class SqliteStore:
         if cursor.rowcount != 1:
             raise KeyError(f"no step {step_id!r} in the execution of {plan_id!r}")
 
+    @guarded
     def set_execution_status(
         self,
         plan_id: str,
@@ -303,6 +373,7 @@ class SqliteStore:
 
     # -- work queue ----------------------------------------------------------------------------
 
+    @guarded
     def enqueue(self, plan_id: str, steps: list[tuple[str, str]]) -> ExecutionRecord:
         self.create_execution(plan_id, steps, status="queued")
         with self._lock:
@@ -316,9 +387,10 @@ class SqliteStore:
         assert execution is not None
         return execution
 
+    @guarded
     def claim(self, worker_id: str, lease_seconds: float) -> str | None:
         now = time.time()
-        with self._transaction(immediate=True) as db:
+        with self._transaction() as db:
             row = db.execute(
                 "SELECT plan_id FROM tp_executions WHERE status = 'queued'"
                 " OR (status = 'running' AND queued_at IS NOT NULL AND lease_until < ?)"
@@ -334,6 +406,7 @@ class SqliteStore:
             )
             return str(row[0])
 
+    @guarded
     def acquire(
         self, plan_id: str, worker_id: str, lease_seconds: float, *, expected_owner: str | None
     ) -> bool:
@@ -348,6 +421,7 @@ class SqliteStore:
             )
         return cursor.rowcount == 1
 
+    @guarded
     def renew_lease(self, plan_id: str, worker_id: str, lease_seconds: float) -> bool:
         with self._lock:
             cursor = self._db.execute(
@@ -357,6 +431,7 @@ class SqliteStore:
             )
         return cursor.rowcount == 1
 
+    @guarded
     def release(self, plan_id: str, worker_id: str) -> None:
         with self._lock:
             self._db.execute(
@@ -368,6 +443,7 @@ class SqliteStore:
 
     # -- statistics and toolset data -----------------------------------------------------------
 
+    @guarded
     def tool_stats(self) -> dict[str, ToolStats]:
         rows = self._query(
             "SELECT tool, COUNT(*) AS calls,"
@@ -379,10 +455,11 @@ class SqliteStore:
             row["tool"]: ToolStats(row["calls"], row["avg_ms"], row["failure_rate"]) for row in rows
         }
 
+    @guarded
     def put_record(
         self, collection: str, record: dict[str, Any], *, idempotency_key: str | None = None
     ) -> dict[str, Any]:
-        with self._transaction(immediate=True) as db:
+        with self._transaction() as db:
             if idempotency_key is not None:
                 row = db.execute(
                     "SELECT doc FROM tp_records WHERE collection = ? AND idempotency_key = ?",
@@ -398,6 +475,7 @@ class SqliteStore:
             )
             return stored
 
+    @guarded
     def find_records(self, collection: str, where: Mapping[str, Any]) -> list[dict[str, Any]]:
         rows = self._query(
             "SELECT doc FROM tp_records WHERE collection = ? ORDER BY seq", (collection,)
@@ -409,13 +487,35 @@ class SqliteStore:
 
     @asynccontextmanager
     async def checkpointer(self) -> AsyncIterator[BaseCheckpointSaver[Any]]:
+        """``AsyncSqliteSaver`` on this file; its ``sqlite3`` errors are translated like the
+        store's, and its schema set-up waits for locks as long as the store does."""
         from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-        async with AsyncSqliteSaver.from_conn_string(str(self.path)) as saver:
-            # Same durability as the store's own connection: WAL commits survive a killed process
-            # without an fsync per checkpoint (which cost ~2 ms per execution, far more under load).
-            await saver.conn.execute("PRAGMA synchronous=NORMAL")
-            yield saver
+        try:
+            async with AsyncSqliteSaver.from_conn_string(str(self.path)) as saver:
+                # Same durability as the store's own connection: WAL commits survive a killed
+                # process without an fsync per checkpoint (~2 ms per execution, more under load).
+                await saver.conn.execute("PRAGMA synchronous=NORMAL")
+                await saver.conn.execute(f"PRAGMA busy_timeout={int(self.busy_timeout * 1000)}")
+                await self._setup_checkpoints(saver)
+                yield saver
+        except sqlite3.Error as error:
+            raise translate(error, self.uri) from None
+
+    async def _setup_checkpoints(self, saver: Any) -> None:
+        """Create the checkpoint tables, retrying while a new file is being set up by another
+        process (SQLite can refuse that at once instead of waiting)."""
+        deadline = time.monotonic() + self.busy_timeout
+        delay = 0.005
+        while True:
+            try:
+                await saver.setup()
+                return
+            except sqlite3.Error as error:
+                if not is_busy(error) or time.monotonic() + delay > deadline:
+                    raise
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.25)
 
     def close(self) -> None:
         with self._lock:
