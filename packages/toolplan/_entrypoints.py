@@ -59,7 +59,11 @@ def validate_plan(
     """
     settings = Settings.from_env()
     limit = max_steps if max_steps is not None else settings.max_steps
-    return analyze(load_plan(plan), resolve_catalog(tools, settings=settings), max_steps=limit)
+    return analyze(
+        load_plan(plan, limits=settings.limits),
+        resolve_catalog(tools, settings=settings),
+        max_steps=limit,
+    )
 
 
 async def submit_plan(
@@ -86,6 +90,7 @@ async def submit_plan(
         query=query,
         request_id=request_id,
         max_steps=max_steps if max_steps is not None else settings.max_steps,
+        limits=settings.limits,
     )
 
 
@@ -122,7 +127,7 @@ async def run_plan(
     settings = Settings.from_env()
     ctx = _execution_context(tools, store, options, concurrency, fail_fast, on_event, settings)
     outcome = await plan_then_execute(
-        FromDocument(plan, query=query), ctx, max_steps=settings.max_steps
+        FromDocument(plan, query=query), ctx, max_steps=settings.max_steps, limits=settings.limits
     )
     assert outcome.result is not None  # a submitted plan never needs review
     return outcome.result

@@ -24,6 +24,7 @@ from toolplan import operations, render
 from toolplan.config import Settings
 from toolplan.errors import InvalidInput, ToolplanError
 from toolplan.execution.runner import ExecutionContext
+from toolplan.limits import check_text
 from toolplan.store import Store, open_store
 from toolplan.tools.catalog import ToolCatalog
 from toolplan.tools.loading import load_catalog
@@ -271,6 +272,7 @@ def submit(
                 catalog=session.catalog,
                 query=query,
                 max_steps=session.settings.max_steps,
+                limits=session.settings.limits,
             )
         finally:
             session.close()
@@ -401,6 +403,8 @@ def run(
 
         try:
             if query_text is not None:
+                # The query is checked before a model is even set up: bad input is exit 2.
+                check_text(query_text, "the query", session.settings.limits)
                 source: FromQuery | FromDocument = FromQuery(query_text, request_id)
                 planner = _planner(session, model, max_repairs, confidence_threshold)
             else:
@@ -414,6 +418,7 @@ def run(
                     planner=planner,
                     approve=yes,
                     on_planned=show,
+                    limits=session.settings.limits,
                 )
             )
         finally:
@@ -475,6 +480,7 @@ def plan(
 
         session = _session(store, tools, max_steps=max_steps, mcp=mcp)
         try:
+            check_text(query_text, "the query", session.settings.limits)
             planner = _planner(session, model, max_repairs, confidence_threshold)
             return _run_async(create_plan(query_text, planner, request_id=request_id))
         finally:

@@ -10,6 +10,7 @@ from typing import Any, Literal
 from toolplan.analysis import DEFAULT_MAX_STEPS
 from toolplan.engine.policies import ExecutionOptions, RetryPolicy
 from toolplan.errors import InvalidInput
+from toolplan.limits import InputLimits
 from toolplan.store import DEFAULT_STORE_URI
 
 __all__ = [
@@ -118,7 +119,9 @@ class Settings:
     ``TOOLPLAN_GRAPH_CHECKPOINTS`` (``0``: no LangGraph checkpoint layer), and the planner's
     (:class:`PlannerSettings`): ``TOOLPLAN_MODEL``, ``TOOLPLAN_MAX_REPAIRS``,
     ``TOOLPLAN_CONFIDENCE_THRESHOLD``, ``TOOLPLAN_STRUCTURED_METHOD``, ``TOOLPLAN_LLM_TIMEOUT``,
-    ``TOOLPLAN_LLM_RETRIES``, ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``TOOLPLAN_PROMPTS_DIR``.
+    ``TOOLPLAN_LLM_RETRIES``, ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``TOOLPLAN_PROMPTS_DIR``,
+    and the input limits ``TOOLPLAN_MAX_PLAN_BYTES``, ``TOOLPLAN_MAX_STRING_CHARS``,
+    ``TOOLPLAN_MAX_DEPTH``, ``TOOLPLAN_MAX_NUMBER_DIGITS`` (:class:`~toolplan.limits.InputLimits`).
     Frozen and hashable: caches keyed by settings see a changed environment as new settings.
     """
 
@@ -129,6 +132,8 @@ class Settings:
     mcp_config: str | None = None
     """``mcpServers`` JSON file whose servers add tools (``TOOLPLAN_MCP``, ``--mcp``)."""
     planner: PlannerSettings = field(default_factory=PlannerSettings)
+    limits: InputLimits = field(default_factory=InputLimits)
+    """What plans and queries may be (size, nesting, strings, numbers), checked at the edge."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -164,6 +169,7 @@ class Settings:
             execution=execution,
             mcp_config=env.get("TOOLPLAN_MCP") or None,
             planner=PlannerSettings.from_env(env),
+            limits=InputLimits.from_env(env),
         )
 
     def with_overrides(

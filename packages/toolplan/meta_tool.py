@@ -27,6 +27,7 @@ from toolplan.config import Settings
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import InvalidInput, PlanInvalid, ToolplanError, ValidationIssue
 from toolplan.execution.runner import ExecutionContext
+from toolplan.limits import InputLimits, check_json, parse_json_text
 from toolplan.pipeline import FromDocument, plan_then_execute
 from toolplan.planning.prompts import load_prompt
 from toolplan.planning.schema import to_plan_data
@@ -203,9 +204,10 @@ def _rejection(error: PlanInvalid) -> str:
 # -- arguments -----------------------------------------------------------------------------------
 
 
-def _plan_data(plan: Any, extra: Mapping[str, Any]) -> dict[str, Any]:
+def _plan_data(plan: Any, extra: Mapping[str, Any], limits: InputLimits) -> dict[str, Any]:
     """The plan as canonical JSON, accepting an object, a JSON string, or the plan's fields at
-    the top level; shape problems raise :class:`PlanInvalid`."""
+    the top level; the input limits are checked first; shape problems raise
+    :class:`PlanInvalid`."""
     if plan is None and "steps" in extra:
         plan = dict(extra)  # the model left out the "plan" wrapper
     if plan is None:
@@ -213,12 +215,9 @@ def _plan_data(plan: Any, extra: Mapping[str, Any]) -> dict[str, Any]:
             [ValidationIssue("shape", "execute_plan needs a 'plan' argument: {\"steps\": [...]}")]
         )
     if isinstance(plan, str):
-        try:
-            plan = json.loads(plan)
-        except ValueError as error:
-            raise PlanInvalid(
-                [ValidationIssue("json", f"the plan string is not valid JSON: {error}")]
-            ) from None
+        plan = parse_json_text(plan, "the plan string", limits)
+    else:
+        check_json(plan, limits)
     data, issues = to_plan_data(plan)
     if issues or data is None:
         raise PlanInvalid(issues)
@@ -267,13 +266,15 @@ class PlanTool(BaseTool):
 
     async def _execute(self, plan: Any, extra: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
         try:
-            data = _plan_data(plan, extra)
+            limits = self.settings.limits
+            data = await asyncio.to_thread(_plan_data, plan, extra, limits)
             store = await asyncio.to_thread(lambda: self.store)
             ctx = ExecutionContext.from_settings(self.settings, store=store, catalog=self.catalog)
             outcome = await plan_then_execute(
                 FromDocument(data, meta={"source": "execute_plan"}),
                 ctx,
                 max_steps=self.settings.max_steps,
+                limits=limits,
             )
         except PlanInvalid as error:
             raise ToolException(_rejection(error)) from None

@@ -20,6 +20,7 @@ from toolplan.errors import InvalidInput, StoreUnavailable
 from toolplan.execution.context import ExecutionContext
 from toolplan.execution.graph import run_execution_graph
 from toolplan.ids import is_valid_id, new_id
+from toolplan.limits import InputLimits, check_text
 from toolplan.lookup import find_plan, find_request, require_approval
 from toolplan.plan import Plan, Step, load_plan
 from toolplan.store.protocol import (
@@ -89,7 +90,7 @@ def _estimator(store: Store) -> Any:
 
 
 def submit_plan(
-    source: str | Path | dict[str, Any] | Plan,
+    source: str | Path | bytes | dict[str, Any] | Plan,
     *,
     store: Store,
     catalog: ToolCatalog,
@@ -98,13 +99,18 @@ def submit_plan(
     max_steps: int,
     status: PlanStatus = "planned",
     meta: dict[str, Any] | None = None,
+    limits: InputLimits | None = None,
 ) -> PlanRef:
     """Validate a plan and store it with new IDs; nothing runs.
 
-    With ``request_id``, the plan becomes a new version of that existing request. Raises
-    :class:`~toolplan.errors.PlanInvalid` (every problem at once) before anything is stored.
+    With ``request_id``, the plan becomes a new version of that existing request. The input
+    limits (``limits``, default from the environment) are checked first, on the plan and the
+    query. Raises :class:`~toolplan.errors.PlanInvalid` (every problem at once) or
+    :class:`~toolplan.errors.InvalidInput` before anything is stored.
     """
-    plan = load_plan(source)
+    limits = limits or InputLimits.from_env()
+    check_text(query, "the query", limits)
+    plan = load_plan(source, limits=limits)
     analysis = analyze(plan, catalog, max_steps=max_steps, estimate=_estimator(store))
     request: RequestRecord | None = None
     if request_id is not None:

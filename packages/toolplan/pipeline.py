@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import InvalidInput
 from toolplan.execution.runner import ExecutionContext
+from toolplan.limits import InputLimits, check_text
 from toolplan.lookup import require_approval
 from toolplan.operations import PlanRef, execute_stored_plan, submit_plan
 from toolplan.plan import Plan
@@ -58,7 +59,7 @@ class FromQuery:
 class FromDocument:
     """Validate and store a plan the caller wrote (a file path, JSON text, a dict or a Plan)."""
 
-    plan: str | Path | dict[str, Any] | Plan
+    plan: str | Path | bytes | dict[str, Any] | Plan
     query: str | None = None
     request_id: str | None = None
     meta: Mapping[str, Any] | None = None
@@ -105,12 +106,17 @@ async def obtain_plan(
     catalog: ToolCatalog,
     max_steps: int,
     planner: PlannerContext | None = None,
+    limits: InputLimits | None = None,
 ) -> Planned:
     """Store the plan ``source`` describes: validate a document, or plan a query with
-    ``planner`` (required then). Raises :class:`~toolplan.errors.PlanInvalid` before storing
-    anything invalid, :class:`~toolplan.errors.LLMUnavailable` when the model cannot be reached."""
+    ``planner`` (required then). The input limits (``limits``, default from the environment)
+    are checked first. Raises :class:`~toolplan.errors.PlanInvalid` or
+    :class:`~toolplan.errors.InvalidInput` before storing anything invalid,
+    :class:`~toolplan.errors.LLMUnavailable` when the model cannot be reached."""
     started = time.perf_counter()
+    limits = limits or InputLimits.from_env()
     if isinstance(source, FromQuery):
+        check_text(source.query, "the query", limits)
         if planner is None:
             raise InvalidInput("planning a query needs a planner (a model configuration)")
         from toolplan.planning.planner import create_plan
@@ -126,6 +132,7 @@ async def obtain_plan(
         request_id=source.request_id,
         max_steps=max_steps,
         meta=dict(source.meta or {}),
+        limits=limits,
     )
     return Planned(ref, None, _ms(started))
 
@@ -139,6 +146,7 @@ async def plan_then_execute(
     approve: bool = False,
     review: ReviewPolicy = "refuse",
     on_planned: Callable[[Planned], None] | None = None,
+    limits: InputLimits | None = None,
 ) -> RunOutcome:
     """Obtain a stored plan, pass it through the review gate, and execute it.
 
@@ -146,7 +154,12 @@ async def plan_then_execute(
     ``on_planned`` sees the stored plan before the gate (to show it, or to record its IDs).
     """
     planned = await obtain_plan(
-        source, store=ctx.store, catalog=ctx.catalog, max_steps=max_steps, planner=planner
+        source,
+        store=ctx.store,
+        catalog=ctx.catalog,
+        max_steps=max_steps,
+        planner=planner,
+        limits=limits,
     )
     if on_planned is not None:
         on_planned(planned)

@@ -13,13 +13,13 @@ issue per problem. Semantic checks (unknown tools, cycles, schemas) live in :mod
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from toolplan.errors import InvalidInput, PlanInvalid, ValidationIssue
+from toolplan.limits import InputLimits, check_json, decode_utf8, parse_json_text
 
 __all__ = ["Fallback", "Plan", "Step", "load_plan", "parse_plan"]
 
@@ -193,36 +193,44 @@ def parse_plan(data: Any) -> Plan:
         raise PlanInvalid(_issues_from(error)) from None
 
 
-def load_plan(source: str | Path | dict[str, Any] | Plan) -> Plan:
-    """Load a plan from a file path, a JSON string, a dict or a :class:`Plan`.
+def load_plan(
+    source: str | Path | bytes | dict[str, Any] | Plan, *, limits: InputLimits | None = None
+) -> Plan:
+    """Load a plan from a file path, JSON text or bytes, a dict or a :class:`Plan`.
 
-    A ``str`` that starts with ``{`` is parsed as JSON; any other ``str`` is a file path.
+    A ``str`` that starts with ``{`` is parsed as JSON; any other ``str`` is a file path. This is
+    the edge every entry point goes through: the input limits (``limits``, default
+    :meth:`InputLimits.from_env`) are checked here, before anything is validated or stored.
     """
-    if isinstance(source, Plan | dict):
+    limits = limits or InputLimits.from_env()
+    if isinstance(source, Plan):
+        check_json(source.to_json(), limits)
+        return source
+    if isinstance(source, dict):
+        check_json(source, limits)
         return parse_plan(source)
-    text: str
-    origin: str
+    if isinstance(source, bytes):
+        data = parse_json_text(decode_utf8(source, "the plan"), "the plan", limits)
+        return parse_plan(data)
     if isinstance(source, str) and source.lstrip().startswith("{"):
-        text, origin = source, "the plan text"
-    else:
-        path = Path(source)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise InvalidInput(f"plan file {str(path)!r} does not exist") from None
-        except OSError as error:
-            raise InvalidInput(f"cannot read plan file {str(path)!r}: {error.strerror}") from None
-        origin = repr(str(path))
+        return parse_plan(parse_json_text(source, "the plan text", limits))
+    path = Path(source)
+    origin = repr(str(path))
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
+        with path.open("rb") as handle:
+            raw = handle.read(limits.max_plan_bytes + 1)
+    except FileNotFoundError:
+        raise InvalidInput(f"plan file {str(path)!r} does not exist") from None
+    except OSError as error:
+        raise InvalidInput(f"cannot read plan file {str(path)!r}: {error.strerror}") from None
+    if len(raw) > limits.max_plan_bytes:
         raise PlanInvalid(
             [
                 ValidationIssue(
-                    "json",
-                    f"{origin} is not valid JSON: {error.msg} at line {error.lineno} "
-                    f"column {error.colno}",
+                    "limit",
+                    f"plan file {origin} is larger than {limits.max_plan_bytes:,} bytes "
+                    "(TOOLPLAN_MAX_PLAN_BYTES)",
                 )
             ]
-        ) from None
-    return parse_plan(data)
+        )
+    return parse_plan(parse_json_text(decode_utf8(raw, f"plan file {origin}"), origin, limits))

@@ -37,12 +37,29 @@ __all__ = [
     "to_text",
 ]
 
-_BRACES = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
 _STEP_ID = r"[A-Za-z_][A-Za-z0-9_\-]*"
 _REFERENCE = re.compile(rf"^\s*({_STEP_ID})((?:\.[^.\[\]{{}}\s]+|\[\d+\])*)\s*$")
 _SEGMENT = re.compile(r"\.([^.\[\]{}\s]+)|\[(\d+)\]")
 
 PathSegment = str | int
+
+
+def _spans(text: str) -> Iterator[tuple[int, int]]:
+    """``(start, end)`` of each ``{{...}}``: from a ``{{`` to the first ``}}`` after it, left to
+    right, without overlaps.
+
+    The same matches as the regex ``\\{\\{(.*?)\\}\\}`` (DOTALL), in linear time: that regex
+    scans to the end of the text again for every unclosed ``{{``, which is quadratic (20,000
+    unclosed ``{{`` took minutes). Here, once no ``}}`` follows a ``{{``, none follows any later
+    one either, and the scan stops.
+    """
+    position = 0
+    while (start := text.find("{{", position)) != -1:
+        end = text.find("}}", start + 2)
+        if end == -1:
+            return
+        position = end + 2
+        yield start, position
 
 
 @dataclass(frozen=True)
@@ -140,8 +157,8 @@ def _strings(value: Any) -> Iterator[str]:
 def find_templates(value: Any) -> Iterator[Template]:
     """Every well-formed template anywhere in a JSON value (strings inside objects and lists)."""
     for text in _strings(value):
-        for match in _BRACES.finditer(text):
-            template = Template.parse(match.group(0))
+        for start, end in _spans(text):
+            template = Template.parse(text[start:end])
             if template is not None:
                 yield template
 
@@ -149,10 +166,10 @@ def find_templates(value: Any) -> Iterator[Template]:
 def malformed_templates(value: Any) -> list[str]:
     """Every ``{{...}}`` that does not follow the template grammar, as written."""
     return [
-        match.group(0)
+        text[start:end]
         for text in _strings(value)
-        for match in _BRACES.finditer(text)
-        if Template.parse(match.group(0)) is None
+        for start, end in _spans(text)
+        if Template.parse(text[start:end]) is None
     ]
 
 
@@ -163,7 +180,7 @@ def references(value: Any) -> set[str]:
 
 def contains_template(value: Any) -> bool:
     """Whether ``value`` holds at least one ``{{...}}``, well-formed or not."""
-    return any(_BRACES.search(text) for text in _strings(value))
+    return any(next(_spans(text), None) is not None for text in _strings(value))
 
 
 def to_text(value: Any) -> str:
@@ -185,18 +202,22 @@ def resolve(value: Any, outputs: Mapping[str, Any]) -> Any:
 
 
 def _resolve_string(text: str, outputs: Mapping[str, Any]) -> Any:
-    whole = _BRACES.fullmatch(text)
-    if whole is not None:
+    spans = list(_spans(text))
+    if spans == [(0, len(text))]:
         template = Template.parse(text)
         if template is not None:
             return template.lookup(outputs)
-
-    def substitute(match: re.Match[str]) -> str:
-        template = Template.parse(match.group(0))
+    if not spans:
+        return text
+    parts: list[str] = []
+    position = 0
+    for start, end in spans:
+        written = text[start:end]
+        template = Template.parse(written)
         if template is None:  # validation rejects these; never pass one through silently
-            raise TemplateError(
-                f"template {match.group(0)!r} is malformed", template=match.group(0)
-            )
-        return to_text(template.lookup(outputs))
-
-    return _BRACES.sub(substitute, text)
+            raise TemplateError(f"template {written!r} is malformed", template=written)
+        parts.append(text[position:start])
+        parts.append(to_text(template.lookup(outputs)))
+        position = end
+    parts.append(text[position:])
+    return "".join(parts)

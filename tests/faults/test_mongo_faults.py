@@ -118,3 +118,33 @@ def test_document_over_the_size_limit_is_invalid_input_and_nothing_is_stored(
         assert store.get_request(request.request_id) is None
     finally:
         store.close()
+
+
+def test_twenty_megabyte_parameter_exit_2_with_the_limit_nothing_stored(
+    tmp_path: Path, mongodb_uri: str
+) -> None:
+    """The table's 20 MB string on MongoDB: the edge refuses it with the size limit before the
+    store sees it; with the edge limits raised past it, the store's own backstop refuses it
+    (MongoDB's 16 MB), still exit 2 and still nothing stored."""
+    cli = Cli(tmp_path, store_uri=mongodb_uri)
+    plan = {"steps": [{"id": "a", "tool": "echo", "parameters": {"value": "x" * 20_000_000}}]}
+    path = cli.write_plan(plan)
+    for env, words in (
+        ({}, "TOOLPLAN_MAX_PLAN_BYTES"),
+        (
+            {"TOOLPLAN_MAX_PLAN_BYTES": "50000000", "TOOLPLAN_MAX_STRING_CHARS": "50000000"},
+            "16 MB",
+        ),
+    ):
+        cli.env.update(env)
+        done = cli("submit", "--file", path, "--json")
+        assert done.code == 2, done.stderr[-2000:]
+        assert "Traceback" not in done.stderr and len(done.stdout.splitlines()) == 1
+        payload = json.loads(done.stdout)
+        assert payload["exitCode"] == 2 and words in payload["error"], payload["error"]
+    store = MongoStore(mongodb_uri)
+    try:
+        assert store._plans.count_documents({}) == 0
+        assert store._requests.count_documents({}) == 0
+    finally:
+        store.close()

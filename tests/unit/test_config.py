@@ -40,6 +40,10 @@ SAMPLES: dict[str, tuple[str, Callable[[Settings], Any], Any]] = {
     "OPENAI_API_KEY": ("sk-x", lambda s: s.planner.openai_api_key, "sk-x"),
     "OPENAI_BASE_URL": ("http://h/v1", lambda s: s.planner.openai_base_url, "http://h/v1"),
     "TOOLPLAN_PROMPTS_DIR": ("/p", lambda s: s.planner.prompts_dir, "/p"),
+    "TOOLPLAN_MAX_PLAN_BYTES": ("2000", lambda s: s.limits.max_plan_bytes, 2000),
+    "TOOLPLAN_MAX_STRING_CHARS": ("300", lambda s: s.limits.max_string_chars, 300),
+    "TOOLPLAN_MAX_DEPTH": ("8", lambda s: s.limits.max_depth, 8),
+    "TOOLPLAN_MAX_NUMBER_DIGITS": ("20", lambda s: s.limits.max_number_digits, 20),
 }
 """Every variable Settings reads: a valid value and where it lands."""
 
@@ -48,6 +52,8 @@ OTHER_HOMES = {
     "TOOLPLAN_MONGO_TIMEOUT_MS": "toolplan.store._mongo_client (the MongoDB store's options)",
     "TOOLPLAN_STORE_BUSY_TIMEOUT": "toolplan.store._sqlite_faults (the SQLite store's lock wait)",
     "TOOLPLAN_TEST_MONGODB_URI": "tests only",
+    "TOOLPLAN_FUZZ_SEED": "tests only (replays a fuzz run)",
+    "TOOLPLAN_DEBUG": "toolplan.cli (prints an internal error's traceback)",
 }
 
 

@@ -18,12 +18,16 @@ from starlette.requests import Request
 from starlette.routing import Route
 from strawberry.asgi import GraphQL
 from strawberry.http import GraphQLHTTPResponse
+
+# The exception strawberry's base view raises for a bad request (its home moved between
+# strawberry versions; the base view always has it).
+from strawberry.http.async_base_view import HTTPException
 from strawberry.subscriptions import GRAPHQL_SSE_PROTOCOL
 from strawberry.types import ExecutionResult
 
 from toolplan.api.auth import BearerAuth, LoopbackHostOnly
 from toolplan.api.context import ApiContext
-from toolplan.api.errors import present_errors
+from toolplan.api.errors import ErrorCode, present_errors, send_error
 from toolplan.api.limits import BodySizeLimit
 from toolplan.api.schema import build_schema
 from toolplan.api.settings import ApiSettings
@@ -53,12 +57,44 @@ class _GraphQLView(GraphQL[ApiContext, None]):
     async def get_context(self, request: Any, response: Any) -> ApiContext:
         return self.api_context
 
-    def decode_json(self, data: str | bytes) -> object:
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        """strawberry answers a bad HTTP request with plain text; answer with a GraphQL error
+        (``BAD_REQUEST``) instead, like every other error."""
+        if scope["type"] != "http":
+            await super().__call__(scope, receive, send)
+            return
         try:
-            return json.loads(data)
+            response = await self.run(Request(scope=scope, receive=receive))
+        except HTTPException as error:
+            code: ErrorCode = "BAD_REQUEST" if error.status_code == 400 else "GRAPHQL_ERROR"
+            await send_error(send, error.status_code, code, error.reason)
+            return
+        await response(scope, receive, send)
+
+    def decode_json(self, data: str | bytes) -> object:
+        """The body as a JSON object: strict UTF-8 (JSON over HTTP is UTF-8), within the parser's
+        nesting and number limits; anything else is a 400, never a 500."""
+        if isinstance(data, bytes):
+            try:
+                data = data.removeprefix(b"\xef\xbb\xbf").decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise HTTPException(
+                    400, f"the request body is not UTF-8 (byte at offset {error.start})"
+                ) from None
+        try:
+            parsed = json.loads(data)
+        except json.JSONDecodeError:
+            raise
         except RecursionError:
-            # Absurdly nested JSON: a 400 like any other unparsable body, not a 500.
-            raise json.JSONDecodeError("nested too deeply", "", 0) from None
+            raise HTTPException(400, "the request body is nested too deeply") from None
+        except ValueError as error:  # an integer over Python's digit limit
+            raise HTTPException(400, f"the request body is not accepted: {error}") from None
+        if not isinstance(parsed, dict | list):
+            raise HTTPException(
+                400,
+                'the request body must be a JSON object: {"query": "...", "variables": {...}}',
+            )
+        return parsed
 
     async def process_result(
         self, request: Request, result: ExecutionResult

@@ -6,7 +6,15 @@ from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any
 
-from graphql import GraphQLError
+from graphql import (
+    FragmentDefinitionNode,
+    FragmentSpreadNode,
+    GraphQLError,
+    ValidationContext,
+    ValidationRule,
+    visit,
+)
+from graphql.language import Visitor
 from strawberry.extensions import (
     MaxAliasesLimiter,
     MaxTokensLimiter,
@@ -17,7 +25,7 @@ from strawberry.extensions import (
 from toolplan.api.errors import send_error
 from toolplan.api.settings import ApiSettings
 
-__all__ = ["BodySizeLimit", "QueryLengthLimiter", "limit_extensions"]
+__all__ = ["BodySizeLimit", "DepthLimiter", "QueryLengthLimiter", "limit_extensions"]
 
 Scope = dict[str, Any]
 
@@ -39,13 +47,47 @@ class QueryLengthLimiter(SchemaExtension):
         yield
 
 
+def _has_undefined_fragments(context: ValidationContext) -> bool:
+    document = context.document
+    defined = {
+        node.name.value for node in document.definitions if isinstance(node, FragmentDefinitionNode)
+    }
+    spread: set[str] = set()
+
+    class Spreads(Visitor):
+        def enter_fragment_spread(self, node: FragmentSpreadNode, *_: object) -> None:
+            spread.add(node.name.value)
+
+    visit(document, Spreads())
+    return not spread <= defined
+
+
+class DepthLimiter(QueryDepthLimiter):
+    """strawberry's depth limit, minus its crash: its rule looks every spread fragment up and
+    raised ``KeyError`` (an internal error) for ``{ ...Missing }``. Such a document is left to
+    graphql-core's own rule, which reports the undefined fragment as a validation error."""
+
+    def __init__(self, max_depth: int) -> None:
+        super().__init__(max_depth=max_depth)
+        depth_rule: Any = self.validation_rules[0]
+
+        class Guarded(depth_rule):
+            def __init__(self, context: ValidationContext) -> None:
+                if _has_undefined_fragments(context):
+                    ValidationRule.__init__(self, context)
+                else:
+                    super().__init__(context)
+
+        self.validation_rules = [Guarded]
+
+
 def limit_extensions(settings: ApiSettings) -> list[Callable[[], SchemaExtension]]:
     """Factories of the strawberry extensions that enforce the document limits of ``settings``
     (strawberry builds fresh extensions for every operation)."""
     return [
         partial(QueryLengthLimiter, settings.max_query_chars),
         partial(MaxTokensLimiter, max_token_count=settings.max_tokens),
-        partial(QueryDepthLimiter, max_depth=settings.max_depth),
+        partial(DepthLimiter, max_depth=settings.max_depth),
         partial(MaxAliasesLimiter, max_alias_count=settings.max_aliases),
     ]
 

@@ -27,9 +27,10 @@ from toolplan.api.types import (
     StepEventType,
     ToolType,
 )
+from toolplan.errors import PlanInvalid, ValidationIssue
 from toolplan.execution.events import watch_step_events
 from toolplan.ids import require_id
-from toolplan.plan import parse_plan
+from toolplan.limits import check_text
 
 __all__ = ["Mutation", "Query", "Subscription", "build_schema"]
 
@@ -83,6 +84,7 @@ class Mutation:
     ) -> PlanRefType:
         from toolplan.planning.planner import create_plan
 
+        check_text(query, "the query", info.context.settings.limits)
         if request_id is not None:
             require_id(request_id, "req")
         planner = await info.context.planner()
@@ -99,16 +101,26 @@ class Mutation:
         if request_id is not None:
             require_id(request_id, "req")
         context = info.context
-        # parse_plan takes only a JSON object: a string is never read as a file path here.
-        parsed = parse_plan(plan)
+        if not isinstance(plan, dict):
+            # Only a JSON object is a plan here: a string is never read as a file path.
+            raise PlanInvalid(
+                [
+                    ValidationIssue(
+                        "shape", f"a plan must be a JSON object, got {type(plan).__name__}"
+                    )
+                ]
+            )
+        # Limits, validation and storing in a worker thread: a large plan costs CPU, and the
+        # event loop must keep serving other requests meanwhile.
         ref = await asyncio.to_thread(
             operations.submit_plan,
-            parsed,
+            plan,
             store=context.store,
             catalog=context.catalog,
             query=query,
             request_id=request_id,
             max_steps=context.settings.max_steps,
+            limits=context.settings.limits,
         )
         return PlanRefType.from_ref(ref)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import re
 import time
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -24,27 +25,42 @@ from toolplan.store.protocol import Store, utc_now
 from toolplan.templates import resolve
 from toolplan.tools.catalog import ToolCatalog
 
-__all__ = ["STORE_CONFIG_KEY", "StepRunner", "normalize_output"]
+__all__ = ["STORE_CONFIG_KEY", "StepRunner", "normalize_output", "without_surrogates"]
 
 STORE_CONFIG_KEY = "toolplan_store"
 """Key in ``config["configurable"]`` under which tools find the configured store."""
 
 
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def without_surrogates(value: Any) -> Any:
+    """``value`` with lone surrogates (text no store can hold, e.g. from a file read with
+    ``surrogateescape``) replaced by U+FFFD; the value itself when it has none."""
+    if isinstance(value, str):
+        return value if value.isascii() else _SURROGATE.sub("\ufffd", value)
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    if text.isascii() or not _SURROGATE.search(text):
+        return value
+    return json.loads(_SURROGATE.sub("\ufffd", text))
+
+
 def normalize_output(value: Any) -> Any:
-    """Tool output as JSON: objects are kept; strings holding a JSON object or list are parsed."""
+    """Tool output as JSON: objects are kept; strings holding a JSON object or list are parsed.
+    Lone surrogates become U+FFFD."""
     if isinstance(value, str):
         stripped = value.strip()
         if stripped[:1] in ("{", "["):
             try:
                 parsed = json.loads(stripped)
-            except ValueError:
-                return value
+            except (ValueError, RecursionError):
+                return without_surrogates(value)
             if isinstance(parsed, dict | list):
-                return parsed
-        return value
+                return without_surrogates(parsed)
+        return without_surrogates(value)
     if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
-    return to_jsonable_python(value, fallback=str)
+        return without_surrogates(value.model_dump(mode="json"))
+    return without_surrogates(to_jsonable_python(value, fallback=str))
 
 
 FailureKind = Literal["tool_error", "invalid_arguments", "timeout", "exception"]
@@ -119,7 +135,8 @@ class StepRunner:
                 return normalize_output(await tool.ainvoke(arguments, config=config))
         except ToolException as error:
             raise _CallFailed(
-                f"tool {tool.name!r} reported an error: {error}", kind="tool_error"
+                without_surrogates(f"tool {tool.name!r} reported an error: {error}"),
+                kind="tool_error",
             ) from None
         except ValidationError as error:
             detail = "; ".join(
@@ -136,7 +153,8 @@ class StepRunner:
             raise
         except Exception as error:
             raise _CallFailed(
-                f"tool {tool.name!r} raised {type(error).__name__}: {error}", kind="exception"
+                without_surrogates(f"tool {tool.name!r} raised {type(error).__name__}: {error}"),
+                kind="exception",
             ) from None
 
     async def run(self, step_id: str) -> StepOutcome:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolplan.errors import InvalidInput, PlanInvalid, ValidationIssue
+from toolplan.limits import InputLimits, check_text
 from toolplan.lookup import find_request
 from toolplan.operations import PlanRef
 from toolplan.planning.graph import (
@@ -67,6 +68,7 @@ async def create_plan(
     """
     if not query.strip():
         raise InvalidInput("the query is empty; say what should be done")
+    check_text(query, "the query", InputLimits.from_env())
     if request_id is not None:
         find_request(ctx.store, request_id)
     inputs: PlanningInput = {"query": query}

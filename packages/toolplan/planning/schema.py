@@ -66,7 +66,7 @@ def to_plan_data(payload: Any) -> tuple[dict[str, Any] | None, list[ValidationIs
         if isinstance(parameters, str):
             try:
                 parameters = json.loads(parameters) if parameters.strip() else {}
-            except ValueError as error:
+            except (ValueError, RecursionError) as error:
                 issues.append(
                     ValidationIssue(
                         "json", f"{label}: parameters is not a valid JSON object string: {error}"
