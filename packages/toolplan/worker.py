@@ -305,7 +305,10 @@ class Worker:
             self._emit("lost", plan_id, error.message)
         except StoreUnavailable as error:
             # Nothing can be written now; the lease expires and the execution is claimed again.
+            # An outage like a failed claim's: the next successful claim reports the store back
+            # (and clears the error, so a worker that recovered exits 0).
             self.report.store_error = error.message
+            self._outage = True
             self._emit("unavailable", plan_id, error.message)
         except InvalidInput as error:
             # It cannot run here (e.g. a tool this worker lacks): fail it instead of letting

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.api_support import ServerFactory, server_factory
+from tests.e2e.api_support import ServerFactory, server_factory, wait_for
 from toolplan import operations
 
 pytestmark = pytest.mark.e2e
@@ -120,4 +120,55 @@ def test_unclosed_braces_are_answered_and_validation_runs_off_the_event_loop(
     broken = {"steps": [{"id": "w", "tool": "echo", "parameters": {"value": "{{" * 20_000 + "}}"}}]}
     assert _codes(client.gql(SUBMIT, {"plan": broken})) == ["PLAN_INVALID"]
     assert client.data("{ tools { name } }")["tools"]
+    client.close()
+
+
+EXECUTE = (
+    "mutation($id: String!, $wait: Boolean) { executePlan(planId: $id, wait: $wait) { status } }"
+)
+GATED = {
+    "steps": [
+        {"id": "first", "tool": "sleepy", "parameters": {"label": "first"}},
+        {"id": "blocked", "tool": "gate", "parameters": {"label": "{{first.label}}"}},
+        {"id": "last", "tool": "echo", "parameters": {"value": "{{blocked.label}}"}},
+    ]
+}
+
+
+def test_store_locked_mid_run_in_the_server_then_execute_plan_resumes(
+    start_server: ServerFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run inside the API server meets a locked store: STORE_UNAVAILABLE, the execution stays
+    unfinished, and once the lock is gone ``executePlan`` in the same server resumes it at once
+    (the server takes back its own lease) without calling finished steps again."""
+    from tests.support.faults import LockHolder
+
+    log, gate = tmp_path / "calls.jsonl", tmp_path / "gate"
+    monkeypatch.setenv("TOOLPLAN_STORE_BUSY_TIMEOUT", "0.5")
+    monkeypatch.setenv("TOOLPLAN_TEST_LOG", str(log))
+    monkeypatch.setenv("TOOLPLAN_TEST_GATE", str(gate))
+    client = start_server().client()
+    plan_id = client.data(SUBMIT, {"plan": GATED})["submitPlan"]["planId"]
+
+    def calls() -> list[dict[str, Any]]:
+        return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+    assert (
+        client.data(EXECUTE, {"id": plan_id, "wait": False})["executePlan"]["status"] == "running"
+    )
+    wait_for(lambda: any(c["step"] == "blocked" for c in calls()), what="the gate step")
+    with LockHolder(tmp_path / "api.db"):
+        gate.touch()
+        answer = client.gql(EXECUTE, {"id": plan_id, "wait": True})
+        assert _codes(answer) == ["STORE_UNAVAILABLE"], answer
+        assert "is locked by another process" in answer["errors"][0]["message"]
+        read = client.data(
+            "query($id: String!) { execution(planId: $id) { status } }", {"id": plan_id}
+        )
+        assert read["execution"]["status"] == "running"  # not partial: nothing recorded failed
+    done = client.data(EXECUTE, {"id": plan_id, "wait": True})["executePlan"]
+    assert done["status"] == "succeeded"
+    starts = [c["step"] for c in calls() if c["event"] in ("start", "call")]
+    assert starts.count("first") == 1 and starts.count("blocked") == 2
+    assert {c["key"] for c in calls() if c["step"] == "blocked"} == {f"{plan_id}:blocked"}
     client.close()

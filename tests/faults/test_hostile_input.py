@@ -213,3 +213,25 @@ def test_limits_unit() -> None:
     assert (
         InputLimits.from_env({"TOOLPLAN_MAX_PLAN_BYTES": "2_000_000"}).max_plan_bytes == 2_000_000
     )
+
+
+def test_a_tool_output_with_lone_surrogates_is_stored_not_a_crash(tmp_path: Path) -> None:
+    from langchain_core.tools import tool
+
+    @tool
+    def read_bytes(name: str) -> dict[str, Any]:
+        """Return what a file read with surrogateescape gives for invalid UTF-8."""
+        return {"text": b"caf\xe9".decode("utf-8", "surrogateescape"), "name": name}
+
+    plan = {
+        "steps": [
+            {"id": "r", "tool": "read_bytes", "parameters": {"name": "x"}},
+            {"id": "s", "tool": "read_bytes", "parameters": {"name": "{{r.text}}"}},
+        ]
+    }
+    result = toolplan.run_plan_sync(
+        plan, tools=[read_bytes], store=f"sqlite:///{tmp_path / 't.db'}"
+    )
+    assert result.status == "succeeded"
+    assert result.outputs["r"] == {"text": "caf\ufffd", "name": "x"}
+    assert result.outputs["s"]["name"] == "caf\ufffd"

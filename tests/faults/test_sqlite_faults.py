@@ -268,3 +268,28 @@ def test_processes_creating_a_new_store_at_once_are_never_refused(tmp_path: Path
             process.join(timeout=60)
         refused += [outcome for outcome in outcomes if outcome != "ok"]
     assert refused == []
+
+
+def test_worker_survives_a_locked_store_and_finishes_the_plan_after(cli: Cli) -> None:
+    """A ``toolplan worker`` whose run meets a locked store does not fail the plan: the run
+    stops, the lease runs out, and once the lock is gone the worker claims it again and
+    finishes it without calling finished steps again."""
+    cli.env.update({"TOOLPLAN_STORE_BUSY_TIMEOUT": "0.3", "TOOLPLAN_LEASE_SECONDS": "1"})
+    plan_id = _submit(cli, GATED_PLAN)
+    assert cli("execute", plan_id, "--enqueue", "--json").code == 0
+    worker = cli.popen("worker", "--idle-exit", "3", "--poll-interval", "0.05", "--json")
+    _wait_for_call(cli, "blocked", worker)
+    with LockHolder(_db(cli)):
+        cli.gate.touch()
+        deadline = time.monotonic() + 30
+        while not any(c["step"] == "blocked" and c["event"] == "end" for c in cli.calls()):
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        time.sleep(0.8)  # the step's final write waits 0.3 s for the lock, then the run stops
+    out, err = worker.communicate(timeout=60)
+    assert worker.returncode == 0, err
+    report = json.loads(out)
+    assert report["finished"] == {plan_id: "succeeded"} and report["failed"] == {}
+    starts = [c["step"] for c in cli.calls() if c["event"] in ("start", "call")]
+    assert starts.count("first") == 1 and starts.count("blocked") == 2
+    assert {c["key"] for c in cli.calls() if c["step"] == "blocked"} == {f"{plan_id}:blocked"}
