@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.api_support import ServerFactory, server_factory, wait_for
+from tests.support.faults import GATED_PLAN
 from toolplan import operations
 
 pytestmark = pytest.mark.e2e
@@ -126,13 +127,6 @@ def test_unclosed_braces_are_answered_and_validation_runs_off_the_event_loop(
 EXECUTE = (
     "mutation($id: String!, $wait: Boolean) { executePlan(planId: $id, wait: $wait) { status } }"
 )
-GATED = {
-    "steps": [
-        {"id": "first", "tool": "sleepy", "parameters": {"label": "first"}},
-        {"id": "blocked", "tool": "gate", "parameters": {"label": "{{first.label}}"}},
-        {"id": "last", "tool": "echo", "parameters": {"value": "{{blocked.label}}"}},
-    ]
-}
 
 
 def test_store_locked_mid_run_in_the_server_then_execute_plan_resumes(
@@ -148,7 +142,7 @@ def test_store_locked_mid_run_in_the_server_then_execute_plan_resumes(
     monkeypatch.setenv("TOOLPLAN_TEST_LOG", str(log))
     monkeypatch.setenv("TOOLPLAN_TEST_GATE", str(gate))
     client = start_server().client()
-    plan_id = client.data(SUBMIT, {"plan": GATED})["submitPlan"]["planId"]
+    plan_id = client.data(SUBMIT, {"plan": GATED_PLAN})["submitPlan"]["planId"]
 
     def calls() -> list[dict[str, Any]]:
         return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []

@@ -11,15 +11,14 @@ the port refuses) and restarted on the same port, with the data intact behind it
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
 from tests.e2e.conftest import Cli
+from tests.support.faults import GATED_PLAN, wait_for_call
 from tests.support.mongo_server import JongoServer, fresh_db_name
 from tests.support.tcp_proxy import TcpProxy
 from toolplan.errors import InvalidInput
@@ -28,14 +27,6 @@ from toolplan.store import PlanRecord, RequestRecord, utc_now
 from toolplan.store.mongo import MongoStore
 
 pytestmark = [pytest.mark.mongodb, pytest.mark.e2e]
-
-GATED_PLAN = {
-    "steps": [
-        {"id": "first", "tool": "sleepy", "parameters": {"label": "first"}},
-        {"id": "blocked", "tool": "gate", "parameters": {"label": "{{first.label}}"}},
-        {"id": "last", "tool": "echo", "parameters": {"value": "{{blocked.label}}"}},
-    ]
-}
 
 
 @pytest.fixture
@@ -47,14 +38,6 @@ def own_server() -> Iterator[JongoServer]:
 def _through(proxy: TcpProxy, uri: str) -> str:
     parts = urlsplit(uri)
     return urlunsplit(parts._replace(netloc=f"127.0.0.1:{proxy.port}"))
-
-
-def _wait_for_call(cli: Cli, step: str, process: Any) -> None:
-    deadline = time.monotonic() + 30
-    while not any(c["step"] == step for c in cli.calls()):
-        assert process.poll() is None, process.communicate()
-        assert time.monotonic() < deadline, f"step {step!r} never started"
-        time.sleep(0.02)
 
 
 def test_server_killed_mid_run_exit_3_then_back_resumes_without_rerunning(
@@ -69,7 +52,7 @@ def test_server_killed_mid_run_exit_3_then_back_resumes_without_rerunning(
         assert submitted.code == 0, submitted.stderr
         plan_id = submitted.json()["planId"]
         process = cli.popen("execute", plan_id, "--json")
-        _wait_for_call(cli, "blocked", process)
+        wait_for_call(cli.calls, "blocked", process)
 
         proxy.kill()  # the server is gone for the client: resets, then refused connections
         cli.gate.touch()

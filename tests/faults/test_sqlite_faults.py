@@ -20,17 +20,15 @@ import pytest
 
 from tests.e2e import cli_cases
 from tests.e2e.conftest import Cli
-from tests.support.faults import LockHolder, file_size_limit, read_only_file
+from tests.support.faults import (
+    GATED_PLAN,
+    LockHolder,
+    file_size_limit,
+    read_only_file,
+    wait_for_call,
+)
 
 pytestmark = pytest.mark.e2e
-
-GATED_PLAN = {
-    "steps": [
-        {"id": "first", "tool": "sleepy", "parameters": {"label": "first"}},
-        {"id": "blocked", "tool": "gate", "parameters": {"label": "{{first.label}}"}},
-        {"id": "last", "tool": "echo", "parameters": {"value": "{{blocked.label}}"}},
-    ]
-}
 
 
 def _db(cli: Cli) -> Path:
@@ -42,14 +40,6 @@ def _submit(cli: Cli, plan: dict[str, Any]) -> str:
     assert done.code == 0, done.stderr
     plan_id: str = done.json()["planId"]
     return plan_id
-
-
-def _wait_for_call(cli: Cli, step: str, process: Any) -> None:
-    deadline = time.monotonic() + 30
-    while not any(c["step"] == step for c in cli.calls()):
-        assert process.poll() is None, process.communicate()
-        assert time.monotonic() < deadline, f"step {step!r} never started"
-        time.sleep(0.02)
 
 
 def assert_store_fault(code: int, out: str, err: str, *, cause: str) -> dict[str, Any]:
@@ -87,7 +77,7 @@ def test_lock_held_mid_run_stops_with_exit_3_and_resumes_after_release(cli: Cli)
     cli.env["TOOLPLAN_STORE_BUSY_TIMEOUT"] = "0.5"
     plan_id = _submit(cli, GATED_PLAN)
     process = cli.popen("execute", plan_id, "--json")
-    _wait_for_call(cli, "blocked", process)
+    wait_for_call(cli.calls, "blocked", process)
     with LockHolder(_db(cli)):
         cli.gate.touch()  # the step finishes while the lock is held: its write must wait
         out, err = process.communicate(timeout=60)
@@ -213,7 +203,7 @@ def test_disk_full_mid_run_exit_3_then_resumes_once_space_is_back(cli: Cli) -> N
 def test_store_file_removed_mid_run_exit_3_with_the_cause(cli: Cli) -> None:
     plan_id = _submit(cli, GATED_PLAN)
     process = cli.popen("execute", plan_id, "--json")
-    _wait_for_call(cli, "blocked", process)
+    wait_for_call(cli.calls, "blocked", process)
     for path in [_db(cli), *cli.tmp.glob("toolplan.db-*")]:
         path.unlink()
     cli.gate.touch()
@@ -278,7 +268,7 @@ def test_worker_survives_a_locked_store_and_finishes_the_plan_after(cli: Cli) ->
     plan_id = _submit(cli, GATED_PLAN)
     assert cli("execute", plan_id, "--enqueue", "--json").code == 0
     worker = cli.popen("worker", "--idle-exit", "3", "--poll-interval", "0.05", "--json")
-    _wait_for_call(cli, "blocked", worker)
+    wait_for_call(cli.calls, "blocked", worker)
     with LockHolder(_db(cli)):
         cli.gate.touch()
         deadline = time.monotonic() + 30

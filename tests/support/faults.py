@@ -13,12 +13,34 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-__all__ = ["LockHolder", "file_size_limit", "read_only_file"]
+__all__ = ["GATED_PLAN", "LockHolder", "file_size_limit", "read_only_file", "wait_for_call"]
+
+GATED_PLAN: dict[str, Any] = {
+    "steps": [
+        {"id": "first", "tool": "sleepy", "parameters": {"label": "first"}},
+        {"id": "blocked", "tool": "gate", "parameters": {"label": "{{first.label}}"}},
+        {"id": "last", "tool": "echo", "parameters": {"value": "{{blocked.label}}"}},
+    ]
+}
+"""``first`` finishes, ``blocked`` waits for the test's gate file, ``last`` needs both: a fault
+injected while ``blocked`` waits interrupts a run with one finished and one running step."""
+
+
+def wait_for_call(calls: Callable[[], list[dict[str, Any]]], step: str, process: Any) -> None:
+    """Wait until the test tools logged a call of ``step`` (``process`` must stay alive)."""
+    deadline = time.monotonic() + 30
+    while not any(c["step"] == step for c in calls()):
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, f"step {step!r} never started"
+        time.sleep(0.02)
+
 
 _HOLD_LOCK = """
 import sqlite3, sys
