@@ -51,6 +51,8 @@ class MemoryStore:
             if plan.plan_id in self._plans:
                 raise InvalidInput(f"plan {plan.plan_id!r} exists already (plans are immutable)")
             if request is not None:
+                if request.request_id in self._requests:
+                    raise InvalidInput(f"request {request.request_id!r} exists already")
                 self._requests[request.request_id] = request
             elif plan.request_id not in self._requests:
                 raise InvalidInput(f"request {plan.request_id!r} does not exist")

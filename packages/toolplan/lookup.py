@@ -13,12 +13,12 @@ from typing import Any, Literal
 
 from toolplan.errors import NotFound, PlanNeedsReview
 from toolplan.ids import require_id
-from toolplan.store.protocol import PlanRecord, PlanStatus, RequestRecord, Store
+from toolplan.store.protocol import PlanRecord, PlanRepository, PlanStatus, RequestRecord
 
 __all__ = ["GatedAction", "find_plan", "find_request", "require_approval"]
 
 
-def find_plan(store: Store, plan_id: str) -> PlanRecord:
+def find_plan(store: PlanRepository, plan_id: str) -> PlanRecord:
     """The stored plan; :class:`InvalidInput` for a malformed ID, :class:`NotFound` if absent."""
     record = store.get_plan(require_id(plan_id, "plan"))
     if record is None:
@@ -26,7 +26,7 @@ def find_plan(store: Store, plan_id: str) -> PlanRecord:
     return record
 
 
-def find_request(store: Store, request_id: str) -> RequestRecord:
+def find_request(store: PlanRepository, request_id: str) -> RequestRecord:
     """The stored request; :class:`InvalidInput` for a malformed ID, :class:`NotFound` if absent."""
     record = store.get_request(require_id(request_id, "req"))
     if record is None:

@@ -1,7 +1,9 @@
-"""The store conformance suite (``tests/store_conformance.py``) on every backend.
+"""The store conformance suite (:mod:`toolplan.store.conformance`) on every backend.
 
 ``sqlite`` runs on a file in the test's temporary directory; ``mongodb`` on a fresh database of
-the session's MongoDB server (jongodb, or ``TOOLPLAN_TEST_MONGODB_URI``).
+the session's MongoDB server (jongodb, or ``TOOLPLAN_TEST_MONGODB_URI``); ``memory`` on the
+benchmark's in-memory store (``bench/memstore.py``), registered for the ``memory`` scheme here:
+its lease state machine is a third implementation, so it passes the same suite.
 """
 
 from __future__ import annotations
@@ -14,30 +16,44 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from bench.memstore import MemoryStore
 from pymongo import MongoClient
 from pymongo.errors import AutoReconnect
 
-from tests.store_conformance import *  # noqa: F403
-from tests.store_conformance import (
+from toolplan.errors import InvalidInput, StoreUnavailable
+from toolplan.store import Store, mongo, open_store
+from toolplan.store._mongo_client import database_name
+from toolplan.store.conformance import *  # noqa: F403
+from toolplan.store.conformance import (
     new_plan,
     new_request,
     started_execution,
     step_pairs,
     stored_plan,
 )
-from toolplan.errors import InvalidInput, StoreUnavailable
-from toolplan.store import Store, mongo, open_store
-from toolplan.store._mongo_client import database_name
 from toolplan.store.mongo import DEFAULT_DATABASE, TIMEOUT_ENV, MongoStore, client_options
+from toolplan.store.registry import register_store
+
+_MEMORY: dict[str, MemoryStore] = {}
 
 
-@pytest.fixture(params=["sqlite", pytest.param("mongodb", marks=pytest.mark.mongodb)])
-def store_uri(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+def _open_memory(uri: str) -> MemoryStore:
+    """One in-memory store per URI: every "connection" to it shares the same state."""
+    return _MEMORY.setdefault(uri, MemoryStore())
+
+
+@pytest.fixture(params=["sqlite", pytest.param("mongodb", marks=pytest.mark.mongodb), "memory"])
+def store_uri(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """An empty store of each backend."""
     if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'toolplan.db'}"
-    uri: str = request.getfixturevalue("mongodb_uri")
-    return uri
+        yield f"sqlite:///{tmp_path / 'toolplan.db'}"
+    elif request.param == "memory":
+        register_store("memory", _open_memory)
+        uri = f"memory://{tmp_path.name}"
+        yield uri
+        _MEMORY.pop(uri, None)
+    else:
+        yield request.getfixturevalue("mongodb_uri")
 
 
 @pytest.fixture

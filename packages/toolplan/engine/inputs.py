@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from toolplan.plan import Step
-from toolplan.store.protocol import ExecutionRecord, Store
+from toolplan.store.protocol import ExecutionLog, ExecutionRecord
 from toolplan.templates import references
 
 __all__ = ["MemoryInputs", "StepInputs", "StoreInputs", "stored_outputs"]
@@ -54,7 +54,7 @@ class MemoryInputs:
 class StoreInputs:
     """Outputs read from the step records of ``plan_id`` each time a step needs them."""
 
-    def __init__(self, store: Store, plan_id: str) -> None:
+    def __init__(self, store: ExecutionLog, plan_id: str) -> None:
         self.store = store
         self.plan_id = plan_id
 

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from toolplan.store.protocol import Store, cap_output, utc_now
+from toolplan.store.protocol import ExecutionLog, cap_output, utc_now
 
 __all__ = ["EventListener", "Recorder", "StepEvent"]
 
@@ -57,7 +57,7 @@ class Recorder:
 
     def __init__(
         self,
-        store: Store,
+        store: ExecutionLog,
         plan_id: str,
         *,
         output_limit_bytes: int,

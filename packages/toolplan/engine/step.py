@@ -21,7 +21,7 @@ from toolplan.engine.recorder import Recorder
 from toolplan.engine.scheduler import StepOutcome
 from toolplan.errors import TemplateError, Unavailable
 from toolplan.plan import Plan, Step
-from toolplan.store.protocol import Store, utc_now
+from toolplan.store.protocol import RecordStore, utc_now
 from toolplan.templates import resolve
 from toolplan.tools.catalog import ToolCatalog
 
@@ -95,7 +95,7 @@ class StepRunner:
         *,
         request_id: str,
         plan_id: str,
-        store: Store,
+        store: RecordStore,
         inputs: StepInputs,
         prior_attempts: Mapping[str, int] | None = None,
         rng: random.Random | None = None,

@@ -18,7 +18,7 @@ import asyncio
 from collections.abc import AsyncIterator
 
 from toolplan.engine.recorder import StepEvent
-from toolplan.store.protocol import TERMINAL_EXECUTION_STATUSES, StepRecord, Store, utc_now
+from toolplan.store.protocol import TERMINAL_EXECUTION_STATUSES, ExecutionLog, StepRecord, utc_now
 
 __all__ = ["DEFAULT_POLL_SECONDS", "watch_step_events"]
 
@@ -54,7 +54,7 @@ def _changes(plan_id: str, step: StepRecord, before: StepRecord | None) -> list[
 
 
 async def watch_step_events(
-    store: Store, plan_id: str, *, poll_seconds: float = DEFAULT_POLL_SECONDS
+    store: ExecutionLog, plan_id: str, *, poll_seconds: float = DEFAULT_POLL_SECONDS
 ) -> AsyncIterator[StepEvent]:
     """The step events of ``plan_id``'s execution while it is queued or running (those that
     already happened first), until it reaches a final status. Ends at once when the plan was

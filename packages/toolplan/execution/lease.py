@@ -17,7 +17,7 @@ from collections.abc import Awaitable
 from typing import TypeVar
 
 from toolplan.errors import ExecutionBusy
-from toolplan.store.protocol import ExecutionRecord, Store
+from toolplan.store.protocol import ExecutionRecord, WorkQueue
 
 __all__ = ["acquire_lease", "while_holding"]
 
@@ -42,7 +42,7 @@ def _owner_is_dead(owner: str | None) -> bool:
 
 
 async def acquire_lease(
-    store: Store, execution: ExecutionRecord, worker_id: str, lease_seconds: float
+    store: WorkQueue, execution: ExecutionRecord, worker_id: str, lease_seconds: float
 ) -> None:
     """Take the lease of ``execution`` for ``worker_id``, or raise :class:`ExecutionBusy`."""
     plan_id = execution.plan_id
@@ -56,7 +56,7 @@ async def acquire_lease(
         )
 
 
-async def _heartbeat(store: Store, plan_id: str, worker_id: str, lease: float) -> None:
+async def _heartbeat(store: WorkQueue, plan_id: str, worker_id: str, lease: float) -> None:
     while True:
         await asyncio.sleep(lease / 3)
         if not await asyncio.to_thread(store.renew_lease, plan_id, worker_id, lease):
@@ -66,7 +66,7 @@ async def _heartbeat(store: Store, plan_id: str, worker_id: str, lease: float) -
 
 
 async def while_holding(
-    store: Store, plan_id: str, worker_id: str, lease_seconds: float, work: Awaitable[T]
+    store: WorkQueue, plan_id: str, worker_id: str, lease_seconds: float, work: Awaitable[T]
 ) -> T:
     """Await ``work`` while renewing the lease; cancel it and raise :class:`ExecutionBusy` if the
     lease is lost. The lease is not released here: the caller releases it once the execution's

@@ -32,7 +32,7 @@ from toolplan.errors import ExecutionBusy
 from toolplan.execution.context import ExecutionContext, new_worker_id
 from toolplan.execution.lease import acquire_lease, while_holding
 from toolplan.plan import Plan, parse_plan
-from toolplan.store.protocol import ExecutionRecord, PlanRecord, Store, utc_now
+from toolplan.store.protocol import ExecutionLog, ExecutionRecord, PlanRecord, utc_now
 from toolplan.tools.catalog import ToolCatalog
 
 __all__ = [
@@ -74,7 +74,7 @@ class ResumeState:
 
 
 async def start_execution(
-    store: Store, catalog: ToolCatalog, record: PlanRecord, *, status: str = "running"
+    store: ExecutionLog, catalog: ToolCatalog, record: PlanRecord, *, status: str = "running"
 ) -> tuple[Plan, Analysis, ExecutionRecord]:
     """The stored plan and analysis, checked against ``catalog``, and its execution record
     (created with every step ``pending`` unless it exists)."""
@@ -92,7 +92,7 @@ async def start_execution(
     return plan, analysis, execution
 
 
-async def finish_execution(store: Store, plan_id: str) -> str:
+async def finish_execution(store: ExecutionLog, plan_id: str) -> str:
     """Store the overall status the step records add up to, with the finish time; return it."""
     final = await asyncio.to_thread(store.get_execution, plan_id)
     assert final is not None

@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
-from toolplan.errors import InvalidInput
 from toolplan.store.protocol import (
     TERMINAL_EXECUTION_STATUSES,
+    CheckpointStore,
+    ExecutionLog,
     ExecutionRecord,
     ExecutionStatus,
     PlanRecord,
+    PlanRepository,
     PlanStatus,
+    RecordStore,
     RequestRecord,
     StepRecord,
     StepStatus,
     Store,
+    WorkQueue,
     cap_output,
     utc_now,
 )
@@ -23,14 +26,19 @@ from toolplan.store.protocol import (
 __all__ = [
     "DEFAULT_STORE_URI",
     "TERMINAL_EXECUTION_STATUSES",
+    "CheckpointStore",
+    "ExecutionLog",
     "ExecutionRecord",
     "ExecutionStatus",
     "PlanRecord",
+    "PlanRepository",
     "PlanStatus",
+    "RecordStore",
     "RequestRecord",
     "StepRecord",
     "StepStatus",
     "Store",
+    "WorkQueue",
     "cap_output",
     "open_store",
     "redact_uri",
@@ -47,30 +55,14 @@ def redact_uri(uri: str) -> str:
 
 
 def open_store(uri: str | None = None) -> Store:
-    """Open the store at ``uri`` (``sqlite:///path`` or ``mongodb://...``).
+    """Open the store at ``uri`` (default :data:`DEFAULT_STORE_URI`) with the backend registered
+    for its scheme (:mod:`toolplan.store.registry`): ``sqlite:///path``, ``mongodb://...``, or any
+    scheme a package registers.
 
     Raises :class:`~toolplan.errors.InvalidInput` for an unsupported URI and
     :class:`~toolplan.errors.StoreUnavailable` when the store cannot be reached.
     """
-    uri = uri or DEFAULT_STORE_URI
-    if uri.startswith("sqlite:///"):
-        from toolplan.store.sqlite import SqliteStore
+    from toolplan.store.registry import opener_for
 
-        path = uri[len("sqlite:///") :]
-        if not path or path == ":memory:":
-            raise InvalidInput(
-                "the SQLite store needs a file path (sqlite:///./.toolplan/toolplan.db); "
-                "':memory:' cannot be shared by the engine and its checkpointer"
-            )
-        return SqliteStore(Path(path), uri=uri)
-    if uri.startswith(("mongodb://", "mongodb+srv://")):
-        try:
-            from toolplan.store.mongo import MongoStore  # type: ignore[import-not-found,unused-ignore]
-        except ImportError:
-            raise InvalidInput("the MongoDB store is not available in this version") from None
-        store: Store = MongoStore(uri)
-        return store
-    raise InvalidInput(
-        f"unsupported store URI {redact_uri(uri)!r}; use sqlite:///path/to/file.db or "
-        "mongodb://host:port/dbname"
-    )
+    uri = uri or DEFAULT_STORE_URI
+    return opener_for(uri)(uri)

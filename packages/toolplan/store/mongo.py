@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import secrets
 import threading
 import time
@@ -59,6 +58,7 @@ from toolplan.store._mongo_client import (
     client_options,
 )
 from toolplan.store._mongo_faults import MONGO_ERRORS, guarded
+from toolplan.store.codec import dumps, loads
 from toolplan.store.protocol import (
     STEP_FIELDS,
     ExecutionRecord,
@@ -110,14 +110,6 @@ assert set(_STEP_KEYS) == STEP_FIELDS
 _CLAIM_BATCH = 8
 """Queue entries read per claim round; losers of a race try the next one."""
 _CLAIM_ROUNDS = 16
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)
-
-
-def _loads(text: str | None) -> Any:
-    return None if text is None else json.loads(text)
 
 
 class MongoStore:
@@ -192,10 +184,10 @@ class MongoStore:
             "planId": plan.plan_id,
             "requestId": plan.request_id,
             "query": plan.query,
-            "plan": _dumps(plan.plan),
-            "analysis": _dumps(plan.analysis),
+            "plan": dumps(plan.plan),
+            "analysis": dumps(plan.analysis),
             "status": plan.status,
-            "meta": _dumps(plan.meta),
+            "meta": dumps(plan.meta),
             "createdAt": plan.created_at,
         }
         if request is not None:
@@ -244,12 +236,12 @@ class MongoStore:
         return PlanRecord(
             plan_id=document["planId"],
             request_id=document["requestId"],
-            plan=json.loads(document["plan"]),
-            analysis=json.loads(document["analysis"]),
+            plan=loads(document["plan"]),
+            analysis=loads(document["analysis"]),
             status=document["status"],
             created_at=document["createdAt"],
             query=document.get("query"),
-            meta=json.loads(document["meta"]),
+            meta=loads(document["meta"]),
         )
 
     @guarded
@@ -332,8 +324,8 @@ class MongoStore:
             tool=document["tool"],
             status=document["status"],
             attempts=document.get("attempts", 0),
-            resolved_parameters=_loads(document.get("resolvedParameters")),
-            output=_loads(document.get("output")),
+            resolved_parameters=loads(document.get("resolvedParameters")),
+            output=loads(document.get("output")),
             error=document.get("error"),
             started_at=document.get("startedAt"),
             finished_at=document.get("finishedAt"),
@@ -364,11 +356,11 @@ class MongoStore:
     @staticmethod
     def _payload(value: Any) -> tuple[str, bool]:
         """``value`` as JSON text within :data:`MAX_PAYLOAD_BYTES`; (text, truncated)."""
-        text = _dumps(value)
+        text = dumps(value)
         if len(text) * 4 <= MAX_PAYLOAD_BYTES or len(text.encode("utf-8")) <= MAX_PAYLOAD_BYTES:
             return text, False
         capped, _ = cap_output(value, MAX_PAYLOAD_BYTES)
-        return _dumps(capped), True
+        return dumps(capped), True
 
     @guarded
     def update_step(self, plan_id: str, step_id: str, changes: Mapping[str, Any]) -> None:

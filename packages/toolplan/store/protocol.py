@@ -1,14 +1,23 @@
-"""The store protocol: requests, plans, executions with per-step records, a work queue,
-toolset records, and a LangGraph checkpointer in the same database.
+"""The store protocol, split by role: a backend plays five roles in one database.
 
-Backends (SQLite, MongoDB) implement :class:`Store` and all pass ``tests/store_conformance.py``.
+- :class:`PlanRepository`: requests and their immutable plan versions;
+- :class:`ExecutionLog`: executions and their per-step records, the source of truth of every
+  step transition (resume, ``toolplan show``, the API and step events read only these);
+- :class:`WorkQueue`: queued executions and the lease that lets one process run each;
+- :class:`RecordStore`: documents the built-in toolsets keep (authors, blogs, ...), idempotent
+  per step;
+- :class:`CheckpointStore`: a LangGraph checkpointer in the same database.
+
+:class:`Store` is all five plus ``uri`` and ``close``: what ``open_store`` returns. Code that needs
+one role asks for that role, so a narrower backend (or a test double) can serve it. Backends
+(SQLite, MongoDB) pass :mod:`toolplan.store.conformance`.
+
 The protocol is synchronous: the CLI, the API and workers call it directly; the async engine calls
 it from a dedicated writer thread so the event loop never blocks on I/O.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field, replace
@@ -17,18 +26,24 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
+from toolplan.store.codec import dumps
 from toolplan.tools.catalog import ToolStats
 
 __all__ = [
     "TERMINAL_EXECUTION_STATUSES",
+    "CheckpointStore",
+    "ExecutionLog",
     "ExecutionRecord",
     "ExecutionStatus",
     "PlanRecord",
+    "PlanRepository",
     "PlanStatus",
+    "RecordStore",
     "RequestRecord",
     "StepRecord",
     "StepStatus",
     "Store",
+    "WorkQueue",
     "cap_output",
     "utc_now",
 ]
@@ -143,21 +158,22 @@ def cap_output(value: Any, limit_bytes: int) -> tuple[Any, bool]:
     Oversized outputs are replaced by a marker object with a text preview, so no stored document
     grows without bound (MongoDB's 16 MB limit, and SQLite rows the CLI must print).
     """
-    text = json.dumps(value, ensure_ascii=False, default=str)
+    text = dumps(value)
     if len(text.encode("utf-8")) <= limit_bytes:
         return value, False
     preview = text.encode("utf-8")[: max(0, limit_bytes - 200)].decode("utf-8", "ignore")
     return {"truncated": True, "originalBytes": len(text.encode("utf-8")), "preview": preview}, True
 
 
-@runtime_checkable
-class Store(Protocol):
-    """Where toolplan keeps requests, plans, executions, queue state and checkpoints."""
-
+class _Role(Protocol):
     uri: str
-    """The store URI with any password hidden (safe to print)."""
+    """The store URI with any password hidden (safe to print, named in error messages)."""
 
-    # requests and plans
+
+@runtime_checkable
+class PlanRepository(_Role, Protocol):
+    """Requests and their plan versions. Plans are immutable: a new version is a new plan."""
+
     def save_plan(self, plan: PlanRecord, request: RequestRecord | None = None) -> None:
         """Store a plan (and its new request, when given) atomically: whole or not at all.
 
@@ -178,7 +194,11 @@ class Store(Protocol):
         """Every plan version of a request, oldest first."""
         ...
 
-    # executions
+
+@runtime_checkable
+class ExecutionLog(_Role, Protocol):
+    """Executions and their step records: every transition, written before dependents start."""
+
     def create_execution(
         self, plan_id: str, steps: list[tuple[str, str]], *, status: ExecutionStatus
     ) -> ExecutionRecord:
@@ -206,7 +226,21 @@ class Store(Protocol):
         """Change the execution status (and times, when given)."""
         ...
 
-    # work queue
+    def tool_stats(self) -> dict[str, ToolStats]:
+        """Per-tool calls, average duration and failure rate over finished steps."""
+        ...
+
+
+@runtime_checkable
+class WorkQueue(_Role, Protocol):
+    """Queued executions and their leases (``worker_id``, ``lease_until`` on the execution).
+
+    The lease state machine every backend implements (and the conformance suite checks): an
+    execution is *claimable* when queued, or running from the queue with an expired lease; a
+    claim or an acquire makes it ``running`` with the caller as owner until ``now + lease``;
+    only the owner renews; a release puts a running execution back to ``queued``.
+    """
+
     def enqueue(self, plan_id: str, steps: list[tuple[str, str]]) -> ExecutionRecord:
         """Queue an execution for workers (creates it with status ``queued`` if absent)."""
         ...
@@ -230,10 +264,10 @@ class Store(Protocol):
         """Give up a lease without finishing: the execution is queued again."""
         ...
 
-    # statistics and toolset data
-    def tool_stats(self) -> dict[str, ToolStats]:
-        """Per-tool calls, average duration and failure rate over finished steps."""
-        ...
+
+@runtime_checkable
+class RecordStore(_Role, Protocol):
+    """Documents kept by the built-in toolsets, found through the tool call's run config."""
 
     def put_record(
         self, collection: str, record: dict[str, Any], *, idempotency_key: str | None = None
@@ -246,10 +280,20 @@ class Store(Protocol):
         """Records whose fields equal ``where`` (plain equality only), oldest first."""
         ...
 
-    # checkpoints and lifecycle
+
+@runtime_checkable
+class CheckpointStore(_Role, Protocol):
+    """A LangGraph checkpointer in the same database (the optional graph layer, Studio)."""
+
     def checkpointer(self) -> AbstractAsyncContextManager[BaseCheckpointSaver[Any]]:
         """An async context manager giving a LangGraph checkpointer in this same store."""
         ...
+
+
+@runtime_checkable
+class Store(PlanRepository, ExecutionLog, WorkQueue, RecordStore, CheckpointStore, Protocol):
+    """Where toolplan keeps requests, plans, executions, queue state, toolset records and
+    checkpoints: every role, in one database."""
 
     def close(self) -> None:
         """Release connections."""

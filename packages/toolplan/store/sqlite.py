@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import secrets
 import sqlite3
@@ -35,6 +34,7 @@ from toolplan.store._sqlite_faults import (
     retry_busy,
     translate,
 )
+from toolplan.store.codec import dumps, loads
 from toolplan.store.protocol import (
     STEP_FIELDS,
     ExecutionRecord,
@@ -46,7 +46,7 @@ from toolplan.store.protocol import (
 )
 from toolplan.tools.catalog import ToolStats
 
-__all__ = ["SqliteStore"]
+__all__ = ["SqliteStore", "open_sqlite"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS tp_requests (
@@ -109,14 +109,6 @@ CREATE TABLE IF NOT EXISTS tp_records (
 _TABLES = _SCHEMA.count("CREATE TABLE")
 
 _JSON_STEP_FIELDS = frozenset({"resolved_parameters", "output"})
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)
-
-
-def _loads(text: str | None) -> Any:
-    return None if text is None else json.loads(text)
 
 
 class SqliteStore:
@@ -225,10 +217,10 @@ class SqliteStore:
                         plan.plan_id,
                         plan.request_id,
                         plan.query,
-                        _dumps(plan.plan),
-                        _dumps(plan.analysis),
+                        dumps(plan.plan),
+                        dumps(plan.analysis),
                         plan.status,
-                        _dumps(plan.meta),
+                        dumps(plan.meta),
                         plan.created_at,
                     ),
                 )
@@ -251,12 +243,12 @@ class SqliteStore:
         return PlanRecord(
             plan_id=row["plan_id"],
             request_id=row["request_id"],
-            plan=json.loads(row["plan"]),
-            analysis=json.loads(row["analysis"]),
+            plan=loads(row["plan"]),
+            analysis=loads(row["analysis"]),
             status=row["status"],
             created_at=row["created_at"],
             query=row["query"],
-            meta=json.loads(row["meta"]),
+            meta=loads(row["meta"]),
         )
 
     @guarded
@@ -313,8 +305,8 @@ class SqliteStore:
                 tool=s["tool"],
                 status=s["status"],
                 attempts=s["attempts"],
-                resolved_parameters=_loads(s["resolved_parameters"]),
-                output=_loads(s["output"]),
+                resolved_parameters=loads(s["resolved_parameters"]),
+                output=loads(s["output"]),
                 error=s["error"],
                 started_at=s["started_at"],
                 finished_at=s["finished_at"],
@@ -343,7 +335,7 @@ class SqliteStore:
             raise ValueError(f"cannot update step fields {sorted(unknown)}")
         columns = ", ".join(f"{name} = ?" for name in changes)
         values = [
-            _dumps(value) if name in _JSON_STEP_FIELDS else value for name, value in changes.items()
+            dumps(value) if name in _JSON_STEP_FIELDS else value for name, value in changes.items()
         ]
         with self._lock:
             cursor = self._db.execute(
@@ -466,12 +458,12 @@ class SqliteStore:
                     (collection, idempotency_key),
                 ).fetchone()
                 if row is not None:
-                    existing: dict[str, Any] = json.loads(row[0])
+                    existing: dict[str, Any] = loads(row[0])
                     return existing
             stored = {"_id": secrets.token_hex(12), **record}
             db.execute(
                 "INSERT INTO tp_records (collection, id, idempotency_key, doc) VALUES (?, ?, ?, ?)",
-                (collection, stored["_id"], idempotency_key, _dumps(stored)),
+                (collection, stored["_id"], idempotency_key, dumps(stored)),
             )
             return stored
 
@@ -480,7 +472,7 @@ class SqliteStore:
         rows = self._query(
             "SELECT doc FROM tp_records WHERE collection = ? ORDER BY seq", (collection,)
         )
-        docs = [json.loads(row["doc"]) for row in rows]
+        docs = [loads(row["doc"]) for row in rows]
         return [d for d in docs if all(d.get(k) == v for k, v in where.items())]
 
     # -- checkpoints and lifecycle -------------------------------------------------------------
@@ -520,3 +512,16 @@ class SqliteStore:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def open_sqlite(uri: str) -> SqliteStore:
+    """The store of a ``sqlite:///path`` URI (the ``sqlite`` scheme's opener)."""
+    if not uri.startswith("sqlite:///"):
+        raise InvalidInput(f"a SQLite store URI looks like sqlite:///path/to/file.db, not {uri!r}")
+    path = uri[len("sqlite:///") :]
+    if not path or path == ":memory:":
+        raise InvalidInput(
+            "the SQLite store needs a file path (sqlite:///./.toolplan/toolplan.db); "
+            "':memory:' cannot be shared by the engine and its checkpointer"
+        )
+    return SqliteStore(Path(path), uri=uri)

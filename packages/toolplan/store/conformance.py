@@ -1,14 +1,24 @@
 """The store conformance suite: every :class:`~toolplan.store.Store` backend must pass it.
 
-A test module runs it by importing these tests and providing two fixtures:
+It ships with toolplan so that a backend in another package runs the same tests (it needs
+``pytest`` and ``pytest-asyncio``). A test module imports the tests and provides two fixtures::
 
-``store_uri``
-    the URI of an empty store of the backend under test;
-``store``
-    ``open_store(store_uri)``, closed after the test.
+    from toolplan.store.conformance import *  # noqa: F403  (collects every test_*)
 
-Tests that need a second process's view (concurrency, reopening after a crash) open more stores on
-the same URI, each with its own connection, as separate processes would.
+    @pytest.fixture
+    def store_uri(tmp_path) -> str:            # the URI of an empty store of the backend
+        return "redis://localhost/15"
+
+    @pytest.fixture
+    def store(store_uri):                      # open_store(store_uri), closed after the test
+        with contextlib.closing(open_store(store_uri)) as opened:
+            yield opened
+
+The URI's scheme must be registered (:mod:`toolplan.store.registry`: an entry point, or
+``register_store`` in a fixture). Tests that need a second process's view (concurrency,
+reopening after a crash) open more stores on the same URI, each with its own connection, as
+separate processes would. It covers round trips, immutability, atomic step transitions, the work
+queue and its lease state machine under concurrent claims, toolset records and the checkpointer.
 """
 
 from __future__ import annotations
@@ -610,6 +620,7 @@ def test_concurrent_put_record_with_one_key_stores_one_record(store: Store, stor
 # -- checkpoints ----------------------------------------------------------------------------------
 
 
+@pytest.mark.asyncio
 async def test_checkpointer_keeps_graph_state_across_reopen(store: Store, store_uri: str) -> None:
     from langgraph.graph import END, START, StateGraph
 
@@ -637,4 +648,4 @@ async def test_checkpointer_keeps_graph_state_across_reopen(store: Store, store_
 
 
 __all__ = sorted(name for name in globals() if name.startswith("test_"))
-"""Every conformance test: ``from tests.store_conformance import *`` collects them."""
+"""Every conformance test: ``from toolplan.store.conformance import *`` collects them."""
