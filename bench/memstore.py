@@ -24,12 +24,26 @@ from toolplan.store.protocol import (
     PlanRecord,
     RequestRecord,
     StepRecord,
+    lease_holder,
     utc_now,
 )
 from toolplan.tools.catalog import ToolStats
 from toolplan.toolsets._records import MemoryRecords
 
 __all__ = ["MemoryStore"]
+
+
+_NO_OWNER: dict[str, Any] = {
+    "worker_id": None,
+    "lease_until": None,
+    "owner_host": None,
+    "owner_pid": None,
+}
+
+
+def _owner(worker_id: str, until: float) -> dict[str, Any]:
+    host, pid = lease_holder()
+    return {"worker_id": worker_id, "lease_until": until, "owner_host": host, "owner_pid": pid}
 
 
 class MemoryStore:
@@ -103,6 +117,8 @@ class MemoryStore:
                 error=row.get("error"),
                 worker_id=row.get("worker_id"),
                 lease_until=row.get("lease_until"),
+                owner_host=row.get("owner_host"),
+                owner_pid=row.get("owner_pid"),
             )
 
     def update_step(self, plan_id: str, step_id: str, changes: Mapping[str, Any]) -> None:
@@ -139,7 +155,7 @@ class MemoryStore:
             row = self._executions[plan_id]
             lease = row.get("lease_until")
             if row["status"] in ("queued", "running") and (lease is None or lease < time.time()):
-                row.update(status="queued", queued_at=time.time(), worker_id=None, lease_until=None)
+                row.update(status="queued", queued_at=time.time(), **_NO_OWNER)
         execution = self.get_execution(plan_id)
         assert execution is not None
         return execution
@@ -160,7 +176,7 @@ class MemoryStore:
             if not candidates:
                 return None
             row = min(candidates, key=lambda r: r.get("queued_at") or 0)
-            row.update(status="running", worker_id=worker_id, lease_until=now + lease_seconds)
+            row.update(status="running", **_owner(worker_id, now + lease_seconds))
             return str(row["plan_id"])
 
     def acquire(
@@ -178,7 +194,7 @@ class MemoryStore:
                 or lease < now
                 or owner in (worker_id, expected_owner)
             ):
-                row.update(status="running", worker_id=worker_id, lease_until=now + lease_seconds)
+                row.update(status="running", **_owner(worker_id, now + lease_seconds))
                 return True
             return False
 
@@ -196,7 +212,7 @@ class MemoryStore:
             if row is not None and row.get("worker_id") == worker_id:
                 if row["status"] == "running":
                     row["status"] = "queued"
-                row.update(worker_id=None, lease_until=None)
+                row.update(**_NO_OWNER)
 
     # statistics and toolset data
     def tool_stats(self) -> dict[str, ToolStats]:

@@ -227,3 +227,27 @@ async def test_events_of_a_run_elsewhere_are_read_from_the_step_records(
         ("skipped", "after_bad", "not run"),
     ]
     assert [e async for e in watch_step_events(store, pid)] == []  # finished: nothing to follow
+
+
+async def test_a_dead_lease_holder_is_taken_over_whatever_its_worker_id(
+    store: SqliteStore, catalog: ToolCatalog
+) -> None:
+    """The holder's host and process come from typed fields the store recorded, not from
+    parsing ``host:pid`` out of its worker ID (an API server or a custom worker names itself)."""
+    import subprocess
+    import sys
+
+    ref = submit_plan(CHAIN, store=store, catalog=catalog, max_steps=50)
+    store.create_execution(
+        ref.plan_id, [(s["id"], s["tool"]) for s in CHAIN["steps"]], status="running"
+    )
+    holder = (
+        "import sys; from toolplan.store import open_store; "
+        "assert open_store(sys.argv[1]).acquire(sys.argv[2], 'api-server', 3600, expected_owner=None)"
+    )
+    subprocess.run([sys.executable, "-c", holder, store.uri, ref.plan_id], check=True)
+    held = store.get_execution(ref.plan_id)
+    assert held is not None and held.worker_id == "api-server" and held.owner_pid is not None
+
+    result = await execute_stored_plan(ref.plan_id, ExecutionContext(store=store, catalog=catalog))
+    assert result.status == "partial"  # ran at once, although the lease had an hour left

@@ -195,3 +195,20 @@ def test_mongodb_caps_payloads_beyond_the_document_limit(
         step = store.get_execution(execution.plan_id).step("s0")  # type: ignore[union-attr]
         assert step.output_truncated and step.output["truncated"] is True
         assert len(step.output["preview"].encode()) <= 2000
+
+
+def test_sqlite_files_from_before_the_lease_owner_columns_are_upgraded(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "old.db"
+    opened = open_store(f"sqlite:///{path}")
+    plan_id = started_execution(opened).plan_id
+    opened.close()
+    with closing(sqlite3.connect(path)) as raw:
+        raw.execute("ALTER TABLE tp_executions DROP COLUMN owner_host")
+        raw.execute("ALTER TABLE tp_executions DROP COLUMN owner_pid")
+        raw.commit()
+    with closing(open_store(f"sqlite:///{path}")) as upgraded:
+        assert upgraded.acquire(plan_id, "w", 60, expected_owner=None)
+        record = upgraded.get_execution(plan_id)
+        assert record is not None and record.owner_pid is not None

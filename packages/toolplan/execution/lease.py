@@ -3,8 +3,8 @@
 The lease lives on the execution record (``worker_id``, ``lease_until``). It is coordination,
 not execution state: losing it never loses a transition, because every transition is in the step
 records. A holder renews it every third of ``lease_seconds``; a holder that stops renewing (a
-killed process) loses it when it expires, or at once when it was a process on this host that no
-longer exists.
+killed process) loses it when it expires, or at once when the store's record of the holder
+(``owner_host``, ``owner_pid``) names a process on this host that no longer exists.
 """
 
 from __future__ import annotations
@@ -24,16 +24,13 @@ __all__ = ["acquire_lease", "while_holding"]
 T = TypeVar("T")
 
 
-def _owner_is_dead(owner: str | None) -> bool:
-    """Whether a lease holder was a process on this host that no longer exists."""
-    if not owner:
-        return False
-    host, _, rest = owner.partition(":")
-    pid_text = rest.partition(":")[0]
-    if host != socket.gethostname() or not pid_text.isdigit():
+def _holder_is_dead(execution: ExecutionRecord) -> bool:
+    """Whether the lease holder was a process on this host that no longer exists (read from the
+    typed ``owner_host``/``owner_pid`` the store recorded with the lease)."""
+    if execution.owner_pid is None or execution.owner_host != socket.gethostname():
         return False
     try:
-        os.kill(int(pid_text), 0)
+        os.kill(execution.owner_pid, 0)
     except ProcessLookupError:
         return True
     except PermissionError:
@@ -46,7 +43,7 @@ async def acquire_lease(
 ) -> None:
     """Take the lease of ``execution`` for ``worker_id``, or raise :class:`ExecutionBusy`."""
     plan_id = execution.plan_id
-    expected = execution.worker_id if _owner_is_dead(execution.worker_id) else None
+    expected = execution.worker_id if _holder_is_dead(execution) else None
     if not await asyncio.to_thread(
         store.acquire, plan_id, worker_id, lease_seconds, expected_owner=expected
     ):

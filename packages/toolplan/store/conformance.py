@@ -42,7 +42,7 @@ from toolplan.store import (
     open_store,
     utc_now,
 )
-from toolplan.store.protocol import cap_output
+from toolplan.store.protocol import cap_output, lease_holder
 
 # -- helpers --------------------------------------------------------------------------------------
 
@@ -407,6 +407,23 @@ def test_acquire_renew_release(store: Store) -> None:
     assert record is not None
     assert (record.status, record.worker_id, record.lease_until) == ("queued", None, None)
     assert not store.renew_lease(plan_id, "w2", 60)
+
+
+def test_a_lease_records_the_process_holding_it(store: Store) -> None:
+    """Typed owner data, so that a dead holder is recognised without parsing its worker ID."""
+    holder = lease_holder()
+    plan_id = started_execution(store).plan_id
+    assert store.acquire(plan_id, "any id", 60, expected_owner=None)
+    record = store.get_execution(plan_id)
+    assert record is not None and (record.owner_host, record.owner_pid) == holder
+    store.release(plan_id, "any id")
+    record = store.get_execution(plan_id)
+    assert record is not None and (record.owner_host, record.owner_pid) == (None, None)
+
+    claimed_id = store.claim("claimer", 60)  # the released execution is queued again
+    assert claimed_id == plan_id
+    claimed = store.get_execution(claimed_id)
+    assert claimed is not None and (claimed.owner_host, claimed.owner_pid) == holder
 
 
 def test_expired_lease_can_be_acquired(store: Store) -> None:

@@ -67,6 +67,7 @@ from toolplan.store.protocol import (
     RequestRecord,
     StepRecord,
     cap_output,
+    lease_holder,
     utc_now,
 )
 from toolplan.tools.catalog import ToolStats
@@ -92,6 +93,15 @@ even when that limit is raised.
 """
 
 _Document = dict[str, Any]
+
+_NO_OWNER: _Document = {"workerId": None, "leaseUntil": None, "ownerHost": None, "ownerPid": None}
+
+
+def _owner(worker_id: str, until: float) -> _Document:
+    """The lease fields of a grant to ``worker_id``, held by the calling process."""
+    host, pid = lease_holder()
+    return {"workerId": worker_id, "leaseUntil": until, "ownerHost": host, "ownerPid": pid}
+
 
 _STEP_KEYS: dict[str, str] = {
     "status": "status",
@@ -350,6 +360,8 @@ class MongoStore:
             finished_at=document.get("finishedAt"),
             error=document.get("error"),
             worker_id=document.get("workerId"),
+            owner_host=document.get("ownerHost"),
+            owner_pid=document.get("ownerPid"),
             lease_until=float(lease_until) if lease_until is not None else None,
         )
 
@@ -415,7 +427,7 @@ class MongoStore:
                 "status": {"$in": ["queued", "running"]},
                 "$or": [{"leaseUntil": None}, {"leaseUntil": {"$lt": now}}],
             },
-            {"$set": {"status": "queued", "queuedAt": now, "workerId": None, "leaseUntil": None}},
+            {"$set": {"status": "queued", "queuedAt": now, **_NO_OWNER}},
         )
         execution = self.get_execution(plan_id)
         assert execution is not None
@@ -456,8 +468,7 @@ class MongoStore:
                     {
                         "$set": {
                             "status": "running",
-                            "workerId": worker_id,
-                            "leaseUntil": now + lease_seconds,
+                            **_owner(worker_id, now + lease_seconds),
                         }
                     },
                 )
@@ -483,7 +494,7 @@ class MongoStore:
             holders.append({"workerId": expected_owner})
         result = self._executions.update_one(
             {"planId": plan_id, "status": {"$in": ["queued", "running"]}, "$or": holders},
-            {"$set": {"status": "running", "workerId": worker_id, "leaseUntil": until}},
+            {"$set": {"status": "running", **_owner(worker_id, until)}},
         )
         return result.matched_count == 1
 
@@ -500,7 +511,7 @@ class MongoStore:
         # Two conditional updates instead of one with a conditional status (pipeline updates are
         # not available everywhere): a running execution goes back to the queue, a finished one
         # only loses its owner. Each matches only while ``worker_id`` still holds the lease.
-        cleared = {"workerId": None, "leaseUntil": None}
+        cleared = _NO_OWNER
         self._executions.update_one(
             {"planId": plan_id, "workerId": worker_id, "status": "running"},
             {"$set": {"status": "queued", **cleared}},

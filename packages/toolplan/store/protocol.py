@@ -18,6 +18,8 @@ it from a dedicated writer thread so the event loop never blocks on I/O.
 
 from __future__ import annotations
 
+import os
+import socket
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field, replace
@@ -45,6 +47,7 @@ __all__ = [
     "Store",
     "WorkQueue",
     "cap_output",
+    "lease_holder",
     "utc_now",
 ]
 
@@ -138,6 +141,10 @@ class ExecutionRecord:
     error: str | None = None
     worker_id: str | None = None
     lease_until: float | None = None
+    owner_host: str | None = None
+    """Host of the process holding the lease (recorded by ``claim``/``acquire``)."""
+    owner_pid: int | None = None
+    """Process ID of the lease holder on ``owner_host``: a dead one is taken over at once."""
 
     def step(self, step_id: str) -> StepRecord:
         """The record of ``step_id`` (``KeyError`` if absent)."""
@@ -150,6 +157,11 @@ class ExecutionRecord:
         """A copy with one step record replaced."""
         steps = [record if s.step_id == record.step_id else s for s in self.steps]
         return replace(self, steps=steps)
+
+
+def lease_holder() -> tuple[str, int]:
+    """The host and process ID a backend records with a lease it grants: the calling process's."""
+    return socket.gethostname(), os.getpid()
 
 
 def cap_output(value: Any, limit_bytes: int) -> tuple[Any, bool]:
@@ -237,8 +249,9 @@ class WorkQueue(_Role, Protocol):
 
     The lease state machine every backend implements (and the conformance suite checks): an
     execution is *claimable* when queued, or running from the queue with an expired lease; a
-    claim or an acquire makes it ``running`` with the caller as owner until ``now + lease``;
-    only the owner renews; a release puts a running execution back to ``queued``.
+    claim or an acquire makes it ``running`` with the caller as owner until ``now + lease``, and
+    records the calling process (:func:`lease_holder`) as ``owner_host``/``owner_pid``; only
+    the owner renews; a release puts a running execution back to ``queued`` and clears the owner.
     """
 
     def enqueue(self, plan_id: str, steps: list[tuple[str, str]]) -> ExecutionRecord:

@@ -42,6 +42,7 @@ from toolplan.store.protocol import (
     PlanRecord,
     RequestRecord,
     StepRecord,
+    lease_holder,
     utc_now,
 )
 from toolplan.tools.catalog import ToolStats
@@ -74,6 +75,8 @@ CREATE TABLE IF NOT EXISTS tp_executions (
     error TEXT,
     worker_id TEXT,
     lease_until REAL,
+    owner_host TEXT,
+    owner_pid INTEGER,
     queued_at REAL
 );
 CREATE INDEX IF NOT EXISTS tp_executions_queue ON tp_executions(status, queued_at);
@@ -109,6 +112,29 @@ CREATE TABLE IF NOT EXISTS tp_records (
 _TABLES = _SCHEMA.count("CREATE TABLE")
 
 _JSON_STEP_FIELDS = frozenset({"resolved_parameters", "output"})
+
+
+_ADDED_COLUMNS = {"tp_executions": ("owner_host TEXT", "owner_pid INTEGER")}
+"""Columns added after the first release: files created before get them when opened."""
+
+
+def _add_missing_columns(db: sqlite3.Connection) -> None:
+    for table, columns in _ADDED_COLUMNS.items():
+        have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+        missing = [c for c in columns if c.split()[0] not in have]
+        if not missing:
+            continue
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+            for column in missing:
+                if column.split()[0] not in have:  # another process may have added it meanwhile
+                    db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
 
 
 class SqliteStore:
@@ -166,6 +192,7 @@ class SqliteStore:
                 # One transaction holding the write lock from the start: no reader-to-writer
                 # upgrade, which SQLite refuses at once (without waiting) under contention.
                 db.executescript(f"BEGIN IMMEDIATE;{_SCHEMA}COMMIT;")
+            _add_missing_columns(db)
         except BaseException:
             with contextlib.suppress(sqlite3.Error):
                 db.close()
@@ -326,6 +353,8 @@ class SqliteStore:
             error=row["error"],
             worker_id=row["worker_id"],
             lease_until=row["lease_until"],
+            owner_host=row["owner_host"],
+            owner_pid=row["owner_pid"],
         )
 
     @guarded
@@ -371,7 +400,8 @@ class SqliteStore:
         with self._lock:
             self._db.execute(
                 "UPDATE tp_executions SET status = 'queued', queued_at = ?, worker_id = NULL,"
-                " lease_until = NULL WHERE plan_id = ? AND status IN ('queued', 'running')"
+                " lease_until = NULL, owner_host = NULL, owner_pid = NULL"
+                " WHERE plan_id = ? AND status IN ('queued', 'running')"
                 " AND (lease_until IS NULL OR lease_until < ?)",
                 (time.time(), plan_id, time.time()),
             )
@@ -392,9 +422,9 @@ class SqliteStore:
             if row is None:
                 return None
             db.execute(
-                "UPDATE tp_executions SET status = 'running', worker_id = ?, lease_until = ?"
-                " WHERE plan_id = ?",
-                (worker_id, now + lease_seconds, row[0]),
+                "UPDATE tp_executions SET status = 'running', worker_id = ?, lease_until = ?,"
+                " owner_host = ?, owner_pid = ? WHERE plan_id = ?",
+                (worker_id, now + lease_seconds, *lease_holder(), row[0]),
             )
             return str(row[0])
 
@@ -406,10 +436,19 @@ class SqliteStore:
         now = time.time()
         with self._lock:
             cursor = self._db.execute(
-                "UPDATE tp_executions SET status = 'running', worker_id = ?, lease_until = ?"
+                "UPDATE tp_executions SET status = 'running', worker_id = ?, lease_until = ?,"
+                " owner_host = ?, owner_pid = ?"
                 " WHERE plan_id = ? AND status IN ('queued', 'running') AND (worker_id IS NULL"
                 " OR lease_until IS NULL OR lease_until < ? OR worker_id = ? OR worker_id = ?)",
-                (worker_id, now + lease_seconds, plan_id, now, worker_id, expected_owner),
+                (
+                    worker_id,
+                    now + lease_seconds,
+                    *lease_holder(),
+                    plan_id,
+                    now,
+                    worker_id,
+                    expected_owner,
+                ),
             )
         return cursor.rowcount == 1
 
@@ -428,8 +467,8 @@ class SqliteStore:
         with self._lock:
             self._db.execute(
                 "UPDATE tp_executions SET status = CASE WHEN status = 'running' THEN 'queued'"
-                " ELSE status END, worker_id = NULL, lease_until = NULL"
-                " WHERE plan_id = ? AND worker_id = ?",
+                " ELSE status END, worker_id = NULL, lease_until = NULL, owner_host = NULL,"
+                " owner_pid = NULL WHERE plan_id = ? AND worker_id = ?",
                 (plan_id, worker_id),
             )
 
