@@ -124,6 +124,10 @@ async def run_scale(
 ) -> dict[str, Any]:
     """Timings per size (median of repeats) and per step, execution and memory."""
     repeats = repeats or {100: 20, 1000: 5, 10_000: 3}
+    # A 10,000-step plan is about 2 MB of JSON, above the default input limit; raise it as a
+    # user with plans this large would (the subprocess below inherits it).
+    largest = max(len(json.dumps(scale_plan(size)).encode()) for size in sizes)
+    os.environ["TOOLPLAN_MAX_PLAN_BYTES"] = str(max(largest * 2, 1_000_000))
     started = time.perf_counter()
     catalog = sim_catalog()
     rows: dict[str, Any] = {}
