@@ -8,8 +8,10 @@ the parallel layers and the critical path.
 
 from __future__ import annotations
 
+import difflib
+import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +19,7 @@ from jsonschema import Draft202012Validator
 
 from toolplan.errors import PlanInvalid, ValidationIssue
 from toolplan.plan import Plan, Step
-from toolplan.templates import contains_template, find_templates, malformed_templates
+from toolplan.templates import Template, contains_template, find_templates, malformed_templates
 from toolplan.tools.catalog import RESERVED_TOOL_NAMES, ToolCatalog
 
 __all__ = ["DEFAULT_MAX_STEPS", "Analysis", "analyze", "check_arguments", "check_tools"]
@@ -83,12 +85,60 @@ def _step_dependencies(step: Step) -> list[str]:
     return list(seen)
 
 
+def _types(schema: Mapping[str, Any]) -> set[str] | None:
+    """The JSON types ``schema`` accepts, or ``None`` for "any"."""
+    kind = schema.get("type")
+    if isinstance(kind, str):
+        return {kind}
+    if isinstance(kind, list):
+        return set(kind)
+    branches = schema.get("anyOf") or schema.get("oneOf")
+    if isinstance(branches, list):
+        found: set[str] = set()
+        for branch in branches:
+            types = _types(branch) if isinstance(branch, Mapping) else None
+            if types is None:
+                return None
+            found |= types
+        return found
+    return None
+
+
+def _fix_for(value: Any, schema: Mapping[str, Any]) -> str:
+    """The corrected form of a literal argument, when one is obvious."""
+    types = _types(schema) or set()
+    if isinstance(value, str) and types & {"number", "integer"}:
+        try:
+            number = float(value.strip().rstrip("%").strip())
+        except ValueError:
+            return ""
+        shown = int(number) if number.is_integer() else number
+        return f"; write {json.dumps(shown)} (a number, without quotes)"
+    if isinstance(value, str) and types & {"object", "array"}:
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return ""
+        if isinstance(parsed, dict | list):
+            return f"; write the {'object' if isinstance(parsed, dict) else 'list'} itself, not a string holding it"
+    if isinstance(value, int | float | bool) and types == {"string"}:
+        return f"; write {json.dumps(str(value))} (a string, in quotes)"
+    return ""
+
+
+def _close(name: str, known: Iterable[str]) -> str:
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
 def check_arguments(
     where: str, tool: str, parameters: Any, schema: Mapping[str, Any]
 ) -> list[ValidationIssue]:
     """Check the literal parts of ``parameters`` against a tool's JSON schema.
 
-    Values that contain templates count as present but are type-checked at run time, once resolved.
+    A value that is exactly one template counts as present and is type-checked at run time, once
+    resolved. A template inside a longer string always gives text, so that string must be
+    acceptable where it stands. Each message quotes the value and, where obvious, the fix.
     """
     if schema.get("type", "object") != "object":
         return []
@@ -102,11 +152,14 @@ def check_arguments(
         ]
     issues: list[ValidationIssue] = []
     properties: dict[str, Any] = schema.get("properties") or {}
-    for name in schema.get("required") or []:
+    required = schema.get("required") or []
+    for name in required:
         if name not in parameters:
             issues.append(
                 ValidationIssue(
-                    "arguments", f"{where}: missing required argument {name!r} for tool {tool!r}"
+                    "arguments",
+                    f"{where}: missing required argument {name!r} for tool {tool!r} "
+                    f"(it takes: {', '.join(properties) or 'none'}; required: {', '.join(required)})",
                 )
             )
     open_ended = schema.get("additionalProperties") not in (None, False) or not properties
@@ -118,11 +171,29 @@ def check_arguments(
                 issues.append(
                     ValidationIssue(
                         "arguments",
-                        f"{where}: unknown argument {name!r} for tool {tool!r} (expected: {known})",
+                        f"{where}: unknown argument {name!r} for tool {tool!r} "
+                        f"(it takes: {known}){_close(name, properties)}",
                     )
                 )
             continue
         if contains_template(value):
+            types = _types(properties[name])
+            whole = isinstance(value, str) and Template.parse(value.strip()) is not None
+            if isinstance(value, str) and not whole and types is not None and "string" not in types:
+                alone = next(iter(find_templates(value)), None)
+                fix = (
+                    f'write the template alone: "{alone.text}"'
+                    if alone
+                    else "write one template alone"
+                )
+                issues.append(
+                    ValidationIssue(
+                        "arguments",
+                        f"{where}: argument {name!r} of tool {tool!r} takes "
+                        f"{' or '.join(sorted(types))}, but {json.dumps(value)} is text with a "
+                        f"template inside; to pass a step's output as the value, {fix}",
+                    )
+                )
             continue
         validator = Draft202012Validator({**properties[name], **definitions})
         error = next(iter(validator.iter_errors(value)), None)
@@ -130,7 +201,8 @@ def check_arguments(
             issues.append(
                 ValidationIssue(
                     "arguments",
-                    f"{where}: argument {name!r} of tool {tool!r} is invalid: {error.message}",
+                    f"{where}: argument {name!r} of tool {tool!r} is invalid: {error.message}"
+                    + _fix_for(value, properties[name]),
                 )
             )
     return issues
@@ -237,7 +309,12 @@ def analyze(
                 )
         for dep in step.depends_on:
             if dep not in ids:
-                problem("reference", f"{where}: dependsOn names unknown step {dep!r}", step.id)
+                problem(
+                    "reference",
+                    f"{where}: dependsOn names unknown step {dep!r} "
+                    f"(steps: {', '.join(ids)}){_close(dep, ids)}",
+                    step.id,
+                )
         for template in find_templates(
             [step.parameters, step.fallback and step.fallback.parameters]
         ):
@@ -245,13 +322,17 @@ def analyze(
                 problem(
                     "reference",
                     f"{where}: template {template.text!r} references unknown step "
-                    f"{template.step!r}",
+                    f"{template.step!r} (steps: {', '.join(ids)}){_close(template.step, ids)}",
                     step.id,
                 )
 
     for output in plan.output_steps or []:
         if output not in ids:
-            problem("reference", f"outputSteps names unknown step {output!r}")
+            problem(
+                "reference",
+                f"outputSteps names unknown step {output!r} "
+                f"(steps: {', '.join(ids)}){_close(output, ids)}",
+            )
 
     # Dependency graph over the steps that exist (unknown references are reported above).
     dependencies = {

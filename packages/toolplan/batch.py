@@ -283,6 +283,10 @@ def summarize(items: list[BatchItem], results: dict[str, dict[str, Any]]) -> dic
         "llmCalls": sum(int(r.get("llmCalls") or 0) for r in rows),
         "inputTokens": sum(int((r.get("usage") or {}).get("inputTokens", 0)) for r in rows),
         "outputTokens": sum(int((r.get("usage") or {}).get("outputTokens", 0)) for r in rows),
+        "cachedInputTokens": sum(
+            int((r.get("usage") or {}).get("cachedInputTokens", 0)) for r in rows
+        ),
+        "repairs": sum(max(0, int(r.get("llmCalls") or 0) - 1) for r in rows),
         "toolSelection": None,
     }
     scored = [

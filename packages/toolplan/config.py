@@ -11,6 +11,7 @@ from toolplan.analysis import DEFAULT_MAX_STEPS
 from toolplan.engine.policies import ExecutionOptions, RetryPolicy
 from toolplan.errors import InvalidInput
 from toolplan.limits import InputLimits
+from toolplan.planning.schema import DEFAULT_TYPED_SCHEMA_MAX_TOOLS
 from toolplan.store import DEFAULT_STORE_URI
 
 __all__ = [
@@ -77,8 +78,21 @@ class PlannerSettings:
     """``OPENAI_BASE_URL``: any OpenAI-compatible server (vLLM, Ollama, llama.cpp, LM Studio)."""
     prompts_dir: str | None = None
     """``TOOLPLAN_PROMPTS_DIR``: read prompt files from here instead of the shipped ones."""
+    llm_max_tokens: int | None = None
+    """Output-token limit per planning call (``TOOLPLAN_LLM_MAX_TOKENS``); by default derived
+    from the step limit (``--max-steps``): 400 + 120 per step."""
+    typed_schema_max_tools: int = DEFAULT_TYPED_SCHEMA_MAX_TOOLS
+    """Catalogs with more tools are planned with the generic schema (parameters as a JSON
+    string) instead of the catalog-typed one; 0 always uses the generic schema
+    (``TOOLPLAN_TYPED_SCHEMA_MAX_TOOLS``)."""
 
     def __post_init__(self) -> None:
+        if self.llm_max_tokens is not None and self.llm_max_tokens < 1:
+            raise InvalidInput(f"TOOLPLAN_LLM_MAX_TOKENS={self.llm_max_tokens} must be at least 1")
+        if self.typed_schema_max_tools < 0:
+            raise InvalidInput(
+                f"TOOLPLAN_TYPED_SCHEMA_MAX_TOOLS={self.typed_schema_max_tools} must be 0 or more"
+            )
         if self.structured_method not in ("function_calling", "json_schema"):
             raise InvalidInput(
                 f"TOOLPLAN_STRUCTURED_METHOD={self.structured_method!r}; "
@@ -100,6 +114,8 @@ class PlannerSettings:
             ("TOOLPLAN_CONFIDENCE_THRESHOLD", "confidence_threshold", float),
             ("TOOLPLAN_LLM_TIMEOUT", "llm_timeout", float),
             ("TOOLPLAN_LLM_RETRIES", "llm_retries", int),
+            ("TOOLPLAN_LLM_MAX_TOKENS", "llm_max_tokens", int),
+            ("TOOLPLAN_TYPED_SCHEMA_MAX_TOOLS", "typed_schema_max_tools", int),
         ):
             value = _number(env, name, kind)
             if value is not None:
@@ -119,9 +135,10 @@ class Settings:
     ``TOOLPLAN_GRAPH_CHECKPOINTS`` (``0``: no LangGraph checkpoint layer), and the planner's
     (:class:`PlannerSettings`): ``TOOLPLAN_MODEL``, ``TOOLPLAN_MAX_REPAIRS``,
     ``TOOLPLAN_CONFIDENCE_THRESHOLD``, ``TOOLPLAN_STRUCTURED_METHOD``, ``TOOLPLAN_LLM_TIMEOUT``,
-    ``TOOLPLAN_LLM_RETRIES``, ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``TOOLPLAN_PROMPTS_DIR``,
-    and the input limits ``TOOLPLAN_MAX_PLAN_BYTES``, ``TOOLPLAN_MAX_STRING_CHARS``,
-    ``TOOLPLAN_MAX_DEPTH``, ``TOOLPLAN_MAX_NUMBER_DIGITS`` (:class:`~toolplan.limits.InputLimits`).
+    ``TOOLPLAN_LLM_RETRIES``, ``TOOLPLAN_LLM_MAX_TOKENS``, ``TOOLPLAN_TYPED_SCHEMA_MAX_TOOLS``,
+    ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``TOOLPLAN_PROMPTS_DIR``, and the input limits
+    ``TOOLPLAN_MAX_PLAN_BYTES``, ``TOOLPLAN_MAX_STRING_CHARS``, ``TOOLPLAN_MAX_DEPTH``,
+    ``TOOLPLAN_MAX_NUMBER_DIGITS`` (:class:`~toolplan.limits.InputLimits`).
     Frozen and hashable: caches keyed by settings see a changed environment as new settings.
     """
 

@@ -29,8 +29,8 @@ from toolplan.errors import InvalidInput, PlanInvalid, ToolplanError, Validation
 from toolplan.execution.runner import ExecutionContext
 from toolplan.limits import InputLimits, check_json, parse_json_text
 from toolplan.pipeline import FromDocument, plan_then_execute
+from toolplan.planning.parsing import to_plan_data
 from toolplan.planning.prompts import load_prompt
-from toolplan.planning.schema import to_plan_data
 from toolplan.store import Store, open_store
 from toolplan.store.protocol import StepRecord
 from toolplan.tools.catalog import ToolCatalog, ToolInfo

@@ -40,6 +40,14 @@ def make_context(tmp_path: Path, **kwargs: Any) -> PlannerContext:
     return planner_context_from_env(settings=settings, **kwargs)
 
 
+def typed(plan: dict[str, Any]) -> dict[str, Any]:
+    """``plan`` as the typed schema has the model write it: parameters as objects."""
+    return {
+        **plan,
+        "steps": [{**s, "parameters": json.loads(s["parameters"])} for s in plan["steps"]],
+    }
+
+
 def system_prompt(request: dict[str, Any]) -> str:
     return next(m["content"] for m in request["messages"] if m["role"] == "system")
 
@@ -69,25 +77,56 @@ async def test_request_carries_every_tools_name_description_and_schema(
         assert json.dumps(info.parameters, ensure_ascii=False) in prompt
 
 
-async def test_json_schema_method_is_strict(
+async def test_json_schema_method_sends_the_catalog_typed_schema(
     llm: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("TOOLPLAN_STRUCTURED_METHOD", "json_schema")
-    llm.script([Reply.structured(blog_plan(), usage=(50, 10))])
+    llm.script([Reply.structured(typed(blog_plan()), usage=(50, 10))])
     outcome = await create_plan(QUERY, make_context(tmp_path))
     assert outcome.ref.status == "planned" and outcome.usage == {
         "inputTokens": 50,
         "outputTokens": 10,
     }
     response_format = llm.requests[0]["response_format"]
-    assert (
-        response_format["type"] == "json_schema"
-        and response_format["json_schema"]["strict"] is True
-    )
-    schema = response_format["json_schema"]["schema"]
-    step_schema = schema["$defs"]["LLMStep"]
+    assert response_format["type"] == "json_schema"
+    # compare_data takes free-form objects, which strict mode cannot express
+    assert response_format["json_schema"]["strict"] is False
+    branches = response_format["json_schema"]["schema"]["properties"]["steps"]["items"]["anyOf"]
+    assert [b["properties"]["tool"]["const"] for b in branches] == make_context(
+        tmp_path
+    ).catalog.names
+    assert "encoded as a string" not in system_prompt(llm.requests[0])
+
+
+async def test_json_schema_is_strict_when_the_catalog_allows_it(
+    llm: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TOOLPLAN_STRUCTURED_METHOD", "json_schema")
+    monkeypatch.setenv("TOOLPLAN_TOOLS", "blog")
+    llm.script([Reply.structured(typed(blog_plan()))])
+    await create_plan(QUERY, make_context(tmp_path))
+    json_schema = llm.requests[0]["response_format"]["json_schema"]
+    assert json_schema["strict"] is True
+    for branch in json_schema["schema"]["properties"]["steps"]["items"]["anyOf"]:
+        parameters = branch["properties"]["parameters"]
+        assert parameters["additionalProperties"] is False
+        assert parameters["required"] == list(parameters["properties"])  # optional: nullable
+
+
+async def test_generic_schema_above_the_typed_schema_limit(
+    llm: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TOOLPLAN_STRUCTURED_METHOD", "json_schema")
+    monkeypatch.setenv("TOOLPLAN_TYPED_SCHEMA_MAX_TOOLS", "5")  # the catalog has 12
+    llm.script([Reply.structured(blog_plan())])
+    outcome = await create_plan(QUERY, make_context(tmp_path))
+    assert outcome.ref.status == "planned"
+    json_schema = llm.requests[0]["response_format"]["json_schema"]
+    assert json_schema["strict"] is True
+    step_schema = json_schema["schema"]["properties"]["steps"]["items"]
     assert step_schema["properties"]["parameters"]["type"] == "string"  # no free-form object
     assert step_schema["additionalProperties"] is False
+    assert "encoded as a string" in system_prompt(llm.requests[0])
 
 
 @pytest.mark.parametrize("method", ["function_calling", "json_schema"])
@@ -186,7 +225,7 @@ def test_cli_plan_json(cli_llm: Cli, llm: FakeOpenAIServer) -> None:
     assert data["status"] == "planned" and data["llmCalls"] == 1
     assert data["usage"] == {"inputTokens": 10, "outputTokens": 5}
     shown = cli_llm("show", data["requestId"], "--json").json()
-    assert shown["plans"][0]["meta"]["promptVersion"] == "planner-v1"
+    assert shown["plans"][0]["meta"]["promptVersion"] == "planner-v2"
 
     llm.script([Reply.structured(blog_plan())])
     again = cli_llm("plan", "--request-id", data["requestId"], "a second version", "--json")

@@ -37,7 +37,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -64,6 +64,14 @@ class Reply:
     usage: tuple[int, int] = (10, 5)
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
+    cached: int | None = None
+    """Prompt tokens reported as read from the server's cache (``prompt_tokens_details``)."""
+    finish_reason: str | None = None
+    """Overrides ``stop``/``tool_calls``, e.g. ``length`` for an answer cut off at max_tokens."""
+
+    def with_(self, **changes: Any) -> Reply:
+        """A copy with ``cached`` / ``finish_reason`` (or other fields) changed."""
+        return replace(self, **changes)
 
     @classmethod
     def content(cls, text: str, *, usage: tuple[int, int] = (10, 5)) -> Reply:
@@ -119,8 +127,10 @@ class Reply:
         if fn is None and "response_format" not in request and len(tools) == 1:
             fn = tools[0].get("function", {}).get("name")
         if fn:
-            return Reply.tool_call(fn, self.obj, usage=self.usage)
-        return Reply.content(json.dumps(self.obj), usage=self.usage)
+            concrete = Reply.tool_call(fn, self.obj, usage=self.usage)
+        else:
+            concrete = Reply.content(json.dumps(self.obj), usage=self.usage)
+        return replace(concrete, cached=self.cached, finish_reason=self.finish_reason)
 
 
 ScriptEntry = Reply | Callable[[dict[str, Any]], Reply]
@@ -307,12 +317,17 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(200, _completion(base, reply, call_id))
 
 
-def _usage(reply: Reply) -> dict[str, int]:
+def _usage(reply: Reply) -> dict[str, Any]:
     p, c = reply.usage
-    return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
+    usage: dict[str, Any] = {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
+    if reply.cached is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": reply.cached}
+    return usage
 
 
 def _finish(reply: Reply) -> str:
+    if reply.finish_reason:
+        return reply.finish_reason
     return "tool_calls" if reply.kind == "tool_call" else "stop"
 
 

@@ -13,9 +13,10 @@ from tests.support.fake_models import ToolCallingFake
 from tests.support.plans import QUERY, blog_plan, broken_blog_plan
 from toolplan.errors import InvalidInput, NotFound
 from toolplan.planning.graph import PlannerContext, analyze_dependencies, build_planning_graph
+from toolplan.planning.parsing import to_plan_data
 from toolplan.planning.planner import PlanningFailed, create_plan
-from toolplan.planning.prompts import load_prompt, render_catalog
-from toolplan.planning.schema import LLMPlan, to_plan_data
+from toolplan.planning.prompts import load_prompt, render_system_prompt
+from toolplan.planning.schema import generic_plan_schema
 from toolplan.store.sqlite import SqliteStore
 from toolplan.tools import load_tool_modules
 
@@ -173,20 +174,20 @@ def test_llm_schema_conversion_is_lenient_but_reports_bad_json() -> None:
     assert issues == [] and good is not None
     assert good["steps"][0]["parameters"] == {"x": 1} and good["steps"][0]["confidence"] == 1.0
     bad, issues = to_plan_data({"steps": [{"id": "a", "tool": "t", "parameters": "{not json"}]})
-    assert bad is None and "parameters is not a valid JSON object string" in issues[0].message
+    assert bad is None and "parameters is not valid JSON" in issues[0].message
     assert to_plan_data("nonsense")[1][0].code == "json"
-    assert LLMPlan.model_json_schema()["required"] == ["reasoning", "steps", "outputSteps"]
+    assert generic_plan_schema().schema["required"] == ["reasoning", "steps", "outputSteps"]
 
 
 def test_prompt_snapshot() -> None:
     """The rendered planner prompt for the built-in catalog. Regenerate with UPDATE_SNAPSHOTS=1."""
     import os
 
-    rendered = load_prompt("planner").render(
-        catalog=render_catalog(load_tool_modules(["blog", "metrics", "weather"]).infos())
+    rendered = render_system_prompt(
+        load_prompt("planner"), load_tool_modules(["blog", "metrics", "weather"]).infos(), "typed"
     )
     if os.environ.get("UPDATE_SNAPSHOTS"):
         SNAPSHOT.write_text(rendered)
     assert rendered == SNAPSHOT.read_text()
-    assert load_prompt("planner").version == "planner-v1"
+    assert load_prompt("planner").version == "planner-v2"
     _ = json

@@ -133,8 +133,11 @@ def _print_summary(summary: dict[str, Any]) -> None:
     table.add_row(
         "execution p50 / p95", f"{ms(summary['execMs']['p50'])} / {ms(summary['execMs']['p95'])}"
     )
-    table.add_row("LLM calls", str(summary["llmCalls"]))
-    table.add_row("tokens in / out", f"{summary['inputTokens']} / {summary['outputTokens']}")
+    table.add_row("LLM calls", f"{summary['llmCalls']} ({summary['repairs']} repairs)")
+    table.add_row(
+        "tokens in (cached) / out",
+        f"{summary['inputTokens']} ({summary['cachedInputTokens']}) / {summary['outputTokens']}",
+    )
     selection = summary.get("toolSelection")
     if selection:
         table.add_row("tool precision", str(selection["precision"]))

@@ -4,8 +4,15 @@
                 ▲                              ├─ invalid, repairs left ─┘ (back to select_tools)
                 └──────────────────────────────┘  invalid, none left ─► END (status "invalid")
 
-The model writes the whole plan in one structured-output call. The dependency-analysis node is the
-engine's validator (:func:`toolplan.analysis.analyze`). Invalid plans are never stored.
+The model writes the whole plan in one structured-output call, in the catalog-typed schema (or the
+generic one: :mod:`toolplan.planning.schema`). Its answer is read leniently where that is safe
+(:mod:`toolplan.planning.parsing`); the dependency-analysis node is the engine's validator
+(:func:`toolplan.analysis.analyze`), and every problem of every step goes back to the model in one
+repair round. Invalid plans are never stored.
+
+The system prompt depends only on the catalog and the schema kind, so it is byte-identical from
+one call to the next and servers' prompt caches hit; observed tool statistics follow it in a
+separate message, in coarse buckets.
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ from pathlib import Path
 from typing import Any, NotRequired
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
@@ -29,9 +36,27 @@ from toolplan.config import PlannerSettings, Settings, StructuredMethod, registe
 from toolplan.errors import PlanInvalid
 from toolplan.operations import submit_plan
 from toolplan.plan import parse_plan
-from toolplan.planning.model import llm_errors
-from toolplan.planning.prompts import Prompt, load_prompt, prompts_dir, render_catalog
-from toolplan.planning.schema import LLMPlan, to_plan_data
+from toolplan.planning.model import (
+    ModelAnswer,
+    ask_structured,
+    llm_errors,
+    schema_rejected,
+    truncated,
+)
+from toolplan.planning.parsing import message_payload, read_plan
+from toolplan.planning.prompts import (
+    Prompt,
+    load_prompt,
+    prompts_dir,
+    render_observations,
+    render_system_prompt,
+)
+from toolplan.planning.schema import (
+    DEFAULT_TYPED_SCHEMA_MAX_TOOLS,
+    PlanSchema,
+    generic_plan_schema,
+    plan_schema,
+)
 from toolplan.store.protocol import Store
 from toolplan.tools.catalog import ToolCatalog
 
@@ -62,6 +87,18 @@ class PlannerContext:
     tool_stats: dict[str, Any] = field(default_factory=dict)
     endpoint: str | None = None
     """The model's endpoint, named in error messages (``OPENAI_BASE_URL``)."""
+    max_tokens: int | None = None
+    """The model's output-token limit per call, named when an answer is cut off."""
+    typed_schema_max_tools: int = DEFAULT_TYPED_SCHEMA_MAX_TOOLS
+    """Catalogs with more tools (or 0) are planned with the generic schema."""
+    schema_fallback: bool = False
+    """Set when the endpoint rejected the typed schema: later calls use the generic one."""
+
+    def plan_schema(self) -> PlanSchema:
+        """The schema the model answers in (typed, unless too large or rejected)."""
+        if self.schema_fallback:
+            return generic_plan_schema()
+        return _schema_for(self.catalog, self.typed_schema_max_tools, self.method)
 
 
 class PlanningInput(TypedDict):
@@ -86,11 +123,15 @@ class PlanningState(TypedDict, total=False):
     errors: list[str]
     candidate: dict[str, Any] | None
     raw_candidate: str | None
+    unreadable: list[str]
+    """Steps whose parameters could not be read: their argument checks are not reported."""
     repairs: int
     llm_calls: int
     usage: dict[str, int]
     model: str
     prompt_version: str
+    plan_schema: str
+    """``typed`` or ``generic``: the schema the last answer was requested in."""
     started_at: float
     planning_ms: float
 
@@ -129,76 +170,98 @@ def _prompts(directory: Path) -> tuple[Prompt, Prompt]:
 register_cache(_prompts.cache_clear)
 
 
-def _usage_of(message: BaseMessage | None) -> tuple[int, int]:
-    usage = getattr(message, "usage_metadata", None) or {}
-    return int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))
+@functools.lru_cache(maxsize=16)
+def _schema_cached(catalog_id: int, catalog: ToolCatalog, limit: int, strict: bool) -> PlanSchema:
+    return plan_schema(catalog, max_typed_tools=limit, strict=strict)
 
 
-def _payload_of(result: dict[str, Any]) -> Any:
-    """The model's plan: the parsed object, else the raw tool-call arguments or JSON content."""
-    if result.get("parsed") is not None:
-        return result["parsed"]
-    raw = result.get("raw")
-    if isinstance(raw, AIMessage):
-        if raw.tool_calls:
-            return raw.tool_calls[0]["args"]
-        if isinstance(raw.content, str) and raw.content.strip():
-            return raw.content
-    return None
+def _schema_for(catalog: ToolCatalog, limit: int, method: StructuredMethod) -> PlanSchema:
+    # keyed by the catalog object: a catalog is built once per process and not changed after
+    return _schema_cached(id(catalog), catalog, limit, method == "json_schema")
+
+
+register_cache(_schema_cached.cache_clear)
+
+
+def planner_messages(
+    ctx: PlannerContext, query: str, prompt: Prompt, schema: PlanSchema
+) -> list[BaseMessage]:
+    """System prompt (static while the catalog is), observations (coarse, often none), query."""
+    system = render_system_prompt(prompt, ctx.catalog.infos(), schema.kind)
+    messages: list[BaseMessage] = [SystemMessage(system)]
+    observed = render_observations(
+        [replace(i, stats=ctx.tool_stats.get(i.name)) for i in ctx.catalog.infos()]
+    )
+    if observed:
+        messages.append(HumanMessage(observed))
+    messages.append(HumanMessage(query))
+    return messages
+
+
+async def _ask(
+    ctx: PlannerContext, messages: list[BaseMessage], schema: PlanSchema, config: RunnableConfig
+) -> ModelAnswer:
+    return await ask_structured(
+        ctx.model, messages, schema.schema, method=ctx.method, strict=schema.strict, config=config
+    )
+
+
+def _add_usage(usage: dict[str, int] | None, answer: ModelAnswer) -> dict[str, int]:
+    total = dict(usage or {"inputTokens": 0, "outputTokens": 0})
+    total["inputTokens"] += answer.input_tokens
+    total["outputTokens"] += answer.output_tokens
+    if answer.cached_input_tokens is not None:
+        total["cachedInputTokens"] = total.get("cachedInputTokens", 0) + answer.cached_input_tokens
+    return total
 
 
 async def select_tools(state: PlanningState, config: RunnableConfig) -> PlanningState:
     """Ask the model for the whole plan in one structured-output call (or a repaired one)."""
+    started_at = state.get("started_at") or time.time()  # before the first call: it is planning
     ctx = await planner_context(config)
     prompt, repair_prompt = await asyncio.to_thread(lambda: _prompts(prompts_dir()))
-    infos = [replace(i, stats=ctx.tool_stats.get(i.name)) for i in ctx.catalog.infos()]
-    messages: list[BaseMessage] = [
-        SystemMessage(prompt.render(catalog=render_catalog(infos))),
-        HumanMessage(state["query"]),
-    ]
+    schema = ctx.plan_schema()
+    messages = planner_messages(ctx, state["query"], prompt, schema)
     repairs = state.get("repairs", 0)
     if state.get("errors"):
         repairs += 1
-        previous = state.get("raw_candidate") or json.dumps(
-            state.get("candidate"), ensure_ascii=False
+        previous = state.get("raw_candidate") or "(no plan could be read from the answer)"
+        problems = "\n".join(f"- {error}" for error in state["errors"])
+        messages.append(HumanMessage(repair_prompt.render(previous_plan=previous, errors=problems)))
+    with llm_errors(ctx.model_name, endpoint=ctx.endpoint, max_tokens=ctx.max_tokens):
+        try:
+            answer = await _ask(ctx, messages, schema, config)
+        except Exception as error:
+            if schema.kind != "typed" or not schema_rejected(error):
+                raise
+            ctx.schema_fallback = True  # this endpoint cannot take the typed schema
+            schema = ctx.plan_schema()
+            messages[0] = planner_messages(ctx, state["query"], prompt, schema)[0]
+            answer = await _ask(ctx, messages, schema, config)
+    usage = _add_usage(state.get("usage"), answer)
+    if answer.finish_reason == "length":
+        raise truncated(
+            ctx.model_name, ctx.max_tokens, usage=usage, llmCalls=state.get("llm_calls", 0) + 1
         )
-        messages.append(
-            HumanMessage(
-                repair_prompt.render(
-                    previous_plan=previous or "(no plan could be read from the response)",
-                    errors="\n".join(f"- {error}" for error in state["errors"]),
-                )
-            )
-        )
-    strict = {"strict": True} if ctx.method == "json_schema" else {}
-    structured = ctx.model.with_structured_output(
-        LLMPlan, method=ctx.method, include_raw=True, **strict
-    )
-    with llm_errors(ctx.model_name, endpoint=ctx.endpoint):
-        result: Any = await structured.ainvoke(messages, config)
-    input_tokens, output_tokens = _usage_of(result.get("raw"))
-    usage = dict(state.get("usage") or {"inputTokens": 0, "outputTokens": 0})
-    usage["inputTokens"] += input_tokens
-    usage["outputTokens"] += output_tokens
-    payload = _payload_of(result)
-    data, issues = to_plan_data(payload) if payload is not None else (None, [])
-    errors = [issue.message for issue in issues]
+    payload = message_payload(answer.message)
+    reading = read_plan(payload, ctx.catalog)
+    errors = [issue.message for issue in reading.issues]
     if payload is None:
-        errors = [f"the response could not be read as a plan: {result.get('parsing_error')}"]
+        errors = ["the answer was empty: return the plan as one JSON object"]
     return {
-        "candidate": data,
+        "candidate": reading.data,
         "raw_candidate": payload
-        if isinstance(payload, str)
-        else json.dumps(
-            payload.model_dump() if isinstance(payload, LLMPlan) else payload, ensure_ascii=False
-        ),
+        if isinstance(payload, str) or payload is None
+        else json.dumps(payload, ensure_ascii=False),
         "errors": errors,
+        "unreadable": reading.unreadable,
         "repairs": repairs,
         "llm_calls": state.get("llm_calls", 0) + 1,
         "usage": usage,
         "model": ctx.model_name,
         "prompt_version": prompt.version,
-        "started_at": state.get("started_at") or time.time(),
+        "plan_schema": schema.kind,
+        "started_at": started_at,
     }
 
 
@@ -207,12 +270,22 @@ async def analyze_dependencies(state: PlanningState, config: RunnableConfig) -> 
     ctx = await planner_context(config)
     if state.get("candidate") is None:
         return {"plan": None, "analysis": None}
+    reading_errors = list(state.get("errors") or [])
+    unreadable = set(state.get("unreadable") or [])
     try:
         plan = parse_plan(state["candidate"])
         analysis = analyze(plan, ctx.catalog, max_steps=ctx.max_steps)
     except PlanInvalid as invalid:
-        errors = [issue.message for issue in invalid.issues]
-        return {"errors": errors, "plan": None, "analysis": None}
+        # every problem of every step at once; the argument checks of a step whose parameters
+        # could not be read would only repeat that problem
+        found = [
+            issue.message
+            for issue in invalid.issues
+            if not (issue.code == "arguments" and issue.step in unreadable)
+        ]
+        return {"errors": reading_errors + found, "plan": None, "analysis": None}
+    if reading_errors:
+        return {"errors": reading_errors, "plan": None, "analysis": None}
     return {"errors": [], "plan": plan.to_json(), "analysis": analysis.to_json()}
 
 
@@ -230,6 +303,7 @@ async def persist(state: PlanningState, config: RunnableConfig) -> PlanningState
         "usage": state.get("usage"),
         "planningMs": planning_ms,
         "promptVersion": state.get("prompt_version"),
+        "planSchema": state.get("plan_schema"),
         "confidence": confidence,
         "repairs": state.get("repairs", 0),
         "reasoning": plan.reasoning,

@@ -11,11 +11,22 @@ import re
 import string
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from toolplan.config import PlannerSettings, Settings
+from toolplan.planning.schema import SchemaKind
 from toolplan.tools.catalog import ToolInfo
 
-__all__ = ["Prompt", "load_prompt", "prompts_dir", "render_catalog"]
+__all__ = [
+    "Prompt",
+    "load_prompt",
+    "parameters_format",
+    "prompts_dir",
+    "render_catalog",
+    "render_example",
+    "render_observations",
+    "render_system_prompt",
+]
 
 _HEADER = re.compile(
     r"^<!--\s*prompt:\s*(?P<name>[\w-]+)\s*·\s*version:\s*(?P<version>[\w.-]+)\s*-->\n"
@@ -58,8 +69,11 @@ def load_prompt(name: str, *, settings: PlannerSettings | None = None) -> Prompt
 
 
 def render_catalog(infos: list[ToolInfo]) -> str:
-    """The tool catalog as the planner sees it: name, description, JSON schema, tags, examples,
-    and observed statistics when there are any."""
+    """The tool catalog as the planner sees it: name, description, JSON schema, tags, examples.
+
+    Observed statistics are not part of it: they change with every execution, and the system
+    prompt must stay byte-identical while the catalog does, so that prompt caches hit
+    (:func:`render_observations` carries them, after the static part)."""
     blocks = []
     for info in infos:
         lines = [f"## {info.name}", info.description or "(no description)"]
@@ -68,11 +82,108 @@ def render_catalog(infos: list[ToolInfo]) -> str:
         lines.append("Arguments (JSON schema): " + json.dumps(info.parameters, ensure_ascii=False))
         for example in info.examples:
             lines.append("Example: " + json.dumps(example, ensure_ascii=False))
-        if info.stats and info.stats.calls:
-            avg = f"{info.stats.avg_duration_ms:.0f} ms" if info.stats.avg_duration_ms else "n/a"
-            lines.append(
-                f"Observed: {info.stats.calls} calls, average {avg}, "
-                f"failure rate {info.stats.failure_rate or 0:.0%}"
-            )
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
+
+
+OBSERVED_MIN_CALLS = 5
+"""Tools with fewer observed calls are not described: too few to say anything."""
+
+
+def _latency_bucket(ms: float | None) -> str | None:
+    if ms is None or ms < 1000:
+        return None
+    if ms < 10_000:
+        return "slow (1-10 s per call)"
+    return "very slow (over 10 s per call)"
+
+
+def _failure_bucket(rate: float | None) -> str | None:
+    if rate is None or rate < 0.1:
+        return None
+    if rate < 0.5:
+        return "fails sometimes (10-50% of calls)"
+    return "fails often (over half of the calls)"
+
+
+def render_observations(infos: list[ToolInfo]) -> str:
+    """What past executions showed about the tools, in coarse buckets (slow, fails sometimes or
+    often), only for tools worth a warning; empty when there is nothing to say.
+
+    Buckets change rarely, so the message that carries this (after the static system prompt)
+    changes rarely too; exact figures would change after every execution."""
+    lines = []
+    for info in infos:
+        stats = info.stats
+        if stats is None or stats.calls < OBSERVED_MIN_CALLS:
+            continue
+        notes = [
+            note
+            for note in (
+                _latency_bucket(stats.avg_duration_ms),
+                _failure_bucket(stats.failure_rate),
+            )
+            if note
+        ]
+        if notes:
+            lines.append(f"- {info.name}: {', '.join(notes)}")
+    if not lines:
+        return ""
+    return (
+        "Observed in past executions (prefer an alternative tool when there is one; a tool the "
+        "request needs is still needed):\n" + "\n".join(lines)
+    )
+
+
+_EXAMPLE: dict[str, Any] = {
+    "reasoning": "The two lookups are independent; the message uses both of their outputs.",
+    "steps": [
+        {"id": "u7", "tool": "lookup_user", "parameters": {"user_id": 7}},
+        {"id": "u9", "tool": "lookup_user", "parameters": {"user_id": 9}},
+        {
+            "id": "msg",
+            "tool": "send_message",
+            "parameters": {
+                "to": "{{u7.email}}",
+                "about": "{{u9}}",
+                "text": "{{u9.name}} lives in {{u9.city}}",
+            },
+        },
+    ],
+    "outputSteps": ["msg"],
+}
+
+
+def parameters_format(kind: SchemaKind) -> str:
+    """How the plan format section describes ``parameters`` for the schema in use."""
+    if kind == "typed":
+        return 'the tool\'s arguments as a JSON object, e.g. `{"name": "Alice"}`'
+    return (
+        "the tool's arguments as a JSON object **encoded as a string**, e.g. "
+        '`"{\\"name\\": \\"Alice\\"}"`'
+    )
+
+
+def render_example(kind: SchemaKind) -> str:
+    """The prompt's example plan, with ``parameters`` written as the schema in use wants it."""
+    steps = []
+    for step in _EXAMPLE["steps"]:
+        parameters: Any = step["parameters"]
+        if kind == "generic":
+            parameters = json.dumps(parameters)
+        full = {**step, "parameters": parameters, "dependsOn": [], "confidence": 0.9}
+        steps.append("  " + json.dumps(full, ensure_ascii=False))
+    return (
+        f'{{"reasoning": {json.dumps(_EXAMPLE["reasoning"])},\n "steps": [\n'
+        + ",\n".join(steps)
+        + f'],\n "outputSteps": {json.dumps(_EXAMPLE["outputSteps"])}}}'
+    )
+
+
+def render_system_prompt(prompt: Prompt, infos: list[ToolInfo], kind: SchemaKind) -> str:
+    """The planner's system prompt: depends only on the catalog and the schema kind."""
+    return prompt.render(
+        catalog=render_catalog(infos),
+        parameters_format=parameters_format(kind),
+        example=render_example(kind),
+    )

@@ -1,88 +1,305 @@
-"""The LLM-facing plan schema, and its conversion into the engine's plan format.
+"""The JSON schema the model answers in: typed by the catalog, or the generic fallback.
 
-Real OpenAI strict ``json_schema`` rejects free-form objects, so ``parameters`` travels as a JSON
-*string* here; the field names are exactly the plan format's. Conversion is lenient where it is
-safe (an object where a string was asked for is accepted) and reports everything else as
-validation issues that go back to the model in the repair loop.
+**Typed** (the default): each step is one ``anyOf`` branch per catalog tool, with ``"tool":
+{"const": NAME}`` and ``parameters`` that tool's own argument object, so a schema-enforcing server
+(llama.cpp, vLLM, OpenAI strict mode) cannot emit an unknown tool, an unknown argument or
+unparseable parameters. An argument whose type is not already string also accepts a whole-value
+template string (``"{{stepId.path}}"``), which the engine resolves to the referenced JSON value.
+For strict mode every property is required, so optional arguments become nullable and the reader
+drops the nulls (:mod:`toolplan.planning.parsing`).
+
+**Generic**: ``parameters`` is a JSON object *encoded as a string* and ``tool`` any string. It
+fits any catalog and any server; it is used for catalogs larger than
+``TOOLPLAN_TYPED_SCHEMA_MAX_TOOLS`` tools, when that setting is 0, and for a server that rejected
+the typed schema.
+
+The engine's plan format is the same either way.
 """
 
 from __future__ import annotations
 
+import copy
 import json
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from toolplan.tools.catalog import ToolCatalog, ToolInfo
 
-from toolplan.errors import ValidationIssue
+__all__ = [
+    "DEFAULT_TYPED_SCHEMA_MAX_TOOLS",
+    "TEMPLATE_PATTERN",
+    "PlanSchema",
+    "SchemaKind",
+    "generic_plan_schema",
+    "plan_schema",
+    "typed_plan_schema",
+]
 
-__all__ = ["LLMPlan", "LLMStep", "to_plan_data"]
+SchemaKind = Literal["typed", "generic"]
+"""``typed``: one branch per tool with typed parameters; ``generic``: parameters as a string."""
+
+DEFAULT_TYPED_SCHEMA_MAX_TOOLS = 64
+"""Catalogs with more tools get the generic schema (``TOOLPLAN_TYPED_SCHEMA_MAX_TOOLS``).
+BENCHMARKS.md ("Planning with a real model") shows how the schema grows with the catalog."""
+
+TEMPLATE_PATTERN = r"^\{\{[A-Za-z_][A-Za-z0-9_\-]*(\.[A-Za-z0-9_\-]+|\[[0-9]+\])*\}\}$"
+"""A whole-value template as the typed schema accepts it for a non-string argument. Narrower
+than the template grammar (keys of letters, digits, ``_`` and ``-``) so every grammar engine can
+compile it; the validator checks the real grammar afterwards."""
+
+SCHEMA_NAME = "LLMPlan"
+"""The schema's title: the function name in function calling, the json_schema name."""
+
+_PLAN_DESCRIPTION = "A complete plan: a DAG of tool calls run by a deterministic engine."
+_KEPT = {
+    "type",
+    "properties",
+    "required",
+    "items",
+    "enum",
+    "const",
+    "anyOf",
+    "description",
+    "pattern",
+    "format",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "minItems",
+    "maxItems",
+    "additionalProperties",
+}
+"""Keywords a tool's argument schema keeps: what OpenAI strict mode accepts (``default``,
+``title`` and ``examples`` are dropped; a default applies anyway when the argument is left out)."""
 
 
-class LLMStep(BaseModel):
-    """One tool call, as the model writes it."""
+@dataclass(frozen=True)
+class PlanSchema:
+    """The schema sent to the model and how to send it."""
 
-    id: str = Field(description="Unique step id: letters, digits, _ or -, starting with a letter.")
-    tool: str = Field(description="Exact tool name from the catalog.")
-    parameters: str = Field(
-        description='The arguments as a JSON object encoded as a string, e.g. "{\\"name\\": \\"Alice\\"}". '
-        "Strings may contain templates like {{stepId.field}}."
-    )
-    dependsOn: list[str] = Field(
-        description="Ids of steps that must finish first; template references are added automatically."
-    )
-    confidence: float = Field(description="Confidence from 0 to 1 that this step is right.")
+    kind: SchemaKind
+    schema: dict[str, Any]
+    strict: bool
+    """Whether ``strict`` mode can be requested: false when a tool takes a free-form object,
+    which OpenAI's strict mode rejects (llama.cpp and vLLM enforce the schema either way)."""
 
-
-class LLMPlan(BaseModel):
-    """A complete plan: a DAG of tool calls run by a deterministic engine."""
-
-    reasoning: str = Field(description="One or two sentences on how the steps achieve the request.")
-    steps: list[LLMStep] = Field(description="The tool calls.")
-    outputSteps: list[str] = Field(description="Ids of the steps whose outputs answer the request.")
+    @property
+    def size(self) -> int:
+        """Characters of the compact JSON schema."""
+        return len(json.dumps(self.schema, separators=(",", ":")))
 
 
-def to_plan_data(payload: Any) -> tuple[dict[str, Any] | None, list[ValidationIssue]]:
-    """Turn the model's structured output into canonical plan JSON, or issues for the repair loop."""
-    if isinstance(payload, BaseModel):
-        payload = payload.model_dump()
-    if isinstance(payload, str):
-        try:
-            payload = json.loads(payload)
-        except ValueError as error:
-            return None, [ValidationIssue("json", f"the response is not valid JSON: {error}")]
-    if not isinstance(payload, dict) or not isinstance(payload.get("steps"), list):
-        return None, [
-            ValidationIssue("shape", "the response must be an object with a 'steps' list")
-        ]
-    issues: list[ValidationIssue] = []
-    steps = []
-    for index, raw in enumerate(payload["steps"]):
-        if not isinstance(raw, dict):
-            issues.append(ValidationIssue("shape", f"steps[{index}] must be an object"))
-            continue
-        step = dict(raw)
-        label = f"step {step.get('id', index)!r}"
-        parameters = step.get("parameters", {})
-        if isinstance(parameters, str):
-            try:
-                parameters = json.loads(parameters) if parameters.strip() else {}
-            except (ValueError, RecursionError) as error:
-                issues.append(
-                    ValidationIssue(
-                        "json", f"{label}: parameters is not a valid JSON object string: {error}"
-                    )
-                )
-                continue
-        step["parameters"] = parameters
-        if step.get("confidence") is not None:
-            try:
-                step["confidence"] = min(1.0, max(0.0, float(step["confidence"])))
-            except (TypeError, ValueError):
-                step.pop("confidence")
-        steps.append(step)
-    data: dict[str, Any] = {"steps": steps}
-    if payload.get("reasoning"):
-        data["reasoning"] = str(payload["reasoning"])
-    if payload.get("outputSteps"):
-        data["outputSteps"] = payload["outputSteps"]
-    return (None if issues else data), issues
+def _step_common() -> dict[str, Any]:
+    return {
+        "id": {
+            "type": "string",
+            "description": "Unique step id: letters, digits, _ or -, starting with a letter.",
+        },
+        "dependsOn": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Ids of steps that must finish first although no template names "
+            "them (only for an order the request asks for); usually [].",
+        },
+        "confidence": {
+            "type": "number",
+            "description": "Confidence from 0 to 1 that this step is right.",
+        },
+    }
+
+
+def _plan(step_schema: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "title": SCHEMA_NAME,
+        "description": _PLAN_DESCRIPTION,
+        "type": "object",
+        "properties": {
+            "reasoning": {
+                "type": "string",
+                "description": "One or two sentences on how the steps achieve the request.",
+            },
+            "steps": {"type": "array", "items": step_schema, "description": "The tool calls."},
+            "outputSteps": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "Ids of the steps whose outputs answer the request.",
+            },
+        },
+        "required": ["reasoning", "steps", "outputSteps"],
+        "additionalProperties": False,
+    }
+
+
+def generic_plan_schema() -> PlanSchema:
+    """``parameters`` as a JSON string, ``tool`` any string: fits every catalog and server."""
+    properties = _step_common()
+    step = {
+        "type": "object",
+        "properties": {
+            "id": properties["id"],
+            "tool": {"type": "string", "description": "Exact tool name from the catalog."},
+            "parameters": {
+                "type": "string",
+                "description": 'The arguments as a JSON object encoded as a string, e.g. "{\\"name\\": '
+                '\\"Alice\\"}". Strings may contain templates like {{stepId.field}}.',
+            },
+            "dependsOn": properties["dependsOn"],
+            "confidence": properties["confidence"],
+        },
+        "required": ["id", "tool", "parameters", "dependsOn", "confidence"],
+        "additionalProperties": False,
+    }
+    return PlanSchema("generic", _plan(step), strict=True)
+
+
+_TEMPLATE_REF = {"$ref": "#/$defs/template"}
+
+
+def _accepts_string(schema: dict[str, Any]) -> bool:
+    if "$ref" in schema:
+        return schema["$ref"] == _TEMPLATE_REF["$ref"]
+    if not schema or ("type" not in schema and "anyOf" not in schema and "enum" not in schema):
+        return True  # no constraint: anything goes, a template included
+    kind = schema.get("type")
+    if kind == "string" or (isinstance(kind, list) and "string" in kind):
+        return "enum" not in schema and "const" not in schema
+    return any(_accepts_string(branch) for branch in schema.get("anyOf") or [])
+
+
+def _inline(schema: Any, defs: dict[str, Any], depth: int = 0) -> Any:
+    """``schema`` with its local ``$ref``s replaced by the definitions (recursion cut at 8)."""
+    if isinstance(schema, list):
+        return [_inline(item, defs, depth) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        name = ref.rsplit("/", 1)[-1]
+        if depth > 8 or name not in defs:
+            return {}  # recursive or unknown: unconstrained (the validator checks it later)
+        rest = {k: v for k, v in schema.items() if k != "$ref"}
+        return _inline({**defs[name], **rest}, defs, depth + 1)
+    return {key: _inline(value, defs, depth) for key, value in schema.items()}
+
+
+class _Conversion:
+    """Turns one tool's argument schema into its typed ``parameters`` schema."""
+
+    def __init__(self, strict: bool) -> None:
+        self.strict = strict
+        self.free_form = False
+        """A free-form object was seen: strict mode cannot express it."""
+
+    def value(self, schema: Any) -> dict[str, Any]:
+        """A value position: cleaned, and accepting a whole-value template where it does not
+        already accept strings."""
+        return _with_template(self.clean(schema if isinstance(schema, dict) else {}))
+
+    def clean(self, schema: dict[str, Any]) -> dict[str, Any]:
+        """Only the keywords structured-output engines accept; objects closed, their optional
+        properties nullable in strict mode (which needs every property required)."""
+        out = {key: copy.deepcopy(value) for key, value in schema.items() if key in _KEPT}
+        if "anyOf" in out:
+            out["anyOf"] = [self.clean(branch) for branch in out["anyOf"]]
+        if isinstance(out.get("items"), dict):
+            out["items"] = self.value(out["items"])
+        if out.get("type") == "object" or ("type" not in out and "properties" in out):
+            return self.object(out)
+        return out
+
+    def object(self, schema: dict[str, Any]) -> dict[str, Any]:
+        properties = schema.get("properties") or {}
+        if not properties or schema.get("additionalProperties") not in (None, False):
+            self.free_form = True
+            return {"type": "object"}
+        required = [name for name in schema.get("required") or [] if name in properties]
+        converted = {}
+        for name, value in properties.items():
+            value = self.value(value)
+            converted[name] = value if name in required or not self.strict else _nullable(value)
+        out: dict[str, Any] = {"type": "object", "properties": converted}
+        out["required"] = list(converted) if self.strict else required
+        out["additionalProperties"] = False
+        if "description" in schema:
+            out["description"] = schema["description"]
+        return out
+
+
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    description = schema.get("description")
+    body = {k: v for k, v in schema.items() if k != "description"}
+    branches = list(body["anyOf"]) if set(body) == {"anyOf"} else [body]
+    if not any(b.get("type") == "null" for b in branches):
+        branches.append({"type": "null"})
+    out: dict[str, Any] = {"anyOf": branches}
+    if description:
+        out["description"] = description
+    return out
+
+
+def _with_template(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema``, also accepting a whole-value template where it does not accept strings."""
+    if _accepts_string(schema):
+        return schema
+    description = schema.get("description")
+    body = {k: v for k, v in schema.items() if k != "description"}
+    branches = list(body["anyOf"]) if set(body) == {"anyOf"} else [body]
+    out: dict[str, Any] = {"anyOf": [*branches, dict(_TEMPLATE_REF)]}
+    if description:
+        out["description"] = description
+    return out
+
+
+def _arguments(info: ToolInfo, conversion: _Conversion) -> dict[str, Any]:
+    schema = info.parameters
+    defs = {**schema.get("definitions", {}), **schema.get("$defs", {})}
+    schema = _inline({k: v for k, v in schema.items() if k not in ("$defs", "definitions")}, defs)
+    if schema.get("type", "object") != "object":
+        conversion.free_form = True
+        return {"type": "object"}
+    if not schema.get("properties") and schema.get("additionalProperties") in (None, False):
+        return {"type": "object", "properties": {}, "required": [], "additionalProperties": False}
+    return conversion.object({**schema, "type": "object"})
+
+
+def typed_plan_schema(catalog: ToolCatalog, *, strict: bool = True) -> PlanSchema:
+    """One ``anyOf`` branch per tool: ``tool`` a constant, ``parameters`` its typed arguments.
+
+    With ``strict``, optional arguments are required-and-nullable (strict mode's rule). The parts
+    every branch shares are ``$defs``, so the schema grows by about one tool schema per tool."""
+    conversion = _Conversion(strict)
+    branches = [
+        {
+            "type": "object",
+            "properties": {
+                "id": {"$ref": "#/$defs/id"},
+                "tool": {"const": info.name},
+                "parameters": _arguments(info, conversion),
+                "dependsOn": {"$ref": "#/$defs/dependsOn"},
+                "confidence": {"type": "number"},
+            },
+            "required": ["id", "tool", "parameters", "dependsOn", "confidence"],
+            "additionalProperties": False,
+        }
+        for info in catalog.infos()
+    ]
+    schema = _plan({"anyOf": branches})
+    schema["$defs"] = {
+        "id": {"type": "string"},
+        "dependsOn": {"type": "array", "items": {"type": "string"}},
+        "template": {"type": "string", "pattern": TEMPLATE_PATTERN},
+    }
+    return PlanSchema("typed", schema, strict=not conversion.free_form)
+
+
+def plan_schema(
+    catalog: ToolCatalog,
+    *,
+    max_typed_tools: int = DEFAULT_TYPED_SCHEMA_MAX_TOOLS,
+    strict: bool = True,
+) -> PlanSchema:
+    """The typed schema for catalogs of up to ``max_typed_tools`` tools, else the generic one."""
+    if 0 < len(catalog) <= max_typed_tools:
+        return typed_plan_schema(catalog, strict=strict)
+    return generic_plan_schema()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from toolplan.config import Settings
 from toolplan.planning.graph import PlannerContext
-from toolplan.planning.model import create_chat_model
+from toolplan.planning.model import create_chat_model, default_max_tokens
 from toolplan.store import Store, open_store
 from toolplan.tools.catalog import ToolCatalog
 from toolplan.tools.loading import load_catalog
@@ -28,10 +28,11 @@ def planner_context_from_env(
     store = store or open_store(settings.store_uri)
     catalog = catalog or load_catalog(settings)
     spec = model or planner.model
+    max_tokens = planner.llm_max_tokens or default_max_tokens(settings.max_steps)
     return PlannerContext(
         store=store,
         catalog=catalog,
-        model=create_chat_model(planner, spec),
+        model=create_chat_model(planner, spec, max_tokens=max_tokens),
         model_name=spec,
         method=planner.structured_method,
         max_repairs=max_repairs if max_repairs is not None else planner.max_repairs,
@@ -43,4 +44,6 @@ def planner_context_from_env(
         max_steps=settings.max_steps,
         tool_stats=dict(store.tool_stats()),
         endpoint=planner.openai_base_url,
+        max_tokens=max_tokens,
+        typed_schema_max_tools=planner.typed_schema_max_tools,
     )

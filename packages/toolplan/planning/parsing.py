@@ -1,0 +1,298 @@
+"""Reading the model's answer into plan JSON: lenient where it is safe, strict where it matters.
+
+Safe, and done silently:
+
+- the plan as message content instead of a tool call, bare or in a markdown fence (```` ```json
+  ````), with prose around it, or wrapped the way chat templates write tool calls
+  (``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``);
+- a whole-value template written without quotes inside JSON text (``{"data": {{tokyo}}}``): it
+  stands for a JSON value, so the quotes are added (``"{{tokyo}}"``). Only templates outside string
+  literals are touched, so ``"by {{author.name}}"`` stays as it is;
+- ``parameters`` given as an object where the generic schema asks for a JSON string;
+- ``null`` for an optional argument (strict mode makes every argument required-and-nullable):
+  the argument is left out, so the tool's default applies.
+
+Everything else is a :class:`~toolplan.errors.ValidationIssue` for the repair loop, and one step's
+unreadable ``parameters`` never hides the other steps: :func:`read_plan` keeps that step (with
+empty parameters, listed in ``unreadable``) so the validator still reports every other problem.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+from pydantic import BaseModel
+
+from toolplan.errors import ValidationIssue
+from toolplan.tools.catalog import ToolCatalog
+
+__all__ = [
+    "PlanReading",
+    "loads_lenient",
+    "message_payload",
+    "quote_bare_templates",
+    "read_plan",
+    "to_plan_data",
+]
+
+_TEMPLATE = re.compile(r"\{\{\s*[A-Za-z_][A-Za-z0-9_\-]*(?:\.[^.\[\]{}\s]+|\[\d+\])*\s*\}\}")
+_FENCE = re.compile(r"```[A-Za-z]*[ \t]*\n?(.*?)```", re.DOTALL)
+_TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
+
+
+def quote_bare_templates(text: str) -> str:
+    """Quote every whole-value template that stands outside a JSON string literal.
+
+    ``{"a": {{x}}, "b": [{{y.z[0]}}], "c": "by {{w}}"}`` becomes
+    ``{"a": "{{x}}", "b": ["{{y.z[0]}}"], "c": "by {{w}}"}``.
+    """
+    out: list[str] = []
+    index = 0
+    in_string = False
+    while index < len(text):
+        char = text[index]
+        if in_string:
+            out.append(char)
+            if char == "\\" and index + 1 < len(text):
+                out.append(text[index + 1])
+                index += 2
+                continue
+            if char == '"':
+                in_string = False
+            index += 1
+            continue
+        if char == '"':
+            in_string = True
+        elif char == "{" and text.startswith("{{", index):
+            match = _TEMPLATE.match(text, index)
+            if match is not None:
+                out.append('"' + match.group(0) + '"')
+                index = match.end()
+                continue
+        out.append(char)
+        index += 1
+    return "".join(out)
+
+
+def _candidates(text: str) -> Iterator[str]:
+    """The texts that may hold the JSON: as is, inside fences or tool-call tags, between the
+    first ``{`` and the last ``}``."""
+    stripped = text.strip()
+    yield stripped
+    for pattern in (_FENCE, _TOOL_CALL):
+        for match in pattern.finditer(stripped):
+            yield match.group(1).strip()
+    start, end = stripped.find("{"), stripped.rfind("}")
+    if 0 <= start < end:
+        yield stripped[start : end + 1]
+
+
+def loads_lenient(text: str) -> Any:
+    """``json.loads`` of model output, after the safe fixes (fence, tags, bare templates).
+
+    Raises the :class:`json.JSONDecodeError` of the text as written when nothing parses.
+    """
+    first_error: json.JSONDecodeError | None = None
+    for candidate in _candidates(text):
+        for attempt in (candidate, quote_bare_templates(candidate)):
+            try:
+                return json.loads(attempt)
+            except json.JSONDecodeError as error:
+                first_error = first_error or error
+            except RecursionError:  # hostile nesting: an issue like any other, never a crash
+                raise json.JSONDecodeError("nested too deeply", attempt, 0) from None
+    assert first_error is not None
+    raise first_error
+
+
+def message_payload(message: BaseMessage | None) -> Any:
+    """What the model answered: its first tool call's arguments (an object, or the raw text when
+    the client could not parse them), else its text content; ``None`` when it said nothing."""
+    if message is None:
+        return None
+    tool_calls = getattr(message, "tool_calls", None) or []
+    if tool_calls:
+        return tool_calls[0].get("args")
+    invalid = getattr(message, "invalid_tool_calls", None) or []
+    if invalid and invalid[0].get("args"):
+        return invalid[0]["args"]
+    content = message.content
+    if isinstance(content, list):
+        content = "".join(
+            part if isinstance(part, str) else str(part.get("text", ""))
+            for part in content
+            if isinstance(part, str | dict)
+        )
+    return content if isinstance(content, str) and content.strip() else None
+
+
+@dataclass
+class PlanReading:
+    """The model's answer as plan JSON, plus what could not be read."""
+
+    data: dict[str, Any] | None
+    """Canonical plan JSON; ``None`` when the answer has no usable shape at all."""
+    issues: list[ValidationIssue] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)
+    """Ids of steps whose ``parameters`` could not be read (kept with empty parameters)."""
+
+
+def _fragment(text: str, position: int, width: int = 40) -> str:
+    """``text`` around ``position``, with ``⟨here⟩`` marking the spot."""
+    start, end = max(0, position - width), min(len(text), position + width)
+    before = ("…" if start else "") + text[start:position]
+    after = text[position:end] + ("…" if end < len(text) else "")
+    return f"{before}⟨here⟩{after}"
+
+
+def _json_hint(text: str) -> str:
+    if re.search(r"'[^']*'\s*:", text):
+        return 'use double quotes for keys and strings, e.g. {"location": "Tokyo"}'
+    if re.search(r"\b(None|True|False)\b", text):
+        return "write null, true and false (JSON), not None, True and False"
+    if re.search(r",\s*[}\]]", text):
+        return "remove the comma before the closing bracket"
+    return 'write one JSON object, e.g. {"location": "Tokyo", "data": "{{stepId.field}}"}'
+
+
+def _unwrap(payload: Any) -> Any:
+    """The plan inside the wrappers models put around it (``{"name", "arguments"}``, ``{"plan"}``)."""
+    for _ in range(3):
+        if not isinstance(payload, dict) or "steps" in payload:
+            return payload
+        inner = next(
+            (
+                payload[key]
+                for key in ("arguments", "parameters", "plan", "args")
+                if isinstance(payload.get(key), dict | str)
+            ),
+            None,
+        )
+        if inner is None:
+            return payload
+        if isinstance(inner, str):
+            try:
+                inner = loads_lenient(inner)
+            except ValueError:
+                return payload
+        payload = inner
+    return payload
+
+
+def _drop_optional_nulls(
+    parameters: dict[str, Any], tool: Any, catalog: ToolCatalog | None
+) -> dict[str, Any]:
+    if catalog is None or not isinstance(tool, str) or tool not in catalog:
+        return parameters
+    required = set(catalog.info(tool).parameters.get("required") or [])
+    return {k: v for k, v in parameters.items() if v is not None or k in required}
+
+
+def read_plan(payload: Any, catalog: ToolCatalog | None = None) -> PlanReading:
+    """Turn the model's answer into canonical plan JSON, with every problem as an issue.
+
+    ``catalog`` lets ``null`` optional arguments be dropped (the tool's default applies)."""
+    if isinstance(payload, BaseModel):
+        payload = payload.model_dump()
+    if isinstance(payload, str):
+        try:
+            payload = loads_lenient(payload)
+        except json.JSONDecodeError as error:
+            where = _fragment(error.doc, error.pos)
+            return PlanReading(
+                None,
+                [
+                    ValidationIssue(
+                        "json",
+                        f"the answer is not a JSON plan ({error.msg} at char {error.pos}: "
+                        f"{where}); answer with one JSON object "
+                        '{"reasoning": ..., "steps": [...], "outputSteps": [...]}',
+                    )
+                ],
+            )
+    payload = _unwrap(payload)
+    if not isinstance(payload, dict) or not isinstance(payload.get("steps"), list):
+        found = (
+            ", ".join(map(repr, payload)) if isinstance(payload, dict) else type(payload).__name__
+        )
+        return PlanReading(
+            None,
+            [
+                ValidationIssue(
+                    "shape",
+                    f"the answer must be an object with a 'steps' list (found {found or 'nothing'})",
+                )
+            ],
+        )
+    reading = PlanReading({})
+    steps = []
+    for index, raw in enumerate(payload["steps"]):
+        if not isinstance(raw, dict):
+            reading.issues.append(
+                ValidationIssue("shape", f"steps[{index}] must be an object, got {raw!r:.60}")
+            )
+            continue
+        step = dict(raw)
+        step_id = step.get("id")
+        label = f"step {step_id!r}" if step_id is not None else f"steps[{index}]"
+        parameters = step.get("parameters")
+        if parameters is None:
+            parameters = {}
+        if isinstance(parameters, str):
+            text = parameters
+            try:
+                parameters = loads_lenient(text) if text.strip() else {}
+            except json.JSONDecodeError as error:
+                reading.issues.append(
+                    ValidationIssue(
+                        "json",
+                        f"{label}: parameters is not valid JSON ({error.msg} at char "
+                        f"{error.pos}: {_fragment(error.doc, error.pos)}); {_json_hint(text)}",
+                        str(step_id) if step_id is not None else None,
+                    )
+                )
+                reading.unreadable.append(str(step_id))
+                parameters = {}
+        if not isinstance(parameters, dict):
+            reading.issues.append(
+                ValidationIssue(
+                    "arguments",
+                    f"{label}: parameters must be a JSON object of arguments, got "
+                    f"{json.dumps(parameters)[:60]}",
+                    str(step_id) if step_id is not None else None,
+                )
+            )
+            reading.unreadable.append(str(step_id))
+            parameters = {}
+        step["parameters"] = _drop_optional_nulls(parameters, step.get("tool"), catalog)
+        if step.get("dependsOn") is None:
+            step["dependsOn"] = []
+        elif isinstance(step["dependsOn"], str):
+            step["dependsOn"] = [step["dependsOn"]]
+        if step.get("confidence") is not None:
+            try:
+                step["confidence"] = min(1.0, max(0.0, float(step["confidence"])))
+            except (TypeError, ValueError):
+                step.pop("confidence")
+        steps.append(step)
+    data: dict[str, Any] = {"steps": steps}
+    if payload.get("reasoning"):
+        data["reasoning"] = str(payload["reasoning"])
+    if payload.get("outputSteps"):
+        outputs = payload["outputSteps"]
+        data["outputSteps"] = [outputs] if isinstance(outputs, str) else outputs
+    reading.data = data
+    return reading
+
+
+def to_plan_data(
+    payload: Any, catalog: ToolCatalog | None = None
+) -> tuple[dict[str, Any] | None, list[ValidationIssue]]:
+    """Plan JSON when the answer reads without a single issue, else ``None`` and the issues."""
+    reading = read_plan(payload, catalog)
+    return (None if reading.issues else reading.data), reading.issues
