@@ -15,6 +15,10 @@ The report (``OUT/report.md``, ``OUT/report.json``) gives, per file and in total
 exact tool set, executions succeeded, repairs per query, planning latency, prompt tokens, cached
 prompt tokens, and how many plans chain steps deeper than their data flow needs.
 
+``--schema-sizes 12,24,48`` plans one query per catalog size (the built-in tools plus made-up
+ones), with the typed and with the generic schema, and reports schema size, prompt tokens and
+latency: where the typed schema stops paying.
+
 ``--cache-check`` plans one query cold (after an unrelated request evicts the server's prompt
 cache), runs an offline plan (which changes the tools' observed statistics), then plans the same
 query again, and reports both calls' latency and the server's ``cache_n``.
@@ -351,7 +355,11 @@ def cache_check(out: Path, env: dict[str, str], log: Path, upstream: str, query:
         timeout=600,
     ).read()
     rows = []
-    for label in ("first (cold)", "between: toolplan run --file examples/blog_chain.json", "second"):
+    for label in (
+        "first (cold)",
+        "between: toolplan run --file examples/blog_chain.json",
+        "second",
+    ):
         if label.startswith("between"):
             subprocess.run(
                 ["toolplan", "run", "--file", str(ROOT / "examples/blog_chain.json"), "--json"],
@@ -404,6 +412,94 @@ def cache_check(out: Path, env: dict[str, str], log: Path, upstream: str, query:
     return text
 
 
+def synthetic_catalog(size: int) -> Any:
+    """The built-in catalog plus made-up tools up to ``size`` tools (a string, a number and an
+    optional free-form object argument each, like the built-ins)."""
+    from langchain_core.tools import StructuredTool
+
+    from toolplan.tools import load_tool_modules
+
+    catalog = load_tool_modules(["blog", "metrics", "weather"])
+    extra = []
+    for index in range(max(0, size - len(catalog))):
+
+        def fake(
+            query: str, limit: int = 10, options: dict[str, Any] | None = None
+        ) -> dict[str, Any]:
+            return {"query": query, "limit": limit}
+
+        extra.append(
+            StructuredTool.from_function(
+                fake,
+                name=f"lookup_{index:03d}",
+                description=f'Look up records in collection {index}. Returns `{{"items": [...]}}`.',
+            )
+        )
+    catalog.add(extra, source="synthetic")
+    return catalog
+
+
+def schema_sizes(out: Path, env: dict[str, str], log: Path, sizes: list[int]) -> str:
+    """Per catalog size: schema size, prompt tokens and one planning call's latency and outcome,
+    with the typed and with the generic schema."""
+    import asyncio
+
+    from toolplan.config import Settings
+    from toolplan.planning.planner import create_plan
+    from toolplan.planning.schema import generic_plan_schema, typed_plan_schema
+    from toolplan.planning.setup import planner_context_from_env
+
+    rows = []
+    method = env.get("TOOLPLAN_STRUCTURED_METHOD") or "function_calling"
+    for size in sizes:
+        catalog = synthetic_catalog(size)
+        for kind in ("typed", "generic"):
+            schema = (
+                typed_plan_schema(catalog, strict=method == "json_schema")
+                if kind == "typed"
+                else generic_plan_schema()
+            )
+            os.environ.update(env)
+            os.environ["TOOLPLAN_TYPED_SCHEMA_MAX_TOOLS"] = str(size if kind == "typed" else 0)
+            settings = Settings.from_env().with_overrides(store_uri=f"sqlite:///{out}/sizes.db")
+            ctx = planner_context_from_env(settings=settings, catalog=catalog, max_repairs=0)
+            before = len(read_log(log))
+            started = time.time()
+            try:
+                outcome = asyncio.run(create_plan("What's the weather in Oslo?", ctx))
+                result = "valid" if outcome.plan else "?"
+            except Exception as error:  # the figure is whether it works
+                result = f"{type(error).__name__}: {str(error)[:120]}"
+            calls = read_log(log)[before:]
+            response = (calls[0].get("response") if calls else None) or {}
+            timings = response.get("timings") if isinstance(response, dict) else None
+            usage = response.get("usage") if isinstance(response, dict) else None
+            rows.append(
+                {
+                    "tools": size,
+                    "schema": kind,
+                    "schemaChars": schema.size,
+                    "promptTokens": (usage or {}).get("prompt_tokens"),
+                    "seconds": round(time.time() - started, 1),
+                    "promptMs": (timings or {}).get("prompt_ms"),
+                    "generationMs": (timings or {}).get("predicted_ms"),
+                    "status": calls[0].get("status") if calls else None,
+                    "result": result,
+                }
+            )
+            print(json.dumps(rows[-1]), flush=True)
+    (out / "schema-sizes.json").write_text(json.dumps(rows, indent=2))
+    text = "| tools | schema | schema chars | prompt tokens | seconds | prompt ms | generation ms | HTTP | result |\n"
+    text += "|---|---|---|---|---|---|---|---|---|\n"
+    for r in rows:
+        text += (
+            f"| {r['tools']} | {r['schema']} | {r['schemaChars']} | {r['promptTokens']} "
+            f"| {r['seconds']} | {r['promptMs']} | {r['generationMs']} | {r['status']} "
+            f"| {r['result']} |\n"
+        )
+    return text
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -413,6 +509,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache-check", action="store_true", help="only the prompt-cache check")
     parser.add_argument(
         "--cache-query", default="Compare the weather in Tokyo and London", metavar="QUERY"
+    )
+    parser.add_argument(
+        "--schema-sizes",
+        metavar="N,N,...",
+        help="only: plan once per catalog size (built-ins + made-up tools), typed and generic",
     )
     args = parser.parse_args(argv)
     upstream = os.environ.get("OPENAI_BASE_URL")
@@ -430,6 +531,12 @@ def main(argv: list[str] | None = None) -> int:
             TOOLPLAN_STORE=store_uri,
             TOOLPLAN_LLM_TIMEOUT=os.environ.get("TOOLPLAN_LLM_TIMEOUT", "600"),
         )
+        if args.schema_sizes:
+            sizes = [int(n) for n in args.schema_sizes.split(",")]
+            text = schema_sizes(out, env, log, sizes)
+            (out / "schema-sizes.md").write_text(text)
+            print(text)
+            return 0
         if args.cache_check:
             text = cache_check(out, env, log, upstream, args.cache_query)
             (out / "cache-check.md").write_text(text)
