@@ -44,6 +44,8 @@ SAMPLES: dict[str, tuple[str, Callable[[Settings], Any], Any]] = {
     "TOOLPLAN_MAX_STRING_CHARS": ("300", lambda s: s.limits.max_string_chars, 300),
     "TOOLPLAN_MAX_DEPTH": ("8", lambda s: s.limits.max_depth, 8),
     "TOOLPLAN_MAX_NUMBER_DIGITS": ("20", lambda s: s.limits.max_number_digits, 20),
+    "TOOLPLAN_LLM_MAX_TOKENS": ("900", lambda s: s.planner.llm_max_tokens, 900),
+    "TOOLPLAN_TYPED_SCHEMA_MAX_TOOLS": ("0", lambda s: s.planner.typed_schema_max_tools, 0),
 }
 """Every variable Settings reads: a valid value and where it lands."""
 
@@ -54,6 +56,7 @@ OTHER_HOMES = {
     "TOOLPLAN_TEST_MONGODB_URI": "tests only",
     "TOOLPLAN_FUZZ_SEED": "tests only (replays a fuzz run)",
     "TOOLPLAN_DEBUG": "toolplan.cli (prints an internal error's traceback)",
+    "TOOLPLAN_TEST_LLM_BASE_URL": "tests only (the real_llm tests)",
 }
 
 
@@ -74,6 +77,8 @@ def test_settings_read_every_documented_environment_variable() -> None:
         Settings.from_env({"TOOLPLAN_LLM_RETRIES": "x"})
     with pytest.raises(InvalidInput, match="TOOLPLAN_GRAPH_CHECKPOINTS='maybe'"):
         Settings.from_env({"TOOLPLAN_GRAPH_CHECKPOINTS": "maybe"})
+    with pytest.raises(InvalidInput, match="TOOLPLAN_LLM_MAX_TOKENS=0 must be at least 1"):
+        Settings.from_env({"TOOLPLAN_LLM_MAX_TOKENS": "0"})
     with pytest.raises(InvalidInput, match="use function_calling or json_schema"):
         Settings.from_env({"TOOLPLAN_STRUCTURED_METHOD": "xml"})
 
