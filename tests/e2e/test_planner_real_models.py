@@ -169,6 +169,27 @@ async def test_repair_feedback_names_the_step_quotes_the_fragment_and_shows_the_
     assert len(text) < 2500  # the repair prompt stays short
 
 
+async def test_input_limits_broken_by_the_answer_go_back_to_the_model(
+    llm: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the plan the model writes meets the same input limits as any other plan; breaking one is a
+    # problem the model can fix, so it goes back with the others, not out as a crash
+    monkeypatch.setenv("TOOLPLAN_MAX_STRING_CHARS", "200")
+    long = blog_plan()
+    long["steps"][1] = llm_step(
+        "blog", "createBlog", {"authorId": "{{author._id}}", "title": "Hello", "content": "w" * 300}
+    )
+    long["steps"].append(llm_step("c", "sendEmail", {"to": "bob"}))
+    llm.script([Reply.structured(long), Reply.structured(blog_plan())])
+    outcome = await create_plan(QUERY, make_context(tmp_path))
+    assert outcome.llm_calls == 2 and outcome.ref.status == "planned"
+    text = feedback(llm)
+    assert "steps[1].parameters.content: the string is 300 characters long; the limit is 200" in (
+        text
+    )
+    assert "step 'c': unknown tool 'sendEmail'" in text  # reported in the same round
+
+
 # -- 3. a plan in message content, fenced ---------------------------------------------------------
 
 

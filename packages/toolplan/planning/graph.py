@@ -34,6 +34,7 @@ from typing_extensions import TypedDict
 from toolplan.analysis import DEFAULT_MAX_STEPS, analyze
 from toolplan.config import PlannerSettings, Settings, StructuredMethod, register_cache
 from toolplan.errors import PlanInvalid
+from toolplan.limits import InputLimits, check_json
 from toolplan.operations import submit_plan
 from toolplan.plan import parse_plan
 from toolplan.planning.model import (
@@ -93,6 +94,8 @@ class PlannerContext:
     """Catalogs with more tools (or 0) are planned with the generic schema."""
     schema_fallback: bool = False
     """Set when the endpoint rejected the typed schema: later calls use the generic one."""
+    limits: InputLimits = field(default_factory=InputLimits)
+    """The input limits the model's plan must meet, like any other plan."""
 
     def plan_schema(self) -> PlanSchema:
         """The schema the model answers in (typed, unless too large or rejected)."""
@@ -273,6 +276,12 @@ async def analyze_dependencies(state: PlanningState, config: RunnableConfig) -> 
     reading_errors = list(state.get("errors") or [])
     unreadable = set(state.get("unreadable") or [])
     try:
+        # the input limits first: the model's plan is input like any other, and a limit it
+        # breaks is a problem it can fix, reported with the others
+        check_json(state["candidate"], ctx.limits)
+    except PlanInvalid as invalid:
+        reading_errors += [issue.message for issue in invalid.issues]
+    try:
         plan = parse_plan(state["candidate"])
         analysis = analyze(plan, ctx.catalog, max_steps=ctx.max_steps)
     except PlanInvalid as invalid:
@@ -318,6 +327,7 @@ async def persist(state: PlanningState, config: RunnableConfig) -> PlanningState
         max_steps=ctx.max_steps,
         status=status,  # type: ignore[arg-type]
         meta=meta,
+        limits=ctx.limits,
     )
     return {
         "request_id": ref.request_id,

@@ -46,4 +46,5 @@ def planner_context_from_env(
         endpoint=planner.openai_base_url,
         max_tokens=max_tokens,
         typed_schema_max_tools=planner.typed_schema_max_tools,
+        limits=settings.limits,
     )
