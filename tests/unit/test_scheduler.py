@@ -187,3 +187,81 @@ async def test_cancellation_cancels_running_steps() -> None:
     with pytest.raises(asyncio.CancelledError):
         await task
     assert h.running == 0
+
+
+async def test_fail_fast_keeps_a_step_whose_completion_is_already_queued() -> None:
+    # "bad" fails and "done" succeeds in the same turn of the event loop: both completions are
+    # queued before the scheduler processes the failure. "done" finished (its side effect
+    # happened), so it must stay succeeded -- recording it as skipped would let a resume run it
+    # again. "slow" is still in flight and is the only one cancelled.
+    deps = {"bad": [], "done": [], "slow": [], "after_done": ["done"]}
+    h = Harness(list(deps), deps)
+    h.fail.add("bad")
+    task = h.start(concurrency=10, fail_fast=True)
+    await asyncio.wait_for(
+        asyncio.gather(*(h.started[s].wait() for s in ("bad", "done", "slow"))), DEADLINE
+    )
+    h.gates["bad"].set()  # queued first: the failure is processed while "done" waits in the queue
+    h.gates["done"].set()
+    outcomes = await asyncio.wait_for(task, DEADLINE)
+    assert h.events.index("end bad") < h.events.index("end done")
+    assert outcomes["bad"].status == "failed"
+    assert outcomes["done"] == StepOutcome("succeeded", output="done")
+    assert "done" not in h.skipped
+    assert outcomes["slow"].status == "skipped" and "cancelled" in (outcomes["slow"].error or "")
+    assert outcomes["after_done"].status == "skipped"
+    assert "start after_done" not in h.events
+
+
+async def test_a_step_cancelled_while_recording_its_success_still_ends_succeeded() -> None:
+    # The tool returned (its side effect happened); cancelling while the success is being written
+    # (Ctrl-C, --fail-fast) must not leave the step "running" or turn it into a skip.
+    from typing import Any
+
+    from toolplan.engine.inputs import MemoryInputs
+    from toolplan.engine.policies import ExecutionOptions
+    from toolplan.engine.step import StepRunner
+    from toolplan.plan import parse_plan
+    from toolplan.tools.catalog import ToolCatalog
+
+    def ping(text: str) -> str:
+        """Echo the text."""
+        return text
+
+    class GatedRecorder:
+        def __init__(self) -> None:
+            self.writing = asyncio.Event()
+            self.release = asyncio.Event()
+            self.finished_with: list[str] = []
+
+        async def started(self, *args: Any) -> None:
+            return None
+
+        def retrying(self, *args: Any) -> None:
+            return None
+
+        async def finished(self, step_id: str, tool: str, *, status: str, **_: Any) -> None:
+            self.writing.set()
+            await self.release.wait()
+            self.finished_with.append(status)
+
+    recorder = GatedRecorder()
+    plan = parse_plan({"steps": [{"id": "a", "tool": "ping", "parameters": {"text": "hi"}}]})
+    runner = StepRunner(
+        plan,
+        ToolCatalog([ping]),
+        recorder,  # type: ignore[arg-type]
+        ExecutionOptions(),
+        request_id="req_x",
+        plan_id="plan_x",
+        store=None,  # type: ignore[arg-type]
+        inputs=MemoryInputs(),
+    )
+    task = asyncio.create_task(runner.run("a"))
+    await asyncio.wait_for(recorder.writing.wait(), DEADLINE)
+    task.cancel()
+    await asyncio.sleep(0)
+    recorder.release.set()
+    outcome = await asyncio.wait_for(task, DEADLINE)
+    assert outcome.status == "succeeded" and outcome.output == "hi"
+    assert recorder.finished_with == ["succeeded"]

@@ -119,6 +119,48 @@ async def schedule(
         if step not in outcomes and waiting[step] == 0:
             ready.append(step)
 
+    async def settle(step: str, result: StepOutcome | BaseException) -> None:
+        """Take in one completion from the queue: record it and release or skip dependents."""
+        await running.pop(step)
+        if isinstance(result, BaseException):
+            raise result
+        outcomes[step] = result
+        if result.status == "succeeded":
+            newly_ready = []
+            for child in dependents[step]:
+                waiting[child] -= 1
+                if waiting[child] == 0 and child not in outcomes:
+                    newly_ready.append(child)
+            ready.extend(sorted(newly_ready, key=rank.__getitem__))
+        else:
+            await skip_dependents_of(step)
+
+    async def settle_queued() -> None:
+        while not completions.empty():
+            await settle(*completions.get_nowait())
+
+    async def stop_after(failed: str) -> None:
+        # Steps that already finished have their completion queued: they ended as they ended,
+        # and a step whose side effect happened must never be recorded as skipped (a resume
+        # would run it again). Only steps still in flight are cancelled.
+        await settle_queued()
+        for task in running.values():
+            task.cancel()
+        for task in list(running.values()):
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await settle_queued()  # a step may finish its bookkeeping although it was cancelled
+        for other in list(running):
+            running.pop(other)
+            await mark_skipped(
+                other, f"cancelled: --fail-fast stopped the plan after {failed!r} failed"
+            )
+        reason = f"not run: --fail-fast stopped the plan after {failed!r} failed"
+        for other in order:
+            if other not in outcomes:
+                await mark_skipped(other, reason)
+        ready.clear()
+
     try:
         while True:
             while ready and len(running) < concurrency and not stopping:
@@ -127,35 +169,10 @@ async def schedule(
             if not running:
                 break
             step, result = await completions.get()
-            await running.pop(step)
-            if isinstance(result, BaseException):
-                raise result
-            outcome = result
-            outcomes[step] = outcome
-            if outcome.status == "succeeded":
-                newly_ready = []
-                for child in dependents[step]:
-                    waiting[child] -= 1
-                    if waiting[child] == 0 and child not in outcomes:
-                        newly_ready.append(child)
-                ready.extend(sorted(newly_ready, key=rank.__getitem__))
-            else:
-                await skip_dependents_of(step)
-                if fail_fast and not stopping:
-                    stopping = True
-                    reason = f"not run: --fail-fast stopped the plan after {step!r} failed"
-                    for task in running.values():
-                        task.cancel()
-                    for other in list(running):
-                        with contextlib.suppress(asyncio.CancelledError):
-                            await running.pop(other)
-                        await mark_skipped(
-                            other, f"cancelled: --fail-fast stopped the plan after {step!r} failed"
-                        )
-                    for other in order:
-                        if other not in outcomes:
-                            await mark_skipped(other, reason)
-                    ready.clear()
+            await settle(step, result)
+            if fail_fast and not stopping and outcomes[step].status != "succeeded":
+                stopping = True
+                await stop_after(step)
     finally:
         for task in running.values():
             task.cancel()

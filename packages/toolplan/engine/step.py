@@ -158,7 +158,11 @@ class StepRunner:
             ) from None
 
     async def run(self, step_id: str) -> StepOutcome:
-        """Run one step to its final state, recording every transition."""
+        """Run one step to its final state, recording every transition.
+
+        Call it in a task of its own (the scheduler does): once the tool has returned, a
+        cancellation waits for the step's final record to be written and the step's outcome is
+        returned rather than the cancellation."""
         step = self._steps[step_id]
         tool = self.catalog.get(step.tool)
         timeout = step.timeout or self.options.default_timeout
@@ -246,6 +250,34 @@ class StepRunner:
         resolved: Any = None,
     ) -> StepOutcome:
         duration_ms = round((time.monotonic() - started) * 1000, 3)
+        # The tool has returned, so its effect happened: the record of how the step ended is
+        # written even if the run is being cancelled (Ctrl-C, --fail-fast) meanwhile. Otherwise
+        # the step would stay "running" or be marked skipped, and a resume would run it again.
+        recording = asyncio.ensure_future(
+            self._record(
+                step, status, attempts, duration_ms, output, error, used_fallback, resolved
+            )
+        )
+        try:
+            return await asyncio.shield(recording)
+        except asyncio.CancelledError:
+            outcome = await recording
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+            return outcome
+
+    async def _record(
+        self,
+        step: Step,
+        status: Any,
+        attempts: int,
+        duration_ms: float,
+        output: Any,
+        error: str | None,
+        used_fallback: bool,
+        resolved: Any,
+    ) -> StepOutcome:
         await self.recorder.finished(
             step.id,
             step.tool,
