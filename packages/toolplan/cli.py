@@ -140,6 +140,23 @@ class Session:
             self._catalog = load_catalog(self.settings)
         return self._catalog
 
+    def use_plan_tools(self, plan_id: str) -> None:
+        """When no tools were chosen, load the tools recorded with the stored plan, and say so."""
+        from toolplan.lookup import find_plan
+        from toolplan.tools.sources import recorded_sources, settings_for_plan
+
+        if self._catalog is not None or self.settings.tool_sources_given:
+            return
+        record = find_plan(self.store, plan_id)
+        adjusted = settings_for_plan(self.settings, record)
+        if adjusted is not None:
+            sources = recorded_sources(record)
+            assert sources is not None
+            stderr.print(
+                f"using the tools recorded with {plan_id}: {sources.describe()}", highlight=False
+            )
+            self.settings = adjusted
+
     def context(self, *, as_json: bool) -> ExecutionContext:
         listener = None if as_json else render.ProgressPrinter(stderr)
         return ExecutionContext.from_settings(
@@ -192,8 +209,12 @@ def _one_line(text: str) -> str:
     return " ".join(text.split()) or "(no message)"
 
 
-def _guard(body: Callable[[], T], *, as_json: bool) -> T:
-    """Turn predictable failures into a clear message and the contract's exit code."""
+def _guard(
+    body: Callable[[], T], *, as_json: bool, plan_id: Callable[[], str | None] | None = None
+) -> T:
+    """Turn predictable failures into a clear message and the contract's exit code.
+
+    ``plan_id`` tells the plan being executed, if any, for the hint after Ctrl-C."""
     try:
         return body()
     except ToolplanError as error:
@@ -212,9 +233,15 @@ def _guard(body: Callable[[], T], *, as_json: bool) -> T:
         stderr.print(f"[bold red]error:[/] {escape(error.message)}", highlight=False)
         raise typer.Exit(error.exit_code) from None
     except KeyboardInterrupt:
-        stderr.print(
-            "interrupted; finished steps are stored — resume with `toolplan execute PLAN_ID`"
-        )
+        interrupted = plan_id() if plan_id is not None else None
+        if interrupted:
+            stderr.print(
+                "interrupted; finished steps are stored — resume with "
+                f"`toolplan execute {interrupted}`",
+                highlight=False,
+            )
+        else:
+            stderr.print("interrupted", highlight=False)
         raise typer.Exit(130) from None
     except (typer.Exit, typer.Abort, click.exceptions.ClickException):
         raise
@@ -315,6 +342,7 @@ def execute(
             store, tools, concurrency=concurrency, fail_fast=fail_fast or None, mcp=mcp
         )
         try:
+            session.use_plan_tools(plan_id)
             return _run_async(
                 operations.execute_stored_plan(
                     plan_id, session.context(as_json=as_json), approve=yes
@@ -323,7 +351,11 @@ def execute(
         finally:
             session.close()
 
-    _finish_execution(_guard(body, as_json=as_json), as_json=as_json, store_uri=_store_uri(store))
+    _finish_execution(
+        _guard(body, as_json=as_json, plan_id=lambda: plan_id),
+        as_json=as_json,
+        store_uri=_store_uri(store),
+    )
 
 
 def _enqueue(
@@ -391,6 +423,7 @@ def run(
         )
 
         def show(planned: Planned) -> None:
+            planning["planId"] = planned.ref.plan_id
             if planned.planning is not None:
                 planning.update(planned.planning.to_json())
                 if not as_json:
@@ -426,8 +459,8 @@ def run(
         assert outcome.result is not None  # review="refuse": a refused plan raised instead
         return outcome.result
 
-    result = _guard(body, as_json=as_json)
-    if as_json and planning:
+    result = _guard(body, as_json=as_json, plan_id=lambda: planning.get("planId"))
+    if as_json and "plan" in planning:
         _emit_json(
             {
                 **result.to_json(),

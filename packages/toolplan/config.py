@@ -151,13 +151,33 @@ class Settings:
     planner: PlannerSettings = field(default_factory=PlannerSettings)
     limits: InputLimits = field(default_factory=InputLimits)
     """What plans and queries may be (size, nesting, strings, numbers), checked at the edge."""
+    tool_sources_given: bool = False
+    """Whether the tools were chosen (a flag, ``TOOLPLAN_TOOLS``/``TOOLPLAN_MCP``, the project
+    config) rather than defaulted: when not, executing a stored plan loads the tool sources
+    recorded with it."""
+    project_file: str | None = None
+    """The project config file these settings read (:mod:`toolplan.project`), if any."""
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
-        """Settings from ``env`` (default: ``os.environ``)."""
+    def from_env(
+        cls, env: Mapping[str, str] | None = None, *, project: bool | None = None
+    ) -> Settings:
+        """Settings from ``env`` (default: ``os.environ``), over the project config of the
+        current folder (:mod:`toolplan.project`; by default read only with ``os.environ``)."""
+        from toolplan.project import default_store_uri, find_project, make_importable
+
+        use_project = env is None if project is None else project
         env = os.environ if env is None else env
+        config = find_project() if use_project else None
+        make_importable(config)
         tools = env.get("TOOLPLAN_TOOLS")
         modules = tuple(m.strip() for m in tools.split(",") if m.strip()) if tools else None
+        if modules is None and config is not None and config.tools:
+            modules = config.tools
+        mcp = env.get("TOOLPLAN_MCP") or (config.mcp if config else None)
+        store = env.get("TOOLPLAN_STORE") or (config.store if config else None)
+        if not store:
+            store = default_store_uri(config) if use_project else DEFAULT_STORE_URI
         retry = RetryPolicy()
         backoff = _number(env, "TOOLPLAN_BACKOFF", float)
         if backoff is not None:
@@ -180,13 +200,15 @@ class Settings:
         except ValueError as error:
             raise InvalidInput(str(error)) from None
         return cls(
-            store_uri=env.get("TOOLPLAN_STORE") or DEFAULT_STORE_URI,
+            store_uri=store,
             tool_modules=modules or DEFAULT_TOOL_MODULES,
             max_steps=_number(env, "TOOLPLAN_MAX_STEPS", int) or DEFAULT_MAX_STEPS,
             execution=execution,
-            mcp_config=env.get("TOOLPLAN_MCP") or None,
+            mcp_config=mcp or None,
             planner=PlannerSettings.from_env(env),
             limits=InputLimits.from_env(env),
+            tool_sources_given=bool(modules or mcp),
+            project_file=str(config.path) if config else None,
         )
 
     def with_overrides(
@@ -215,6 +237,7 @@ class Settings:
             max_steps=max_steps or self.max_steps,
             execution=execution,
             mcp_config=mcp_config or self.mcp_config,
+            tool_sources_given=self.tool_sources_given or bool(tool_modules or mcp_config),
         )
 
 

@@ -33,6 +33,7 @@ from toolplan.store.protocol import (
     utc_now,
 )
 from toolplan.tools.catalog import ToolCatalog, ToolInfo
+from toolplan.tools.sources import META_KEY as TOOL_SOURCES_KEY
 
 __all__ = [
     "PlanRef",
@@ -127,10 +128,17 @@ def submit_plan(
         status=status,
         created_at=utc_now(),
         query=query,
-        meta=dict(meta or {}),
+        meta=_with_tool_sources(meta, catalog),
     )
     store.save_plan(record, request)
     return PlanRef(request_id, record.plan_id, status, plan=plan, analysis=analysis)
+
+
+def _with_tool_sources(meta: dict[str, Any] | None, catalog: ToolCatalog) -> dict[str, Any]:
+    meta = dict(meta or {})
+    if catalog.origin is not None:
+        meta.setdefault(TOOL_SOURCES_KEY, catalog.origin.to_json())
+    return meta
 
 
 def stored_result(store: Store, plan_id: str) -> ExecutionResult | None:

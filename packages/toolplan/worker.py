@@ -31,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from toolplan.config import Settings
 from toolplan.engine.policies import ExecutionOptions
 from toolplan.errors import ExecutionBusy, InvalidInput, StoreUnavailable
 from toolplan.execution.runner import ExecutionContext, new_worker_id
@@ -39,6 +40,8 @@ from toolplan.operations import execute_stored_plan
 from toolplan.plan import parse_plan
 from toolplan.store.protocol import ExecutionRecord, Store, utc_now
 from toolplan.tools.catalog import ToolCatalog
+from toolplan.tools.loading import aload_catalog
+from toolplan.tools.sources import ToolSources, recorded_sources, settings_for_plan
 
 __all__ = [
     "Worker",
@@ -93,10 +96,11 @@ class WorkerOptions:
 
 
 WorkerEventKind = Literal[
-    "started", "claimed", "finished", "failed", "lost", "released", "unavailable", "reconnected",
+    "started", "claimed", "tools", "finished", "failed", "lost", "released", "unavailable", "reconnected",
     "stopping", "stopped",
 ]  # fmt: skip
-"""``lost``: another worker took the lease over. ``released``: given back to the queue."""
+"""``lost``: another worker took the lease over. ``released``: given back to the queue.
+``tools``: the worker loads the tools recorded with a plan (it was given none)."""
 
 
 @dataclass(frozen=True)
@@ -167,9 +171,13 @@ class Worker:
         options: WorkerOptions | None = None,
         worker_id: str | None = None,
         listener: WorkerListener | None = None,
+        settings: Settings | None = None,
     ) -> None:
         self.store = store
         self.catalog = catalog
+        self.settings = settings
+        """When given and they choose no tools, each plan runs with the tools recorded with it."""
+        self._catalogs: dict[ToolSources, ToolCatalog] = {}
         self.execution = execution or ExecutionOptions()
         self.options = options or WorkerOptions()
         self.worker_id = worker_id or new_worker_id()
@@ -289,15 +297,31 @@ class Worker:
             self._emit("claimed", plan_id)
         return plan_id
 
+    async def _catalog_for(self, plan_id: str) -> ToolCatalog:
+        """The worker's catalog, or the tools recorded with the plan when none were chosen."""
+        if self.settings is None or self.settings.tool_sources_given:
+            return self.catalog
+        record = await asyncio.to_thread(find_plan, self.store, plan_id)
+        adjusted = settings_for_plan(self.settings, record)
+        sources = recorded_sources(record)
+        if adjusted is None or sources is None:
+            return self.catalog
+        if sources not in self._catalogs:
+            self._emit(
+                "tools", plan_id, f"loading the tools recorded with it: {sources.describe()}"
+            )
+            self._catalogs[sources] = await aload_catalog(adjusted)
+        return self._catalogs[sources]
+
     async def _execute(self, plan_id: str) -> None:
         """Run one claimed execution; every outcome is reported, none escapes but cancellation."""
-        ctx = ExecutionContext(
-            store=self.store,
-            catalog=self.catalog,
-            options=self.execution,
-            worker_id=self.worker_id,
-        )
         try:
+            ctx = ExecutionContext(
+                store=self.store,
+                catalog=await self._catalog_for(plan_id),
+                options=self.execution,
+                worker_id=self.worker_id,
+            )
             # Approval was checked when the plan was queued (enqueue_plan).
             result = await execute_stored_plan(plan_id, ctx, approve=True)
         except ExecutionBusy as error:

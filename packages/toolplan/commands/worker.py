@@ -85,6 +85,7 @@ def worker(
                 execution=session.settings.execution,
                 options=options,
                 listener=lambda event: stderr.print(str(event), highlight=False),
+                settings=session.settings,
             )
             report = _run_async(runner.serve())
         finally:

@@ -11,13 +11,16 @@ import difflib
 import importlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.tools import BaseTool
 from langchain_core.tools import tool as as_langchain_tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from toolplan.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from toolplan.tools.sources import ToolSources
 
 __all__ = [
     "BUILTIN_TOOLSETS",
@@ -129,6 +132,9 @@ class ToolCatalog:
         self._tools: dict[str, BaseTool] = {}
         self._sources: dict[str, str] = {}
         self._infos: dict[str, ToolInfo] = {}
+        self.origin: ToolSources | None = None
+        """Where the tools were loaded from (set by :func:`~toolplan.tools.loading.load_catalog`);
+        recorded with each plan stored against this catalog so it can run again without them."""
         self.add(tools, source=source or "python")
 
     def add(

@@ -27,6 +27,7 @@ from toolplan.tools.mcp import (
     load_mcp_config,
     load_mcp_tools,
 )
+from toolplan.tools.sources import ToolSources
 
 __all__ = [
     "McpConfig",
@@ -63,6 +64,7 @@ async def aload_catalog(
     MCP tools are tagged ``mcp`` and ``mcp:<server>``, and their source is ``mcp:<server>``.
     """
     catalog = load_tool_modules(settings.tool_modules)
+    catalog.origin = ToolSources.of(settings, mcp_config)
     if mcp_config is None:
         mcp_config = settings.mcp_config
     if mcp_config is None:

@@ -1,0 +1,124 @@
+"""The project a command runs in: its config file and where its data lives by default.
+
+A project is the nearest folder, from the current one upwards, that holds a ``toolplan.toml`` or a
+``pyproject.toml`` with a ``[tool.toolplan]`` table::
+
+    [tool.toolplan]                 # in toolplan.toml the keys may also stand at the top level
+    tools = ["blog", "my_tools"]    # tool modules; the project folder is importable
+    mcp = "mcp.json"                # an mcpServers file, relative to the project folder
+    store = "sqlite:///.toolplan/toolplan.db"   # relative SQLite paths: from the project folder
+
+Without a project, the default store is ``.toolplan/toolplan.db`` in the nearest folder upwards
+that already has a ``.toolplan/`` folder (your home folder's is not used from below it), else in
+the current folder. So ``toolplan show`` in a subfolder finds the plans made at the top, instead
+of silently opening a new, empty store.
+"""
+
+from __future__ import annotations
+
+import sys
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from toolplan.errors import InvalidInput
+
+__all__ = ["CONFIG_FILE", "DATA_DIR", "ProjectConfig", "default_store_uri", "find_project"]
+
+CONFIG_FILE = "toolplan.toml"
+DATA_DIR = ".toolplan"
+_KEYS = ("tools", "mcp", "store")
+
+
+@dataclass(frozen=True)
+class ProjectConfig:
+    """What a project's config file sets; paths are absolute."""
+
+    path: Path
+    """The config file."""
+    tools: tuple[str, ...] | None = None
+    mcp: str | None = None
+    store: str | None = None
+
+    @property
+    def folder(self) -> Path:
+        return self.path.parent
+
+
+def _table(path: Path) -> dict[str, Any] | None:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        raise InvalidInput(f"cannot read the project config {str(path)!r}: {error}") from None
+    table = data.get("tool", {}).get("toolplan")
+    if path.name == CONFIG_FILE:
+        return table if isinstance(table, dict) else data
+    return table if isinstance(table, dict) else None
+
+
+def _parse(path: Path, table: dict[str, Any]) -> ProjectConfig:
+    where = f"{str(path)!r}"
+    unknown = sorted(set(table) - set(_KEYS))
+    if unknown:
+        raise InvalidInput(
+            f"unknown key(s) {', '.join(unknown)} in the toolplan config {where}; "
+            f"known: {', '.join(_KEYS)}"
+        )
+    tools = table.get("tools")
+    if tools is not None:
+        if isinstance(tools, str):
+            tools = [t.strip() for t in tools.split(",")]
+        if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
+            raise InvalidInput(f"'tools' in {where} must be a list of module names")
+        tools = tuple(t for t in tools if t)
+    for key in ("mcp", "store"):
+        if key in table and not isinstance(table[key], str):
+            raise InvalidInput(f"{key!r} in {where} must be a string")
+    mcp = table.get("mcp")
+    if mcp:
+        mcp = str((path.parent / mcp).resolve())
+    store = table.get("store")
+    if store and store.startswith("sqlite:///"):
+        store = _absolute_sqlite(store, path.parent)
+    return ProjectConfig(path=path, tools=tools, mcp=mcp or None, store=store or None)
+
+
+def _absolute_sqlite(uri: str, base: Path) -> str:
+    target = uri[len("sqlite:///") :]
+    if not target or target == ":memory:" or Path(target).is_absolute():
+        return uri
+    return f"sqlite:///{(base / target).resolve()}"
+
+
+def find_project(start: Path | None = None) -> ProjectConfig | None:
+    """The config of the project ``start`` (default: the current folder) belongs to, or ``None``."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        for name in (CONFIG_FILE, "pyproject.toml"):
+            candidate = folder / name
+            if candidate.is_file():
+                table = _table(candidate)
+                if table is not None:
+                    return _parse(candidate, table)
+    return None
+
+
+def default_store_uri(project: ProjectConfig | None, start: Path | None = None) -> str:
+    """Where the data lives when no store is given: see the module docstring. Absolute."""
+    if project is not None:
+        return f"sqlite:///{project.folder / DATA_DIR / 'toolplan.db'}"
+    here = (start or Path.cwd()).resolve()
+    home = Path.home().resolve()
+    for folder in (here, *here.parents):
+        if folder == home and here != home:
+            break
+        if (folder / DATA_DIR).is_dir():
+            return f"sqlite:///{folder / DATA_DIR / 'toolplan.db'}"
+    return f"sqlite:///{here / DATA_DIR / 'toolplan.db'}"
+
+
+def make_importable(project: ProjectConfig | None) -> None:
+    """Let the project's own tool modules be imported by name, as in the project folder."""
+    if project is not None and str(project.folder) not in sys.path:
+        sys.path.insert(0, str(project.folder))

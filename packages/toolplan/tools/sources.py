@@ -1,0 +1,76 @@
+"""Where a catalog's tools came from, recorded with each stored plan so it runs again without them.
+
+``toolplan submit --tools my_tools`` stores ``{"modules": ["my_tools"], "mcp": null}`` in the plan's
+``meta.toolSources``; a later ``toolplan execute PLAN_ID`` (or a worker) that was given no tools
+loads the same ones, instead of failing on an unknown tool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from toolplan.config import Settings
+from toolplan.store.protocol import PlanRecord
+
+__all__ = ["META_KEY", "ToolSources", "recorded_sources", "settings_for_plan"]
+
+META_KEY = "toolSources"
+"""The key of a plan's ``meta`` that holds its :class:`ToolSources`."""
+
+
+@dataclass(frozen=True)
+class ToolSources:
+    """Tool modules and the ``mcpServers`` file (absolute path) a catalog was loaded from."""
+
+    modules: tuple[str, ...]
+    mcp: str | None = None
+
+    @classmethod
+    def of(cls, settings: Settings, mcp_config: Any = None) -> ToolSources:
+        """The sources :func:`~toolplan.tools.loading.load_catalog` reads for ``settings``.
+        An ``mcpServers`` mapping (not a file) cannot be recorded and is left out."""
+        mcp = settings.mcp_config if mcp_config is None else mcp_config
+        path = str(Path(mcp).resolve()) if isinstance(mcp, str | Path) else None
+        return cls(tuple(settings.tool_modules), path)
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"modules": [...], "mcp": path or null}``."""
+        return {"modules": list(self.modules), "mcp": self.mcp}
+
+    @classmethod
+    def from_json(cls, data: Any) -> ToolSources | None:
+        """The sources stored by :meth:`to_json`; ``None`` for anything else."""
+        if not isinstance(data, Mapping):
+            return None
+        modules = data.get("modules")
+        mcp = data.get("mcp")
+        if not isinstance(modules, list) or not all(isinstance(m, str) for m in modules):
+            return None
+        return cls(tuple(modules), mcp if isinstance(mcp, str) else None)
+
+    def describe(self) -> str:
+        """As flags: ``--tools a --tools b --mcp /path``."""
+        parts = [f"--tools {module}" for module in self.modules]
+        if self.mcp:
+            parts.append(f"--mcp {self.mcp}")
+        return " ".join(parts) or "no tools"
+
+
+def recorded_sources(record: PlanRecord) -> ToolSources | None:
+    """The tool sources stored with a plan, if any (plans stored before they were recorded,
+    or built from Python tool objects, have none)."""
+    return ToolSources.from_json((record.meta or {}).get(META_KEY))
+
+
+def settings_for_plan(settings: Settings, record: PlanRecord) -> Settings | None:
+    """``settings`` loading the plan's recorded tools, when no tools were chosen and the plan
+    recorded different ones; ``None`` when ``settings`` should be used as they are."""
+    if settings.tool_sources_given:
+        return None
+    sources = recorded_sources(record)
+    if sources is None or sources == ToolSources.of(settings):
+        return None
+    return replace(settings, tool_modules=sources.modules, mcp_config=sources.mcp)
