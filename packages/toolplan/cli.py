@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from toolplan import operations, render
+from toolplan._help import use_metavars
 from toolplan.config import Settings
 from toolplan.errors import InvalidInput, ToolplanError
 from toolplan.execution.runner import ExecutionContext
@@ -37,7 +38,10 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
+use_metavars()
 stdout = Console(soft_wrap=True)
 stderr = Console(stderr=True, soft_wrap=True)
 
@@ -52,6 +56,7 @@ ToolsOption = Annotated[
     list[str] | None,
     typer.Option(
         "--tools",
+        metavar="MODULE",
         help="Tool module exposing TOOLS (repeatable); built-ins: blog, metrics, weather. "
         "Default: $TOOLPLAN_TOOLS or all built-ins.",
     ),
@@ -60,6 +65,7 @@ McpOption = Annotated[
     Path | None,
     typer.Option(
         "--mcp",
+        metavar="FILE",
         help="mcpServers JSON file: also load these MCP servers' tools (stdio or HTTP). "
         "Default: $TOOLPLAN_MCP.",
     ),
@@ -67,7 +73,10 @@ McpOption = Annotated[
 StoreOption = Annotated[
     str | None,
     typer.Option(
-        "--store", help="Store URI. Default: $TOOLPLAN_STORE or sqlite:///./.toolplan/toolplan.db."
+        "--store",
+        metavar="URI",
+        help="Store URI. Default: $TOOLPLAN_STORE, the project config, or .toolplan/toolplan.db "
+        "in the nearest folder upwards that has one (else here).",
     ),
 ]
 JsonOption = Annotated[
@@ -75,7 +84,9 @@ JsonOption = Annotated[
 ]
 ConcurrencyOption = Annotated[
     int | None,
-    typer.Option("--concurrency", min=1, help="Most steps running at once (default 10)."),
+    typer.Option(
+        "--concurrency", min=1, metavar="N", help="Most steps running at once (default 10)."
+    ),
 ]
 FailFastOption = Annotated[
     bool,
@@ -83,40 +94,57 @@ FailFastOption = Annotated[
 ]
 MaxStepsOption = Annotated[
     int | None,
-    typer.Option("--max-steps", min=1, help="Reject plans with more steps (default 50)."),
+    typer.Option(
+        "--max-steps", min=1, metavar="N", help="Reject plans with more steps (default 50)."
+    ),
 ]
 FileOption = Annotated[
-    Path | None, typer.Option("--file", "-f", help="Plan JSON file (canonical or seed-002 form).")
+    Path | None,
+    typer.Option(
+        "--file", "-f", metavar="FILE", help="Plan JSON file (canonical or seed-002 form)."
+    ),
 ]
 QueryOption = Annotated[
-    str | None, typer.Option("--query", help="The request text to store with the plan.")
+    str | None,
+    typer.Option("--query", metavar="TEXT", help="The request text to store with the plan."),
 ]
 YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Run plans stored as needs_review.")]
 ModelOption = Annotated[
     str | None,
     typer.Option(
         "--model",
+        metavar="PROVIDER:MODEL",
         help="provider:model for planning (default $TOOLPLAN_MODEL or openai:gpt-4o-mini).",
     ),
 ]
 RequestIdOption = Annotated[
-    str | None, typer.Option("--request-id", help="Add the plan as a new version of this request.")
+    str | None,
+    typer.Option(
+        "--request-id", metavar="REQ_ID", help="Add the plan as a new version of this request."
+    ),
 ]
 MaxRepairsOption = Annotated[
     int | None,
-    typer.Option("--max-repairs", min=0, help="LLM repair attempts for invalid plans (default 2)."),
+    typer.Option(
+        "--max-repairs",
+        min=0,
+        metavar="N",
+        help="LLM repair attempts for invalid plans (default 2).",
+    ),
 ]
 ThresholdOption = Annotated[
     float | None,
     typer.Option(
         "--confidence-threshold",
+        metavar="0..1",
         min=0,
         max=1,
         help="Plans whose lowest step confidence is below this are stored as needs_review (default 0.5).",
     ),
 ]
 QueryArgument = Annotated[
-    str | None, typer.Argument(help="What to do, in natural language (needs a model).")
+    str | None,
+    typer.Argument(metavar="QUERY", help="What to do, in natural language (needs a model)."),
 ]
 
 
@@ -276,6 +304,26 @@ def _finish_execution(result: operations.ExecutionResult, *, as_json: bool, stor
 # -- commands ------------------------------------------------------------------------------------
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from toolplan import __version__
+
+        stdout.print(f"toolplan {__version__}", highlight=False)
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", is_eager=True, callback=_print_version, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Plan-then-execute tool orchestration: validate, store and run DAGs of tool calls."""
+
+
 @app.command()
 def submit(
     file: FileOption = None,
@@ -316,7 +364,9 @@ def submit(
 
 @app.command()
 def execute(
-    plan_id: Annotated[str, typer.Argument(help="The plan to run or resume (plan_...).")],
+    plan_id: Annotated[
+        str, typer.Argument(metavar="PLAN_ID", help="The plan to run or resume (plan_...).")
+    ],
     tools: ToolsOption = None,
     mcp: McpOption = None,
     store: StoreOption = None,
@@ -495,7 +545,9 @@ def _planner(
 
 @app.command()
 def plan(
-    query_text: Annotated[str, typer.Argument(help="What to do, in natural language.")],
+    query_text: Annotated[
+        str, typer.Argument(metavar="QUERY", help="What to do, in natural language.")
+    ],
     tools: ToolsOption = None,
     mcp: McpOption = None,
     store: StoreOption = None,
@@ -544,7 +596,8 @@ def plan(
 @app.command()
 def show(
     identifier: Annotated[
-        str, typer.Argument(help="A plan ID (plan_...) or request ID (req_...).")
+        str,
+        typer.Argument(metavar="ID", help="A plan ID (plan_...) or request ID (req_...)."),
     ],
     store: StoreOption = None,
     as_json: JsonOption = False,
@@ -585,26 +638,34 @@ def show(
 
 @app.command("tools")
 def list_tools(
+    name: Annotated[
+        str | None,
+        typer.Argument(metavar="NAME", help="Show this tool in full instead of the list."),
+    ] = None,
     tools: ToolsOption = None,
     mcp: McpOption = None,
     store: StoreOption = None,
     tag: Annotated[
-        str | None, typer.Option("--tag", help="Only tools with this capability tag.")
+        str | None,
+        typer.Option("--tag", metavar="TAG", help="Only tools with this capability tag."),
     ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """List the tools plans can use, with their arguments, tags and observed statistics."""
+    """List the tools plans can use, with their arguments, tags and observed statistics; with
+    NAME, show one tool in full."""
 
     def body() -> list[Any]:
         session = _session(store, tools, mcp=mcp)
         try:
-            return operations.list_tools(session.store, session.catalog, tag=tag)
+            return operations.list_tools(session.store, session.catalog, tag=tag, name=name)
         finally:
             session.close()
 
     infos = _guard(body, as_json=as_json)
     if as_json:
-        _emit_json({"tools": [info.to_json() for info in infos]})
+        _emit_json(infos[0].to_json() if name else {"tools": [info.to_json() for info in infos]})
+    elif name:
+        render.print_tool(stdout, infos[0])
     else:
         render.print_tools(stdout, infos)
 
@@ -620,6 +681,23 @@ def _register_command_modules() -> None:
 
 
 _register_command_modules()
+
+_SHORT_HELP = {
+    "submit": "Validate a plan file and store it; nothing runs.",
+    "execute": "Run a stored plan, or resume it after a crash.",
+    "run": "Plan a query (or take --file), store it and execute it.",
+    "plan": "Plan a query with the LLM, validate and store it.",
+    "show": "Show a plan and its execution, or a request and its plans.",
+    "tools": "List the tools plans can use, or show one: toolplan tools NAME.",
+    "batch": "Plan, and with --execute run, every query of a file.",
+    "serve": "Serve the GraphQL API.",
+    "worker": "Run queued executions until stopped.",
+}
+"""One line per command for ``toolplan -h``, which otherwise cuts docstrings at 80 columns."""
+for _command in app.registered_commands:
+    _name = _command.name or (_command.callback.__name__ if _command.callback else "")
+    if _name in _SHORT_HELP and _command.short_help is None:
+        _command.short_help = _SHORT_HELP[_name]
 
 
 def main() -> None:

@@ -202,11 +202,28 @@ def describe(store: Store, identifier: str) -> dict[str, Any]:
     raise InvalidInput(f"{identifier!r} is neither a plan ID (plan_...) nor a request ID (req_...)")
 
 
-def list_tools(store: Store, catalog: ToolCatalog, *, tag: str | None = None) -> list[ToolInfo]:
-    """``toolplan tools``: every tool (only those tagged ``tag`` when given) with its observed
-    statistics from past executions in ``store``."""
+def list_tools(
+    store: Store, catalog: ToolCatalog, *, tag: str | None = None, name: str | None = None
+) -> list[ToolInfo]:
+    """``toolplan tools``: every tool (only those tagged ``tag``, or only the one called ``name``,
+    when given) with its observed statistics from past executions in ``store``.
+
+    An unknown ``name`` is :class:`~toolplan.errors.InvalidInput` naming the closest tools; a
+    ``tag`` no tool has is one naming the tags there are (an empty list would look like an empty
+    catalog)."""
+    if name is not None:
+        infos = [catalog.info(name)]
+    else:
+        infos = catalog.infos(tag=tag)
+        if tag is not None and not infos:
+            tags = sorted({t for info in catalog.infos() for t in info.tags})
+            raise InvalidInput(
+                f"no tool has the tag {tag!r}; tags: {', '.join(tags) or 'none'}"
+                if len(catalog)
+                else f"no tool has the tag {tag!r}: the catalog is empty"
+            )
     stats = store.tool_stats()
-    return [replace(info, stats=stats.get(info.name)) for info in catalog.infos(tag=tag)]
+    return [replace(info, stats=stats.get(info.name)) for info in infos]
 
 
 def _plan_json(record: PlanRecord, execution: ExecutionRecord | None) -> dict[str, Any]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+import json
 from typing import Any
 
 from rich.console import Console
@@ -12,7 +14,15 @@ from toolplan.engine.recorder import StepEvent
 from toolplan.engine.result import ExecutionResult
 from toolplan.tools.catalog import ToolInfo
 
-__all__ = ["ProgressPrinter", "print_execution", "print_plan", "print_tools", "short"]
+__all__ = [
+    "ProgressPrinter",
+    "first_sentence",
+    "print_execution",
+    "print_plan",
+    "print_tool",
+    "print_tools",
+    "short",
+]
 
 _STATUS_STYLE = {
     "succeeded": "green",
@@ -33,8 +43,6 @@ def _status(value: str) -> Text:
 
 def short(value: Any, limit: int = 60) -> str:
     """One-line preview of a JSON value."""
-    import json
-
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -82,23 +90,118 @@ def print_execution(console: Console, result: ExecutionResult) -> None:
     console.print(Text.assemble("status: ", _status(result.status)))
 
 
+def first_sentence(text: str) -> str:
+    """The first sentence of ``text`` (up to the first ". " or line break), whitespace collapsed."""
+    text = " ".join(text.split())
+    end = text.find(". ")
+    return text if end < 0 else text[: end + 1]
+
+
 def print_tools(console: Console, infos: list[ToolInfo]) -> None:
-    """The tool catalog with tags and observed statistics."""
-    table = Table(title="tools", title_justify="left")
-    for column in ("name", "tags", "arguments", "calls", "avg ms", "failure rate", "description"):
-        table.add_column(column)
+    """The tool catalog, one line per tool: names are never cut; the description's first
+    sentence gets the width that is left. Tags show from 100 columns, statistics from 140
+    (``toolplan tools NAME`` shows everything about one tool)."""
+    show_tags, show_stats = console.width >= 100, console.width >= 140
+    columns: list[tuple[str, int | None]] = [("name", None)]  # (header, cap)
+    if show_tags:
+        columns.append(("tags", 18))
+    columns.append(("arguments", 26 if show_tags else 22))
+    if show_stats:
+        columns += [("calls", None), ("avg ms", None), ("failure rate", None)]
+    rows = []
     for info in infos:
-        stats = info.stats
-        table.add_row(
-            info.name,
-            ", ".join(info.tags),
-            ", ".join(info.parameters.get("properties", {})),
-            str(stats.calls) if stats else "-",
-            f"{stats.avg_duration_ms:.1f}" if stats and stats.avg_duration_ms is not None else "-",
-            f"{stats.failure_rate:.0%}" if stats and stats.failure_rate is not None else "-",
-            short(info.description, 60),
+        cells = {
+            "name": info.name,
+            "tags": ", ".join(info.tags),
+            "arguments": ", ".join(info.parameters.get("properties", {})),
+        }
+        cells.update(zip(("calls", "avg ms", "failure rate"), _stats_cells(info), strict=True))
+        rows.append([cells[header] for header, _ in columns] + [first_sentence(info.description)])
+    # The description gets the width left once the other columns have theirs (rich would
+    # otherwise squeeze them to nothing, or wrap the description one word per line).
+    used = 1
+    table = Table(title="tools", title_justify="left")
+    for index, (header, cap) in enumerate(columns):
+        width = max([len(header), *(len(row[index]) for row in rows)])
+        width = min(width, cap) if cap else width
+        used += width + 3
+        # A column without a cap (the name) is never cut: min_width holds it against rich.
+        table.add_column(
+            header, no_wrap=cap is None, max_width=cap, min_width=None if cap else width
         )
+    table.add_column(
+        "description",
+        no_wrap=True,
+        overflow="ellipsis",
+        max_width=max(16, console.width - used - 3),
+    )
+    for row in rows:
+        table.add_row(*row)
     console.print(table)
+    console.print("details of one tool: toolplan tools NAME", style="dim", highlight=False)
+
+
+def _stats_cells(info: ToolInfo) -> list[str]:
+    stats = info.stats
+    return [
+        str(stats.calls) if stats else "-",
+        f"{stats.avg_duration_ms:.1f}" if stats and stats.avg_duration_ms is not None else "-",
+        f"{stats.failure_rate:.0%}" if stats and stats.failure_rate is not None else "-",
+    ]
+
+
+def print_tool(console: Console, info: ToolInfo) -> None:
+    """One tool in full: description, source, tags, arguments with types and defaults,
+    examples and the statistics observed in past executions."""
+
+    console.print(Text(info.name, style="bold"))
+    console.print(inspect.cleandoc(info.description) or "(no description)", highlight=False)
+    console.print(f"source: {info.source or '-'}    tags: {', '.join(info.tags) or '-'}")
+    properties: dict[str, Any] = info.parameters.get("properties", {})
+    required = set(info.parameters.get("required", []))
+    table = Table(title="arguments", title_justify="left")
+    for column in ("name", "type", "required", "default"):
+        table.add_column(column, no_wrap=True)
+    described = any(schema.get("description") for schema in properties.values())
+    if described:
+        table.add_column("description", ratio=1)
+    for name, schema in properties.items():
+        cells = [
+            name,
+            _type_of(schema),
+            "yes" if name in required else "no",
+            json.dumps(schema["default"], ensure_ascii=False) if "default" in schema else "-",
+        ]
+        table.add_row(*cells, *([schema.get("description", "")] if described else []))
+    if properties:
+        console.print(table)
+    else:
+        console.print("arguments: none")
+    for example in info.examples:
+        console.print(
+            f"example: {json.dumps(example, ensure_ascii=False)}", highlight=False, soft_wrap=True
+        )
+    calls, avg, failures = _stats_cells(info)
+    console.print(
+        f"observed: {calls} calls, {avg} ms on average, {failures} failed"
+        if info.stats
+        else "observed: not called in this store yet",
+        highlight=False,
+    )
+
+
+def _type_of(schema: dict[str, Any]) -> str:
+    if "type" in schema:
+        kind = schema["type"]
+        if kind == "array" and isinstance(schema.get("items"), dict):
+            return f"array of {_type_of(schema['items'])}"
+        return " | ".join(kind) if isinstance(kind, list) else str(kind)
+    for key in ("anyOf", "oneOf"):
+        if key in schema:
+            return " | ".join(_type_of(option) for option in schema[key])
+    if "enum" in schema:
+        return " | ".join(json.dumps(v) for v in schema["enum"])
+    return "any"
 
 
 class ProgressPrinter:
