@@ -392,7 +392,15 @@ def execute(
             store, tools, concurrency=concurrency, fail_fast=fail_fast or None, mcp=mcp
         )
         try:
-            session.use_plan_tools(plan_id)
+            finished = operations.finished_status(session.store, plan_id)
+            if finished is not None:
+                stderr.print(
+                    f"{plan_id} already finished ({finished}): this is its stored result; "
+                    "no tool was called (submit the plan again to run it anew)",
+                    highlight=False,
+                )
+            else:
+                session.use_plan_tools(plan_id)
             return _run_async(
                 operations.execute_stored_plan(
                     plan_id, session.context(as_json=as_json), approve=yes
@@ -615,25 +623,7 @@ def show(
     if as_json:
         _emit_json(data)
         return
-    plans = [data] if data["kind"] == "plan" else data["plans"]
-    if data["kind"] == "request":
-        stdout.print(f"request [bold]{data['requestId']}[/]: {data['query'] or '(no query)'}")
-        stdout.print(f"{len(plans)} plan version(s)")
-    for plan in plans:
-        stdout.print(
-            f"\n[bold]{plan['planId']}[/]  status: {plan['status']}  created: {plan['createdAt']}"
-        )
-        render.print_plan(stdout, plan["plan"], plan["analysis"])
-        execution = plan["execution"]
-        if execution is None:
-            stdout.print("not executed yet")
-        else:
-            stdout.print(f"execution: {execution['status']}")
-            for step in execution["steps"]:
-                detail = (
-                    step["error"] if step["status"] != "succeeded" else render.short(step["output"])
-                )
-                stdout.print(f"  {step['id']:<20} {step['status']:<10} {detail}", highlight=False)
+    render.print_described(stdout, data)
 
 
 @app.command("tools")

@@ -35,8 +35,12 @@ __all__ = [
 ]
 
 
-class ToolplanError(Exception):
-    """Base class of every error toolplan raises on purpose."""
+class ToolplanError(RuntimeError):
+    """Base class of every error toolplan raises on purpose.
+
+    A ``RuntimeError``: LangGraph servers (Studio, ``langgraph dev``) pass the message of such
+    errors on to the client, and hide any other exception's behind "An internal error occurred";
+    LangGraph's default retry policy does not retry them either (they are not transient)."""
 
     exit_code: int = 1
 

@@ -19,7 +19,7 @@ from toolplan.engine.result import ExecutionResult
 from toolplan.errors import InvalidInput, StoreUnavailable
 from toolplan.execution.context import ExecutionContext
 from toolplan.execution.graph import run_execution_graph
-from toolplan.ids import is_valid_id, new_id
+from toolplan.ids import is_valid_id, new_id, require_id
 from toolplan.limits import InputLimits, check_text
 from toolplan.lookup import find_plan, find_request, require_approval
 from toolplan.plan import Plan, Step, load_plan
@@ -39,6 +39,7 @@ __all__ = [
     "PlanRef",
     "describe",
     "execute_stored_plan",
+    "finished_status",
     "list_tools",
     "stored_result",
     "submit_plan",
@@ -146,6 +147,15 @@ def stored_result(store: Store, plan_id: str) -> ExecutionResult | None:
     record = find_plan(store, plan_id)
     execution = store.get_execution(plan_id)
     return ExecutionResult.from_records(record, execution) if execution else None
+
+
+def finished_status(store: Store, plan_id: str) -> str | None:
+    """The final status of the plan's execution, or ``None`` while it has not finished (or never
+    started): executing a finished plan only returns its stored result."""
+    execution = store.get_execution(require_id(plan_id, "plan"))
+    if execution is not None and execution.status in TERMINAL_EXECUTION_STATUSES:
+        return execution.status
+    return None
 
 
 async def execute_stored_plan(

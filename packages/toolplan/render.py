@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -15,12 +16,16 @@ from toolplan.engine.result import ExecutionResult
 from toolplan.tools.catalog import ToolInfo
 
 __all__ = [
+    "EXECUTION_STATUS_MEANING",
+    "PLAN_STATUS_MEANING",
     "ProgressPrinter",
     "first_sentence",
+    "print_described",
     "print_execution",
     "print_plan",
     "print_tool",
     "print_tools",
+    "progress_line",
     "short",
 ]
 
@@ -71,23 +76,25 @@ def print_plan(console: Console, plan_json: dict[str, Any], analysis: dict[str, 
 def print_execution(console: Console, result: ExecutionResult) -> None:
     """A table of steps with status and timing, then the outputs."""
     table = Table(title=f"{result.plan_id}  ({result.request_id})", title_justify="left")
-    for column in ("step", "tool", "status", "attempts", "ms"):
+    for column in ("step", "tool", "status", "tries", "ms"):
         table.add_column(column, no_wrap=True)
     table.add_column("output / error", overflow="fold", ratio=1)
     for step in result.steps:
-        detail = step.error if step.status != "succeeded" else short(step.output, 100)
+        detail = step.error if step.status != "succeeded" else short(step.output, 80)
+        text = Text(detail or "")
         if step.used_fallback:
-            detail = f"[fallback] {detail}"
+            # Text, not markup: "[fallback]" as markup would vanish as an unknown style.
+            text = Text.assemble(("fallback: ", "yellow"), text)
         table.add_row(
             step.step_id,
             step.tool,
             _status(step.status),
             str(step.attempts),
             f"{step.duration_ms:.1f}" if step.duration_ms is not None else "-",
-            detail or "",
+            text,
         )
     console.print(table)
-    console.print(Text.assemble("status: ", _status(result.status)))
+    console.print(Text.assemble("execution status: ", _status(result.status)))
 
 
 def first_sentence(text: str) -> str:
@@ -95,6 +102,71 @@ def first_sentence(text: str) -> str:
     text = " ".join(text.split())
     end = text.find(". ")
     return text if end < 0 else text[: end + 1]
+
+
+PLAN_STATUS_MEANING = {
+    "planned": "validated and stored; it runs with toolplan execute",
+    "needs_review": "the planner was unsure; it runs only with toolplan execute ID --yes",
+}
+"""What a plan's status says (the plan itself, not a run of it)."""
+
+EXECUTION_STATUS_MEANING = {
+    "queued": "waiting for a toolplan worker",
+    "running": "running now, or interrupted: toolplan execute ID resumes it",
+    "succeeded": "every step succeeded",
+    "partial": "some steps succeeded, others failed or were skipped",
+    "failed": "no step succeeded",
+}
+"""What an execution's status says (the latest run of a plan)."""
+
+
+def _with_meaning(status: str, meanings: dict[str, str], plan_id: str) -> Text:
+    meaning = meanings.get(status)
+    text = _status(status)
+    if meaning:
+        text.append(f" ({meaning.replace('ID', plan_id)})", style="dim")
+    return text
+
+
+def print_described(console: Console, data: dict[str, Any]) -> None:
+    """``toolplan show``: a plan (status, steps, latest execution) or a request with its plans."""
+    plans = [data] if data["kind"] == "plan" else data["plans"]
+    if data["kind"] == "request":
+        console.print(
+            f"request [bold]{data['requestId']}[/]: {escape(data['query'] or '(no query)')}"
+        )
+        console.print(f"{len(plans)} plan version(s)")
+    for plan in plans:
+        plan_id = plan["planId"]
+        console.print(f"\n[bold]{plan_id}[/]  created {plan['createdAt']}")
+        console.print(
+            Text.assemble(
+                "plan status: ", _with_meaning(plan["status"], PLAN_STATUS_MEANING, plan_id)
+            )
+        )
+        print_plan(console, plan["plan"], plan["analysis"])
+        execution = plan["execution"]
+        if execution is None:
+            console.print(f"execution status: none (not executed yet: toolplan execute {plan_id})")
+            continue
+        console.print(
+            Text.assemble(
+                "execution status: ",
+                _with_meaning(execution["status"], EXECUTION_STATUS_MEANING, plan_id),
+            )
+        )
+        table = Table(show_header=True, box=None, pad_edge=False)
+        for column in ("step", "status", "output / error"):
+            table.add_column(column, no_wrap=column != "output / error", overflow="fold")
+        for step in execution["steps"]:
+            status = _status(step["status"])
+            succeeded = step["status"] == "succeeded"
+            detail = short(step["output"]) if succeeded else step["error"] or ""
+            text = Text(detail)
+            if step.get("usedFallback"):
+                text = Text.assemble(("fallback: ", "yellow"), text)
+            table.add_row(step["id"], status, text)
+        console.print(table)
 
 
 def print_tools(console: Console, infos: list[ToolInfo]) -> None:
@@ -207,17 +279,39 @@ def _type_of(schema: dict[str, Any]) -> str:
 class ProgressPrinter:
     """Prints one line per step transition to stderr while a plan runs."""
 
-    _SYMBOL = {"started": "▶", "retrying": "↻", "succeeded": "✓", "failed": "✗", "skipped": "-"}
+    _SYMBOL = {
+        "started": "▶",
+        "retrying": "↻",
+        "fallback": "↪",
+        "succeeded": "✓",
+        "failed": "✗",
+        "skipped": "-",
+    }
 
     def __init__(self, console: Console) -> None:
         self.console = console
 
     def __call__(self, event: StepEvent) -> None:
-        line = f"{self._SYMBOL[event.kind]} {event.step_id} ({event.tool}) {event.kind}"
-        if event.kind == "started" and event.attempt > 1:
-            line += f", attempt {event.attempt}"
-        if event.duration_ms is not None:
-            line += f" in {event.duration_ms:.0f} ms"
-        if event.error:
-            line += f": {event.error}"
-        self.console.print(Text(line, style=_STATUS_STYLE.get(event.kind, "")), highlight=False)
+        self.console.print(
+            Text(progress_line(event), style=_STATUS_STYLE.get(event.kind, "")), highlight=False
+        )
+
+
+def progress_line(event: StepEvent) -> str:
+    """One step transition as a line of text, e.g. ``✓ blog (createBlog) succeeded in 3 ms``."""
+    head = f"{ProgressPrinter._SYMBOL[event.kind]} {event.step_id} ({event.tool})"
+    if event.kind == "fallback":
+        return f"{head} failed: {event.error}; calling its fallback {event.fallback_tool!r}"
+    if event.kind == "skipped":
+        reason = event.error or "skipped"
+        return f"{head} {reason if reason.startswith('skipped') else f'skipped: {reason}'}"
+    line = f"{head} {event.kind}"
+    if event.kind == "started" and event.attempt > 1:
+        line += f", attempt {event.attempt}"
+    if event.used_fallback:
+        line += " with its fallback"
+    if event.duration_ms is not None:
+        line += f" in {event.duration_ms:.0f} ms"
+    if event.error:
+        line += f": {event.error}"
+    return line

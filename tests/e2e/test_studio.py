@@ -119,3 +119,12 @@ async def test_planner_then_executor_leave_checkpoints(studio: str, llm: FakeOpe
     assert history[0]["values"]["status"] == "succeeded"
     nodes_seen = {step for checkpoint in history for step in (checkpoint.get("next") or [])}
     assert "run_steps" in nodes_seen
+
+
+async def test_executor_without_input_says_what_it_needs(studio: str) -> None:
+    client = get_client(url=studio)
+    thread = await client.threads.create()
+    run = await client.runs.create(thread["thread_id"], "executor", input={})
+    joined = await client.runs.join(thread["thread_id"], run["run_id"])
+    assert joined["__error__"]["error"] == "InvalidInput", joined
+    assert '{"plan_id": "plan_..."}' in joined["__error__"]["message"]

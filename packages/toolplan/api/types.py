@@ -220,7 +220,10 @@ class ToolType:
 
 @strawberry.type(name="StepEvent", description="One step transition of a running execution.")
 class StepEventType:
-    kind: str = strawberry.field(description="started, retrying, succeeded, failed or skipped.")
+    kind: str = strawberry.field(
+        description="started, retrying, fallback (the tool failed for good and fallbackTool is "
+        "called instead), succeeded, failed or skipped."
+    )
     plan_id: str
     step_id: str
     tool: str
@@ -228,6 +231,12 @@ class StepEventType:
     at: str
     error: str | None
     duration_ms: float | None
+    fallback_tool: str | None = strawberry.field(
+        description="On fallback: the tool called instead."
+    )
+    used_fallback: bool = strawberry.field(
+        description="On succeeded/failed: the outcome is the fallback's."
+    )
 
     @classmethod
     def from_event(cls, event: StepEvent) -> StepEventType:
@@ -241,4 +250,6 @@ class StepEventType:
             at=event.at,
             error=event.error,
             duration_ms=event.duration_ms,
+            fallback_tool=event.fallback_tool,
+            used_fallback=event.used_fallback,
         )

@@ -19,7 +19,9 @@ from toolplan.store.protocol import ExecutionLog, cap_output, utc_now
 
 __all__ = ["EventListener", "Recorder", "StepEvent"]
 
-StepEventKind = Literal["started", "retrying", "succeeded", "failed", "skipped"]
+StepEventKind = Literal["started", "retrying", "fallback", "succeeded", "failed", "skipped"]
+"""``retrying``: an attempt failed and the tool is called again. ``fallback``: the tool failed for
+good (``error`` says why) and the step's fallback tool (``fallback_tool``) is called instead."""
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,10 @@ class StepEvent:
     at: str
     error: str | None = None
     duration_ms: float | None = None
+    fallback_tool: str | None = None
+    """On ``fallback``: the tool called instead."""
+    used_fallback: bool = False
+    """On ``succeeded``/``failed``: the outcome is the fallback's."""
 
     def to_json(self) -> dict[str, Any]:
         """camelCase JSON form."""
@@ -46,6 +52,8 @@ class StepEvent:
             "at": self.at,
             "error": self.error,
             "durationMs": self.duration_ms,
+            "fallbackTool": self.fallback_tool,
+            "usedFallback": self.used_fallback,
         }
 
 
@@ -99,6 +107,12 @@ class Recorder:
         """An attempt failed and another will follow (the next ``started`` is stored)."""
         self._emit("retrying", step_id, tool, attempt, error=error)
 
+    def falling_back(
+        self, step_id: str, tool: str, attempt: int, error: str, fallback_tool: str
+    ) -> None:
+        """The tool failed for good; the step's fallback tool is called next."""
+        self._emit("fallback", step_id, tool, attempt, error=error, fallback_tool=fallback_tool)
+
     async def finished(
         self,
         step_id: str,
@@ -127,7 +141,15 @@ class Recorder:
         if resolved is not None:
             changes["resolved_parameters"] = resolved
         await self._write(step_id, changes)
-        self._emit(status, step_id, tool, attempts, error=error, duration_ms=duration_ms)
+        self._emit(
+            status,
+            step_id,
+            tool,
+            attempts,
+            error=error,
+            duration_ms=duration_ms,
+            used_fallback=used_fallback,
+        )
 
     async def skipped(self, step_id: str, tool: str, reason: str) -> None:
         """The step will not run because of an earlier failure."""

@@ -199,9 +199,7 @@ class StepRunner:
         if max_attempts > 1 and attempt - base == max_attempts and last_kind != "tool_error":
             error_text = f"{error_text} (after {max_attempts} attempts)"
         if step.fallback is not None:
-            self.recorder.retrying(
-                step.id, step.tool, attempt, f"{error_text}; trying the fallback"
-            )
+            self.recorder.falling_back(step.id, step.tool, attempt, error_text, step.fallback.tool)
             return await self._fallback(step, attempt, started, error_text, arguments)
         return await self._finish(
             step, "failed", attempt, started, error=error_text, resolved=arguments

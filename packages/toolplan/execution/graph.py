@@ -24,6 +24,7 @@ from typing_extensions import TypedDict
 
 from toolplan.config import Settings, register_cache
 from toolplan.engine.result import ExecutionResult
+from toolplan.errors import InvalidInput
 from toolplan.execution.context import ExecutionContext
 from toolplan.lookup import find_plan, require_approval
 from toolplan.store.protocol import TERMINAL_EXECUTION_STATUSES, ExecutionRecord, PlanRecord
@@ -111,8 +112,14 @@ async def load_plan(
     state: ExecutionState, runtime: Runtime[ExecutionGraphContext]
 ) -> ExecutionState:
     """Find the plan; a finished execution is returned as stored, without calling any tool."""
+    plan_id = state.get("plan_id")
+    if not isinstance(plan_id, str) or not plan_id:
+        raise InvalidInput(
+            'the executor needs the plan to run as input: {"plan_id": "plan_..."}; store one '
+            "with the planner graph or `toolplan submit --file plan.json`"
+        )
     ctx = await context_from(runtime)
-    record = await asyncio.to_thread(find_plan, ctx.store, state["plan_id"])
+    record = await asyncio.to_thread(find_plan, ctx.store, plan_id)
     execution = await asyncio.to_thread(ctx.store.get_execution, record.plan_id)
     if execution is not None and execution.status in TERMINAL_EXECUTION_STATUSES:
         return _result_state(record, execution)

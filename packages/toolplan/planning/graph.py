@@ -33,7 +33,7 @@ from typing_extensions import TypedDict
 
 from toolplan.analysis import DEFAULT_MAX_STEPS, analyze
 from toolplan.config import PlannerSettings, Settings, StructuredMethod, register_cache
-from toolplan.errors import PlanInvalid
+from toolplan.errors import InvalidInput, PlanInvalid
 from toolplan.limits import InputLimits, check_json
 from toolplan.operations import submit_plan
 from toolplan.plan import parse_plan
@@ -221,6 +221,8 @@ def _add_usage(usage: dict[str, int] | None, answer: ModelAnswer) -> dict[str, i
 async def select_tools(state: PlanningState, config: RunnableConfig) -> PlanningState:
     """Ask the model for the whole plan in one structured-output call (or a repaired one)."""
     started_at = state.get("started_at") or time.time()  # before the first call: it is planning
+    if not isinstance(state.get("query"), str) or not state["query"].strip():
+        raise InvalidInput('the planner needs a request as input: {"query": "what to do"}')
     ctx = await planner_context(config)
     prompt, repair_prompt = await asyncio.to_thread(lambda: _prompts(prompts_dir()))
     schema = ctx.plan_schema()

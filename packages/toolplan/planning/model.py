@@ -3,6 +3,7 @@ its usage, and LLM error translation."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -78,13 +79,13 @@ def create_chat_model(
     """
     settings = settings or Settings.from_env().planner
     spec = model_spec(model, settings)
-    provider = spec.partition(":")[0] if ":" in spec else None
+    provider = model_provider(spec)
     kwargs: dict[str, Any] = {
         "timeout": settings.llm_timeout,
         "max_retries": settings.llm_retries,
         "temperature": 0,
     }
-    if provider in (None, "openai"):
+    if provider == "openai":
         if not settings.openai_api_key:
             raise ModelNotConfigured(
                 f"no model is configured for planning ({spec!r} needs OPENAI_API_KEY). Set "
@@ -105,13 +106,43 @@ def create_chat_model(
     try:
         chat = init_chat(spec, **kwargs)
     except ImportError as error:
+        found = re.search(r"pip install ([\w.\-\[\]]+)", str(error))
+        package = found.group(1) if found else f"langchain-{provider.replace('_', '-')}"
         raise ModelNotConfigured(
-            f"model {spec!r} needs its integration package ({error}); install it, e.g. "
-            f"pip install langchain-{provider or 'openai'}"
+            f"model {spec!r} needs the {package} package: pip install {package}"
         ) from None
     except ValueError as error:
         raise InvalidInput(f"cannot use model {spec!r}: {error}") from None
     return chat
+
+
+_EXAMPLES = "openai:gpt-4o-mini, anthropic:claude-3-5-haiku-latest or ollama:llama3.1"
+
+
+def model_provider(spec: str) -> str:
+    """The provider of a ``provider:model`` spec (or of a bare model name LangChain recognises,
+    such as ``gpt-4o``); :class:`InvalidInput` saying what is accepted otherwise."""
+    from langchain.chat_models import base
+
+    known: Any = getattr(base, "_BUILTIN_PROVIDERS", None)
+    providers = ", ".join(sorted(known)) if known else None
+    listing = f"; providers: {providers}" if providers else ""
+    if ":" in spec:
+        provider = spec.partition(":")[0]
+        if known and provider not in known:
+            raise InvalidInput(
+                f"model {spec!r}: unknown provider {provider!r}; give provider:model, e.g. "
+                f"{_EXAMPLES}{listing}"
+            )
+        return provider
+    infer: Any = getattr(base, "_attempt_infer_model_provider", None)
+    inferred = infer(spec) if infer is not None else None
+    if not inferred:
+        raise InvalidInput(
+            f"model {spec!r} does not say its provider; give provider:model, e.g. "
+            f"{_EXAMPLES}{listing}"
+        )
+    return str(inferred)
 
 
 def _is_openai(base_url: str | None) -> bool:
