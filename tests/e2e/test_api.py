@@ -12,6 +12,8 @@ import logging
 import signal
 import socket
 import subprocess
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -133,11 +135,22 @@ def calls(tmp_path: Path) -> list[dict[str, Any]]:
 
 
 def read_events(
-    client: GraphQLClient, plan_id: str, *, on_first: Any = None
+    client: GraphQLClient,
+    plan_id: str,
+    *,
+    on_first: Any = None,
+    wait_seconds: float | None = None,
 ) -> list[dict[str, Any]]:
     """Subscribe over SSE and collect every ``next`` payload until ``complete``."""
     payloads: list[dict[str, Any]] = []
-    request = {"query": EVENTS, "variables": {"id": plan_id}}
+    variables: dict[str, Any] = {"id": plan_id}
+    query = EVENTS
+    if wait_seconds is not None:
+        variables["wait"] = wait_seconds
+        query = EVENTS.replace("($id: String!)", "($id: String!, $wait: Float)").replace(
+            "stepEvents(planId: $id)", "stepEvents(planId: $id, waitSeconds: $wait)"
+        )
+    request = {"query": query, "variables": variables}
     headers = {"accept": "text/event-stream"}
     with client.http.stream("POST", "/graphql", json=request, headers=headers) as response:
         assert response.status_code == 200
@@ -256,6 +269,38 @@ def test_step_events_stream_over_sse(client: GraphQLClient, tmp_path: Path) -> N
 
     unknown = read_events(client, "plan_1700000000_unknown00")
     assert [codes(p) for p in unknown] == [["NOT_FOUND"]]
+
+
+def test_step_events_opened_before_execute_plan_wait_for_the_run(
+    client: GraphQLClient, tmp_path: Path
+) -> None:
+
+    ref = submit(client, GATED_PLAN)
+    collected: list[list[dict[str, Any]]] = []
+    reader = threading.Thread(
+        target=lambda: collected.append(
+            read_events(client, ref["planId"], on_first=(tmp_path / "gate.open").touch)
+        )
+    )
+    reader.start()
+    time.sleep(0.3)  # let the subscription open first (if it opens later, it replays instead)
+    client.data(EXECUTE, {"id": ref["planId"], "wait": False})
+    reader.join(timeout=60)
+    assert not reader.is_alive()
+    kinds = [
+        (p["data"]["stepEvents"]["kind"], p["data"]["stepEvents"]["stepId"]) for p in collected[0]
+    ]
+    assert kinds == [
+        ("started", "wait"),
+        ("succeeded", "wait"),
+        ("started", "after"),
+        ("succeeded", "after"),
+    ]
+
+    never = submit(client, ECHO_PLAN)
+    started = time.monotonic()
+    assert read_events(client, never["planId"], wait_seconds=0.2) == []  # the wait is bounded
+    assert time.monotonic() - started < 30
 
 
 def test_step_events_of_a_run_in_a_worker_process(client: GraphQLClient, tmp_path: Path) -> None:

@@ -26,12 +26,27 @@ class EventHub:
         self._history: OrderedDict[str, list[StepEvent]] = OrderedDict()
         self._open: set[str] = set()
         self._subscribers: dict[str, set[asyncio.Queue[StepEvent | None]]] = {}
+        self._opened: dict[str, asyncio.Event] = {}
 
     def open(self, plan_id: str) -> None:
         """A run of ``plan_id`` starts here: subscribers now wait for its events."""
         self._open.add(plan_id)
         self._history[plan_id] = []
         self._history.move_to_end(plan_id)
+        waiting = self._opened.pop(plan_id, None)
+        if waiting is not None:
+            waiting.set()
+
+    async def wait_opened(self, plan_id: str, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for a run of ``plan_id`` to start here; whether it has."""
+        if self.knows(plan_id):
+            return True
+        opened = self._opened.setdefault(plan_id, asyncio.Event())
+        try:
+            await asyncio.wait_for(opened.wait(), timeout)
+        except TimeoutError:
+            return self.knows(plan_id)
+        return True
 
     def publish(self, event: StepEvent) -> None:
         """Record one event of an open run and hand it to every subscriber."""

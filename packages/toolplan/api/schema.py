@@ -36,6 +36,11 @@ __all__ = ["Mutation", "Query", "Subscription", "build_schema"]
 
 Info = strawberry.Info[ApiContext, None]
 
+DEFAULT_EVENTS_WAIT = 30.0
+"""Seconds ``stepEvents`` waits for a plan not executed yet to start."""
+MAX_EVENTS_WAIT = 3600.0
+_STORE_POLL_SECONDS = 0.25
+
 
 @strawberry.type
 class Query:
@@ -146,14 +151,20 @@ class Subscription:
     @strawberry.subscription(
         description="The step events of the plan's execution: those so far, then live ones; "
         "completes when the execution ends. Runs in this server are followed as they happen; "
-        "runs in other processes (workers) through their stored step records. Completes at once "
-        "for a plan never executed, or finished elsewhere: read execution(planId) instead."
+        "runs in other processes (workers) through their stored step records. A plan not "
+        "executed yet is waited for, up to waitSeconds (default 30; then it completes with no "
+        "event), so a client may subscribe before it calls executePlan. Completes at once for a "
+        "plan finished elsewhere: read execution(planId) instead."
     )
-    async def step_events(self, info: Info, plan_id: str) -> AsyncGenerator[StepEventType, None]:
+    async def step_events(
+        self, info: Info, plan_id: str, wait_seconds: float | None = DEFAULT_EVENTS_WAIT
+    ) -> AsyncGenerator[StepEventType, None]:
         require_id(plan_id, "plan")
         # Unknown plans are an error, not an empty stream.
-        await asyncio.to_thread(operations.stored_result, info.context.store, plan_id)
+        stored = await asyncio.to_thread(operations.stored_result, info.context.store, plan_id)
         events = info.context.events
+        if stored is None and not events.knows(plan_id):
+            await _until_started(info, plan_id, max(0.0, min(wait_seconds or 0.0, MAX_EVENTS_WAIT)))
         source = (
             events.subscribe(plan_id)
             if events.knows(plan_id)
@@ -161,6 +172,21 @@ class Subscription:
         )
         async for event in source:
             yield StepEventType.from_event(event)
+
+
+async def _until_started(info: Info, plan_id: str, timeout: float) -> None:
+    """Until a run of ``plan_id`` starts in this server or appears in the store (queued for, or
+    run by, a worker), or ``timeout`` seconds pass."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        remaining = deadline - loop.time()
+        if remaining <= 0:
+            return
+        if await info.context.events.wait_opened(plan_id, min(remaining, _STORE_POLL_SECONDS)):
+            return
+        if await asyncio.to_thread(info.context.store.get_execution, plan_id) is not None:
+            return
 
 
 class _Schema(strawberry.Schema):
