@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 import signal
 import time
+from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import Cli
+from tests.e2e.conftest import REPO, Cli
 from toolplan import __version__
 
 FALLBACK_PLAN = {
@@ -154,3 +156,25 @@ def test_model_errors_say_what_toolplan_accepts(cli80: Cli) -> None:
     assert missing.code == 3
     assert "needs the langchain-xai package: pip install langchain-xai" in missing.stderr
     assert missing.stderr.count("pip install") == 1
+
+
+def _documented_json_shape() -> dict[str, Any]:
+    readme = (REPO / "README.md").read_text()
+    anchor = readme.index("with `--json`, stdout holds exactly one JSON object")
+    block = readme[anchor:].split("```json\n", 1)[1].split("```", 1)[0]
+    return json.loads(block)
+
+
+def test_the_documented_json_shape_is_the_real_one(cli: Cli) -> None:
+    cli.env["TOOLPLAN_OUTPUT_LIMIT_BYTES"] = "40"  # the author's output is stored truncated
+    real = cli("run", "--file", cli.write_plan(FALLBACK_PLAN), "--json").json()
+    documented = _documented_json_shape()
+    assert set(real) == set(documented)
+    real_step_keys = set().union(*(set(step) for step in real["steps"]))
+    assert real_step_keys == set(documented["steps"][0])
+    statuses = set(documented["status"].split("|"))
+    assert real["status"] in statuses
+    assert {s["status"] for s in real["steps"]} <= set(documented["steps"][0]["status"].split("|"))
+    by_id = {s["id"]: s for s in real["steps"]}
+    assert by_id["blog"]["usedFallback"] is True and "usedFallback" not in by_id["bad"]
+    assert by_id["author"]["outputTruncated"] is True

@@ -57,3 +57,17 @@ def test_python_examples_run(index: int, tmp_path: Path, monkeypatch: pytest.Mon
         compile(blocks[index], f"README.md python block {index}", "exec"),
         {"__name__": "__readme__"},
     )
+
+
+def test_the_readme_lists_exactly_the_api_error_codes() -> None:
+    from typing import get_args
+
+    from toolplan.api.errors import ErrorCode
+
+    table = section("GraphQL API").split("| code | when |", 1)[1].split("\n\n", 1)[0]
+    documented = {
+        code
+        for line in table.splitlines()
+        for code in re.findall(r"`([A-Z_]+)`", line.split("|")[1] if line.startswith("| `") else "")
+    }
+    assert documented == set(get_args(ErrorCode))
