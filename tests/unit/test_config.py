@@ -57,6 +57,7 @@ OTHER_HOMES = {
     "TOOLPLAN_FUZZ_SEED": "tests only (replays a fuzz run)",
     "TOOLPLAN_DEBUG": "toolplan.cli (prints an internal error's traceback)",
     "TOOLPLAN_TEST_LLM_BASE_URL": "tests only (the real_llm tests)",
+    "TOOLPLAN_ERROR": "not a variable: an API error code (the README's GraphQL table)",
 }
 
 

@@ -563,4 +563,6 @@ def open_sqlite(uri: str) -> SqliteStore:
             "the SQLite store needs a file path (sqlite:///./.toolplan/toolplan.db); "
             "':memory:' cannot be shared by the engine and its checkpointer"
         )
-    return SqliteStore(Path(path), uri=uri)
+    # Named by its absolute path, so messages say which file, wherever the command ran.
+    absolute = Path(path).expanduser().resolve()
+    return SqliteStore(absolute, uri=f"sqlite:///{absolute}")
