@@ -37,13 +37,8 @@ from toolplan.errors import InvalidInput, PlanInvalid
 from toolplan.limits import InputLimits, check_json
 from toolplan.operations import submit_plan
 from toolplan.plan import parse_plan
-from toolplan.planning.model import (
-    ModelAnswer,
-    ask_structured,
-    llm_errors,
-    schema_rejected,
-    truncated,
-)
+from toolplan.planning.llm_call import call_structured
+from toolplan.planning.model import schema_rejected
 from toolplan.planning.parsing import message_payload, read_plan
 from toolplan.planning.prompts import (
     Prompt,
@@ -201,23 +196,6 @@ def planner_messages(
     return messages
 
 
-async def _ask(
-    ctx: PlannerContext, messages: list[BaseMessage], schema: PlanSchema, config: RunnableConfig
-) -> ModelAnswer:
-    return await ask_structured(
-        ctx.model, messages, schema.schema, method=ctx.method, strict=schema.strict, config=config
-    )
-
-
-def _add_usage(usage: dict[str, int] | None, answer: ModelAnswer) -> dict[str, int]:
-    total = dict(usage or {"inputTokens": 0, "outputTokens": 0})
-    total["inputTokens"] += answer.input_tokens
-    total["outputTokens"] += answer.output_tokens
-    if answer.cached_input_tokens is not None:
-        total["cachedInputTokens"] = total.get("cachedInputTokens", 0) + answer.cached_input_tokens
-    return total
-
-
 async def select_tools(state: PlanningState, config: RunnableConfig) -> PlanningState:
     """Ask the model for the whole plan in one structured-output call (or a repaired one)."""
     started_at = state.get("started_at") or time.time()  # before the first call: it is planning
@@ -233,21 +211,27 @@ async def select_tools(state: PlanningState, config: RunnableConfig) -> Planning
         previous = state.get("raw_candidate") or "(no plan could be read from the answer)"
         problems = "\n".join(f"- {error}" for error in state["errors"])
         messages.append(HumanMessage(repair_prompt.render(previous_plan=previous, errors=problems)))
-    with llm_errors(ctx.model_name, endpoint=ctx.endpoint, max_tokens=ctx.max_tokens):
-        try:
-            answer = await _ask(ctx, messages, schema, config)
-        except Exception as error:
-            if schema.kind != "typed" or not schema_rejected(error):
-                raise
-            ctx.schema_fallback = True  # this endpoint cannot take the typed schema
-            schema = ctx.plan_schema()
-            messages[0] = planner_messages(ctx, state["query"], prompt, schema)[0]
-            answer = await _ask(ctx, messages, schema, config)
-    usage = _add_usage(state.get("usage"), answer)
-    if answer.finish_reason == "length":
-        raise truncated(
-            ctx.model_name, ctx.max_tokens, usage=usage, llmCalls=state.get("llm_calls", 0) + 1
-        )
+
+    def generic_schema(error: Exception) -> tuple[list[BaseMessage], dict[str, Any], bool] | None:
+        nonlocal schema
+        if schema.kind != "typed" or not schema_rejected(error):
+            return None
+        ctx.schema_fallback = True  # this endpoint cannot take the typed schema
+        schema = ctx.plan_schema()
+        messages[0] = planner_messages(ctx, state["query"], prompt, schema)[0]
+        return messages, schema.schema, schema.strict
+
+    call = await call_structured(
+        ctx,
+        messages,
+        schema.schema,
+        strict=schema.strict,
+        usage=state.get("usage"),
+        llm_calls=state.get("llm_calls", 0),
+        config=config,
+        retry=generic_schema,
+    )
+    answer, usage = call.answer, call.usage
     payload = message_payload(answer.message)
     reading = read_plan(payload, ctx.catalog)
     errors = [issue.message for issue in reading.issues]
@@ -261,7 +245,7 @@ async def select_tools(state: PlanningState, config: RunnableConfig) -> Planning
         "errors": errors,
         "unreadable": reading.unreadable,
         "repairs": repairs,
-        "llm_calls": state.get("llm_calls", 0) + 1,
+        "llm_calls": call.llm_calls,
         "usage": usage,
         "model": ctx.model_name,
         "prompt_version": prompt.version,
