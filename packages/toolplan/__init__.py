@@ -5,37 +5,80 @@ An LLM writes one plan — a DAG of tool calls whose arguments reference earlier
 "Use from Python" section; every name below is documented there.
 """
 
-from toolplan._entrypoints import (
-    create_plan,
-    execute_plan,
-    execute_plan_sync,
-    run_plan,
-    run_plan_sync,
-    submit_plan,
-    validate_plan,
-)
-from toolplan.analysis import Analysis
-from toolplan.engine.policies import ExecutionOptions, RetryPolicy
-from toolplan.engine.recorder import StepEvent
-from toolplan.engine.result import ExecutionResult
-from toolplan.errors import (
-    InvalidInput,
-    LLMUnavailable,
-    NotFound,
-    PlanInvalid,
-    StoreUnavailable,
-    ToolFailure,
-    ToolplanError,
-    Unavailable,
-)
-from toolplan.meta_tool import plan_tool
-from toolplan.operations import PlanRef
-from toolplan.plan import Plan, Step, load_plan
-from toolplan.planning.planner import PlanningOutcome
-from toolplan.store import Store, open_store
-from toolplan.tools import ToolCatalog, load_tool_modules, tagged
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from toolplan._lazy import lazy_getattr
+
+if TYPE_CHECKING:
+    from toolplan._entrypoints import (
+        create_plan,
+        execute_plan,
+        execute_plan_sync,
+        run_plan,
+        run_plan_sync,
+        submit_plan,
+        validate_plan,
+    )
+    from toolplan.analysis import Analysis
+    from toolplan.engine.policies import ExecutionOptions, RetryPolicy
+    from toolplan.engine.recorder import StepEvent
+    from toolplan.engine.result import ExecutionResult
+    from toolplan.errors import (
+        InvalidInput,
+        LLMUnavailable,
+        NotFound,
+        PlanInvalid,
+        StoreUnavailable,
+        ToolFailure,
+        ToolplanError,
+        Unavailable,
+    )
+    from toolplan.meta_tool import plan_tool
+    from toolplan.operations import PlanRef
+    from toolplan.plan import Plan, Step, load_plan
+    from toolplan.planning.planner import PlanningOutcome
+    from toolplan.store import Store, open_store
+    from toolplan.tools import ToolCatalog, load_tool_modules, tagged
 
 __version__ = "0.1.0"
+
+# Public names resolve on first use, so ``import toolplan`` (and the CLI, which imports
+# ``toolplan.cli``) does not pay for LangGraph, LangChain and jsonschema up front.
+_LAZY: dict[str, str] = {
+    "Analysis": "toolplan.analysis",
+    "ExecutionOptions": "toolplan.engine.policies",
+    "ExecutionResult": "toolplan.engine.result",
+    "InvalidInput": "toolplan.errors",
+    "LLMUnavailable": "toolplan.errors",
+    "NotFound": "toolplan.errors",
+    "Plan": "toolplan.plan",
+    "PlanInvalid": "toolplan.errors",
+    "PlanRef": "toolplan.operations",
+    "PlanningOutcome": "toolplan.planning.planner",
+    "RetryPolicy": "toolplan.engine.policies",
+    "Step": "toolplan.plan",
+    "StepEvent": "toolplan.engine.recorder",
+    "Store": "toolplan.store",
+    "StoreUnavailable": "toolplan.errors",
+    "ToolCatalog": "toolplan.tools",
+    "ToolFailure": "toolplan.errors",
+    "ToolplanError": "toolplan.errors",
+    "Unavailable": "toolplan.errors",
+    "create_plan": "toolplan._entrypoints",
+    "execute_plan": "toolplan._entrypoints",
+    "execute_plan_sync": "toolplan._entrypoints",
+    "load_plan": "toolplan.plan",
+    "load_tool_modules": "toolplan.tools",
+    "open_store": "toolplan.store",
+    "plan_tool": "toolplan.meta_tool",
+    "run_plan": "toolplan._entrypoints",
+    "run_plan_sync": "toolplan._entrypoints",
+    "submit_plan": "toolplan._entrypoints",
+    "tagged": "toolplan.tools",
+    "validate_plan": "toolplan._entrypoints",
+}
 
 __all__ = [
     "Analysis",
@@ -70,3 +113,10 @@ __all__ = [
     "tagged",
     "validate_plan",
 ]
+
+
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -15,8 +15,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from jsonschema import Draft202012Validator
-
 from toolplan.errors import PlanInvalid, ValidationIssue
 from toolplan.plan import Plan, Step
 from toolplan.templates import Template, contains_template, find_templates, malformed_templates
@@ -195,6 +193,8 @@ def check_arguments(
                     )
                 )
             continue
+        from jsonschema import Draft202012Validator  # heavy: imported when first needed
+
         validator = Draft202012Validator({**properties[name], **definitions})
         error = next(iter(validator.iter_errors(value)), None)
         if error is not None:

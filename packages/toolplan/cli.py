@@ -24,7 +24,7 @@ from toolplan import operations, render
 from toolplan._help import use_metavars
 from toolplan.config import Settings
 from toolplan.errors import InvalidInput, ToolplanError
-from toolplan.execution.runner import ExecutionContext
+from toolplan.execution.context import ExecutionContext
 from toolplan.limits import check_text
 from toolplan.store import Store, open_store
 from toolplan.tools.catalog import ToolCatalog

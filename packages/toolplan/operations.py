@@ -18,7 +18,6 @@ from toolplan.config import register_cache
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import InvalidInput, StoreUnavailable
 from toolplan.execution.context import ExecutionContext
-from toolplan.execution.graph import run_execution_graph
 from toolplan.ids import is_valid_id, new_id, require_id
 from toolplan.limits import InputLimits, check_text
 from toolplan.lookup import find_plan, find_request, require_approval
@@ -175,6 +174,8 @@ async def execute_stored_plan(
         require_approval(record.plan_id, record.status, record.plan, approve=approve)
         try:
             if ctx.options.graph_checkpoints:
+                from toolplan.execution.graph import run_execution_graph
+
                 await run_execution_graph(plan_id, ctx, approve=approve)
             else:
                 await ctx.backend.run(record, ctx)

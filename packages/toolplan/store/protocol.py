@@ -24,12 +24,13 @@ from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any, Literal, Protocol, runtime_checkable
-
-from langgraph.checkpoint.base import BaseCheckpointSaver
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from toolplan.store.codec import dumps
 from toolplan.tools.catalog import ToolStats
+
+if TYPE_CHECKING:
+    from langgraph.checkpoint.base import BaseCheckpointSaver
 
 __all__ = [
     "TERMINAL_EXECUTION_STATUSES",

@@ -21,9 +21,7 @@ import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any
-
-from langgraph.checkpoint.base import BaseCheckpointSaver
+from typing import TYPE_CHECKING, Any
 
 from toolplan.errors import InvalidInput, StoreUnavailable
 from toolplan.store._sqlite_faults import (
@@ -46,6 +44,9 @@ from toolplan.store.protocol import (
     utc_now,
 )
 from toolplan.tools.catalog import ToolStats
+
+if TYPE_CHECKING:
+    from langgraph.checkpoint.base import BaseCheckpointSaver
 
 __all__ = ["SqliteStore", "open_sqlite"]
 

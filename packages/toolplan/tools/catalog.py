@@ -13,13 +13,11 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.tools import BaseTool
-from langchain_core.tools import tool as as_langchain_tool
-from langchain_core.utils.function_calling import convert_to_openai_tool
-
 from toolplan.errors import InvalidInput
 
 if TYPE_CHECKING:
+    from langchain_core.tools import BaseTool
+
     from toolplan.tools.sources import ToolSources
 
 __all__ = [
@@ -97,6 +95,10 @@ def tagged(tool: BaseTool, *tags: str, examples: Iterable[dict[str, Any]] = ()) 
 
 
 def _as_tool(candidate: Any, source: str) -> BaseTool:
+    # LangChain is imported when the first tool is added, not when toolplan is imported.
+    from langchain_core.tools import BaseTool
+    from langchain_core.tools import tool as as_langchain_tool
+
     if isinstance(candidate, BaseTool):
         return candidate
     if callable(candidate):
@@ -119,6 +121,8 @@ def _as_tool(candidate: Any, source: str) -> BaseTool:
 
 
 def _schema_of(tool: BaseTool) -> dict[str, Any]:
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
     parameters = convert_to_openai_tool(tool)["function"].get("parameters") or {}
     return dict(parameters)
 

@@ -14,20 +14,20 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
-
-from langchain_core.tools import BaseTool
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from toolplan._blocking import run_blocking
 from toolplan.config import Settings
 from toolplan.tools.catalog import RESERVED_TOOL_NAMES, ToolCatalog, load_tool_modules
-from toolplan.tools.mcp import (
-    DEFAULT_STARTUP_TIMEOUT,
-    MCPServerUnavailable,
-    load_mcp_config,
-    load_mcp_tools,
-)
 from toolplan.tools.sources import ToolSources
+
+if TYPE_CHECKING:
+    from langchain_core.tools import BaseTool
+
+    from toolplan.tools.mcp import MCPServerUnavailable
+
+DEFAULT_STARTUP_TIMEOUT = 30.0
+"""Seconds an MCP server may take to start and list its tools."""
 
 __all__ = [
     "McpConfig",
@@ -41,7 +41,7 @@ __all__ = [
 McpConfig = str | Path | Mapping[str, Any]
 """An ``mcpServers`` JSON file, or the parsed mapping."""
 
-ToolsArg = ToolCatalog | Iterable[BaseTool | Callable[..., Any] | str] | None
+ToolsArg: TypeAlias = "ToolCatalog | Iterable[BaseTool | Callable[..., Any] | str] | None"
 """What a ``tools=`` argument may be: a catalog, tools, functions and module names, or ``None``."""
 
 
@@ -69,6 +69,9 @@ async def aload_catalog(
         mcp_config = settings.mcp_config
     if mcp_config is None:
         return catalog
+    # The MCP client (httpx, anyio, the mcp SDK) is imported only when servers are configured.
+    from toolplan.tools.mcp import load_mcp_config, load_mcp_tools
+
     servers = load_mcp_config(mcp_config)
 
     def report(error: MCPServerUnavailable) -> None:
@@ -118,6 +121,8 @@ def resolve_catalog(
         return load_catalog(settings or Settings.from_env())
     items = list(tools)
     if drop_reserved:
+        from langchain_core.tools import BaseTool
+
         items = [
             t for t in items if not (isinstance(t, BaseTool) and t.name in RESERVED_TOOL_NAMES)
         ]

@@ -36,6 +36,7 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 
 from toolplan._blocking import run_blocking
 from toolplan.errors import InvalidInput, ToolFailure, Unavailable
+from toolplan.tools.loading import DEFAULT_STARTUP_TIMEOUT
 
 __all__ = [
     "MCP_TAG",
@@ -61,9 +62,6 @@ _TRANSPORTS: dict[str, Transport] = {
     "streamablehttp": "streamable_http",
     "sse": "sse",
 }
-
-DEFAULT_STARTUP_TIMEOUT = 30.0
-"""Seconds a server gets to start and list its tools when the catalog is loaded."""
 
 
 class MCPServerUnavailable(Unavailable):
