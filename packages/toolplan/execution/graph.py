@@ -165,11 +165,18 @@ def build_execution_graph() -> StateGraph[
     return builder
 
 
+@functools.cache
+def _compiled_graph() -> Any:
+    """The execution graph compiled once per process (compiling costs milliseconds; the copy
+    that binds an execution's checkpointer costs microseconds)."""
+    return build_execution_graph().compile()
+
+
 async def run_execution_graph(plan_id: str, ctx: ExecutionContext, *, approve: bool) -> None:
     """Run (or resume) the execution of ``plan_id`` through this graph, under the store's
     checkpointer with the plan ID as the thread ID (``ExecutionOptions.graph_checkpoints``)."""
     async with ctx.store.checkpointer() as saver:
-        graph = build_execution_graph().compile(checkpointer=saver)
+        graph = _compiled_graph().copy({"checkpointer": saver})
         config: Any = {"configurable": {"thread_id": plan_id}}
         snapshot = await graph.aget_state(config)
         # Only a run interrupted inside run_steps is resumed from its checkpoint; anything
