@@ -19,6 +19,7 @@ from toolplan.engine.inputs import StepInputs
 from toolplan.engine.policies import ExecutionOptions
 from toolplan.engine.recorder import Recorder
 from toolplan.engine.scheduler import StepOutcome
+from toolplan.engine.toolcall import callbacks_configured, invoke_tool
 from toolplan.errors import TemplateError, Unavailable
 from toolplan.plan import Plan, Step
 from toolplan.store.protocol import RecordStore, utc_now
@@ -112,6 +113,9 @@ class StepRunner:
         self.inputs = inputs
         self.prior_attempts = dict(prior_attempts or {})
         self.rng = rng or random.Random()
+        # Checked once per execution: with no callback handler anywhere (tracing, verbose, hooks),
+        # plain tools are called without LangChain's callback machinery (same semantics).
+        self._fast_calls = not callbacks_configured()
 
     def _config(self, step: Step, attempt: int, *, fallback: bool = False) -> RunnableConfig:
         key = f"{self.plan_id}:{step.id}" + (":fallback" if fallback else "")
@@ -132,7 +136,8 @@ class StepRunner:
     ) -> Any:
         try:
             async with asyncio.timeout(timeout):
-                return normalize_output(await tool.ainvoke(arguments, config=config))
+                output = await invoke_tool(tool, arguments, config, fast=self._fast_calls)
+                return normalize_output(output)
         except ToolException as error:
             raise _CallFailed(
                 without_surrogates(f"tool {tool.name!r} reported an error: {error}"),
