@@ -51,7 +51,8 @@ def _table(path: Path) -> dict[str, Any] | None:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
         raise InvalidInput(f"cannot read the project config {str(path)!r}: {error}") from None
-    table = data.get("tool", {}).get("toolplan")
+    tool = data.get("tool")
+    table = tool.get("toolplan") if isinstance(tool, dict) else None
     if path.name == CONFIG_FILE:
         return table if isinstance(table, dict) else data
     return table if isinstance(table, dict) else None

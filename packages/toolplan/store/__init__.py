@@ -46,7 +46,9 @@ __all__ = [
 ]
 
 DEFAULT_STORE_URI = "sqlite:///./.toolplan/toolplan.db"
-"""The embedded default: a SQLite file under ``./.toolplan/``."""
+"""The embedded default's shape: a SQLite file under ``.toolplan/``. Which folder's is decided
+per command (:func:`toolplan.project.default_store_uri`): the project's, else the nearest one
+upwards that exists, else the current folder's."""
 
 
 def redact_uri(uri: str) -> str:
@@ -55,7 +57,8 @@ def redact_uri(uri: str) -> str:
 
 
 def open_store(uri: str | None = None) -> Store:
-    """Open the store at ``uri`` (default :data:`DEFAULT_STORE_URI`) with the backend registered
+    """Open the store at ``uri`` (default: ``.toolplan/toolplan.db`` where
+    :func:`toolplan.project.default_store_uri` finds it) with the backend registered
     for its scheme (:mod:`toolplan.store.registry`): ``sqlite:///path``, ``mongodb://...``, or any
     scheme a package registers.
 
@@ -64,5 +67,8 @@ def open_store(uri: str | None = None) -> Store:
     """
     from toolplan.store.registry import opener_for
 
-    uri = uri or DEFAULT_STORE_URI
+    if not uri:
+        from toolplan.project import default_store_uri, find_project
+
+        uri = default_store_uri(find_project())
     return opener_for(uri)(uri)

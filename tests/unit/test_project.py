@@ -1,0 +1,78 @@
+"""The project config and where the data lives by default (toolplan.project)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from toolplan.config import Settings
+from toolplan.errors import InvalidInput
+from toolplan.project import default_store_uri, find_project
+
+
+def test_toolplan_toml_keys_at_the_top_level_with_paths_from_its_folder(tmp_path: Path) -> None:
+    (tmp_path / "toolplan.toml").write_text(
+        'tools = ["blog", "mine"]\nmcp = "conf/mcp.json"\nstore = "sqlite:///data/x.db"\n'
+    )
+    below = tmp_path / "a" / "b"
+    below.mkdir(parents=True)
+    project = find_project(below)
+    assert project is not None and project.path == tmp_path / "toolplan.toml"
+    assert project.tools == ("blog", "mine")
+    assert project.mcp == str(tmp_path / "conf" / "mcp.json")
+    assert project.store == f"sqlite:///{tmp_path / 'data' / 'x.db'}"
+
+
+def test_a_pyproject_without_the_table_is_not_a_project(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n')
+    assert find_project(tmp_path) is None
+    (tmp_path / "pyproject.toml").write_text('[tool.toolplan]\ntools = "blog, metrics"\n')
+    project = find_project(tmp_path)
+    assert project is not None and project.tools == ("blog", "metrics") and project.store is None
+    assert default_store_uri(project) == f"sqlite:///{tmp_path / '.toolplan' / 'toolplan.db'}"
+
+
+def test_mistakes_in_the_config_are_named(tmp_path: Path) -> None:
+    (tmp_path / "toolplan.toml").write_text('tool = ["blog"]\n')
+    with pytest.raises(InvalidInput, match=r"unknown key\(s\) tool .*known: tools, mcp, store"):
+        find_project(tmp_path)
+    (tmp_path / "toolplan.toml").write_text("tools = [1]\n")
+    with pytest.raises(InvalidInput, match=r"'tools' in .* must be a list of module names"):
+        find_project(tmp_path)
+    (tmp_path / "toolplan.toml").write_text("tools = [\n")
+    with pytest.raises(InvalidInput, match="cannot read the project config"):
+        find_project(tmp_path)
+
+
+def test_without_a_project_the_nearest_existing_data_folder_is_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    work = tmp_path / "home" / "work"
+    deep = work / "src" / "pkg"
+    deep.mkdir(parents=True)
+    assert default_store_uri(None, deep) == f"sqlite:///{deep / '.toolplan' / 'toolplan.db'}"
+    (work / ".toolplan").mkdir()
+    assert default_store_uri(None, deep) == f"sqlite:///{work / '.toolplan' / 'toolplan.db'}"
+    # the home folder's own .toolplan/ is not used from folders below it
+    (work / ".toolplan").rmdir()
+    (tmp_path / "home" / ".toolplan").mkdir()
+    assert default_store_uri(None, deep) == f"sqlite:///{deep / '.toolplan' / 'toolplan.db'}"
+
+
+def test_environment_wins_over_the_project_and_marks_tools_as_chosen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "toolplan.toml").write_text('tools = ["blog"]\nstore = "sqlite:///p.db"\n')
+    monkeypatch.chdir(tmp_path)
+    for name in ("TOOLPLAN_TOOLS", "TOOLPLAN_STORE", "TOOLPLAN_MCP"):
+        monkeypatch.delenv(name, raising=False)
+    settings = Settings.from_env()
+    assert settings.tool_modules == ("blog",) and settings.tool_sources_given
+    assert settings.store_uri == f"sqlite:///{tmp_path / 'p.db'}"
+    assert settings.project_file == str(tmp_path / "toolplan.toml")
+    monkeypatch.setenv("TOOLPLAN_STORE", "sqlite:///env.db")
+    assert Settings.from_env().store_uri == "sqlite:///env.db"
+    (tmp_path / "toolplan.toml").write_text("")
+    assert not Settings.from_env().tool_sources_given  # the built-in defaults are not a choice
