@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 import threading
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Collection, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -18,7 +18,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from toolplan.errors import InvalidInput
 from toolplan.store.protocol import (
+    CANCELLED_BEFORE_START,
     STEP_FIELDS,
+    CachedResult,
     ExecutionRecord,
     ExecutionStatus,
     PlanRecord,
@@ -57,6 +59,8 @@ class MemoryStore:
         self._executions: dict[str, dict[str, Any]] = {}
         self._steps: dict[str, dict[str, dict[str, Any]]] = {}
         self._records = MemoryRecords()
+        self._cache: dict[str, tuple[str, Any, float, float]] = {}
+        """key -> (tool, output, stored_at, expires_at)"""
         self._saver = InMemorySaver()
 
     # requests and plans
@@ -119,6 +123,7 @@ class MemoryStore:
                 lease_until=row.get("lease_until"),
                 owner_host=row.get("owner_host"),
                 owner_pid=row.get("owner_pid"),
+                cancel_requested_at=row.get("cancel_requested_at"),
             )
 
     def update_step(self, plan_id: str, step_id: str, changes: Mapping[str, Any]) -> None:
@@ -147,6 +152,52 @@ class MemoryStore:
                 row["started_at"] = started_at
             if finished_at is not None:
                 row["finished_at"] = finished_at
+
+    def request_cancel(self, plan_id: str, steps: list[tuple[str, str]]) -> ExecutionRecord:
+        now = utc_now()
+        with self._lock:
+            if plan_id not in self._executions:
+                self.create_execution(plan_id, steps, status="cancelled")
+                self._executions[plan_id].update(finished_at=now, cancel_requested_at=now)
+                self._cancel_steps(plan_id, now)
+            row = self._executions[plan_id]
+            if row["status"] == "queued":
+                row.update(
+                    status="cancelled", finished_at=now, cancel_requested_at=now, **_NO_OWNER
+                )
+                self._cancel_steps(plan_id, now)
+            elif row["status"] == "running" and row.get("cancel_requested_at") is None:
+                row["cancel_requested_at"] = now
+        execution = self.get_execution(plan_id)
+        assert execution is not None
+        return execution
+
+    def _cancel_steps(self, plan_id: str, now: str) -> None:
+        for step in self._steps[plan_id].values():
+            if step.get("status", "pending") in ("pending", "running"):
+                step.update(status="cancelled", error=CANCELLED_BEFORE_START, finished_at=now)
+
+    def cancel_requested(self, plan_id: str) -> bool:
+        with self._lock:
+            row = self._executions.get(plan_id)
+            return row is not None and row.get("cancel_requested_at") is not None
+
+    def reopen(self, plan_id: str) -> bool:
+        with self._lock:
+            row = self._executions.get(plan_id)
+            if row is None or row["status"] != "cancelled":
+                return False
+            row.update(
+                status="running",
+                finished_at=None,
+                error=None,
+                cancel_requested_at=None,
+                **_NO_OWNER,
+            )
+            for step in self._steps[plan_id].values():
+                if step.get("status") == "cancelled":
+                    step.update(status="pending", error=None, finished_at=None)
+            return True
 
     # work queue
     def enqueue(self, plan_id: str, steps: list[tuple[str, str]]) -> ExecutionRecord:
@@ -220,7 +271,7 @@ class MemoryStore:
             per_tool: dict[str, list[dict[str, Any]]] = {}
             for steps in self._steps.values():
                 for step in steps.values():
-                    if step.get("status") in ("succeeded", "failed"):
+                    if step.get("status") in ("succeeded", "failed") and not step.get("cached"):
                         per_tool.setdefault(step["tool"], []).append(step)
         stats = {}
         for tool, records in per_tool.items():
@@ -236,6 +287,50 @@ class MemoryStore:
                 failures / len(records),
             )
         return stats
+
+    def tool_durations(self, tools: Collection[str], limit: int) -> dict[str, list[float]]:
+        wanted = set(tools)
+        found: dict[str, list[tuple[str, float]]] = {tool: [] for tool in wanted}
+        with self._lock:
+            for steps in self._steps.values():
+                for step in steps.values():
+                    if (
+                        step["tool"] in wanted
+                        and step.get("status") == "succeeded"
+                        and step.get("attempts") == 1
+                        and not step.get("cached")
+                        and not step.get("used_fallback")
+                        and step.get("duration_ms") is not None
+                    ):
+                        found[step["tool"]].append(
+                            (step.get("finished_at") or "", step["duration_ms"])
+                        )
+        return {
+            tool: [ms for _, ms in sorted(rows, key=lambda r: r[0], reverse=True)[:limit]]
+            for tool, rows in found.items()
+        }
+
+    # result cache
+    def cache_get(self, key: str) -> CachedResult | None:
+        with self._lock:
+            entry = self._cache.get(key)
+        if entry is None or entry[3] <= time.time():
+            return None
+        return CachedResult(copy.deepcopy(entry[1]), entry[2])
+
+    def cache_put(self, key: str, tool: str, output: Any, ttl_seconds: float) -> None:
+        now = time.time()
+        with self._lock:
+            self._cache[key] = (tool, copy.deepcopy(output), now, now + ttl_seconds)
+
+    def cache_clear(self, tool: str | None = None) -> int:
+        now = time.time()
+        with self._lock:
+            doomed = [k for k, e in self._cache.items() if tool is None or e[0] == tool]
+            live = sum(1 for k in doomed if self._cache[k][3] > now)
+            for key in doomed:
+                del self._cache[key]
+        return live
 
     def put_record(
         self, collection: str, record: dict[str, Any], *, idempotency_key: str | None = None

@@ -13,6 +13,7 @@ from toolplan._lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from toolplan._entrypoints import (
+        cancel_execution,
         create_plan,
         execute_plan,
         execute_plan_sync,
@@ -66,6 +67,7 @@ _LAZY: dict[str, str] = {
     "ToolFailure": "toolplan.errors",
     "ToolplanError": "toolplan.errors",
     "Unavailable": "toolplan.errors",
+    "cancel_execution": "toolplan._entrypoints",
     "create_plan": "toolplan._entrypoints",
     "execute_plan": "toolplan._entrypoints",
     "execute_plan_sync": "toolplan._entrypoints",
@@ -100,6 +102,7 @@ __all__ = [
     "ToolFailure",
     "ToolplanError",
     "Unavailable",
+    "cancel_execution",
     "create_plan",
     "execute_plan",
     "execute_plan_sync",

@@ -19,8 +19,10 @@ from toolplan.config import Settings
 from toolplan.engine.policies import ExecutionOptions
 from toolplan.engine.recorder import StepEvent
 from toolplan.engine.result import ExecutionResult
+from toolplan.execution.cancel import DEFAULT_CANCEL_WAIT
 from toolplan.execution.runner import ExecutionContext
 from toolplan.operations import PlanRef, execute_stored_plan
+from toolplan.operations import cancel_execution as _cancel
 from toolplan.operations import submit_plan as _submit
 from toolplan.plan import Plan, load_plan
 from toolplan.planning.planner import PlanningOutcome
@@ -28,6 +30,7 @@ from toolplan.store import Store, open_store
 from toolplan.tools.loading import ToolsArg, resolve_catalog
 
 __all__ = [
+    "cancel_execution",
     "create_plan",
     "execute_plan",
     "execute_plan_sync",
@@ -103,11 +106,37 @@ async def execute_plan(
     concurrency: int | None = None,
     fail_fast: bool | None = None,
     approve: bool = False,
+    resume: bool = False,
     on_event: Callable[[StepEvent], None] | None = None,
 ) -> ExecutionResult:
-    """Run a stored plan, or resume it after a crash; a finished plan returns its stored result."""
+    """Run a stored plan, or resume it after a crash; a finished plan returns its stored result.
+
+    A cancelled execution is returned as stored too, unless ``resume``: then it continues (its
+    finished steps are kept, the cancelled ones run).
+    """
     ctx = _execution_context(tools, store, options, concurrency, fail_fast, on_event)
-    return await execute_stored_plan(plan_id, ctx, approve=approve)
+    return await execute_stored_plan(plan_id, ctx, approve=approve, resume=resume)
+
+
+async def cancel_execution(
+    plan_id: str, *, store: Store | str | None = None, wait: float = DEFAULT_CANCEL_WAIT
+) -> ExecutionResult:
+    """Cancel the execution of a stored plan wherever it runs (this process, another process,
+    the API server, a worker); return the execution as it then stands.
+
+    Its running tool calls get :class:`asyncio.CancelledError`; they and the steps not started
+    are recorded ``cancelled`` and the execution ends ``cancelled`` (finished steps are kept).
+    Idempotent. A finished execution is returned unchanged; a plan never executed is recorded
+    cancelled. Waits up to ``wait`` seconds for a running execution to end, and returns it
+    still ``running`` (with ``cancel_requested_at``) if it has not by then.
+    """
+    settings = Settings.from_env()
+    return await _cancel(
+        plan_id,
+        resolve_store(store, settings=settings),
+        wait=wait,
+        lease_seconds=settings.execution.lease_seconds,
+    )
 
 
 async def run_plan(

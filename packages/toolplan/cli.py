@@ -298,6 +298,10 @@ def _finish_execution(result: operations.ExecutionResult, *, as_json: bool, stor
     else:
         render.print_execution(stdout, result)
         stdout.print(f"stored in {store_uri} — inspect with: toolplan show {result.plan_id}")
+        if result.status == "cancelled":
+            stdout.print(
+                f"it was cancelled; continue it with: toolplan execute {result.plan_id} --resume"
+            )
     raise typer.Exit(result.exit_code)
 
 
@@ -380,11 +384,18 @@ def execute(
             "--enqueue", help="Queue it for `toolplan worker` processes instead of running it here."
         ),
     ] = False,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume",
+            help="Continue a cancelled execution: its finished steps are kept, the rest run.",
+        ),
+    ] = False,
 ) -> None:
     """Run a stored plan, or resume it after a crash. A finished plan prints its stored result."""
 
     if enqueue:
-        _enqueue(plan_id, store, tools, yes=yes, as_json=as_json)
+        _enqueue(plan_id, store, tools, yes=yes, as_json=as_json, resume=resume)
         return
 
     def body() -> operations.ExecutionResult:
@@ -403,7 +414,7 @@ def execute(
                 session.use_plan_tools(plan_id)
             return _run_async(
                 operations.execute_stored_plan(
-                    plan_id, session.context(as_json=as_json), approve=yes
+                    plan_id, session.context(as_json=as_json), approve=yes, resume=resume
                 )
             )
         finally:
@@ -417,14 +428,20 @@ def execute(
 
 
 def _enqueue(
-    plan_id: str, store: str | None, tools: list[str] | None, *, yes: bool, as_json: bool
+    plan_id: str,
+    store: str | None,
+    tools: list[str] | None,
+    *,
+    yes: bool,
+    as_json: bool,
+    resume: bool,
 ) -> None:
     from toolplan.worker import enqueue_plan
 
     def body() -> Any:
         session = _session(store, tools)
         try:
-            return enqueue_plan(session.store, plan_id, approve=yes)
+            return enqueue_plan(session.store, plan_id, approve=yes, resume=resume)
         finally:
             session.close()
 
@@ -624,6 +641,63 @@ def show(
         _emit_json(data)
         return
     render.print_described(stdout, data)
+
+
+@app.command()
+def cancel(
+    plan_id: Annotated[str, typer.Argument(help="The plan whose execution to cancel (plan_...).")],
+    store: StoreOption = None,
+    wait: Annotated[
+        float,
+        typer.Option(
+            "--wait",
+            min=0,
+            help="Seconds to wait for a running execution to end (default 10; 0: do not wait).",
+        ),
+    ] = 10.0,
+    as_json: JsonOption = False,
+) -> None:
+    """Cancel a plan's execution wherever it runs (this machine, a worker, the API server).
+
+    Running tool calls are cancelled; they and the steps not started yet are recorded as
+    cancelled, finished steps are kept. Idempotent; a finished plan is left as it is. Exit
+    code 0 unless the plan is unknown (2) or the store is unreachable (3).
+    """
+
+    def body() -> operations.ExecutionResult:
+        session = _session(store, None)
+        try:
+            return _run_async(
+                operations.cancel_execution(
+                    plan_id,
+                    session.store,
+                    wait=wait,
+                    lease_seconds=session.settings.execution.lease_seconds,
+                )
+            )
+        finally:
+            session.close()
+
+    result = _guard(body, as_json=as_json)
+    if as_json:
+        _emit_json(result.to_json())
+        return
+    if result.status == "cancelled":
+        cancelled = sum(1 for step in result.steps if step.status == "cancelled")
+        kept = sum(1 for step in result.steps if step.status != "cancelled")
+        stdout.print(
+            f"plan {result.plan_id} is cancelled: {cancelled} step(s) cancelled, {kept} finished "
+            f"step(s) kept; continue it with: toolplan execute {result.plan_id} --resume"
+        )
+    elif result.finished:
+        stdout.print(
+            f"plan {result.plan_id} had already finished ({result.status}); nothing was cancelled"
+        )
+    else:
+        stdout.print(
+            f"cancel of {result.plan_id} requested; it is still {result.status}: its executor "
+            f"ends it as soon as it notices — see: toolplan show {result.plan_id}"
+        )
 
 
 @app.command("tools")

@@ -132,7 +132,8 @@ class Settings:
     seconds), ``TOOLPLAN_BACKOFF`` (first retry delay, seconds), ``TOOLPLAN_LEASE_SECONDS``,
     ``TOOLPLAN_OUTPUT_LIMIT_BYTES`` (step outputs larger than this are stored truncated),
     ``TOOLPLAN_MCP`` (an ``mcpServers`` JSON file whose servers add tools),
-    ``TOOLPLAN_GRAPH_CHECKPOINTS`` (``0``: no LangGraph checkpoint layer), and the planner's
+    ``TOOLPLAN_GRAPH_CHECKPOINTS`` (``0``: no LangGraph checkpoint layer), ``TOOLPLAN_CANCEL_POLL``
+    (seconds between a running execution's checks for a cancel request), and the planner's
     (:class:`PlannerSettings`): ``TOOLPLAN_MODEL``, ``TOOLPLAN_MAX_REPAIRS``,
     ``TOOLPLAN_CONFIDENCE_THRESHOLD``, ``TOOLPLAN_STRUCTURED_METHOD``, ``TOOLPLAN_LLM_TIMEOUT``,
     ``TOOLPLAN_LLM_RETRIES``, ``TOOLPLAN_LLM_MAX_TOKENS``, ``TOOLPLAN_TYPED_SCHEMA_MAX_TOOLS``,
@@ -190,6 +191,7 @@ class Settings:
             ("TOOLPLAN_CONCURRENCY", "concurrency", int),
             ("TOOLPLAN_TIMEOUT", "default_timeout", float),
             ("TOOLPLAN_LEASE_SECONDS", "lease_seconds", float),
+            ("TOOLPLAN_CANCEL_POLL", "cancel_poll", float),
             ("TOOLPLAN_OUTPUT_LIMIT_BYTES", "output_limit_bytes", int),
         ):
             value = _number(env, name, kind)

@@ -17,6 +17,7 @@ from toolplan.analysis import Analysis, analyze
 from toolplan.config import register_cache
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import InvalidInput, StoreUnavailable
+from toolplan.execution.cancel import DEFAULT_CANCEL_WAIT, request_cancel
 from toolplan.execution.context import ExecutionContext
 from toolplan.ids import is_valid_id, new_id, require_id
 from toolplan.limits import InputLimits, check_text
@@ -36,6 +37,7 @@ from toolplan.tools.sources import META_KEY as TOOL_SOURCES_KEY
 
 __all__ = [
     "PlanRef",
+    "cancel_execution",
     "describe",
     "execute_stored_plan",
     "finished_status",
@@ -158,17 +160,22 @@ def finished_status(store: Store, plan_id: str) -> str | None:
 
 
 async def execute_stored_plan(
-    plan_id: str, ctx: ExecutionContext, *, approve: bool = False
+    plan_id: str, ctx: ExecutionContext, *, approve: bool = False, resume: bool = False
 ) -> ExecutionResult:
     """Run a stored plan, or resume it after a crash, with the context's execution backend.
 
-    A finished execution is returned as stored and no tool is called. A plan stored as
-    ``needs_review`` is refused unless ``approve``. With ``ctx.options.graph_checkpoints`` (the
-    default) the backend runs inside the execution graph under the store's checkpointer, on the
-    thread named after the plan ID.
+    A finished execution is returned as stored and no tool is called. A ``cancelled`` one too,
+    unless ``resume``: then it continues where it stopped (its finished steps are kept, the
+    cancelled ones run). A plan stored as ``needs_review`` is refused unless ``approve``. With
+    ``ctx.options.graph_checkpoints`` (the default) the backend runs inside the execution graph
+    under the store's checkpointer, on the thread named after the plan ID.
     """
     record = await asyncio.to_thread(find_plan, ctx.store, plan_id)
     execution = await asyncio.to_thread(ctx.store.get_execution, plan_id)
+    if execution is not None and execution.status == "cancelled" and resume:
+        require_approval(record.plan_id, record.status, record.plan, approve=approve)
+        await asyncio.to_thread(ctx.store.reopen, plan_id)
+        execution = await asyncio.to_thread(ctx.store.get_execution, plan_id)
     if execution is None or execution.status not in TERMINAL_EXECUTION_STATUSES:
         # Refuse before the graph runs, so no checkpoint remembers the refusal.
         require_approval(record.plan_id, record.status, record.plan, approve=approve)
@@ -190,6 +197,17 @@ async def execute_stored_plan(
         execution = await asyncio.to_thread(ctx.store.get_execution, plan_id)
     assert execution is not None
     return ExecutionResult.from_records(record, execution)
+
+
+async def cancel_execution(
+    plan_id: str, store: Store, *, wait: float = DEFAULT_CANCEL_WAIT, lease_seconds: float = 30.0
+) -> ExecutionResult:
+    """Cancel the execution of a stored plan, wherever it runs; return it as it then stands.
+
+    See :func:`toolplan.execution.cancel.request_cancel`: idempotent, a finished plan is
+    returned unchanged, a running one is waited for up to ``wait`` seconds.
+    """
+    return await request_cancel(store, plan_id, wait=wait, lease_seconds=lease_seconds)
 
 
 def describe(store: Store, identifier: str) -> dict[str, Any]:

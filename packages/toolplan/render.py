@@ -39,6 +39,7 @@ _STATUS_STYLE = {
     "queued": "dim",
     "planned": "green",
     "needs_review": "yellow",
+    "cancelled": "magenta",
 }
 
 
@@ -286,6 +287,7 @@ class ProgressPrinter:
         "succeeded": "✓",
         "failed": "✗",
         "skipped": "-",
+        "cancelled": "■",
     }
 
     def __init__(self, console: Console) -> None:

@@ -92,4 +92,20 @@ async def gate(label: str, config: RunnableConfig) -> dict[str, Any]:
     return {"label": label}
 
 
-TOOLS = [sleepy, echo, text, business_error, flaky, hang, gate]
+@tool
+async def held(label: str, config: RunnableConfig) -> dict[str, Any]:
+    """Hold a resource until the file named by $TOOLPLAN_TEST_GATE exists, then return
+    {"label": label}. Cancelled, it releases the resource (logged as "released") and re-raises."""
+    _log("start", config, label=label)
+    path = os.environ.get("TOOLPLAN_TEST_GATE", "")
+    try:
+        while not path or not os.path.exists(path):
+            await asyncio.sleep(0.01)
+    except asyncio.CancelledError:
+        _log("released", config, label=label)
+        raise
+    _log("end", config, label=label)
+    return {"label": label}
+
+
+TOOLS = [sleepy, echo, text, business_error, flaky, hang, gate, held]

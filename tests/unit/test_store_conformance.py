@@ -212,3 +212,26 @@ def test_sqlite_files_from_before_the_lease_owner_columns_are_upgraded(tmp_path:
         assert upgraded.acquire(plan_id, "w", 60, expected_owner=None)
         record = upgraded.get_execution(plan_id)
         assert record is not None and record.owner_pid is not None
+
+
+def test_sqlite_files_from_before_the_controls_are_upgraded(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "old.db"
+    opened = open_store(f"sqlite:///{path}")
+    execution = started_execution(opened, steps=1)
+    opened.close()
+    with closing(sqlite3.connect(path)) as raw:
+        raw.execute("DROP TABLE tp_cache")
+        raw.execute("DROP INDEX tp_steps_by_tool_time")
+        raw.execute("ALTER TABLE tp_executions DROP COLUMN cancel_requested_at")
+        for column in ("cached", "cache_age_seconds", "timeout", "timeout_source"):
+            raw.execute(f"ALTER TABLE tp_steps DROP COLUMN {column}")
+        raw.commit()
+    with closing(open_store(f"sqlite:///{path}")) as upgraded:
+        step = upgraded.get_execution(execution.plan_id).step("s0")  # type: ignore[union-attr]
+        assert not step.cached and step.timeout is None
+        assert upgraded.request_cancel(execution.plan_id, []).cancel_requested_at is not None
+        upgraded.cache_put("k", "tool", {"v": 1}, 60)
+        assert upgraded.cache_get("k") is not None
+        assert upgraded.tool_durations(["echo"], 5) == {"echo": []}

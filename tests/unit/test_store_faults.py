@@ -20,6 +20,14 @@ from toolplan.store._sqlite_faults import (
     retry_busy,
     translate,
 )
+from toolplan.store.mongo import MongoStore
+from toolplan.store.protocol import (
+    ExecutionLog,
+    PlanRepository,
+    RecordStore,
+    ResultCache,
+    WorkQueue,
+)
 from toolplan.store.sqlite import SqliteStore
 
 URI = "sqlite:///x.db"
@@ -95,6 +103,27 @@ def test_store_methods_never_leak_sqlite_errors(tmp_path: Path) -> None:
     store._db.close()  # any call now fails inside sqlite3
     with pytest.raises(StoreUnavailable, match="SQLite store"):
         store.get_plan("plan_1700000000_abc")
+
+
+@pytest.mark.parametrize("backend", [SqliteStore, MongoStore])
+def test_every_store_method_is_inside_the_fault_mapping(backend: type) -> None:
+    roles = (PlanRepository, ExecutionLog, WorkQueue, RecordStore, ResultCache)
+    methods = {name for role in roles for name in vars(role) if not name.startswith("_")}
+    assert {"request_cancel", "cache_put", "tool_durations"} <= methods
+    unguarded = sorted(m for m in methods if not hasattr(getattr(backend, m), "__wrapped__"))
+    assert unguarded == []
+
+
+def test_controls_on_a_broken_sqlite_store_are_store_unavailable(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "s.db", busy_timeout=0.1)
+    store._db.close()
+    for call in (
+        lambda: store.request_cancel("plan_1700000000_abc", []),
+        lambda: store.cache_put("k", "t", 1, 60),
+        lambda: store.tool_durations(["t"], 5),
+    ):
+        with pytest.raises(StoreUnavailable, match="SQLite store"):
+            call()
 
 
 def test_mongo_errors_map_with_the_password_hidden() -> None:

@@ -51,7 +51,9 @@ class BackgroundRuns:
     def __len__(self) -> int:
         return len(self._runs)
 
-    async def execute(self, plan_id: str, *, wait: bool, approve: bool = False) -> ExecutionResult:
+    async def execute(
+        self, plan_id: str, *, wait: bool, approve: bool = False, resume: bool = False
+    ) -> ExecutionResult:
         """Run (or resume) a stored plan here; join the run already going on for it, if any.
 
         With ``wait``, return the final result. Without, return as soon as the first step has
@@ -59,7 +61,7 @@ class BackgroundRuns:
         is returned as stored). Errors raised before any step runs (unknown plan, plan needing
         review) are raised here in both modes.
         """
-        run = self._runs.get(plan_id) or self._start(plan_id, approve=approve)
+        run = self._runs.get(plan_id) or self._start(plan_id, approve=approve, resume=resume)
         if wait:
             return await asyncio.shield(run.task)
         started = asyncio.ensure_future(run.started.wait())
@@ -74,7 +76,7 @@ class BackgroundRuns:
             raise RuntimeError(f"execution of {plan_id!r} started but has no stored record")
         return result
 
-    def _start(self, plan_id: str, *, approve: bool) -> _Run:
+    def _start(self, plan_id: str, *, approve: bool, resume: bool) -> _Run:
         started = asyncio.Event()
 
         def listener(event: StepEvent) -> None:
@@ -84,7 +86,8 @@ class BackgroundRuns:
         context = self._make_context(listener)
         self._events.open(plan_id)
         task = asyncio.create_task(
-            execute_stored_plan(plan_id, context, approve=approve), name=f"toolplan:{plan_id}"
+            execute_stored_plan(plan_id, context, approve=approve, resume=resume),
+            name=f"toolplan:{plan_id}",
         )
         run = _Run(task, started)
         self._runs[plan_id] = run

@@ -132,14 +132,35 @@ class Mutation:
     @strawberry.mutation(
         description="Run (or resume) a stored plan in the server. wait: false returns once the "
         "first step is running; poll execution(planId) or subscribe to stepEvents. approve: "
-        "true runs a plan stored as needs_review."
+        "true runs a plan stored as needs_review. resume: true continues a cancelled execution "
+        "(its finished steps are kept)."
     )
     async def execute_plan(
-        self, info: Info, plan_id: str, wait: bool | None = True, approve: bool | None = False
+        self,
+        info: Info,
+        plan_id: str,
+        wait: bool | None = True,
+        approve: bool | None = False,
+        resume: bool | None = False,
     ) -> ExecutionType:
         require_id(plan_id, "plan")
         result = await info.context.runs.execute(
-            plan_id, wait=wait is not False, approve=bool(approve)
+            plan_id, wait=wait is not False, approve=bool(approve), resume=bool(resume)
+        )
+        return ExecutionType.from_json(result.to_json())
+
+    @strawberry.mutation(
+        description="Cancel a plan's execution wherever it runs (this server, a worker, a CLI "
+        "process): running tool calls are cancelled, they and the steps not started are "
+        "recorded as cancelled, finished steps are kept. Idempotent; a finished execution is "
+        "returned unchanged; a plan never executed is recorded cancelled. Waits up to 10 s for "
+        "a running execution to end (status still running, with cancelRequestedAt, if not)."
+    )
+    async def cancel_execution(self, info: Info, plan_id: str) -> ExecutionType:
+        require_id(plan_id, "plan")
+        context = info.context
+        result = await operations.cancel_execution(
+            plan_id, context.store, lease_seconds=context.settings.execution.lease_seconds
         )
         return ExecutionType.from_json(result.to_json())
 

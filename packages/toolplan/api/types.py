@@ -43,7 +43,9 @@ class PlanRefType:
 class ExecutionStepType:
     id: str
     tool: str
-    status: str = strawberry.field(description="pending, running, succeeded, failed or skipped.")
+    status: str = strawberry.field(
+        description="pending, running, succeeded, failed, skipped or cancelled."
+    )
     attempts: int
     output: JSON | None = strawberry.field(description="The tool's output, when it succeeded.")
     error: str | None
@@ -76,9 +78,12 @@ class ExecutionType:
     plan_id: str
     request_id: str
     status: str = strawberry.field(
-        description="queued or running; when finished: succeeded, partial or failed."
+        description="queued or running; when finished: succeeded, partial, failed or cancelled."
     )
     error: str | None
+    cancel_requested_at: str | None = strawberry.field(
+        description="When a cancel was requested (cancelExecution), if one was."
+    )
     steps: list[ExecutionStepType]
     outputs: JSON = strawberry.field(
         description="Output of each of the plan's output steps (null for one that did not succeed)."
@@ -92,6 +97,7 @@ class ExecutionType:
             request_id=data["requestId"],
             status=data["status"],
             error=data.get("error"),
+            cancel_requested_at=data.get("cancelRequestedAt"),
             steps=[ExecutionStepType.from_json(step) for step in data["steps"]],
             outputs=JSON(data.get("outputs") or {}),
         )
@@ -222,7 +228,7 @@ class ToolType:
 class StepEventType:
     kind: str = strawberry.field(
         description="started, retrying, fallback (the tool failed for good and fallbackTool is "
-        "called instead), succeeded, failed or skipped."
+        "called instead), succeeded, failed, skipped or cancelled."
     )
     plan_id: str
     step_id: str

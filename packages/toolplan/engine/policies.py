@@ -51,6 +51,9 @@ class ExecutionOptions:
     """Step outputs larger than this (as JSON) are stored truncated and flagged."""
     lease_seconds: float = 30.0
     """How long an execution's lease lasts without a heartbeat."""
+    cancel_poll: float = 0.25
+    """Seconds between two checks, while an execution runs, for a cancel request
+    (``toolplan cancel``): the upper bound of the time it takes to notice one."""
     graph_checkpoints: bool = True
     """Also run the execution graph under the store's LangGraph checkpointer (thread = plan ID),
     so LangGraph tooling sees each execution's node boundaries. The step records are the source
@@ -62,3 +65,5 @@ class ExecutionOptions:
             raise ValueError(f"concurrency must be at least 1, got {self.concurrency}")
         if self.default_timeout <= 0:
             raise ValueError(f"default_timeout must be positive, got {self.default_timeout}")
+        if self.cancel_poll <= 0:
+            raise ValueError(f"cancel_poll must be positive, got {self.cancel_poll}")

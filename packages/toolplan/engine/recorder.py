@@ -19,9 +19,12 @@ from toolplan.store.protocol import ExecutionLog, cap_output, utc_now
 
 __all__ = ["EventListener", "Recorder", "StepEvent"]
 
-StepEventKind = Literal["started", "retrying", "fallback", "succeeded", "failed", "skipped"]
+StepEventKind = Literal[
+    "started", "retrying", "fallback", "succeeded", "failed", "skipped", "cancelled"
+]
 """``retrying``: an attempt failed and the tool is called again. ``fallback``: the tool failed for
-good (``error`` says why) and the step's fallback tool (``fallback_tool``) is called instead."""
+good (``error`` says why) and the step's fallback tool (``fallback_tool``) is called instead.
+``cancelled``: the execution was cancelled while the step ran or before it started."""
 
 
 @dataclass(frozen=True)
@@ -155,6 +158,28 @@ class Recorder:
         """The step will not run because of an earlier failure."""
         await self._write(step_id, {"status": "skipped", "error": reason, "finished_at": utc_now()})
         self._emit("skipped", step_id, tool, 0, error=reason)
+
+    async def cancelled(
+        self,
+        step_id: str,
+        tool: str,
+        reason: str,
+        *,
+        attempts: int,
+        duration_ms: float | None = None,
+    ) -> None:
+        """The execution was cancelled while the step ran (its tool call was cancelled) or
+        before it started."""
+        changes: dict[str, Any] = {"status": "cancelled", "error": reason, "finished_at": utc_now()}
+        if duration_ms is not None:
+            changes["duration_ms"] = duration_ms
+        await self._write(step_id, changes)
+        self._emit("cancelled", step_id, tool, attempts, error=reason, duration_ms=duration_ms)
+
+    async def drain(self) -> None:
+        """Wait until every write submitted so far is stored (writes keep their order)."""
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._executor, lambda: None)
 
     def close(self) -> None:
         """Stop the writer thread (pending writes finish first)."""

@@ -52,12 +52,15 @@ class ExecutionResult:
     request_id: str
     plan_id: str
     status: str
-    """``succeeded``, ``partial`` or ``failed`` when finished; ``queued``/``running`` otherwise."""
+    """``succeeded``, ``partial``, ``failed`` or ``cancelled`` when finished;
+    ``queued``/``running`` otherwise."""
     steps: list[StepRecord]
     outputs: dict[str, Any]
     """Output of each ``outputSteps`` step (every step when absent); ``None`` if it did not succeed."""
     plan: Plan
     error: str | None = None
+    cancel_requested_at: str | None = None
+    """When a cancel was requested (``toolplan cancel``), if one was."""
 
     @property
     def finished(self) -> bool:
@@ -66,7 +69,7 @@ class ExecutionResult:
 
     @property
     def exit_code(self) -> int:
-        """0 when every step succeeded, 1 otherwise (the CLI contract)."""
+        """0 when every step succeeded, 1 otherwise (``cancelled`` too: the CLI contract)."""
         return 0 if self.status == "succeeded" else 1
 
     def step(self, step_id: str) -> StepRecord:
@@ -94,6 +97,7 @@ class ExecutionResult:
             outputs=outputs,
             plan=model,
             error=execution.error,
+            cancel_requested_at=execution.cancel_requested_at,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -107,4 +111,6 @@ class ExecutionResult:
         }
         if self.error:
             data["error"] = self.error
+        if self.cancel_requested_at:
+            data["cancelRequestedAt"] = self.cancel_requested_at
         return data

@@ -25,7 +25,7 @@ __all__ = ["DEFAULT_POLL_SECONDS", "watch_step_events"]
 DEFAULT_POLL_SECONDS = 0.2
 """How often the step records are read while an execution runs elsewhere."""
 
-_FINAL = ("succeeded", "failed", "skipped")
+_FINAL = ("succeeded", "failed", "skipped", "cancelled")
 
 
 def _changes(plan_id: str, step: StepRecord, before: StepRecord | None) -> list[StepEvent]:

@@ -19,12 +19,12 @@ from typing import TypeVar
 from toolplan.errors import ExecutionBusy
 from toolplan.store.protocol import ExecutionRecord, WorkQueue
 
-__all__ = ["acquire_lease", "while_holding"]
+__all__ = ["acquire_lease", "holder_is_dead", "while_holding"]
 
 T = TypeVar("T")
 
 
-def _holder_is_dead(execution: ExecutionRecord) -> bool:
+def holder_is_dead(execution: ExecutionRecord) -> bool:
     """Whether the lease holder was a process on this host that no longer exists (read from the
     typed ``owner_host``/``owner_pid`` the store recorded with the lease)."""
     if execution.owner_pid is None or execution.owner_host != socket.gethostname():
@@ -43,7 +43,7 @@ async def acquire_lease(
 ) -> None:
     """Take the lease of ``execution`` for ``worker_id``, or raise :class:`ExecutionBusy`."""
     plan_id = execution.plan_id
-    expected = execution.worker_id if _holder_is_dead(execution) else None
+    expected = execution.worker_id if holder_is_dead(execution) else None
     if not await asyncio.to_thread(
         store.acquire, plan_id, worker_id, lease_seconds, expected_owner=expected
     ):

@@ -9,7 +9,10 @@ It is composed of parts every execution backend shares, so a backend that runs s
 - :class:`toolplan.engine.step.StepRunner` runs one step and records every transition through a
   :class:`toolplan.engine.recorder.Recorder`, reading template inputs from a
   :class:`toolplan.engine.inputs.StepInputs` (memory here, the store for a remote step);
-- :func:`finish_execution` stores the final status from the step records.
+- :func:`finish_execution` stores the final status from the step records;
+- :func:`~toolplan.execution.cancel.run_until_cancelled` and
+  :func:`~toolplan.execution.cancel.end_cancelled` stop the schedule when a cancel is requested
+  and record the execution ``cancelled``.
 
 Resume works from the durable step records: steps that succeeded keep their outputs and are never
 called again; a step that was running when the process died runs again (at-least-once), with the
@@ -29,10 +32,17 @@ from toolplan.engine.result import overall_status
 from toolplan.engine.scheduler import StepOutcome, schedule
 from toolplan.engine.step import StepRunner
 from toolplan.errors import ExecutionBusy
+from toolplan.execution.cancel import end_cancelled, run_until_cancelled
 from toolplan.execution.context import ExecutionContext, new_worker_id
 from toolplan.execution.lease import acquire_lease, while_holding
 from toolplan.plan import Plan, parse_plan
-from toolplan.store.protocol import ExecutionLog, ExecutionRecord, PlanRecord, utc_now
+from toolplan.store.protocol import (
+    TERMINAL_EXECUTION_STATUSES,
+    ExecutionLog,
+    ExecutionRecord,
+    PlanRecord,
+    utc_now,
+)
 from toolplan.tools.catalog import ToolCatalog
 
 __all__ = [
@@ -55,7 +65,8 @@ class ResumeState:
     outputs: dict[str, Any] = field(default_factory=dict)
     """Outputs of the succeeded steps (template inputs of the others)."""
     prior_attempts: dict[str, int] = field(default_factory=dict)
-    """Attempts already made by steps that were running: attempt numbers go on from there."""
+    """Attempts already made by unfinished steps (running when a process died, or cancelled
+    and reopened): attempt numbers go on from there."""
 
     @classmethod
     def of(cls, execution: ExecutionRecord) -> ResumeState:
@@ -68,7 +79,9 @@ class ResumeState:
             },
             outputs=stored_outputs(execution),
             prior_attempts={
-                s.step_id: s.attempts for s in execution.steps if s.status == "running"
+                s.step_id: s.attempts
+                for s in execution.steps
+                if s.status in ("running", "pending") and s.attempts
             },
         )
 
@@ -103,11 +116,18 @@ async def finish_execution(store: ExecutionLog, plan_id: str) -> str:
 
 async def run_plan_steps(ctx: ExecutionContext, record: PlanRecord) -> ExecutionRecord:
     """Run every unfinished step of a stored plan in this process, under the execution's lease,
-    and store the final status."""
+    and store the final status (``cancelled`` when a cancel was requested meanwhile)."""
     store, plan_id = ctx.store, record.plan_id
     plan, analysis, execution = await start_execution(store, ctx.catalog, record)
     lease = ctx.options.lease_seconds
-    await acquire_lease(store, execution, ctx.worker_id, lease)
+    try:
+        await acquire_lease(store, execution, ctx.worker_id, lease)
+    except ExecutionBusy:
+        # Cancelled (or finished) between our first look and the lease: nothing left to run.
+        latest = await asyncio.to_thread(store.get_execution, plan_id)
+        if latest is not None and latest.status in TERMINAL_EXECUTION_STATUSES:
+            return latest
+        raise
     current = await asyncio.to_thread(store.get_execution, plan_id)
     assert current is not None
     if current.started_at is None:
@@ -136,25 +156,34 @@ async def run_plan_steps(ctx: ExecutionContext, record: PlanRecord) -> Execution
         await recorder.skipped(step_id, tools[step_id], reason)
 
     try:
-        await while_holding(
+        # A cancel requested before we held the lease (or while nobody did) ends it right away.
+        cancelled = current.cancel_requested_at is not None or await while_holding(
             store,
             plan_id,
             ctx.worker_id,
             lease,
-            schedule(
-                analysis.order,
-                analysis.dependencies,
-                runner.run,
-                skip,
-                concurrency=ctx.options.concurrency,
-                fail_fast=ctx.options.fail_fast,
-                finished=resume.finished,
+            run_until_cancelled(
+                store,
+                plan_id,
+                schedule(
+                    analysis.order,
+                    analysis.dependencies,
+                    runner.run,
+                    skip,
+                    concurrency=ctx.options.concurrency,
+                    fail_fast=ctx.options.fail_fast,
+                    finished=resume.finished,
+                ),
+                poll=ctx.options.cancel_poll,
             ),
         )
+        if cancelled:
+            await end_cancelled(store, plan_id, recorder)
     finally:
         await asyncio.to_thread(recorder.close)
 
-    await finish_execution(store, plan_id)
+    if not cancelled:
+        await finish_execution(store, plan_id)
     await asyncio.to_thread(store.release, plan_id, ctx.worker_id)
     result = await asyncio.to_thread(store.get_execution, plan_id)
     assert result is not None

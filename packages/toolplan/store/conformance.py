@@ -23,10 +23,7 @@ queue and its lease state machine under concurrent claims, toolset records and t
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import closing, contextmanager
 from dataclasses import replace
 from typing import Any, TypedDict
 
@@ -35,99 +32,21 @@ import pytest
 from toolplan.errors import InvalidInput
 from toolplan.ids import new_id
 from toolplan.store import (
-    ExecutionRecord,
     PlanRecord,
-    RequestRecord,
     Store,
-    open_store,
     utc_now,
 )
+from toolplan.store._conformance_helpers import (
+    in_threads,
+    new_plan,
+    new_request,
+    other_store,
+    queued,
+    started_execution,
+    step_pairs,
+    stored_plan,
+)
 from toolplan.store.protocol import cap_output, lease_holder
-
-# -- helpers --------------------------------------------------------------------------------------
-
-
-def new_request(query: str | None = "make a blog") -> RequestRecord:
-    return RequestRecord(new_id("req"), query, utc_now())
-
-
-def new_plan(request_id: str, *, steps: int = 3, query: str | None = "make a blog") -> PlanRecord:
-    return PlanRecord(
-        plan_id=new_id("plan"),
-        request_id=request_id,
-        plan={
-            "steps": [
-                {"id": f"s{i}", "tool": "echo", "parameters": {"value": f"{{{{s{i - 1}}}}}"}}
-                for i in range(steps)
-            ]
-        },
-        analysis={"layers": [[f"s{i}"] for i in range(steps)], "criticalPathMs": 3.5},
-        status="planned",
-        created_at=utc_now(),
-        query=query,
-        meta={"model": "test:model", "llmCalls": 1, "usage": {"inputTokens": 12}},
-    )
-
-
-def stored_plan(store: Store, *, steps: int = 3) -> PlanRecord:
-    request = new_request()
-    plan = new_plan(request.request_id, steps=steps)
-    store.save_plan(plan, request)
-    return plan
-
-
-def step_pairs(plan: PlanRecord) -> list[tuple[str, str]]:
-    return [(step["id"], step["tool"]) for step in plan.plan["steps"]]
-
-
-def started_execution(store: Store, *, steps: int = 3) -> ExecutionRecord:
-    plan = stored_plan(store, steps=steps)
-    return store.create_execution(plan.plan_id, step_pairs(plan), status="running")
-
-
-def queued(store: Store, count: int) -> list[str]:
-    plan_ids = []
-    for _ in range(count):
-        plan = stored_plan(store, steps=2)
-        store.enqueue(plan.plan_id, step_pairs(plan))
-        plan_ids.append(plan.plan_id)
-    return plan_ids
-
-
-@contextmanager
-def other_store(uri: str) -> Iterator[Store]:
-    """Another connection to the same store, as another process would have."""
-    with closing(open_store(uri)) as store:
-        yield store
-
-
-def in_threads(uri: str, count: int, work: Callable[[Store, int], Any]) -> list[Any]:
-    """Run ``work(store, i)`` in ``count`` threads, each on its own store, released together."""
-    stores = [open_store(uri) for _ in range(count)]
-    barrier = threading.Barrier(count)
-    results: list[Any] = [None] * count
-    errors: list[BaseException] = []
-
-    def run(i: int) -> None:
-        barrier.wait()
-        try:
-            results[i] = work(stores[i], i)
-        except BaseException as error:
-            errors.append(error)
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
-    try:
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(60)
-    finally:
-        for store in stores:
-            store.close()
-    if errors:
-        raise errors[0]
-    return results
-
 
 # -- requests and plans ---------------------------------------------------------------------------
 
@@ -663,6 +582,10 @@ async def test_checkpointer_keeps_graph_state_across_reopen(store: Store, store_
             assert (await graph.aget_state(config)).next == ("second",)
             assert await graph.ainvoke(None, config) == {"trail": ["first", "second"]}
 
+
+# The orchestration controls (cancel requests, tool durations, the result cache) have their own
+# module; importing this one collects their tests too.
+from toolplan.store.conformance_controls import *  # noqa: E402, F403
 
 __all__ = sorted(name for name in globals() if name.startswith("test_"))
 """Every conformance test: ``from toolplan.store.conformance import *`` collects them."""

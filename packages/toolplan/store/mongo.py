@@ -13,6 +13,9 @@ Collections, in the database named by the URI (``toolplan`` when it names none):
     plan, and every step transition is a single-document ``update_one``.
 ``records``
     toolset records (unique ``collection, key`` over idempotency keys).
+``cache``
+    cached outputs of read-only tools (unique ``key``); a TTL index on ``expiresAt`` lets the
+    server delete expired entries, and reads skip any not yet deleted.
 ``checkpoints``, ``checkpoint_writes``
     LangGraph checkpoints, written by ``MongoDBSaver``.
 
@@ -57,6 +60,7 @@ from toolplan.store._mongo_client import (
     MongoConnection,
     client_options,
 )
+from toolplan.store._mongo_controls import NO_OWNER, MongoControls
 from toolplan.store._mongo_faults import MONGO_ERRORS, guarded
 from toolplan.store.codec import dumps, loads
 from toolplan.store.protocol import (
@@ -94,7 +98,7 @@ even when that limit is raised.
 
 _Document = dict[str, Any]
 
-_NO_OWNER: _Document = {"workerId": None, "leaseUntil": None, "ownerHost": None, "ownerPid": None}
+_NO_OWNER = NO_OWNER
 
 
 def _owner(worker_id: str, until: float) -> _Document:
@@ -114,6 +118,10 @@ _STEP_KEYS: dict[str, str] = {
     "duration_ms": "durationMs",
     "output_truncated": "outputTruncated",
     "used_fallback": "usedFallback",
+    "cached": "cached",
+    "cache_age_seconds": "cacheAgeSeconds",
+    "timeout": "timeout",
+    "timeout_source": "timeoutSource",
 }
 assert set(_STEP_KEYS) == STEP_FIELDS
 
@@ -122,7 +130,7 @@ _CLAIM_BATCH = 8
 _CLAIM_ROUNDS = 16
 
 
-class MongoStore:
+class MongoStore(MongoControls):
     """:class:`~toolplan.store.protocol.Store` on a MongoDB database (see the module docstring)."""
 
     def __init__(self, uri: str, *, env: Mapping[str, str] | None = None) -> None:
@@ -135,6 +143,7 @@ class MongoStore:
         self._executions: Collection[_Document] = self._db["executions"]
         self._steps: Collection[_Document] = self._db["steps"]
         self._records: Collection[_Document] = self._db["records"]
+        self._cache: Collection[_Document] = self._db["cache"]
         self._saver: BaseCheckpointSaver[Any] | None = None
         self._saver_lock = threading.Lock()
         try:
@@ -163,7 +172,7 @@ class MongoStore:
             [
                 IndexModel([("planId", 1), ("stepId", 1)], unique=True),
                 IndexModel([("planId", 1), ("position", 1)]),
-                IndexModel([("tool", 1), ("status", 1)]),
+                IndexModel([("tool", 1), ("status", 1), ("finishedAt", 1)]),
             ]
         )
         self._records.create_indexes(
@@ -175,6 +184,13 @@ class MongoStore:
                     partialFilterExpression={"key": {"$type": "string"}},
                 ),
                 IndexModel([("collection", 1), ("at", 1)]),
+            ]
+        )
+        self._cache.create_indexes(
+            [
+                IndexModel("key", unique=True),
+                IndexModel("tool"),
+                IndexModel("expiresAt", expireAfterSeconds=0),
             ]
         )
 
@@ -293,7 +309,12 @@ class MongoStore:
         assert execution is not None
         return execution
 
-    def _upsert_steps(self, plan_id: str, steps: list[tuple[str, str]]) -> None:
+    def _upsert_steps(
+        self,
+        plan_id: str,
+        steps: list[tuple[str, str]],
+        initial: _Document | None = None,
+    ) -> None:
         """Create missing step documents; idempotent, so a crash half-way is simply redone."""
         if not steps:
             return
@@ -314,6 +335,11 @@ class MongoStore:
                         "durationMs": None,
                         "outputTruncated": False,
                         "usedFallback": False,
+                        "cached": False,
+                        "cacheAgeSeconds": None,
+                        "timeout": None,
+                        "timeoutSource": None,
+                        **(initial or {}),
                     }
                 },
                 upsert=True,
@@ -342,6 +368,10 @@ class MongoStore:
             duration_ms=document.get("durationMs"),
             output_truncated=bool(document.get("outputTruncated")),
             used_fallback=bool(document.get("usedFallback")),
+            cached=bool(document.get("cached")),
+            cache_age_seconds=document.get("cacheAgeSeconds"),
+            timeout=document.get("timeout"),
+            timeout_source=document.get("timeoutSource"),
         )
 
     @guarded
@@ -363,6 +393,7 @@ class MongoStore:
             owner_host=document.get("ownerHost"),
             owner_pid=document.get("ownerPid"),
             lease_until=float(lease_until) if lease_until is not None else None,
+            cancel_requested_at=document.get("cancelRequestedAt"),
         )
 
     @staticmethod
@@ -530,10 +561,11 @@ class MongoStore:
     @guarded
     def tool_stats(self) -> dict[str, ToolStats]:
         # Only $sum is used: averages and rates are divided here, which works on every server.
-        finished = self._count_by_tool({"status": {"$in": ["succeeded", "failed"]}})
-        failed = self._count_by_tool({"status": "failed"})
+        called = {"cached": {"$ne": True}}
+        finished = self._count_by_tool({"status": {"$in": ["succeeded", "failed"]}, **called})
+        failed = self._count_by_tool({"status": "failed", **called})
         timed = self._count_by_tool(
-            {"status": "succeeded", "durationMs": {"$ne": None}}, total="durationMs"
+            {"status": "succeeded", "durationMs": {"$ne": None}, **called}, total="durationMs"
         )
         stats: dict[str, ToolStats] = {}
         for tool, row in finished.items():
@@ -543,6 +575,8 @@ class MongoStore:
             failures = int(failed[tool]["n"]) if tool in failed else 0
             stats[tool] = ToolStats(calls, average, failures / calls)
         return stats
+
+    # -- toolset records -----------------------------------------------------------------------
 
     @guarded
     def put_record(

@@ -6,9 +6,11 @@
 - :class:`WorkQueue`: queued executions and the lease that lets one process run each;
 - :class:`RecordStore`: documents the built-in toolsets keep (authors, blogs, ...), idempotent
   per step;
+- :class:`ResultCache`: outputs of read-only tools by tool and arguments, each until its TTL
+  passes, shared by every process and plan using the store;
 - :class:`CheckpointStore`: a LangGraph checkpointer in the same database.
 
-:class:`Store` is all five plus ``uri`` and ``close``: what ``open_store`` returns. Code that needs
+:class:`Store` is all six plus ``uri`` and ``close``: what ``open_store`` returns. Code that needs
 one role asks for that role, so a narrower backend (or a test double) can serve it. Backends
 (SQLite, MongoDB) pass :mod:`toolplan.store.conformance`.
 
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -33,7 +35,10 @@ if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver
 
 __all__ = [
+    "CANCELLED_BEFORE_START",
+    "CANCELLED_WHILE_RUNNING",
     "TERMINAL_EXECUTION_STATUSES",
+    "CachedResult",
     "CheckpointStore",
     "ExecutionLog",
     "ExecutionRecord",
@@ -43,9 +48,11 @@ __all__ = [
     "PlanStatus",
     "RecordStore",
     "RequestRecord",
+    "ResultCache",
     "StepRecord",
     "StepStatus",
     "Store",
+    "TimeoutSource",
     "WorkQueue",
     "cap_output",
     "lease_holder",
@@ -55,12 +62,27 @@ __all__ = [
 PlanStatus = Literal["planned", "needs_review"]
 """``needs_review``: the planner's confidence was under the threshold; run only with ``--yes``."""
 
-ExecutionStatus = Literal["queued", "running", "succeeded", "partial", "failed"]
-"""``partial``: some steps succeeded, some failed or were skipped. ``failed``: none succeeded."""
+ExecutionStatus = Literal["queued", "running", "succeeded", "partial", "failed", "cancelled"]
+"""``partial``: some steps succeeded, some failed or were skipped. ``failed``: none succeeded.
+``cancelled``: stopped by a cancel request; its finished steps are kept."""
 
-StepStatus = Literal["pending", "running", "succeeded", "failed", "skipped"]
+StepStatus = Literal["pending", "running", "succeeded", "failed", "skipped", "cancelled"]
+"""``cancelled``: the step was running (its tool call was cancelled) or had not started when its
+execution was cancelled."""
 
-TERMINAL_EXECUTION_STATUSES: frozenset[str] = frozenset({"succeeded", "partial", "failed"})
+TERMINAL_EXECUTION_STATUSES: frozenset[str] = frozenset(
+    {"succeeded", "partial", "failed", "cancelled"}
+)
+
+CANCELLED_BEFORE_START = "cancelled before it started"
+"""The error recorded on a step that had not started when its execution was cancelled."""
+
+CANCELLED_WHILE_RUNNING = "cancelled while running: its tool call was cancelled"
+"""The error recorded on a step whose tool call was in flight when its execution was cancelled."""
+
+TimeoutSource = Literal["plan", "history", "default"]
+"""Where a step's effective timeout came from: its ``timeout`` in the plan, the tool's observed
+durations, or the default (``TOOLPLAN_TIMEOUT``)."""
 
 
 def utc_now() -> str:
@@ -110,6 +132,13 @@ class StepRecord:
     duration_ms: float | None = None
     output_truncated: bool = False
     used_fallback: bool = False
+    cached: bool = False
+    """The output came from the result cache: the tool was not called."""
+    cache_age_seconds: float | None = None
+    """For a cached output: how old the cached result was when it was used."""
+    timeout: float | None = None
+    """The effective timeout of each attempt, in seconds (recorded when the step starts)."""
+    timeout_source: TimeoutSource | None = None
 
 
 STEP_FIELDS = frozenset(
@@ -124,6 +153,10 @@ STEP_FIELDS = frozenset(
         "duration_ms",
         "output_truncated",
         "used_fallback",
+        "cached",
+        "cache_age_seconds",
+        "timeout",
+        "timeout_source",
     }
 )
 """Fields :meth:`Store.update_step` may change."""
@@ -146,6 +179,9 @@ class ExecutionRecord:
     """Host of the process holding the lease (recorded by ``claim``/``acquire``)."""
     owner_pid: int | None = None
     """Process ID of the lease holder on ``owner_host``: a dead one is taken over at once."""
+    cancel_requested_at: str | None = None
+    """When a cancel was requested (:meth:`ExecutionLog.request_cancel`); the process running
+    the execution notices it and ends it ``cancelled``."""
 
     def step(self, step_id: str) -> StepRecord:
         """The record of ``step_id`` (``KeyError`` if absent)."""
@@ -158,6 +194,15 @@ class ExecutionRecord:
         """A copy with one step record replaced."""
         steps = [record if s.step_id == record.step_id else s for s in self.steps]
         return replace(self, steps=steps)
+
+
+@dataclass(frozen=True)
+class CachedResult:
+    """A cached tool output and when it was stored."""
+
+    output: Any
+    stored_at: float
+    """Seconds since the epoch (``time.time()`` of the process that stored it)."""
 
 
 def lease_holder() -> tuple[str, int]:
@@ -240,7 +285,37 @@ class ExecutionLog(_Role, Protocol):
         ...
 
     def tool_stats(self) -> dict[str, ToolStats]:
-        """Per-tool calls, average duration and failure rate over finished steps."""
+        """Per-tool calls, average duration and failure rate over finished steps (steps answered
+        from the result cache are not calls and are left out)."""
+        ...
+
+    def tool_durations(self, tools: Collection[str], limit: int) -> dict[str, list[float]]:
+        """For each of ``tools``: the ``duration_ms`` of its latest ``limit`` steps that
+        succeeded on their first attempt, without a fallback and not from the cache, newest
+        first (by ``finished_at``). Tools never seen map to an empty list."""
+        ...
+
+    def request_cancel(self, plan_id: str, steps: list[tuple[str, str]]) -> ExecutionRecord:
+        """Record a cancel request for the execution of a plan, atomically; return the record.
+
+        - no execution yet: it is created ``cancelled``, every step ``cancelled``;
+        - ``queued`` (nobody runs it): it becomes ``cancelled`` at once, with its unfinished
+          steps, and no worker can claim it any more;
+        - ``running``: ``cancel_requested_at`` is set (once; repeated requests keep the first
+          time). The process running it notices (:meth:`cancel_requested`) and ends it;
+        - finished (``cancelled`` included): nothing changes.
+        """
+        ...
+
+    def cancel_requested(self, plan_id: str) -> bool:
+        """Whether a cancel was requested for the execution (a cheap read, polled by the process
+        running it)."""
+        ...
+
+    def reopen(self, plan_id: str) -> bool:
+        """Let a ``cancelled`` execution run again: status ``running`` without an owner, no
+        cancel request, no finish time, its ``cancelled`` steps ``pending`` (finished steps are
+        kept). ``False`` (and nothing changes) unless it was ``cancelled``."""
         ...
 
 
@@ -296,6 +371,24 @@ class RecordStore(_Role, Protocol):
 
 
 @runtime_checkable
+class ResultCache(_Role, Protocol):
+    """Outputs of read-only tools, keyed by tool and resolved arguments (the engine computes the
+    key), each kept until its TTL passes."""
+
+    def cache_get(self, key: str) -> CachedResult | None:
+        """The cached result under ``key``, unless absent or expired."""
+        ...
+
+    def cache_put(self, key: str, tool: str, output: Any, ttl_seconds: float) -> None:
+        """Store (or replace) the result under ``key`` for ``ttl_seconds``."""
+        ...
+
+    def cache_clear(self, tool: str | None = None) -> int:
+        """Remove every cached result (only ``tool``'s when given); return how many were live."""
+        ...
+
+
+@runtime_checkable
 class CheckpointStore(_Role, Protocol):
     """A LangGraph checkpointer in the same database (the optional graph layer, Studio)."""
 
@@ -305,9 +398,11 @@ class CheckpointStore(_Role, Protocol):
 
 
 @runtime_checkable
-class Store(PlanRepository, ExecutionLog, WorkQueue, RecordStore, CheckpointStore, Protocol):
-    """Where toolplan keeps requests, plans, executions, queue state, toolset records and
-    checkpoints: every role, in one database."""
+class Store(
+    PlanRepository, ExecutionLog, WorkQueue, RecordStore, ResultCache, CheckpointStore, Protocol
+):
+    """Where toolplan keeps requests, plans, executions, queue state, toolset records, cached
+    tool results and checkpoints: every role, in one database."""
 
     def close(self) -> None:
         """Release connections."""

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolplan.errors import InvalidInput, StoreUnavailable
+from toolplan.store._sqlite_controls import SqliteControls
 from toolplan.store._sqlite_faults import (
     busy_timeout_from_env,
     file_gone,
@@ -78,7 +79,8 @@ CREATE TABLE IF NOT EXISTS tp_executions (
     lease_until REAL,
     owner_host TEXT,
     owner_pid INTEGER,
-    queued_at REAL
+    queued_at REAL,
+    cancel_requested_at TEXT
 );
 CREATE INDEX IF NOT EXISTS tp_executions_queue ON tp_executions(status, queued_at);
 CREATE TABLE IF NOT EXISTS tp_steps (
@@ -96,9 +98,14 @@ CREATE TABLE IF NOT EXISTS tp_steps (
     duration_ms REAL,
     output_truncated INTEGER NOT NULL DEFAULT 0,
     used_fallback INTEGER NOT NULL DEFAULT 0,
+    cached INTEGER NOT NULL DEFAULT 0,
+    cache_age_seconds REAL,
+    timeout REAL,
+    timeout_source TEXT,
     PRIMARY KEY (plan_id, step_id)
 );
 CREATE INDEX IF NOT EXISTS tp_steps_by_tool ON tp_steps(tool, status);
+CREATE INDEX IF NOT EXISTS tp_steps_by_tool_time ON tp_steps(tool, status, finished_at);
 CREATE TABLE IF NOT EXISTS tp_records (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     collection TEXT NOT NULL,
@@ -108,6 +115,15 @@ CREATE TABLE IF NOT EXISTS tp_records (
     UNIQUE (collection, id),
     UNIQUE (collection, idempotency_key)
 );
+CREATE TABLE IF NOT EXISTS tp_cache (
+    key TEXT PRIMARY KEY,
+    tool TEXT NOT NULL,
+    output TEXT NOT NULL,
+    stored_at REAL NOT NULL,
+    expires_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS tp_cache_by_expiry ON tp_cache(expires_at);
+CREATE INDEX IF NOT EXISTS tp_cache_by_tool ON tp_cache(tool);
 """
 
 _TABLES = _SCHEMA.count("CREATE TABLE")
@@ -115,7 +131,15 @@ _TABLES = _SCHEMA.count("CREATE TABLE")
 _JSON_STEP_FIELDS = frozenset({"resolved_parameters", "output"})
 
 
-_ADDED_COLUMNS = {"tp_executions": ("owner_host TEXT", "owner_pid INTEGER")}
+_ADDED_COLUMNS = {
+    "tp_executions": ("owner_host TEXT", "owner_pid INTEGER", "cancel_requested_at TEXT"),
+    "tp_steps": (
+        "cached INTEGER NOT NULL DEFAULT 0",
+        "cache_age_seconds REAL",
+        "timeout REAL",
+        "timeout_source TEXT",
+    ),
+}
 """Columns added after the first release: files created before get them when opened."""
 
 
@@ -138,7 +162,7 @@ def _add_missing_columns(db: sqlite3.Connection) -> None:
             raise
 
 
-class SqliteStore:
+class SqliteStore(SqliteControls):
     """:class:`~toolplan.store.protocol.Store` on one SQLite file."""
 
     def __init__(
@@ -341,6 +365,10 @@ class SqliteStore:
                 duration_ms=s["duration_ms"],
                 output_truncated=bool(s["output_truncated"]),
                 used_fallback=bool(s["used_fallback"]),
+                cached=bool(s["cached"]),
+                cache_age_seconds=s["cache_age_seconds"],
+                timeout=s["timeout"],
+                timeout_source=s["timeout_source"],
             )
             for s in step_rows
         ]
@@ -356,6 +384,7 @@ class SqliteStore:
             lease_until=row["lease_until"],
             owner_host=row["owner_host"],
             owner_pid=row["owner_pid"],
+            cancel_requested_at=row["cancel_requested_at"],
         )
 
     @guarded
@@ -481,11 +510,13 @@ class SqliteStore:
             "SELECT tool, COUNT(*) AS calls,"
             " AVG(CASE WHEN status = 'succeeded' THEN duration_ms END) AS avg_ms,"
             " AVG(CASE WHEN status = 'failed' THEN 1.0 ELSE 0.0 END) AS failure_rate"
-            " FROM tp_steps WHERE status IN ('succeeded', 'failed') GROUP BY tool"
+            " FROM tp_steps WHERE status IN ('succeeded', 'failed') AND cached = 0 GROUP BY tool"
         )
         return {
             row["tool"]: ToolStats(row["calls"], row["avg_ms"], row["failure_rate"]) for row in rows
         }
+
+    # -- toolset records -----------------------------------------------------------------------
 
     @guarded
     def put_record(
