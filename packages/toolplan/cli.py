@@ -657,9 +657,10 @@ def cancel(
     ] = 10.0,
     as_json: JsonOption = False,
 ) -> None:
-    """Cancel a plan's execution wherever it runs (this machine, a worker, the API server).
+    """Cancel a plan's execution, wherever it runs.
 
-    Running tool calls are cancelled; they and the steps not started yet are recorded as
+    Works from any process that reaches the store: the plan may run here, in another
+    `toolplan execute`, a worker or the API server. Running tool calls are cancelled; they and the steps not started yet are recorded as
     cancelled, finished steps are kept. Idempotent; a finished plan is left as it is. Exit
     code 0 unless the plan is unknown (2) or the store is unreachable (3).
     """

@@ -55,6 +55,7 @@ def test_help_reads_cleanly_at_80_columns(cli80: Cli) -> None:
         "batch",
         "serve",
         "worker",
+        "cancel",
     ):
         text = cli80(command, "--help").stdout
         assert not re.search(r"<(bool|str|int|float|path|list)", text), (command, text)
