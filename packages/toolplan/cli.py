@@ -92,6 +92,13 @@ FailFastOption = Annotated[
     bool,
     typer.Option("--fail-fast", help="Stop at the first failed step instead of failing forward."),
 ]
+NoCacheOption = Annotated[
+    bool,
+    typer.Option(
+        "--no-cache",
+        help="Call every tool: do not answer read-only tools from the result cache.",
+    ),
+]
 MaxStepsOption = Annotated[
     int | None,
     typer.Option(
@@ -204,6 +211,7 @@ def _session(
     fail_fast: bool | None = None,
     max_steps: int | None = None,
     mcp: Path | None = None,
+    no_cache: bool = False,
 ) -> Session:
     settings = Settings.from_env().with_overrides(
         store_uri=store,
@@ -212,6 +220,7 @@ def _session(
         fail_fast=fail_fast,
         max_steps=max_steps,
         mcp_config=str(mcp) if mcp else None,
+        no_cache=no_cache,
     )
     return Session(settings)
 
@@ -376,6 +385,7 @@ def execute(
     store: StoreOption = None,
     concurrency: ConcurrencyOption = None,
     fail_fast: FailFastOption = False,
+    no_cache: NoCacheOption = False,
     yes: YesOption = False,
     as_json: JsonOption = False,
     enqueue: Annotated[
@@ -400,7 +410,12 @@ def execute(
 
     def body() -> operations.ExecutionResult:
         session = _session(
-            store, tools, concurrency=concurrency, fail_fast=fail_fast or None, mcp=mcp
+            store,
+            tools,
+            concurrency=concurrency,
+            fail_fast=fail_fast or None,
+            mcp=mcp,
+            no_cache=no_cache,
         )
         try:
             finished = operations.finished_status(session.store, plan_id)
@@ -470,6 +485,7 @@ def run(
     request_id: RequestIdOption = None,
     concurrency: ConcurrencyOption = None,
     fail_fast: FailFastOption = False,
+    no_cache: NoCacheOption = False,
     max_steps: MaxStepsOption = None,
     max_repairs: MaxRepairsOption = None,
     confidence_threshold: ThresholdOption = None,
@@ -495,6 +511,7 @@ def run(
             fail_fast=fail_fast or None,
             max_steps=max_steps,
             mcp=mcp,
+            no_cache=no_cache,
         )
 
         def show(planned: Planned) -> None:
@@ -699,6 +716,37 @@ def cancel(
             f"cancel of {result.plan_id} requested; it is still {result.status}: its executor "
             f"ends it as soon as it notices — see: toolplan show {result.plan_id}"
         )
+
+
+cache_app = typer.Typer(
+    help="The shared result cache of read-only tools (kept in the store).", no_args_is_help=True
+)
+app.add_typer(cache_app, name="cache")
+
+
+@cache_app.command("clear")
+def cache_clear(
+    store: StoreOption = None,
+    tool: Annotated[
+        str | None, typer.Option("--tool", help="Only this tool's cached results.")
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Empty the result cache (every tool's, or one tool's): the next calls run the tools."""
+
+    def body() -> int:
+        session = _session(store, None)
+        try:
+            return session.store.cache_clear(tool)
+        finally:
+            session.close()
+
+    removed = _guard(body, as_json=as_json)
+    if as_json:
+        _emit_json({"cleared": removed, "tool": tool})
+        return
+    which = f" of {tool}" if tool else ""
+    stdout.print(f"cleared {removed} cached result(s){which}", highlight=False)
 
 
 @app.command("tools")

@@ -133,7 +133,8 @@ class Settings:
     ``TOOLPLAN_OUTPUT_LIMIT_BYTES`` (step outputs larger than this are stored truncated),
     ``TOOLPLAN_MCP`` (an ``mcpServers`` JSON file whose servers add tools),
     ``TOOLPLAN_GRAPH_CHECKPOINTS`` (``0``: no LangGraph checkpoint layer), ``TOOLPLAN_CANCEL_POLL``
-    (seconds between a running execution's checks for a cancel request), and the planner's
+    (seconds between a running execution's checks for a cancel request), ``TOOLPLAN_CACHE_TTL``
+    (seconds a read-only tool's result is reused), and the planner's
     (:class:`PlannerSettings`): ``TOOLPLAN_MODEL``, ``TOOLPLAN_MAX_REPAIRS``,
     ``TOOLPLAN_CONFIDENCE_THRESHOLD``, ``TOOLPLAN_STRUCTURED_METHOD``, ``TOOLPLAN_LLM_TIMEOUT``,
     ``TOOLPLAN_LLM_RETRIES``, ``TOOLPLAN_LLM_MAX_TOKENS``, ``TOOLPLAN_TYPED_SCHEMA_MAX_TOOLS``,
@@ -192,6 +193,7 @@ class Settings:
             ("TOOLPLAN_TIMEOUT", "default_timeout", float),
             ("TOOLPLAN_LEASE_SECONDS", "lease_seconds", float),
             ("TOOLPLAN_CANCEL_POLL", "cancel_poll", float),
+            ("TOOLPLAN_CACHE_TTL", "cache_ttl", float),
             ("TOOLPLAN_OUTPUT_LIMIT_BYTES", "output_limit_bytes", int),
         ):
             value = _number(env, name, kind)
@@ -222,6 +224,7 @@ class Settings:
         fail_fast: bool | None = None,
         max_steps: int | None = None,
         mcp_config: str | None = None,
+        no_cache: bool = False,
     ) -> Settings:
         """A copy with the flags a user gave on the command line applied."""
         execution = self.execution
@@ -230,6 +233,8 @@ class Settings:
                 execution = replace(execution, concurrency=concurrency)
             if fail_fast is not None:
                 execution = replace(execution, fail_fast=fail_fast)
+            if no_cache:
+                execution = replace(execution, cache=False)
         except ValueError as error:
             raise InvalidInput(str(error)) from None
         return replace(

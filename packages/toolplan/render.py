@@ -86,6 +86,10 @@ def print_execution(console: Console, result: ExecutionResult) -> None:
         if step.used_fallback:
             # Text, not markup: "[fallback]" as markup would vanish as an unknown style.
             text = Text.assemble(("fallback: ", "yellow"), text)
+        if step.cached:
+            text = Text.assemble(
+                (f"cached ({step.cache_age_seconds or 0:.0f} s old): ", "cyan"), text
+            )
         table.add_row(
             step.step_id,
             step.tool,
@@ -166,6 +170,9 @@ def print_described(console: Console, data: dict[str, Any]) -> None:
             text = Text(detail)
             if step.get("usedFallback"):
                 text = Text.assemble(("fallback: ", "yellow"), text)
+            if step.get("cached"):
+                age = step.get("cacheAgeSeconds") or 0
+                text = Text.assemble((f"cached ({age:.0f} s old): ", "cyan"), text)
             table.add_row(step["id"], status, text)
         console.print(table)
 

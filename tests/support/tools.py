@@ -15,6 +15,8 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import ToolException, tool
 
+from toolplan.tools import tagged
+
 
 def _log(event: str, config: RunnableConfig, **extra: Any) -> None:
     path = os.environ.get("TOOLPLAN_TEST_LOG")
@@ -108,4 +110,24 @@ async def held(label: str, config: RunnableConfig) -> dict[str, Any]:
     return {"label": label}
 
 
-TOOLS = [sleepy, echo, text, business_error, flaky, hang, gate, held]
+@tool
+def lookup(key: str, config: RunnableConfig) -> dict[str, Any]:
+    """Read-only: look `key` up and return {"key": key, "value": ...}; the key "bad" fails
+    (a ToolException). Tagged read-only, so its results are cached."""
+    _log("call", config, key_arg=key)
+    if key == "bad":
+        raise ToolException(f"no such key: {key}")
+    return {"key": key, "value": key.upper()}
+
+
+@tool
+def lookup_hourly(key: str, config: RunnableConfig) -> dict[str, Any]:
+    """Read-only with its own cache TTL of an hour: return {"key": key}."""
+    _log("call", config, key_arg=key)
+    return {"key": key}
+
+
+tagged(lookup, "read-only")
+tagged(lookup_hourly, "read-only", cache_ttl=3600)
+
+TOOLS = [sleepy, echo, text, business_error, flaky, hang, gate, held, lookup, lookup_hourly]

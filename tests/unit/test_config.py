@@ -25,6 +25,7 @@ SAMPLES: dict[str, tuple[str, Callable[[Settings], Any], Any]] = {
     "TOOLPLAN_BACKOFF": ("0.1", lambda s: s.execution.retry.initial_backoff, 0.1),
     "TOOLPLAN_LEASE_SECONDS": ("9", lambda s: s.execution.lease_seconds, 9),
     "TOOLPLAN_CANCEL_POLL": ("0.5", lambda s: s.execution.cancel_poll, 0.5),
+    "TOOLPLAN_CACHE_TTL": ("60", lambda s: s.execution.cache_ttl, 60),
     "TOOLPLAN_OUTPUT_LIMIT_BYTES": ("1234", lambda s: s.execution.output_limit_bytes, 1234),
     "TOOLPLAN_MCP": ("servers.json", lambda s: s.mcp_config, "servers.json"),
     "TOOLPLAN_GRAPH_CHECKPOINTS": ("0", lambda s: s.execution.graph_checkpoints, False),

@@ -55,6 +55,13 @@ class ExecutionStepType:
     resolved_parameters: JSON | None = strawberry.field(
         description="The arguments after template resolution."
     )
+    cached: bool = strawberry.field(
+        default=False,
+        description="The output came from the result cache (a read-only tool); no tool was called.",
+    )
+    cache_age_seconds: float | None = strawberry.field(
+        default=None, description="For a cached output: how old the cached result was."
+    )
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ExecutionStepType:
@@ -70,6 +77,8 @@ class ExecutionStepType:
             started_at=data.get("startedAt"),
             finished_at=data.get("finishedAt"),
             resolved_parameters=JSON(data.get("resolvedParameters")),
+            cached=bool(data.get("cached")),
+            cache_age_seconds=data.get("cacheAgeSeconds"),
         )
 
 

@@ -54,6 +54,10 @@ class ExecutionOptions:
     cancel_poll: float = 0.25
     """Seconds between two checks, while an execution runs, for a cancel request
     (``toolplan cancel``): the upper bound of the time it takes to notice one."""
+    cache: bool = True
+    """Answer calls of read-only tools from the store's result cache (``--no-cache``: never)."""
+    cache_ttl: float = 300.0
+    """Seconds a cached result is reused, for a read-only tool without its own ``cache_ttl``."""
     graph_checkpoints: bool = True
     """Also run the execution graph under the store's LangGraph checkpointer (thread = plan ID),
     so LangGraph tooling sees each execution's node boundaries. The step records are the source
@@ -65,5 +69,7 @@ class ExecutionOptions:
             raise ValueError(f"concurrency must be at least 1, got {self.concurrency}")
         if self.default_timeout <= 0:
             raise ValueError(f"default_timeout must be positive, got {self.default_timeout}")
+        if self.cache_ttl < 0:
+            raise ValueError(f"cache_ttl must not be negative, got {self.cache_ttl}")
         if self.cancel_poll <= 0:
             raise ValueError(f"cancel_poll must be positive, got {self.cancel_poll}")

@@ -128,8 +128,11 @@ class Recorder:
         duration_ms: float | None = None,
         used_fallback: bool = False,
         resolved: Any = None,
+        cache_age_seconds: float | None = None,
+        started_at: str | None = None,
     ) -> None:
-        """The step reached its final state."""
+        """The step reached its final state (``cache_age_seconds``: its output came from the
+        result cache, that old, and no tool was called; ``started_at`` is then given too)."""
         stored, truncated = cap_output(output, self.output_limit_bytes)
         changes: dict[str, Any] = {
             "status": status,
@@ -140,7 +143,11 @@ class Recorder:
             "duration_ms": duration_ms,
             "output_truncated": truncated,
             "used_fallback": used_fallback,
+            "cached": cache_age_seconds is not None,
+            "cache_age_seconds": cache_age_seconds,
         }
+        if started_at is not None:
+            changes["started_at"] = started_at
         if resolved is not None:
             changes["resolved_parameters"] = resolved
         await self._write(step_id, changes)

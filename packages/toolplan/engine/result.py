@@ -42,6 +42,9 @@ def step_json(step: StepRecord) -> dict[str, Any]:
         data["outputTruncated"] = True
     if step.used_fallback:
         data["usedFallback"] = True
+    if step.cached:
+        data["cached"] = True
+        data["cacheAgeSeconds"] = step.cache_age_seconds
     return data
 
 

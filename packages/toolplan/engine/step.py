@@ -15,6 +15,7 @@ from langchain_core.tools import BaseTool, ToolException
 from pydantic import BaseModel, ValidationError
 from pydantic_core import to_jsonable_python
 
+from toolplan.engine.cache import cache_key, cache_ttl_of
 from toolplan.engine.inputs import StepInputs
 from toolplan.engine.policies import ExecutionOptions
 from toolplan.engine.recorder import Recorder
@@ -22,7 +23,7 @@ from toolplan.engine.scheduler import StepOutcome
 from toolplan.engine.toolcall import callbacks_configured, invoke_tool
 from toolplan.errors import TemplateError, Unavailable
 from toolplan.plan import Plan, Step
-from toolplan.store.protocol import RecordStore, utc_now
+from toolplan.store.protocol import RecordStore, ResultCache, cap_output, utc_now
 from toolplan.templates import resolve
 from toolplan.tools.catalog import ToolCatalog
 
@@ -100,6 +101,7 @@ class StepRunner:
         inputs: StepInputs,
         prior_attempts: Mapping[str, int] | None = None,
         rng: random.Random | None = None,
+        cache: ResultCache | None = None,
     ) -> None:
         self.plan = plan
         # Plan.step() scans the list; a dict keeps a step's lookup O(1), so large plans stay linear.
@@ -116,6 +118,8 @@ class StepRunner:
         # Checked once per execution: with no callback handler anywhere (tracing, verbose, hooks),
         # plain tools are called without LangChain's callback machinery (same semantics).
         self._fast_calls = not callbacks_configured()
+        self.cache = cache if options.cache else None
+        """The shared result cache for read-only tools (``None``: no caching)."""
 
     def _config(self, step: Step, attempt: int, *, fallback: bool = False) -> RunnableConfig:
         key = f"{self.plan_id}:{step.id}" + (":fallback" if fallback else "")
@@ -180,6 +184,22 @@ class StepRunner:
         except TemplateError as error:
             return await self._finish(step, "failed", base, started, error=str(error))
 
+        ttl = cache_ttl_of(tool, self.options.cache_ttl) if self.cache is not None else None
+        key = cache_key(step.tool, arguments) if ttl is not None else ""
+        if ttl is not None:
+            assert self.cache is not None
+            hit = await asyncio.to_thread(self.cache.cache_get, key)
+            if hit is not None:  # answered from the cache: the tool is not called
+                return await self._finish(
+                    step,
+                    "succeeded",
+                    base,
+                    started,
+                    output=hit.output,
+                    resolved=arguments,
+                    cache_age_seconds=round(max(0.0, time.time() - hit.stored_at), 3),
+                )
+
         error_text = ""
         last_kind: FailureKind | None = None
         attempt = base
@@ -197,9 +217,12 @@ class StepRunner:
                 self.recorder.retrying(step.id, step.tool, attempt, error_text)
                 await asyncio.sleep(self.options.retry.delay(index + 1, self.rng))
             else:
-                return await self._finish(
+                outcome = await self._finish(
                     step, "succeeded", attempt, started, output=output, resolved=arguments
                 )
+                if ttl is not None:
+                    await self._cache_put(key, step.tool, output, ttl)
+                return outcome
 
         if max_attempts > 1 and attempt - base == max_attempts and last_kind != "tool_error":
             error_text = f"{error_text} (after {max_attempts} attempts)"
@@ -209,6 +232,13 @@ class StepRunner:
         return await self._finish(
             step, "failed", attempt, started, error=error_text, resolved=arguments
         )
+
+    async def _cache_put(self, key: str, tool: str, output: Any, ttl: float) -> None:
+        """Keep a successful output of a read-only tool (unless it is too large to store whole)."""
+        assert self.cache is not None
+        if cap_output(output, self.options.output_limit_bytes)[1]:
+            return
+        await asyncio.to_thread(self.cache.cache_put, key, tool, output, ttl)
 
     async def _fallback(
         self, step: Step, attempts: int, started: float, error_text: str, arguments: Any
@@ -251,6 +281,7 @@ class StepRunner:
         error: str | None = None,
         used_fallback: bool = False,
         resolved: Any = None,
+        cache_age_seconds: float | None = None,
     ) -> StepOutcome:
         duration_ms = round((time.monotonic() - started) * 1000, 3)
         # The tool has returned, so its effect happened: the record of how the step ended is
@@ -258,7 +289,15 @@ class StepRunner:
         # the step would stay "running" or be marked skipped, and a resume would run it again.
         recording = asyncio.ensure_future(
             self._record(
-                step, status, attempts, duration_ms, output, error, used_fallback, resolved
+                step,
+                status,
+                attempts,
+                duration_ms,
+                output,
+                error,
+                used_fallback,
+                resolved,
+                cache_age_seconds,
             )
         )
         try:
@@ -280,6 +319,7 @@ class StepRunner:
         error: str | None,
         used_fallback: bool,
         resolved: Any,
+        cache_age_seconds: float | None = None,
     ) -> StepOutcome:
         await self.recorder.finished(
             step.id,
@@ -291,6 +331,8 @@ class StepRunner:
             duration_ms=duration_ms,
             used_fallback=used_fallback,
             resolved=resolved,
+            cache_age_seconds=cache_age_seconds,
+            started_at=utc_now() if cache_age_seconds is not None else None,
         )
         if status == "succeeded":
             self.inputs.succeeded(step.id, output)

@@ -149,6 +149,7 @@ async def run_plan_steps(ctx: ExecutionContext, record: PlanRecord) -> Execution
         store=store,
         inputs=MemoryInputs(resume.outputs),
         prior_attempts=resume.prior_attempts,
+        cache=store,
     )
     tools = {step.id: step.tool for step in plan.steps}
 

@@ -82,15 +82,27 @@ class ToolInfo:
         return data
 
 
-def tagged(tool: BaseTool, *tags: str, examples: Iterable[dict[str, Any]] = ()) -> BaseTool:
+def tagged(
+    tool: BaseTool,
+    *tags: str,
+    examples: Iterable[dict[str, Any]] = (),
+    cache_ttl: float | None = None,
+) -> BaseTool:
     """Add capability tags and usage examples to a tool (``toolplan tools --tag`` filters on them).
 
     Examples are ``{"query": ..., "parameters": {...}}`` objects; planners show them to the model.
+    The tag ``read-only`` makes the tool's results cacheable: a call with the same arguments
+    within ``cache_ttl`` seconds (default ``TOOLPLAN_CACHE_TTL``, 300) is answered from the
+    store's shared cache without calling the tool.
     """
+    if cache_ttl is not None and (isinstance(cache_ttl, bool) or cache_ttl <= 0):
+        raise ValueError(f"cache_ttl must be a positive number of seconds, got {cache_ttl!r}")
     tool.tags = [*(tool.tags or []), *tags]
     examples = list(examples)
     if examples:
         tool.metadata = {**(tool.metadata or {}), "examples": examples}
+    if cache_ttl is not None:
+        tool.metadata = {**(tool.metadata or {}), "cache_ttl": float(cache_ttl)}
     return tool
 
 
