@@ -85,7 +85,7 @@ def test_busy_is_retried_until_the_timeout_then_names_the_lock(tmp_path: Path) -
     started = time.monotonic()
     with pytest.raises(StoreUnavailable, match="is locked by another process") as caught:
         retry_busy(write, URI, 0.3)
-    assert time.monotonic() - started >= 0.2 and attempts > 2
+    assert time.monotonic() - started >= 0.3 and attempts > 2  # the whole timeout, not less
     assert BUSY_TIMEOUT_ENV in caught.value.message
     holder.execute("ROLLBACK")
     retry_busy(write, URI, 0.3)  # free again: goes through

@@ -152,9 +152,12 @@ def retry_busy(call: Callable[[], R], uri: str, timeout: float) -> R:
             return call()
         except sqlite3.Error as error:
             waited = time.monotonic() - started
-            if not is_busy(error) or waited + delay > timeout:
+            if not is_busy(error) or waited >= timeout:
                 raise translate(error, uri, waited=waited) from None
-        time.sleep(delay * random.uniform(0.5, 1.0))
+        # The last sleep is cut to the deadline, so a busy store is tried for the whole timeout
+        # (giving up early, before the next doubled delay, made the wait shorter than promised).
+        remaining = timeout - (time.monotonic() - started)
+        time.sleep(max(0.0, min(delay * random.uniform(0.5, 1.0), remaining)))
         delay = min(delay * 2, _MAX_DELAY)
 
 
