@@ -88,6 +88,10 @@ async def run_until_cancelled(
                 pending.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await pending
+            elif not pending.cancelled():
+                # Both may fail at once (the store went away): the first error is raised, the
+                # other is retrieved here so asyncio does not print it as a traceback.
+                pending.exception()
 
 
 def _elapsed_ms(started_at: str | None) -> float | None:
