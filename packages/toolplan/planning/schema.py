@@ -42,7 +42,7 @@ DEFAULT_TYPED_SCHEMA_MAX_TOOLS = 64
 """Catalogs with more tools get the generic schema (``TOOLPLAN_TYPED_SCHEMA_MAX_TOOLS``).
 BENCHMARKS.md ("Planning with a real model") shows how the schema grows with the catalog."""
 
-TEMPLATE_PATTERN = r"^\{\{[A-Za-z_][A-Za-z0-9_\-]*(\.[A-Za-z0-9_\-]+|\[[0-9]+\])*\}\}$"
+TEMPLATE_PATTERN = r"^\{\{[A-Za-z_][A-Za-z0-9_-]*([.][A-Za-z0-9_-]+|\[[0-9]+\])*\}\}$"
 """A whole-value template as the typed schema accepts it for a non-string argument. Narrower
 than the template grammar (keys of letters, digits, ``_`` and ``-``) so every grammar engine can
 compile it; the validator checks the real grammar afterwards."""
