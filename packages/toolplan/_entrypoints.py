@@ -229,6 +229,7 @@ async def create_plan(
             confidence_threshold=confidence_threshold,
             max_steps=settings.max_steps,
             endpoint=settings.planner.openai_base_url,
+            limits=settings.limits,
         )
     return await _create(query, ctx, request_id=request_id)
 

@@ -42,6 +42,8 @@ __all__ = [
     "execute_stored_plan",
     "finished_status",
     "list_tools",
+    "plan_estimator",
+    "store_plan",
     "stored_result",
     "submit_plan",
 ]
@@ -82,7 +84,9 @@ def _recent_tool_stats(store: Store) -> dict[str, Any]:
     return cached[1]
 
 
-def _estimator(store: Store) -> Any:
+def plan_estimator(store: Store) -> Any:
+    """Step-duration estimates for :func:`~toolplan.analysis.analyze`'s critical path: each
+    tool's recent average duration in ``store`` (1 ms for a tool never seen)."""
     stats = _recent_tool_stats(store)
 
     def estimate(step: Step) -> float:
@@ -114,7 +118,33 @@ def submit_plan(
     limits = limits or InputLimits.from_env()
     check_text(query, "the query", limits)
     plan = load_plan(source, limits=limits)
-    analysis = analyze(plan, catalog, max_steps=max_steps, estimate=_estimator(store))
+    analysis = analyze(plan, catalog, max_steps=max_steps, estimate=plan_estimator(store))
+    return store_plan(
+        plan,
+        analysis,
+        store=store,
+        catalog=catalog,
+        query=query,
+        request_id=request_id,
+        status=status,
+        meta=meta,
+    )
+
+
+def store_plan(
+    plan: Plan,
+    analysis: Analysis,
+    *,
+    store: Store,
+    catalog: ToolCatalog,
+    query: str | None = None,
+    request_id: str | None = None,
+    status: PlanStatus = "planned",
+    meta: dict[str, Any] | None = None,
+) -> PlanRef:
+    """Store a plan already validated and analysed (by :func:`submit_plan`, or the planner's
+    analysis node with :func:`plan_estimator`) with new IDs, recording where ``catalog``'s tools
+    came from; with ``request_id``, as a new version of that existing request."""
     request: RequestRecord | None = None
     if request_id is not None:
         existing = find_request(store, request_id)

@@ -19,7 +19,7 @@ from tests.support.fake_openai import FakeOpenAIServer, Reply
 from tests.support.plans import QUERY, blog_plan, broken_blog_plan
 from toolplan.config import Settings
 from toolplan.errors import LLMUnavailable
-from toolplan.planning.graph import PLANNER_CONTEXT_KEY, PlannerContext, build_planning_graph
+from toolplan.planning.graph import PlannerContext, PlanningGraphContext, build_planning_graph
 from toolplan.planning.planner import PlanningFailed, create_plan
 from toolplan.planning.setup import planner_context_from_env
 from toolplan.tools import load_tool_modules
@@ -142,7 +142,7 @@ async def test_streamed_planning_counts_usage(
     final: dict[str, Any] = {}
     async for mode, chunk in graph.astream(
         {"query": QUERY},
-        {"configurable": {PLANNER_CONTEXT_KEY: ctx}},
+        context=PlanningGraphContext(planner=ctx),
         stream_mode=["messages", "values"],
     ):
         if mode == "values":

@@ -8,11 +8,17 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage
+from langgraph.runtime import Runtime
 
 from tests.support.fake_models import ToolCallingFake
 from tests.support.plans import QUERY, blog_plan, broken_blog_plan
 from toolplan.errors import InvalidInput, NotFound
-from toolplan.planning.graph import PlannerContext, analyze_dependencies, build_planning_graph
+from toolplan.planning.graph import (
+    PlannerContext,
+    PlanningGraphContext,
+    analyze_dependencies,
+    build_planning_graph,
+)
 from toolplan.planning.parsing import to_plan_data
 from toolplan.planning.planner import PlanningFailed, create_plan
 from toolplan.planning.prompts import load_prompt, render_system_prompt
@@ -158,7 +164,7 @@ async def test_analysis_node_reports_validation_errors(store: SqliteStore) -> No
     data, issues = to_plan_data(broken_blog_plan())
     assert issues == [] and data is not None
     state = await analyze_dependencies(
-        {"candidate": data}, {"configurable": {"toolplan_planner": ctx}}
+        {"candidate": data}, Runtime(context=PlanningGraphContext(planner=ctx))
     )
     assert state["plan"] is None and any("createAuthr" in e for e in state["errors"])
 
@@ -191,3 +197,38 @@ def test_prompt_snapshot() -> None:
     assert rendered == SNAPSHOT.read_text()
     assert load_prompt("planner").version == "planner-v2"
     _ = json
+
+
+async def test_a_plan_is_analysed_once_and_stored_as_analysed(
+    store: SqliteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import toolplan.operations
+    import toolplan.planning.graph
+    from toolplan.analysis import analyze
+
+    calls: list[str] = []
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        calls.append("analyze")
+        return analyze(*args, **kwargs)
+
+    monkeypatch.setattr(toolplan.planning.graph, "analyze", counting)
+    monkeypatch.setattr(toolplan.operations, "analyze", counting)
+    outcome = await create_plan(QUERY, context(store, reply(blog_plan())))
+    assert calls == ["analyze"]  # persist stores the analysis node's result, not a second one
+    record = store.get_plan(outcome.ref.plan_id)
+    assert record is not None and record.analysis == outcome.analysis
+
+
+def test_the_template_pattern_compiles_in_every_grammar_engine() -> None:
+    # llama-cpp-python's GBNF parser rejects "\." in a literal (unknown escape), and its server
+    # then dies on the request: only \{ \} \[ \] may be escaped in the typed schema's pattern
+    import re
+
+    from toolplan.planning.schema import TEMPLATE_PATTERN
+
+    assert set(re.findall(r"\\(.)", TEMPLATE_PATTERN)) <= set("{}[]")
+    accepted = ["{{a}}", "{{a.b}}", "{{a-1.b_c[0].d}}", "{{a[12]}}"]
+    rejected = ["{{a.}}", "{{1a}}", "{{ a }}", "x{{a}}", "{{a.b c}}", "{{a..b}}"]
+    assert all(re.fullmatch(TEMPLATE_PATTERN, t) for t in accepted)
+    assert not any(re.fullmatch(TEMPLATE_PATTERN, t) for t in rejected)

@@ -27,18 +27,20 @@ from typing import Any, NotRequired
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
-from langchain_core.runnables import RunnableConfig
+from langgraph.config import get_config
 from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+from pydantic import BaseModel, ConfigDict, InstanceOf
+from pydantic.json_schema import SkipJsonSchema
 from typing_extensions import TypedDict
 
-from toolplan.analysis import DEFAULT_MAX_STEPS, analyze
+from toolplan.analysis import DEFAULT_MAX_STEPS, Analysis, analyze
 from toolplan.config import PlannerSettings, Settings, StructuredMethod, register_cache
 from toolplan.errors import InvalidInput, PlanInvalid
 from toolplan.limits import InputLimits, check_json
-from toolplan.operations import submit_plan
+from toolplan.operations import plan_estimator, store_plan
 from toolplan.plan import parse_plan
-from toolplan.planning.llm_call import call_structured
-from toolplan.planning.model import schema_rejected
+from toolplan.planning.call import ModelCall, StructuredRequest, call_model
 from toolplan.planning.parsing import message_payload, read_plan
 from toolplan.planning.prompts import (
     Prompt,
@@ -57,15 +59,12 @@ from toolplan.store.protocol import Store
 from toolplan.tools.catalog import ToolCatalog
 
 __all__ = [
-    "PLANNER_CONTEXT_KEY",
     "PlannerContext",
+    "PlanningGraphContext",
     "PlanningInput",
     "PlanningState",
     "build_planning_graph",
 ]
-
-PLANNER_CONTEXT_KEY = "toolplan_planner"
-"""Key in ``config["configurable"]`` holding the :class:`PlannerContext`."""
 
 
 @dataclass
@@ -91,6 +90,10 @@ class PlannerContext:
     """Set when the endpoint rejected the typed schema: later calls use the generic one."""
     limits: InputLimits = field(default_factory=InputLimits)
     """The input limits the model's plan must meet, like any other plan."""
+
+    def model_call(self) -> ModelCall:
+        """How this planner calls its model (for :func:`~toolplan.planning.call.call_model`)."""
+        return ModelCall(self.model, self.model_name, self.method, self.endpoint, self.max_tokens)
 
     def plan_schema(self) -> PlanSchema:
         """The schema the model answers in (typed, unless too large or rejected)."""
@@ -145,15 +148,30 @@ def _default_context(settings: Settings) -> PlannerContext:
 register_cache(_default_context.cache_clear)
 
 
-async def planner_context(config: RunnableConfig | None) -> PlannerContext:
-    """The :class:`PlannerContext` passed in ``config``, or one built from the environment.
+class PlanningGraphContext(BaseModel):
+    """The planning graph's runtime context (LangGraph ``context_schema``): invoke the graph
+    with ``context=PlanningGraphContext(planner=ctx)``.
+
+    LangGraph Studio passes its own (JSON) context, which leaves ``planner`` unset: the nodes
+    then build a :class:`PlannerContext` from the environment's settings.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="ignore", frozen=True)
+
+    planner: SkipJsonSchema[InstanceOf[PlannerContext] | None] = None
+    """Store, catalog, model and planning options."""
+
+
+async def planner_context(runtime: Runtime[PlanningGraphContext] | None) -> PlannerContext:
+    """The :class:`PlannerContext` the graph was invoked with, or one built from the
+    environment.
 
     Building the default opens the store and imports tool modules, so it runs in a thread: the
     nodes are async and must never block the event loop (``langgraph dev`` enforces this).
     """
-    ctx = ((config or {}).get("configurable") or {}).get(PLANNER_CONTEXT_KEY)
-    if isinstance(ctx, PlannerContext):
-        return ctx
+    given = runtime.context if runtime is not None else None
+    if given is not None and given.planner is not None:
+        return given.planner
     return await asyncio.to_thread(lambda: _default_context(Settings.from_env()))
 
 
@@ -196,12 +214,14 @@ def planner_messages(
     return messages
 
 
-async def select_tools(state: PlanningState, config: RunnableConfig) -> PlanningState:
+async def select_tools(
+    state: PlanningState, runtime: Runtime[PlanningGraphContext]
+) -> PlanningState:
     """Ask the model for the whole plan in one structured-output call (or a repaired one)."""
     started_at = state.get("started_at") or time.time()  # before the first call: it is planning
     if not isinstance(state.get("query"), str) or not state["query"].strip():
         raise InvalidInput('the planner needs a request as input: {"query": "what to do"}')
-    ctx = await planner_context(config)
+    ctx = await planner_context(runtime)
     prompt, repair_prompt = await asyncio.to_thread(lambda: _prompts(prompts_dir()))
     schema = ctx.plan_schema()
     messages = planner_messages(ctx, state["query"], prompt, schema)
@@ -212,27 +232,22 @@ async def select_tools(state: PlanningState, config: RunnableConfig) -> Planning
         problems = "\n".join(f"- {error}" for error in state["errors"])
         messages.append(HumanMessage(repair_prompt.render(previous_plan=previous, errors=problems)))
 
-    def generic_schema(error: Exception) -> tuple[list[BaseMessage], dict[str, Any], bool] | None:
+    def generic() -> StructuredRequest:
         nonlocal schema
-        if schema.kind != "typed" or not schema_rejected(error):
-            return None
         ctx.schema_fallback = True  # this endpoint cannot take the typed schema
         schema = ctx.plan_schema()
         messages[0] = planner_messages(ctx, state["query"], prompt, schema)[0]
-        return messages, schema.schema, schema.strict
+        return StructuredRequest(messages, schema.schema, schema.strict)
 
-    call = await call_structured(
-        ctx,
-        messages,
-        schema.schema,
-        strict=schema.strict,
+    reply = await call_model(
+        ctx.model_call(),
+        StructuredRequest(messages, schema.schema, schema.strict),
         usage=state.get("usage"),
-        llm_calls=state.get("llm_calls", 0),
-        config=config,
-        retry=generic_schema,
+        calls=state.get("llm_calls", 0),
+        fallback=generic if schema.kind == "typed" else None,
+        config=get_config(),  # the run's callbacks: Studio streams the model's tokens
     )
-    answer, usage = call.answer, call.usage
-    payload = message_payload(answer.message)
+    payload = message_payload(reply.answer.message)
     reading = read_plan(payload, ctx.catalog)
     errors = [issue.message for issue in reading.issues]
     if payload is None:
@@ -245,8 +260,8 @@ async def select_tools(state: PlanningState, config: RunnableConfig) -> Planning
         "errors": errors,
         "unreadable": reading.unreadable,
         "repairs": repairs,
-        "llm_calls": call.llm_calls,
-        "usage": usage,
+        "llm_calls": state.get("llm_calls", 0) + 1,
+        "usage": reply.usage,
         "model": ctx.model_name,
         "prompt_version": prompt.version,
         "plan_schema": schema.kind,
@@ -254,9 +269,12 @@ async def select_tools(state: PlanningState, config: RunnableConfig) -> Planning
     }
 
 
-async def analyze_dependencies(state: PlanningState, config: RunnableConfig) -> PlanningState:
-    """Validate the candidate with the engine's validator and compute its structure."""
-    ctx = await planner_context(config)
+async def analyze_dependencies(
+    state: PlanningState, runtime: Runtime[PlanningGraphContext]
+) -> PlanningState:
+    """Validate the candidate with the engine's validator and compute its structure, with the
+    critical-path estimates the stored analysis has (so ``persist`` does not analyse again)."""
+    ctx = await planner_context(runtime)
     if state.get("candidate") is None:
         return {"plan": None, "analysis": None}
     reading_errors = list(state.get("errors") or [])
@@ -269,7 +287,11 @@ async def analyze_dependencies(state: PlanningState, config: RunnableConfig) -> 
         reading_errors += [issue.message for issue in invalid.issues]
     try:
         plan = parse_plan(state["candidate"])
-        analysis = analyze(plan, ctx.catalog, max_steps=ctx.max_steps)
+        analysis = await asyncio.to_thread(
+            lambda: analyze(
+                plan, ctx.catalog, max_steps=ctx.max_steps, estimate=plan_estimator(ctx.store)
+            )
+        )
     except PlanInvalid as invalid:
         # every problem of every step at once; the argument checks of a step whose parameters
         # could not be read would only repeat that problem
@@ -284,10 +306,13 @@ async def analyze_dependencies(state: PlanningState, config: RunnableConfig) -> 
     return {"errors": [], "plan": plan.to_json(), "analysis": analysis.to_json()}
 
 
-async def persist(state: PlanningState, config: RunnableConfig) -> PlanningState:
-    """Store the request (if new) and the plan with its planning record."""
-    ctx = await planner_context(config)
-    plan = parse_plan(state["plan"])
+async def persist(state: PlanningState, runtime: Runtime[PlanningGraphContext]) -> PlanningState:
+    """Store the request (if new) and the plan with its planning record, as validated and
+    analysed by ``analyze_dependencies`` (not again)."""
+    ctx = await planner_context(runtime)
+    plan, analysis = parse_plan(state["plan"]), state.get("analysis")
+    if analysis is None:  # pragma: no cover - analyze_dependencies always sets it
+        raise RuntimeError("persist reached without an analysis")
     confidence = plan.min_confidence
     low = confidence is not None and confidence < ctx.confidence_threshold
     status = "needs_review" if low else "planned"
@@ -304,16 +329,15 @@ async def persist(state: PlanningState, config: RunnableConfig) -> PlanningState
         "reasoning": plan.reasoning,
     }
     ref = await asyncio.to_thread(
-        submit_plan,
+        store_plan,
         plan,
+        Analysis.from_json(analysis),
         store=ctx.store,
         catalog=ctx.catalog,
         query=state["query"],
         request_id=state.get("request_id"),
-        max_steps=ctx.max_steps,
         status=status,  # type: ignore[arg-type]
         meta=meta,
-        limits=ctx.limits,
     )
     return {
         "request_id": ref.request_id,
@@ -323,10 +347,10 @@ async def persist(state: PlanningState, config: RunnableConfig) -> PlanningState
     }
 
 
-async def _after_analysis(state: PlanningState, config: RunnableConfig) -> str:
+async def _after_analysis(state: PlanningState, runtime: Runtime[PlanningGraphContext]) -> str:
     if not state.get("errors"):
         return "persist"
-    if state.get("repairs", 0) < (await planner_context(config)).max_repairs:
+    if state.get("repairs", 0) < (await planner_context(runtime)).max_repairs:
         return "select_tools"
     return "give_up"
 
@@ -336,10 +360,18 @@ async def give_up(state: PlanningState) -> PlanningState:
     return {"status": "invalid", "plan": None}
 
 
-def build_planning_graph() -> StateGraph[PlanningState, Any, PlanningInput, PlanningState]:
-    """The uncompiled planning graph."""
-    builder: StateGraph[PlanningState, Any, PlanningInput, PlanningState] = StateGraph(
-        PlanningState, input_schema=PlanningInput, output_schema=PlanningState
+def build_planning_graph() -> StateGraph[
+    PlanningState, PlanningGraphContext, PlanningInput, PlanningState
+]:
+    """The uncompiled planning graph. Its runtime context is a :class:`PlanningGraphContext`;
+    without one, the nodes build a planner context from the environment."""
+    builder: StateGraph[PlanningState, PlanningGraphContext, PlanningInput, PlanningState] = (
+        StateGraph(
+            PlanningState,
+            context_schema=PlanningGraphContext,
+            input_schema=PlanningInput,
+            output_schema=PlanningState,
+        )
     )
     builder.add_node("select_tools", select_tools)
     builder.add_node("analyze_dependencies", analyze_dependencies)

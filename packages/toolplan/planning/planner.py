@@ -10,8 +10,8 @@ from toolplan.limits import InputLimits, check_text
 from toolplan.lookup import find_request
 from toolplan.operations import PlanRef
 from toolplan.planning.graph import (
-    PLANNER_CONTEXT_KEY,
     PlannerContext,
+    PlanningGraphContext,
     PlanningInput,
     build_planning_graph,
 )
@@ -75,11 +75,8 @@ async def create_plan(
     if request_id is not None:
         inputs["request_id"] = request_id
     graph = build_planning_graph().compile()
-    config: Any = {
-        "configurable": {PLANNER_CONTEXT_KEY: ctx},
-        "recursion_limit": 4 * (ctx.max_repairs + 2),
-    }
-    state: Any = await graph.ainvoke(inputs, config)
+    config: Any = {"recursion_limit": 4 * (ctx.max_repairs + 2)}
+    state: Any = await graph.ainvoke(inputs, config, context=PlanningGraphContext(planner=ctx))
     usage = state.get("usage") or {"inputTokens": 0, "outputTokens": 0}
     if state.get("status") == "invalid":
         raise PlanningFailed(

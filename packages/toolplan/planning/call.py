@@ -1,0 +1,159 @@
+"""One structured call to the chat model, as every LLM node makes it: ask, translate client
+errors, fall back once if the endpoint rejects the schema, count usage, refuse a cut-off answer.
+
+:func:`call_model` is the only place a graph node calls the model; the planner's
+``select_tools`` uses it, and so should any later LLM node (an answer or a replanning node).
+Reading the answer is the caller's job: the raw message is returned, so an answer the client's
+own parser rejects is still seen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import RunnableConfig
+
+from toolplan.config import StructuredMethod
+from toolplan.planning.llm_errors import llm_errors, schema_rejected, truncated
+
+__all__ = [
+    "ModelAnswer",
+    "ModelCall",
+    "ModelReply",
+    "StructuredRequest",
+    "add_usage",
+    "ask_structured",
+    "call_model",
+]
+
+
+@dataclass(frozen=True)
+class ModelCall:
+    """Who answers and how: the model, its ``provider:model`` name, the structured-output
+    method, the endpoint (named in errors) and the output-token limit (named when cut off)."""
+
+    model: BaseChatModel
+    spec: str
+    method: StructuredMethod = "function_calling"
+    endpoint: str | None = None
+    max_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class StructuredRequest:
+    """What to ask: the messages and the JSON schema (with a ``title``) of the answer."""
+
+    messages: Sequence[BaseMessage]
+    schema: dict[str, Any]
+    strict: bool = False
+
+
+@dataclass(frozen=True)
+class ModelAnswer:
+    """One structured-output call: the raw message and what it cost."""
+
+    message: BaseMessage | None
+    input_tokens: int
+    output_tokens: int
+    cached_input_tokens: int | None
+    """Prompt tokens the server read from its prompt cache, when it says
+    (``usage_metadata.input_token_details.cache_read``)."""
+    finish_reason: str | None
+
+
+@dataclass(frozen=True)
+class ModelReply:
+    """What :func:`call_model` returns: the answer, the usage so far including it, and the
+    request it answers (the fallback's, when the first was rejected)."""
+
+    answer: ModelAnswer
+    usage: dict[str, int]
+    request: StructuredRequest
+
+
+async def ask_structured(
+    model: BaseChatModel,
+    messages: Sequence[BaseMessage],
+    schema: dict[str, Any],
+    *,
+    method: str,
+    strict: bool,
+    config: RunnableConfig | None = None,
+) -> ModelAnswer:
+    """Call ``model`` once for an answer in ``schema``, by ``method`` (``function_calling`` or
+    ``json_schema``), and return the raw message. Client errors propagate untranslated."""
+    # function calling stays non-strict, as before: strict tools are an OpenAI-only feature
+    options: dict[str, Any] = {"strict": strict} if method == "json_schema" else {}
+    structured = model.with_structured_output(schema, method=method, include_raw=True, **options)
+    result: Any = await structured.ainvoke(list(messages), config)
+    message = result.get("raw") if isinstance(result, dict) else None
+    usage = getattr(message, "usage_metadata", None) or {}
+    details = usage.get("input_token_details") or {}
+    metadata = getattr(message, "response_metadata", None) or {}
+    cached = details.get("cache_read")
+    return ModelAnswer(
+        message=message,
+        input_tokens=int(usage.get("input_tokens", 0)),
+        output_tokens=int(usage.get("output_tokens", 0)),
+        cached_input_tokens=int(cached) if cached is not None else None,
+        finish_reason=metadata.get("finish_reason"),
+    )
+
+
+def add_usage(usage: Mapping[str, int] | None, answer: ModelAnswer) -> dict[str, int]:
+    """``usage`` (``inputTokens``, ``outputTokens``, ``cachedInputTokens`` when known) plus
+    ``answer``'s."""
+    total = dict(usage or {"inputTokens": 0, "outputTokens": 0})
+    total["inputTokens"] += answer.input_tokens
+    total["outputTokens"] += answer.output_tokens
+    if answer.cached_input_tokens is not None:
+        total["cachedInputTokens"] = total.get("cachedInputTokens", 0) + answer.cached_input_tokens
+    return total
+
+
+async def call_model(
+    call: ModelCall,
+    request: StructuredRequest,
+    *,
+    usage: Mapping[str, int] | None = None,
+    calls: int = 0,
+    fallback: Callable[[], StructuredRequest] | None = None,
+    config: RunnableConfig | None = None,
+) -> ModelReply:
+    """Ask ``call.model`` for ``request``'s structured answer.
+
+    Client errors become :class:`~toolplan.errors.LLMUnavailable` (exit 3). If the endpoint
+    rejects the request's schema and ``fallback`` is given, the fallback's request is asked
+    instead, once. ``usage`` and ``calls`` are the totals before this call; an answer cut off at
+    the output-token limit raises :class:`~toolplan.planning.llm_errors.LLMOutputTruncated`
+    carrying the totals including it.
+    """
+    with llm_errors(call.spec, endpoint=call.endpoint, max_tokens=call.max_tokens):
+        try:
+            answer = await _ask(call, request, config)
+        except Exception as error:
+            if fallback is None or not schema_rejected(error):
+                raise
+            request = fallback()
+            answer = await _ask(call, request, config)
+    total = add_usage(usage, answer)
+    if answer.finish_reason == "length":
+        raise truncated(call.spec, call.max_tokens, usage=total, llmCalls=calls + 1)
+    return ModelReply(answer, total, request)
+
+
+async def _ask(
+    call: ModelCall, request: StructuredRequest, config: RunnableConfig | None
+) -> ModelAnswer:
+    return await ask_structured(
+        call.model,
+        request.messages,
+        request.schema,
+        method=call.method,
+        strict=request.strict,
+        config=config,
+    )
