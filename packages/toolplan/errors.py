@@ -5,7 +5,8 @@ Three families, because callers react to them differently:
 - :class:`InvalidInput` — the user's plan, file, ID or flag is wrong. Nothing ran. Exit code 2.
 - :class:`ToolFailure` — a tool (or the resolution of its arguments) failed while a plan ran.
   These are recorded on the step; they never abort the process.
-- :class:`Unavailable` — infrastructure (the store, later the LLM) cannot be reached. Exit code 3.
+- :class:`Unavailable` — infrastructure (the store, the LLM, the Temporal server) cannot be
+  reached. Exit code 3.
 
 :class:`ExecutionBusy` stands apart: another live process is running the plan right now (exit
 code 2, nothing executed here); a worker treats it as "lost", not as a plan it cannot run.
@@ -28,6 +29,7 @@ __all__ = [
     "StepTimeout",
     "StoreUnavailable",
     "TemplateError",
+    "TemporalUnavailable",
     "ToolFailure",
     "ToolplanError",
     "Unavailable",
@@ -135,3 +137,7 @@ class StoreUnavailable(Unavailable):
 
 class LLMUnavailable(Unavailable):
     """The configured model endpoint is unreachable, rejects the credentials or keeps failing."""
+
+
+class TemporalUnavailable(Unavailable):
+    """The configured Temporal server cannot be reached (or refuses the namespace)."""

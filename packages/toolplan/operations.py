@@ -17,6 +17,7 @@ from toolplan.analysis import Analysis, analyze
 from toolplan.config import register_cache
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import InvalidInput, StoreUnavailable
+from toolplan.execution.backend import DetachedBackend
 from toolplan.execution.cancel import DEFAULT_CANCEL_WAIT, request_cancel
 from toolplan.execution.context import ExecutionContext
 from toolplan.ids import is_valid_id, new_id, require_id
@@ -39,6 +40,7 @@ __all__ = [
     "PlanRef",
     "cancel_execution",
     "describe",
+    "enqueue_execution",
     "execute_stored_plan",
     "finished_status",
     "list_tools",
@@ -227,6 +229,30 @@ async def execute_stored_plan(
         execution = await asyncio.to_thread(ctx.store.get_execution, plan_id)
     assert execution is not None
     return ExecutionResult.from_records(record, execution)
+
+
+async def enqueue_execution(
+    plan_id: str, ctx: ExecutionContext, *, approve: bool = False, resume: bool = False
+) -> ExecutionRecord:
+    """Hand a stored plan to workers and return its execution record at once.
+
+    A backend with workers of its own (Temporal) starts the plan there; otherwise the plan goes
+    to the store's lease queue, which ``toolplan worker`` processes drain
+    (:func:`toolplan.worker.enqueue_plan`). Queueing a plan that is already running or finished
+    returns its record unchanged; a ``cancelled`` one is continued only with ``resume``. A
+    ``needs_review`` plan is refused unless ``approve``.
+    """
+    if not isinstance(ctx.backend, DetachedBackend):
+        from toolplan.worker import enqueue_plan
+
+        return await asyncio.to_thread(
+            enqueue_plan, ctx.store, plan_id, approve=approve, resume=resume
+        )
+    record = await asyncio.to_thread(find_plan, ctx.store, plan_id)
+    require_approval(record.plan_id, record.status, record.plan, approve=approve, action="queued")
+    if resume:
+        await asyncio.to_thread(ctx.store.reopen, plan_id)
+    return await ctx.backend.start(record, ctx)
 
 
 async def cancel_execution(

@@ -29,6 +29,7 @@ def _log(event: str, config: RunnableConfig, **extra: Any) -> None:
         "attempt": metadata.get("attempt"),
         "key": metadata.get("idempotency_key"),
         "t": time.time(),
+        "pid": os.getpid(),
         **extra,
     }
     with open(path, "a", encoding="utf-8") as handle:

@@ -20,15 +20,16 @@ from toolplan.api.events import EventHub
 from toolplan.engine.recorder import EventListener, StepEvent
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import ToolplanError
+from toolplan.execution.backend import DetachedBackend
 from toolplan.execution.runner import ExecutionContext
-from toolplan.operations import execute_stored_plan, stored_result
+from toolplan.operations import enqueue_execution, execute_stored_plan, stored_result
 from toolplan.store.protocol import Store
 
 __all__ = ["BackgroundRuns"]
 
 logger = logging.getLogger("toolplan.api")
 
-ContextFactory = Callable[[EventListener], ExecutionContext]
+ContextFactory = Callable[[EventListener | None], ExecutionContext]
 """Builds the execution context of one run around the listener that receives its step events."""
 
 
@@ -60,7 +61,18 @@ class BackgroundRuns:
         started (status ``running``), or the result when the run ends before that (a finished plan
         is returned as stored). Errors raised before any step runs (unknown plan, plan needing
         review) are raised here in both modes.
+
+        A backend with workers of its own (Temporal) runs the plan elsewhere: without ``wait``
+        the plan is handed to it and its execution is returned at once (``queued`` until a worker
+        starts it); with ``wait`` this server follows it like a run of its own.
         """
+        if not wait and plan_id not in self._runs:
+            context = self._make_context(None)
+            if isinstance(context.backend, DetachedBackend):
+                await enqueue_execution(plan_id, context, approve=approve, resume=resume)
+                queued = await asyncio.to_thread(stored_result, self._store, plan_id)
+                assert queued is not None
+                return queued
         run = self._runs.get(plan_id) or self._start(plan_id, approve=approve, resume=resume)
         if wait:
             return await asyncio.shield(run.task)

@@ -7,7 +7,14 @@ from typing import Annotated, Any
 
 import typer
 
-from toolplan.cli import StoreOption, ToolsOption, _guard, app, stderr
+from toolplan.cli import (
+    StoreOption,
+    TemporalAddressOption,
+    ToolsOption,
+    _guard,
+    app,
+    stderr,
+)
 
 __all__ = ["serve"]
 
@@ -37,6 +44,7 @@ def serve(
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="TCP port.")] = 8000,
     tools: ToolsOption = None,
     store: StoreOption = None,
+    temporal_address: TemporalAddressOption = None,
 ) -> None:
     """Serve the GraphQL API at /graphql (GraphiQL in a browser) until interrupted.
 
@@ -62,7 +70,9 @@ def serve(
 
         api = ApiSettings.from_env(host=host, port=port)
         check_bind(api)
-        settings = Settings.from_env().with_overrides(store_uri=store, tool_modules=tools)
+        settings = Settings.from_env().with_overrides(
+            store_uri=store, tool_modules=tools, temporal_address=temporal_address
+        )
         opened = open_store(settings.store_uri)
         try:
             catalog = load_catalog(settings)
@@ -70,7 +80,12 @@ def serve(
             shown = f"[{host}]" if ":" in host else host
             stderr.print(
                 f"toolplan API: http://{shown}:{port}/graphql (GraphiQL in a browser); "
-                f"store {opened.uri}; {len(catalog)} tools",
+                f"store {opened.uri}; {len(catalog)} tools"
+                + (
+                    f"; plans run on Temporal at {settings.temporal.address}"
+                    if settings.temporal.enabled
+                    else ""
+                ),
                 highlight=False,
             )
             if api.token:

@@ -10,6 +10,7 @@ from toolplan.cli import (
     JsonOption,
     McpOption,
     StoreOption,
+    TemporalAddressOption,
     ToolsOption,
     _emit_json,
     _guard,
@@ -21,7 +22,12 @@ from toolplan.cli import (
 from toolplan.errors import InvalidInput
 
 if TYPE_CHECKING:
+    from toolplan.cli import Session
+    from toolplan.temporal.worker import TemporalWorkerReport
     from toolplan.worker import WorkerReport
+
+TEMPORAL_CONCURRENCY = 10
+"""Steps a Temporal worker runs at once unless --concurrency says otherwise."""
 
 
 @app.command()
@@ -30,8 +36,14 @@ def worker(
     mcp: McpOption = None,
     store: StoreOption = None,
     concurrency: Annotated[
-        int, typer.Option("--concurrency", min=1, help="Executions this process runs at once.")
-    ] = 1,
+        int | None,
+        typer.Option(
+            "--concurrency",
+            min=1,
+            help="Executions this process runs at once (default 1); with --temporal, steps "
+            f"(default {TEMPORAL_CONCURRENCY}).",
+        ),
+    ] = None,
     poll_interval: Annotated[
         float,
         typer.Option("--poll-interval", min=0.01, help="Seconds between polls of an empty queue."),
@@ -56,6 +68,15 @@ def worker(
         ),
     ] = 10.0,
     as_json: JsonOption = False,
+    temporal: Annotated[
+        bool,
+        typer.Option(
+            "--temporal",
+            help="Be a Temporal worker: run plan workflows and their steps from the Temporal "
+            "task queue ($TOOLPLAN_TEMPORAL_ADDRESS or --temporal-address).",
+        ),
+    ] = False,
+    temporal_address: TemporalAddressOption = None,
 ) -> None:
     """Run queued executions (`toolplan execute PLAN_ID --enqueue`) until stopped.
 
@@ -63,13 +84,40 @@ def worker(
     stop claiming, let running executions finish for --grace seconds, then give the rest back to
     the queue (a second signal gives them back at once). Exit code 3 if the store was unreachable
     when the worker stopped.
+
+    With --temporal, the worker serves plan workflows and step activities from Temporal instead
+    of the store's lease queue, until SIGTERM or Ctrl-C (running steps get --grace seconds, then
+    Temporal retries them elsewhere). Exit code 3 if the Temporal server cannot be reached.
     """
     from toolplan.worker import Worker, WorkerOptions
+
+    if temporal:
+        refused = [
+            flag
+            for flag, given in (
+                ("--idle-exit", idle_exit is not None),
+                ("--max-plans", max_plans is not None),
+                ("--once", once),
+            )
+            if given
+        ]
+        report_t = _guard(
+            lambda: _temporal_worker(
+                _session(store, tools, mcp=mcp, temporal_address=temporal_address),
+                refused,
+                concurrency=concurrency or TEMPORAL_CONCURRENCY,
+                grace=grace,
+            ),
+            as_json=as_json,
+        )
+        if as_json:
+            _emit_json(report_t.to_json())
+        return
 
     def body() -> WorkerReport:
         try:
             options = WorkerOptions(
-                concurrency=concurrency,
+                concurrency=concurrency or 1,
                 poll_interval=poll_interval,
                 idle_exit=0 if once else idle_exit,
                 max_plans=max_plans,
@@ -96,3 +144,46 @@ def worker(
     report = _guard(body, as_json=as_json)
     if as_json:
         _emit_json(report.to_json())
+
+
+def _temporal_worker(
+    session: Session, refused: list[str], *, concurrency: int, grace: float
+) -> TemporalWorkerReport:
+    """``toolplan worker --temporal``: serve until a signal stops it."""
+    settings = session.settings.temporal
+    if refused:
+        raise InvalidInput(
+            f"{', '.join(refused)} apply to the store's lease queue, not to --temporal workers "
+            "(a Temporal worker serves until SIGTERM or Ctrl-C)"
+        )
+    if not settings.enabled:
+        raise InvalidInput(
+            "--temporal needs the Temporal server's address: set TOOLPLAN_TEMPORAL_ADDRESS or "
+            "pass --temporal-address host:port"
+        )
+    from toolplan.temporal.worker import run_temporal_worker
+
+    def started(worker_id: str) -> None:
+        stderr.print(
+            f"worker {worker_id}: started: temporal {settings.address} namespace "
+            f"{settings.namespace} task queue {settings.task_queue}, store {session.store.uri}, "
+            f"{concurrency} steps at once",
+            highlight=False,
+        )
+
+    try:
+        report = _run_async(
+            run_temporal_worker(
+                settings,
+                session.store,
+                session.catalog,
+                concurrency=concurrency,
+                grace=grace,
+                on_started=started,
+                tool_settings=session.settings,
+            )
+        )
+    finally:
+        session.close()
+    stderr.print(f"worker {report.worker_id}: stopped: {report.stopped_by}", highlight=False)
+    return report

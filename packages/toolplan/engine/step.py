@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
 import re
@@ -27,7 +28,14 @@ from toolplan.store.protocol import RecordStore, ResultCache, cap_output, utc_no
 from toolplan.templates import resolve
 from toolplan.tools.catalog import ToolCatalog
 
-__all__ = ["STORE_CONFIG_KEY", "StepRunner", "normalize_output", "without_surrogates"]
+__all__ = [
+    "STORE_CONFIG_KEY",
+    "AttemptFailed",
+    "FailureKind",
+    "StepRunner",
+    "normalize_output",
+    "without_surrogates",
+]
 
 STORE_CONFIG_KEY = "toolplan_store"
 """Key in ``config["configurable"]`` under which tools find the configured store."""
@@ -70,13 +78,16 @@ FailureKind = Literal["tool_error", "invalid_arguments", "timeout", "exception"]
 resolved arguments, timed out, or raised anything else. Only the last two are retried."""
 
 
-class _CallFailed(Exception):
+class AttemptFailed(Exception):
+    """One attempt of a step's tool call failed; ``kind`` says whether another may follow."""
+
     def __init__(self, message: str, *, kind: FailureKind) -> None:
         super().__init__(message)
         self.kind = kind
 
     @property
     def retryable(self) -> bool:
+        """Transient failures (a timeout, an unexpected exception) may succeed on a retry."""
         return self.kind in ("timeout", "exception")
 
 
@@ -85,7 +96,10 @@ class StepRunner:
     retries and fallback, and record every transition with ``recorder``.
 
     Stateless between steps except through ``inputs`` and the store, so a backend may run each
-    step in a different process (one runner per step) as well as all of them in one.
+    step in a different process (one runner per step) as well as all of them in one. A backend
+    that retries attempts itself (a durable-workflow engine's retry policy) composes the pieces
+    :meth:`run` is made of: :meth:`run_attempt` for each attempt, then :meth:`final_error` and
+    :meth:`give_up` once no attempt is left.
     """
 
     def __init__(
@@ -135,6 +149,14 @@ class StepRunner:
             "configurable": {STORE_CONFIG_KEY: self.store},
         }
 
+    def timeout(self, step_id: str) -> float:
+        """Seconds one attempt of ``step_id`` may take."""
+        return self._steps[step_id].timeout or self.options.default_timeout
+
+    def max_attempts(self, step_id: str) -> int:
+        """Attempts ``step_id`` gets for transient errors."""
+        return self._steps[step_id].max_attempts or self.options.retry.max_attempts
+
     async def _call(
         self, tool: BaseTool, arguments: Any, config: RunnableConfig, timeout: float
     ) -> Any:
@@ -143,7 +165,7 @@ class StepRunner:
                 output = await invoke_tool(tool, arguments, config, fast=self._fast_calls)
                 return normalize_output(output)
         except ToolException as error:
-            raise _CallFailed(
+            raise AttemptFailed(
                 without_surrogates(f"tool {tool.name!r} reported an error: {error}"),
                 kind="tool_error",
             ) from None
@@ -151,17 +173,17 @@ class StepRunner:
             detail = "; ".join(
                 f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in error.errors()
             )
-            raise _CallFailed(
+            raise AttemptFailed(
                 f"tool {tool.name!r} rejected its arguments: {detail}", kind="invalid_arguments"
             ) from None
         except TimeoutError:
-            raise _CallFailed(
+            raise AttemptFailed(
                 f"tool {tool.name!r} timed out after {timeout:g}s and was cancelled", kind="timeout"
             ) from None
         except (asyncio.CancelledError, Unavailable):
             raise
         except Exception as error:
-            raise _CallFailed(
+            raise AttemptFailed(
                 without_surrogates(f"tool {tool.name!r} raised {type(error).__name__}: {error}"),
                 kind="exception",
             ) from None
@@ -173,64 +195,134 @@ class StepRunner:
         cancellation waits for the step's final record to be written and the step's outcome is
         returned rather than the cancellation."""
         step = self._steps[step_id]
-        tool = self.catalog.get(step.tool)
-        timeout = step.timeout or self.options.default_timeout
-        max_attempts = step.max_attempts or self.options.retry.max_attempts
+        max_attempts = self.max_attempts(step_id)
         started = time.monotonic()
         base = self.prior_attempts.get(step_id, 0)
 
         try:
-            arguments = resolve(step.parameters, await self.inputs.outputs_for(step))
+            arguments = await self._resolve(step)
         except TemplateError as error:
             return await self._finish(step, "failed", base, started, error=str(error))
 
-        ttl = cache_ttl_of(tool, self.options.cache_ttl) if self.cache is not None else None
-        key = cache_key(step.tool, arguments) if ttl is not None else ""
-        if ttl is not None:
-            assert self.cache is not None
-            hit = await asyncio.to_thread(self.cache.cache_get, key)
-            if hit is not None:  # answered from the cache: the tool is not called
-                return await self._finish(
-                    step,
-                    "succeeded",
-                    base,
-                    started,
-                    output=hit.output,
-                    resolved=arguments,
-                    cache_age_seconds=round(max(0.0, time.time() - hit.stored_at), 3),
-                )
+        cached = await self._from_cache(step, arguments, base, started)
+        if cached is not None:
+            return cached
 
-        error_text = ""
-        last_kind: FailureKind | None = None
+        failure: AttemptFailed | None = None
         attempt = base
         for index in range(max_attempts):
             attempt = base + index + 1
-            await self.recorder.started(
-                step.id, step.tool, attempt, arguments, utc_now() if index == 0 else None
-            )
             try:
-                output = await self._call(tool, arguments, self._config(step, attempt), timeout)
-            except _CallFailed as failure:
-                error_text, last_kind = str(failure), failure.kind
-                if not failure.retryable or index == max_attempts - 1:
+                return await self._attempt(step, arguments, attempt, started, first=index == 0)
+            except AttemptFailed as failed:
+                failure = failed
+                if not failed.retryable or index == max_attempts - 1:
                     break
-                self.recorder.retrying(step.id, step.tool, attempt, error_text)
+                self.recorder.retrying(step.id, step.tool, attempt, str(failed))
                 await asyncio.sleep(self.options.retry.delay(index + 1, self.rng))
-            else:
-                outcome = await self._finish(
-                    step, "succeeded", attempt, started, output=output, resolved=arguments
-                )
-                if ttl is not None:
-                    await self._cache_put(key, step.tool, output, ttl)
-                return outcome
+        assert failure is not None
+        error_text = self.final_error(step_id, failure, attempt - base)
+        return await self.give_up(step_id, attempt, started, error_text, arguments=arguments)
 
-        if max_attempts > 1 and attempt - base == max_attempts and last_kind != "tool_error":
-            error_text = f"{error_text} (after {max_attempts} attempts)"
-        if step.fallback is not None:
-            self.recorder.falling_back(step.id, step.tool, attempt, error_text, step.fallback.tool)
-            return await self._fallback(step, attempt, started, error_text, arguments)
+    async def _resolve(self, step: Step) -> Any:
+        return resolve(step.parameters, await self.inputs.outputs_for(step))
+
+    async def run_attempt(
+        self, step_id: str, attempt: int, *, first: bool, started: float
+    ) -> StepOutcome:
+        """One attempt of ``step_id`` (number ``attempt``): resolve its templates, record it as
+        running (with its start time when ``first``), call the tool and record a success.
+
+        Returns the outcome when the step is final: succeeded, or failed because a template
+        could not be resolved (recorded; no retry or fallback helps). Raises
+        :class:`AttemptFailed` when the tool call failed: the caller retries or gives up.
+        ``started`` is the :func:`time.monotonic` time the step's first attempt began.
+        """
+        step = self._steps[step_id]
+        try:
+            arguments = await self._resolve(step)
+        except TemplateError as error:
+            return await self._finish(step, "failed", attempt - 1, started, error=str(error))
+        if first:
+            cached = await self._from_cache(step, arguments, attempt - 1, started)
+            if cached is not None:
+                return cached
+        return await self._attempt(step, arguments, attempt, started, first=first)
+
+    def _cache_ttl(self, step: Step) -> float | None:
+        """Seconds a result of ``step``'s tool may be reused; ``None``: not cached."""
+        if self.cache is None:
+            return None
+        return cache_ttl_of(self.catalog.get(step.tool), self.options.cache_ttl)
+
+    async def _from_cache(
+        self, step: Step, arguments: Any, attempts: int, started: float
+    ) -> StepOutcome | None:
+        """The step finished from the shared cache (its tool not called), or ``None``."""
+        if self._cache_ttl(step) is None:
+            return None
+        assert self.cache is not None
+        hit = await asyncio.to_thread(self.cache.cache_get, cache_key(step.tool, arguments))
+        if hit is None:
+            return None
         return await self._finish(
-            step, "failed", attempt, started, error=error_text, resolved=arguments
+            step,
+            "succeeded",
+            attempts,
+            started,
+            output=hit.output,
+            resolved=arguments,
+            cache_age_seconds=round(max(0.0, time.time() - hit.stored_at), 3),
+        )
+
+    async def _attempt(
+        self, step: Step, arguments: Any, attempt: int, started: float, *, first: bool
+    ) -> StepOutcome:
+        await self.recorder.started(
+            step.id, step.tool, attempt, arguments, utc_now() if first else None
+        )
+        output = await self._call(
+            self.catalog.get(step.tool),
+            arguments,
+            self._config(step, attempt),
+            self.timeout(step.id),
+        )
+        outcome = await self._finish(
+            step, "succeeded", attempt, started, output=output, resolved=arguments
+        )
+        ttl = self._cache_ttl(step)
+        if ttl is not None:
+            await self._cache_put(cache_key(step.tool, arguments), step.tool, output, ttl)
+        return outcome
+
+    def final_error(self, step_id: str, failure: AttemptFailed, attempts_made: int) -> str:
+        """The error a step ends with after ``attempts_made`` attempts, the last of which failed
+        with ``failure``."""
+        max_attempts = self.max_attempts(step_id)
+        if max_attempts > 1 and attempts_made == max_attempts and failure.kind != "tool_error":
+            return f"{failure} (after {max_attempts} attempts)"
+        return str(failure)
+
+    async def give_up(
+        self,
+        step_id: str,
+        attempts: int,
+        started: float,
+        error_text: str,
+        *,
+        arguments: Any = None,
+    ) -> StepOutcome:
+        """No attempt is left: call the fallback once if the step has one, else record the step
+        as failed with ``error_text``."""
+        step = self._steps[step_id]
+        if arguments is None:
+            with contextlib.suppress(TemplateError):
+                arguments = await self._resolve(step)
+        if step.fallback is not None:
+            self.recorder.falling_back(step.id, step.tool, attempts, error_text, step.fallback.tool)
+            return await self._fallback(step, attempts, started, error_text, arguments)
+        return await self._finish(
+            step, "failed", attempts, started, error=error_text, resolved=arguments
         )
 
     async def _cache_put(self, key: str, tool: str, output: Any, ttl: float) -> None:
@@ -255,7 +347,7 @@ class StepRunner:
                 self._config(step, attempts, fallback=True),
                 step.timeout or self.options.default_timeout,
             )
-        except (TemplateError, _CallFailed) as failure:
+        except (TemplateError, AttemptFailed) as failure:
             message = f"{error_text}; fallback {step.fallback.tool!r} failed too: {failure}"
             return await self._finish(
                 step, "failed", attempts, started, error=message, resolved=arguments

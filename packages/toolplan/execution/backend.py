@@ -21,7 +21,17 @@ lease (:func:`~toolplan.execution.runner.run_plan_steps`). A backend that runs e
 (a durable-workflow engine: the workflow runs :func:`~toolplan.engine.scheduler.schedule`, each
 step is an activity running :class:`~toolplan.engine.step.StepRunner` with
 :class:`~toolplan.engine.inputs.StoreInputs`) plugs in by implementing :meth:`ExecutionBackend.run`
-and being set as ``ExecutionContext.backend``.
+and being set as ``ExecutionContext.backend`` (:mod:`toolplan.temporal` does exactly that).
+
+A backend whose workers run plans elsewhere also implements :class:`DetachedBackend`: hand a
+plan to its workers and return at once (``toolplan execute --enqueue``, the API's
+``executePlan(wait: false)``). A backend without it is served by the store's lease queue
+(``toolplan worker`` processes run the in-process engine).
+
+Cancelling needs nothing from a backend but what every backend already does: the request is
+recorded in the store (:mod:`toolplan.execution.cancel`), and whatever runs the steps polls for it
+(the in-process runner through :func:`~toolplan.execution.cancel.run_until_cancelled`, the
+Temporal workers in their step activities) and records the execution ``cancelled``.
 """
 
 from __future__ import annotations
@@ -33,7 +43,7 @@ from toolplan.store.protocol import ExecutionRecord, PlanRecord
 if TYPE_CHECKING:
     from toolplan.execution.context import ExecutionContext
 
-__all__ = ["ExecutionBackend", "InProcessBackend"]
+__all__ = ["DetachedBackend", "ExecutionBackend", "InProcessBackend"]
 
 
 @runtime_checkable
@@ -42,6 +52,15 @@ class ExecutionBackend(Protocol):
 
     async def run(self, record: PlanRecord, ctx: ExecutionContext) -> ExecutionRecord:
         """Run the plan's unfinished steps; return the final execution record."""
+        ...
+
+
+@runtime_checkable
+class DetachedBackend(ExecutionBackend, Protocol):
+    """A backend whose workers run plans elsewhere, so a plan can be handed over without waiting."""
+
+    async def start(self, record: PlanRecord, ctx: ExecutionContext) -> ExecutionRecord:
+        """Queue the plan for the backend's workers; return its execution record at once."""
         ...
 
 

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from toolplan.config import Settings
     from toolplan.execution.backend import ExecutionBackend
 
-__all__ = ["ExecutionContext", "new_worker_id"]
+__all__ = ["ExecutionContext", "backend_for", "new_worker_id"]
 
 
 def new_worker_id() -> str:
@@ -29,6 +29,23 @@ def _in_process() -> ExecutionBackend:
     from toolplan.execution.backend import InProcessBackend
 
     return InProcessBackend()
+
+
+def backend_for(settings: Settings) -> ExecutionBackend:
+    """The backend the settings choose: Temporal when ``TOOLPLAN_TEMPORAL_ADDRESS`` (or
+    ``--temporal-address``) is set, else this process."""
+    if not settings.temporal.enabled:
+        return _in_process()
+    try:
+        from toolplan.temporal import temporal_backend
+    except ImportError as error:
+        from toolplan.errors import InvalidInput
+
+        raise InvalidInput(
+            f"TOOLPLAN_TEMPORAL_ADDRESS is set but the Temporal SDK is missing ({error}); "
+            "install it with: pip install 'toolplan[temporal]'"
+        ) from None
+    return temporal_backend(settings.temporal)
 
 
 @dataclass
@@ -54,8 +71,10 @@ class ExecutionContext:
         catalog: ToolCatalog,
         listener: EventListener | None = None,
         worker_id: str | None = None,
+        backend: ExecutionBackend | None = None,
     ) -> ExecutionContext:
-        """The context every entry point uses: the settings' execution options and limits.
+        """The context every entry point uses: the settings' execution options and limits, and
+        the backend they choose (:func:`backend_for`) unless ``backend`` is given.
 
         A long-lived process (the API server) passes one ``worker_id`` for all its runs, so that
         after a store outage it can take back the lease its own failed run still holds.
@@ -66,4 +85,5 @@ class ExecutionContext:
             options=settings.execution,
             listener=listener,
             worker_id=worker_id or new_worker_id(),
+            backend=backend or backend_for(settings),
         )

@@ -19,14 +19,22 @@ from typing import TypeVar
 from toolplan.errors import ExecutionBusy
 from toolplan.store.protocol import ExecutionRecord, WorkQueue
 
-__all__ = ["acquire_lease", "holder_is_dead", "while_holding"]
+__all__ = ["ENGINE_HOLDER_PREFIX", "acquire_lease", "holder_is_dead", "while_holding"]
 
 T = TypeVar("T")
+
+
+ENGINE_HOLDER_PREFIX = "engine:"
+"""Lease holders named with this prefix are a durable-workflow engine's run of the plan (the
+Temporal backend's workflow), not a process: the process that took the lease for it may die
+while the workflow goes on in another worker, so such a holder is never "dead"."""
 
 
 def holder_is_dead(execution: ExecutionRecord) -> bool:
     """Whether the lease holder was a process on this host that no longer exists (read from the
     typed ``owner_host``/``owner_pid`` the store recorded with the lease)."""
+    if (execution.worker_id or "").startswith(ENGINE_HOLDER_PREFIX):
+        return False
     if execution.owner_pid is None or execution.owner_host != socket.gethostname():
         return False
     try:

@@ -1,0 +1,175 @@
+"""What the plan workflow and its activities send each other (Temporal payloads, as JSON).
+
+Only small, fixed-size data crosses Temporal: plan and step IDs, policies, statuses and error
+texts. Step outputs and template inputs never do: activities read them from the toolplan store
+(:class:`~toolplan.engine.inputs.StoreInputs`) and write them there, so a workflow's history stays
+small whatever the tools return, and the store stays the one record users read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from toolplan.engine.policies import ExecutionOptions, RetryPolicy
+from toolplan.execution.lease import ENGINE_HOLDER_PREFIX
+
+__all__ = [
+    "PlanLayout",
+    "PlanRun",
+    "RunOptions",
+    "SkipCall",
+    "StepCall",
+    "StepResult",
+    "StepSpec",
+    "lease_owner",
+    "workflow_id",
+]
+
+WORKFLOW_ID_PREFIX = "toolplan-"
+
+
+def workflow_id(plan_id: str) -> str:
+    """The workflow ID of a plan's execution: one per plan, so starting it twice (from any
+    process) finds the running workflow instead of starting a second one."""
+    return f"{WORKFLOW_ID_PREFIX}{plan_id}"
+
+
+def lease_owner(plan_id: str) -> str:
+    """The lease owner a plan's workflow records on its execution: every run of the workflow
+    shares it, and an in-process run of the same plan sees the plan as busy. Its prefix
+    (:data:`~toolplan.execution.lease.ENGINE_HOLDER_PREFIX`) says no one process holds it."""
+    return f"{ENGINE_HOLDER_PREFIX}temporal:{workflow_id(plan_id)}"
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """The execution options a run was started with (fixed for the workflow's lifetime)."""
+
+    concurrency: int
+    fail_fast: bool
+    default_timeout: float
+    max_attempts: int
+    initial_backoff: float
+    backoff_factor: float
+    max_backoff: float
+    jitter: float
+    output_limit_bytes: int
+    heartbeat_seconds: float
+    """A step's heartbeat timeout: how soon a lost worker's step is retried elsewhere."""
+    cancel_poll: float = 0.25
+    """Seconds between a running step's checks of the store for a cancel request."""
+    cache: bool = True
+    cache_ttl: float = 300.0
+
+    @classmethod
+    def of(cls, options: ExecutionOptions, *, heartbeat_seconds: float) -> RunOptions:
+        """The workflow's copy of ``options``."""
+        retry = options.retry
+        return cls(
+            concurrency=options.concurrency,
+            fail_fast=options.fail_fast,
+            default_timeout=options.default_timeout,
+            max_attempts=retry.max_attempts,
+            initial_backoff=retry.initial_backoff,
+            backoff_factor=retry.backoff_factor,
+            max_backoff=retry.max_backoff,
+            jitter=retry.jitter,
+            output_limit_bytes=options.output_limit_bytes,
+            heartbeat_seconds=heartbeat_seconds,
+            cancel_poll=options.cancel_poll,
+            cache=options.cache,
+            cache_ttl=options.cache_ttl,
+        )
+
+    def execution_options(self) -> ExecutionOptions:
+        """Back to the engine's options (for the step runner in an activity)."""
+        return ExecutionOptions(
+            concurrency=self.concurrency,
+            fail_fast=self.fail_fast,
+            default_timeout=self.default_timeout,
+            retry=RetryPolicy(
+                max_attempts=self.max_attempts,
+                initial_backoff=self.initial_backoff,
+                backoff_factor=self.backoff_factor,
+                max_backoff=self.max_backoff,
+                jitter=self.jitter,
+            ),
+            output_limit_bytes=self.output_limit_bytes,
+            cancel_poll=self.cancel_poll,
+            cache=self.cache,
+            cache_ttl=self.cache_ttl,
+            graph_checkpoints=False,
+        )
+
+
+@dataclass(frozen=True)
+class PlanRun:
+    """The workflow's input."""
+
+    plan_id: str
+    options: RunOptions
+
+
+@dataclass(frozen=True)
+class StepSpec:
+    """What the workflow needs to know about a step to schedule its activity."""
+
+    tool: str
+    timeout: float
+    max_attempts: int
+    fallback: bool
+
+
+@dataclass(frozen=True)
+class FinishedStep:
+    """A step an earlier run finished (its output stays in the store)."""
+
+    status: str
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class PlanLayout:
+    """What ``start_plan`` found: the DAG and what earlier runs left, or that it is finished."""
+
+    finished_status: str | None = None
+    """Set when the execution already has a final status: nothing is left to run."""
+    order: list[str] = field(default_factory=list)
+    dependencies: dict[str, list[str]] = field(default_factory=dict)
+    steps: dict[str, StepSpec] = field(default_factory=dict)
+    finished: dict[str, FinishedStep] = field(default_factory=dict)
+    prior_attempts: dict[str, int] = field(default_factory=dict)
+    cancel_requested: bool = False
+    """A cancel was requested before this run started: it ends ``cancelled`` at once."""
+
+
+@dataclass(frozen=True)
+class StepCall:
+    """The input of the step activities."""
+
+    plan_id: str
+    step_id: str
+    options: RunOptions
+    prior_attempts: int = 0
+    """Attempts an earlier, interrupted run made: attempt numbers go on from there."""
+    attempts: int = 0
+    """For ``give_up``: the attempts made."""
+    error: str | None = None
+    """For ``give_up``: the error the last attempt ended with."""
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """How a step ended (its output is in the store)."""
+
+    status: str
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class SkipCall:
+    """A step that will not run, and why."""
+
+    plan_id: str
+    step_id: str
+    reason: str

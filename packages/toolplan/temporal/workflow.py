@@ -1,0 +1,222 @@
+"""The plan workflow: the in-process engine's eager scheduler, with every step an activity.
+
+The workflow runs :func:`toolplan.engine.scheduler.schedule` unchanged. That is deterministic
+under Temporal's workflow event loop, which is what Temporal needs to replay it:
+
+- ``schedule`` uses only ``asyncio`` tasks, one ``asyncio.Queue`` of completions, a deque and
+  dicts (insertion-ordered); no clock, no randomness, no I/O, no ``asyncio.wait`` (whose set
+  ordering would not be stable), no threads;
+- the workflow loop resumes tasks in the order their activity results are delivered, and on
+  replay it delivers them in the order the history recorded, so completions enter the queue in
+  the same order and the same steps are started in the same order.
+  ``tests/temporal/test_temporal_backend.py`` replays a recorded history to prove it.
+
+Each step is an activity (``toolplan.run_step``) running :class:`~toolplan.engine.step.StepRunner`
+in a worker, with Temporal's retry policy for its attempts; its fallback is a second activity
+(``toolplan.give_up``). Starting, skipping, finishing and cancelling are short store writes done
+as local activities. Activities are named by string, so this module (re-imported in Temporal's
+sandbox) never imports the tools, LangChain or the store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
+
+with workflow.unsafe.imports_passed_through():
+    from toolplan.engine.scheduler import StepOutcome, schedule
+    from toolplan.temporal.messages import (
+        PlanLayout,
+        PlanRun,
+        SkipCall,
+        StepCall,
+        StepResult,
+    )
+
+__all__ = [
+    "NON_RETRYABLE_KINDS",
+    "TIMEOUT_GRACE_SECONDS",
+    "PlanWorkflow",
+    "step_retry_policy",
+]
+
+WORKFLOW_NAME = "toolplan.plan"
+
+TIMEOUT_GRACE_SECONDS = 1.0
+"""Temporal's start-to-close timeout of a step is its timeout plus this: toolplan's own timeout
+inside the activity fires first, cancels the tool and records the attempt's error; Temporal's is
+the backstop for a worker whose event loop is stuck."""
+
+NON_RETRYABLE_KINDS = ["tool_error", "invalid_arguments", "InvalidInput"]
+"""Activity error types Temporal never retries: a tool's business error (``ToolException``),
+arguments the tool rejected, and a plan this worker cannot run."""
+
+_RECORD_RETRY = RetryPolicy(
+    initial_interval=timedelta(milliseconds=200),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=5),
+    non_retryable_error_types=["InvalidInput"],
+)
+"""Store writes (start, skip, finish, cancel) are retried until the store answers: a store
+outage pauses the plan, it never fails a step."""
+
+_RECORD_TIMEOUT = timedelta(seconds=60)
+
+
+def step_retry_policy(run: PlanRun) -> RetryPolicy:
+    """Temporal's retry policy of a step activity: the run's exponential backoff, ToolException
+    and argument errors never retried. Attempts are not capped here: the activity counts the
+    tool's own failures (in its heartbeat details) and ends the step after ``maxAttempts`` of
+    them, so a lost worker or a store outage never spends one."""
+    options = run.options
+    return RetryPolicy(
+        initial_interval=timedelta(seconds=max(options.initial_backoff, 0.001)),
+        backoff_coefficient=max(options.backoff_factor, 1.0),
+        maximum_interval=timedelta(
+            seconds=max(options.max_backoff, options.initial_backoff, 0.001)
+        ),
+        maximum_attempts=0,
+        non_retryable_error_types=NON_RETRYABLE_KINDS,
+    )
+
+
+def _final_failure(error: ActivityError) -> tuple[int, str]:
+    """Attempts made and the error text of a step activity that gave up."""
+    cause = error.cause
+    if isinstance(cause, ApplicationError) and cause.details:
+        detail: Any = cause.details[0]
+        if isinstance(detail, dict):
+            return int(detail.get("attempts", 0)), str(detail.get("error") or cause.message)
+    return 0, str(cause or error)
+
+
+@workflow.defn(name=WORKFLOW_NAME)
+class PlanWorkflow:
+    """Runs (or resumes) the unfinished steps of one stored plan; returns its final status."""
+
+    @workflow.run
+    async def run(self, run: PlanRun) -> str:
+        plan_id = run.plan_id
+        try:
+            layout: PlanLayout = await workflow.execute_local_activity(
+                "toolplan.start_plan",
+                run,
+                result_type=PlanLayout,
+                start_to_close_timeout=_RECORD_TIMEOUT,
+                retry_policy=_RECORD_RETRY,
+            )
+            if layout.finished_status is not None:
+                return layout.finished_status
+            if layout.cancel_requested:  # requested while nobody ran it: nothing more runs
+                return await self._cancelled(plan_id)
+            await schedule(
+                layout.order,
+                layout.dependencies,
+                lambda step_id: self._run_step(run, layout, step_id),
+                lambda step_id, reason: self._skip(plan_id, step_id, reason),
+                concurrency=run.options.concurrency,
+                fail_fast=run.options.fail_fast,
+                finished={
+                    step_id: StepOutcome(done.status, error=done.error)  # type: ignore[arg-type]
+                    for step_id, done in layout.finished.items()
+                },
+            )
+        except asyncio.CancelledError:
+            # A cancel (requested in the store and passed on by a step's activity, or by an
+            # operator): running steps were cancelled, and have stopped, by schedule(); record
+            # them and those not started as cancelled, and the execution, then end as cancelled.
+            await self._cancelled(plan_id)
+            raise
+        status: str = await workflow.execute_local_activity(
+            "toolplan.finish_plan",
+            plan_id,
+            result_type=str,
+            start_to_close_timeout=_RECORD_TIMEOUT,
+            retry_policy=_RECORD_RETRY,
+        )
+        return status
+
+    async def _run_step(self, run: PlanRun, layout: PlanLayout, step_id: str) -> StepOutcome:
+        spec = layout.steps[step_id]
+        call = StepCall(
+            run.plan_id,
+            step_id,
+            run.options,
+            prior_attempts=layout.prior_attempts.get(step_id, 0),
+        )
+        timeouts: dict[str, Any] = {
+            "start_to_close_timeout": timedelta(seconds=spec.timeout + TIMEOUT_GRACE_SECONDS),
+            "heartbeat_timeout": timedelta(seconds=run.options.heartbeat_seconds),
+            # A cancelled step (fail-fast, toolplan cancel) has stopped before it is recorded
+            # as skipped: its activity cannot record a late success over that.
+            "cancellation_type": workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+        }
+        try:
+            result: StepResult = await workflow.execute_activity(
+                "toolplan.run_step",
+                call,
+                result_type=StepResult,
+                retry_policy=step_retry_policy(run),
+                summary=f"{step_id}: {spec.tool}",
+                **timeouts,
+            )
+        except ActivityError as error:
+            if isinstance(error.cause, CancelledError):
+                # The step was cancelled (fail-fast, toolplan cancel) and has stopped: that is
+                # the scheduler's to record, not a failure of the step.
+                raise asyncio.CancelledError() from error
+            attempts, message = _final_failure(error)
+            last = StepCall(
+                run.plan_id,
+                step_id,
+                run.options,
+                prior_attempts=call.prior_attempts,
+                attempts=attempts,
+                error=message,
+            )
+            if spec.fallback:
+                # The fallback is a tool call too: an activity on any worker, called once
+                # (retried only when its worker is lost).
+                result = await workflow.execute_activity(
+                    "toolplan.give_up",
+                    last,
+                    result_type=StepResult,
+                    retry_policy=RetryPolicy(
+                        maximum_interval=timedelta(seconds=5),
+                        non_retryable_error_types=NON_RETRYABLE_KINDS,
+                    ),
+                    summary=f"{step_id}: fallback",
+                    **timeouts,
+                )
+            else:
+                result = await workflow.execute_local_activity(
+                    "toolplan.give_up",
+                    last,
+                    result_type=StepResult,
+                    start_to_close_timeout=_RECORD_TIMEOUT,
+                    retry_policy=_RECORD_RETRY,
+                )
+        return StepOutcome(result.status, error=result.error)  # type: ignore[arg-type]
+
+    async def _cancelled(self, plan_id: str) -> str:
+        status: str = await workflow.execute_local_activity(
+            "toolplan.cancel_plan",
+            plan_id,
+            result_type=str,
+            start_to_close_timeout=_RECORD_TIMEOUT,
+            retry_policy=_RECORD_RETRY,
+        )
+        return status
+
+    async def _skip(self, plan_id: str, step_id: str, reason: str) -> None:
+        await workflow.execute_local_activity(
+            "toolplan.skip_step",
+            SkipCall(plan_id, step_id, reason),
+            start_to_close_timeout=_RECORD_TIMEOUT,
+            retry_policy=_RECORD_RETRY,
+        )

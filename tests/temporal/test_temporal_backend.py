@@ -1,0 +1,368 @@
+"""The Temporal backend against a real Temporal server, with a worker in this process.
+
+Each test runs plans through :func:`toolplan.operations.execute_stored_plan` with the Temporal
+backend (the same call the CLI, the API and the Python API make) and a worker built by
+``toolplan.temporal.worker.build_worker``; tools log their calls to ``$TOOLPLAN_TEST_LOG``.
+Semantics are compared with the in-process engine on the same plans.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.client import WorkflowExecutionStatus
+from temporalio.worker import Replayer
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+from toolplan.config import TemporalSettings
+from toolplan.engine.policies import ExecutionOptions, RetryPolicy
+from toolplan.engine.recorder import StepEvent
+from toolplan.execution import ExecutionContext
+from toolplan.operations import (
+    cancel_execution,
+    describe,
+    enqueue_execution,
+    execute_stored_plan,
+    submit_plan,
+)
+from toolplan.store.protocol import CANCELLED_BEFORE_START, CANCELLED_WHILE_RUNNING
+from toolplan.store.sqlite import SqliteStore
+from toolplan.temporal import TemporalBackend, workflow_id
+from toolplan.temporal.client import connect
+from toolplan.temporal.worker import build_worker
+from toolplan.temporal.workflow import PlanWorkflow
+from toolplan.tools import ToolCatalog, load_tool_modules
+
+pytestmark = pytest.mark.temporal
+
+OPTIONS = ExecutionOptions(
+    default_timeout=10, retry=RetryPolicy(initial_backoff=0.01, jitter=0), graph_checkpoints=False
+)
+
+SEMANTICS = {
+    "steps": [
+        {"id": "author", "tool": "createAuthor", "parameters": {"name": "A", "email": "a@x.io"}},
+        {
+            "id": "blog",
+            "tool": "createBlog",
+            "parameters": {
+                "authorId": "{{author._id}}",
+                "title": "T",
+                "content": "by {{author.name}}",
+            },
+        },
+        {"id": "flaky", "tool": "flaky", "parameters": {"failures": 2}},
+        {"id": "business", "tool": "business_error", "parameters": {"message": "no such order"}},
+        {
+            "id": "bad_args",
+            "tool": "sleepy",
+            "parameters": {"label": "x", "seconds": "{{blog.title}}"},
+        },
+        {"id": "exhausted", "tool": "flaky", "parameters": {"failures": 9}, "maxAttempts": 2},
+        {
+            "id": "rescued",
+            "tool": "business_error",
+            "parameters": {"message": "down"},
+            "fallback": {"tool": "echo", "parameters": {"value": "{{author.name}}"}},
+        },
+        {
+            "id": "both_fail",
+            "tool": "flaky",
+            "parameters": {"failures": 9},
+            "maxAttempts": 1,
+            "fallback": {"tool": "business_error", "parameters": {"message": "fallback down"}},
+        },
+        {"id": "slow", "tool": "hang", "parameters": {}, "timeout": 0.3, "maxAttempts": 2},
+        {"id": "missing", "tool": "echo", "parameters": {"value": "{{author.nope}}"}},
+        {"id": "after", "tool": "echo", "parameters": {"value": "{{business}}"}},
+    ]
+}
+"""Every kind of step ending: success, templates, retries, business and argument errors,
+exhausted retries, fallbacks, a timeout, an unresolvable template and a skipped dependent."""
+
+SKEW = {
+    "steps": [
+        {"id": "slow", "tool": "gate", "parameters": {"label": "slow"}},
+        {"id": "a", "tool": "echo", "parameters": {"value": 1}},
+        {"id": "b", "tool": "echo", "parameters": {"value": "{{a}}"}},
+        {"id": "c", "tool": "echo", "parameters": {"value": "{{b}}"}},
+        {"id": "join", "tool": "echo", "parameters": {"value": ["{{slow.label}}", "{{c}}"]}},
+    ]
+}
+
+
+@pytest.fixture
+def log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[], list[dict[str, Any]]]:
+    path = tmp_path / "calls.jsonl"
+    monkeypatch.setenv("TOOLPLAN_TEST_LOG", str(path))
+    monkeypatch.setenv("TOOLPLAN_TEST_GATE", str(tmp_path / "gate.open"))
+
+    def calls() -> list[dict[str, Any]]:
+        if not path.exists():
+            return []
+        return [json.loads(line) for line in path.read_text().splitlines()]
+
+    return calls
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> SqliteStore:
+    return SqliteStore(tmp_path / "toolplan.db")
+
+
+@pytest.fixture
+def catalog() -> ToolCatalog:
+    return load_tool_modules(["blog", "tests.support.tools"])
+
+
+@pytest.fixture
+async def worker(
+    temporal_settings: TemporalSettings, store: SqliteStore, catalog: ToolCatalog
+) -> AsyncIterator[None]:
+    client = await connect(temporal_settings)
+    async with build_worker(client, temporal_settings, store, catalog, concurrency=20, grace=0):
+        yield
+
+
+def temporal_ctx(
+    store: SqliteStore,
+    catalog: ToolCatalog,
+    settings: TemporalSettings,
+    *,
+    options: ExecutionOptions = OPTIONS,
+    listener: Callable[[StepEvent], None] | None = None,
+) -> ExecutionContext:
+    return ExecutionContext(
+        store=store,
+        catalog=catalog,
+        options=options,
+        listener=listener,
+        backend=TemporalBackend(settings, poll_seconds=0.05),
+    )
+
+
+def outcomes(result: Any) -> dict[str, tuple[str, int, str | None, bool]]:
+    return {s.step_id: (s.status, s.attempts, s.error, s.used_fallback) for s in result.steps}
+
+
+async def wait_for(condition: Callable[[], bool], what: str, timeout: float = 20) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not condition():
+        assert asyncio.get_running_loop().time() < deadline, f"timed out waiting until {what}"
+        await asyncio.sleep(0.02)
+
+
+async def test_steps_end_as_in_the_in_process_engine(
+    worker: None,
+    store: SqliteStore,
+    catalog: ToolCatalog,
+    temporal_settings: TemporalSettings,
+    log: Callable[[], list[dict[str, Any]]],
+) -> None:
+    local = submit_plan(SEMANTICS, store=store, catalog=catalog, max_steps=50)
+    in_process = await execute_stored_plan(
+        local.plan_id, ExecutionContext(store=store, catalog=catalog, options=OPTIONS)
+    )
+    local_calls = [c for c in log() if c["event"] in ("call", "start")]
+
+    events: list[StepEvent] = []
+    ref = submit_plan(SEMANTICS, store=store, catalog=catalog, max_steps=50)
+    result = await execute_stored_plan(
+        ref.plan_id, temporal_ctx(store, catalog, temporal_settings, listener=events.append)
+    )
+
+    assert result.status == in_process.status == "partial"
+    assert outcomes(result) == outcomes(in_process)
+    got = outcomes(result)
+    assert got["flaky"] == ("succeeded", 3, None, False)  # retried twice, then succeeded
+    assert got["business"][:2] == ("failed", 1)  # ToolException: never retried
+    assert "reported an error: no such order" in (got["business"][2] or "")
+    assert got["bad_args"][:2] == ("failed", 1) and "rejected its arguments" in got["bad_args"][2]
+    assert got["exhausted"][:3] == (
+        "failed",
+        2,
+        "tool 'flaky' raised ConnectionError: transient failure on attempt 2 (after 2 attempts)",
+    )
+    assert got["rescued"] == ("succeeded", 1, None, True)
+    assert result.step("rescued").output == "A"
+    assert "fallback 'business_error' failed too" in (got["both_fail"][2] or "")
+    assert got["slow"][:3] == (
+        "failed",
+        2,
+        "tool 'hang' timed out after 0.3s and was cancelled (after 2 attempts)",
+    )
+    assert got["missing"][0] == "failed" and "author.nope" in (got["missing"][2] or "")
+    assert got["after"] == ("skipped", 0, "skipped because dependency 'business' failed", False)
+
+    # The same tool calls, with the same idempotency keys and attempt numbers.
+    temporal_calls = [c for c in log() if c["event"] in ("call", "start")][len(local_calls) :]
+
+    def shape(calls: list[dict[str, Any]], plan_id: str) -> list[tuple[str, int, str]]:
+        return sorted((c["step"], c["attempt"], c["key"].replace(plan_id, "P")) for c in calls)
+
+    assert shape(temporal_calls, ref.plan_id) == shape(local_calls, local.plan_id)
+    # toolplan show reads the same records; the listener got the steps' events.
+    shown = describe(store, ref.plan_id)["execution"]
+    assert shown == result.to_json()
+    assert {(e.step_id, e.kind) for e in events} >= {("flaky", "succeeded"), ("after", "skipped")}
+
+    again = await execute_stored_plan(ref.plan_id, temporal_ctx(store, catalog, temporal_settings))
+    assert again.to_json() == result.to_json()  # finished: returned as stored, nothing runs
+
+
+async def test_eager_scheduling_holds_a_step_starts_while_a_slow_sibling_runs(
+    worker: None,
+    store: SqliteStore,
+    catalog: ToolCatalog,
+    temporal_settings: TemporalSettings,
+    log: Callable[[], list[dict[str, Any]]],
+    tmp_path: Path,
+) -> None:
+    ref = submit_plan(SKEW, store=store, catalog=catalog, max_steps=50)
+    run = asyncio.create_task(
+        execute_stored_plan(ref.plan_id, temporal_ctx(store, catalog, temporal_settings))
+    )
+    await wait_for(lambda: any(c["step"] == "c" for c in log()), "c was called")
+    # a -> b -> c all ran while the unrelated "slow" still runs: no waves, no supersteps.
+    assert [(c["step"], c["event"]) for c in log() if c["step"] == "slow"] == [("slow", "start")]
+    (tmp_path / "gate.open").touch()
+    result = await run
+    assert result.status == "succeeded"
+    assert result.step("join").output == ["slow", 1]
+
+    # The workflow is deterministic: its recorded history replays without a mismatch.
+    client = await connect(temporal_settings)
+    history = await client.get_workflow_handle(workflow_id(ref.plan_id)).fetch_history()
+    replayer = Replayer(
+        workflows=[PlanWorkflow],
+        workflow_runner=SandboxedWorkflowRunner(
+            restrictions=SandboxRestrictions.default.with_passthrough_modules("toolplan")
+        ),
+    )
+    await replayer.replay_workflow(history)
+
+
+async def test_one_workflow_per_plan_whoever_starts_it(
+    worker: None,
+    store: SqliteStore,
+    catalog: ToolCatalog,
+    temporal_settings: TemporalSettings,
+    log: Callable[[], list[dict[str, Any]]],
+    tmp_path: Path,
+) -> None:
+    ref = submit_plan(SKEW, store=store, catalog=catalog, max_steps=50)
+    queued = await enqueue_execution(ref.plan_id, temporal_ctx(store, catalog, temporal_settings))
+    assert queued.status == "queued"
+    starters = [
+        asyncio.create_task(
+            execute_stored_plan(ref.plan_id, temporal_ctx(store, catalog, temporal_settings))
+        )
+        for _ in range(2)
+    ]
+    await wait_for(lambda: any(c["step"] == "c" for c in log()), "c was called")
+    again = await enqueue_execution(ref.plan_id, temporal_ctx(store, catalog, temporal_settings))
+    assert again.status == "running"  # joined, not queued a second time
+    (tmp_path / "gate.open").touch()
+    first, second = await asyncio.gather(*starters)
+    assert first.to_json() == second.to_json() and first.status == "succeeded"
+
+    calls = [c["step"] for c in log() if c["event"] in ("call", "start")]
+    assert sorted(calls) == ["a", "b", "c", "join", "slow"]  # each step once
+    client = await connect(temporal_settings)
+    runs = [w async for w in client.list_workflows(f"WorkflowId = '{workflow_id(ref.plan_id)}'")]
+    assert len(runs) == 1 and runs[0].status == WorkflowExecutionStatus.COMPLETED
+
+
+async def test_a_cancel_request_in_the_store_cancels_the_workflow_and_resume_continues_it(
+    worker: None,
+    store: SqliteStore,
+    catalog: ToolCatalog,
+    temporal_settings: TemporalSettings,
+    log: Callable[[], list[dict[str, Any]]],
+    tmp_path: Path,
+) -> None:
+    ref = submit_plan(SKEW, store=store, catalog=catalog, max_steps=50)
+    ctx = temporal_ctx(store, catalog, temporal_settings)
+    run = asyncio.create_task(execute_stored_plan(ref.plan_id, ctx))
+    await wait_for(lambda: any(c["step"] == "c" for c in log()), "c was called")
+    await wait_for(
+        lambda: (
+            (e := store.get_execution(ref.plan_id)) is not None
+            and e.step("c").status == "succeeded"
+        ),
+        "c was recorded",
+    )
+
+    # The backend-neutral cancel: a request in the store, noticed by the running step's activity.
+    cancelled = await cancel_execution(ref.plan_id, store, wait=20)
+    assert cancelled.status == "cancelled"
+    steps = outcomes(cancelled)
+    assert [steps[s][0] for s in ("a", "b", "c")] == ["succeeded"] * 3  # finished steps kept
+    assert steps["slow"][:3] == ("cancelled", 1, CANCELLED_WHILE_RUNNING)
+    assert steps["join"][:3] == ("cancelled", 0, CANCELLED_BEFORE_START)
+    assert (await run).to_json() == cancelled.to_json()  # the waiting starter sees the same
+    client = await connect(temporal_settings)
+    described = await client.get_workflow_handle(workflow_id(ref.plan_id)).describe()
+    assert described.status == WorkflowExecutionStatus.CANCELED
+    # Cancelled now: cancelling again, or executing it, returns it as stored.
+    assert (await cancel_execution(ref.plan_id, store, wait=1)).to_json() == cancelled.to_json()
+    assert (await execute_stored_plan(ref.plan_id, ctx)).to_json() == cancelled.to_json()
+
+    # --resume runs a new workflow (same ID): the finished steps are not called again.
+    (tmp_path / "gate.open").touch()
+    resumed = await execute_stored_plan(ref.plan_id, ctx, resume=True)
+    assert resumed.status == "succeeded"
+    assert resumed.step("join").output == ["slow", 1]
+    calls = sorted(c["step"] for c in log() if c["event"] in ("call", "start"))
+    assert calls == ["a", "b", "c", "join", "slow", "slow"]
+
+
+async def test_a_cancel_requested_while_queued_on_temporal_runs_nothing(
+    store: SqliteStore,
+    catalog: ToolCatalog,
+    temporal_settings: TemporalSettings,
+    log: Callable[[], list[dict[str, Any]]],
+) -> None:
+    ref = submit_plan(SKEW, store=store, catalog=catalog, max_steps=50)
+    ctx = temporal_ctx(store, catalog, temporal_settings)
+    assert (await enqueue_execution(ref.plan_id, ctx)).status == "queued"  # no worker yet
+    cancelled = await cancel_execution(ref.plan_id, store, wait=0)
+    assert cancelled.status == "cancelled"
+    client = await connect(temporal_settings)
+    async with build_worker(client, temporal_settings, store, catalog, concurrency=4, grace=0):
+        result = await client.get_workflow_handle(workflow_id(ref.plan_id)).result()
+    assert result == "cancelled"  # the workflow saw the record and ran nothing
+    assert log() == []
+
+
+async def test_fail_fast_cancels_running_steps_as_in_process(
+    worker: None,
+    store: SqliteStore,
+    catalog: ToolCatalog,
+    temporal_settings: TemporalSettings,
+    log: Callable[[], list[dict[str, Any]]],
+) -> None:
+    plan = {
+        "steps": [
+            {"id": "slow", "tool": "gate", "parameters": {"label": "x"}},
+            {"id": "boom", "tool": "business_error", "parameters": {"message": "no"}},
+            {"id": "next", "tool": "echo", "parameters": {"value": "{{slow}}"}},
+        ]
+    }
+    options = ExecutionOptions(fail_fast=True, graph_checkpoints=False)
+    results = []
+    for backend in ("in-process", "temporal"):
+        ref = submit_plan(plan, store=store, catalog=catalog, max_steps=50)
+        ctx = (
+            ExecutionContext(store=store, catalog=catalog, options=options)
+            if backend == "in-process"
+            else temporal_ctx(store, catalog, temporal_settings, options=options)
+        )
+        results.append(outcomes(await execute_stored_plan(ref.plan_id, ctx)))
+    assert results[0] == results[1]
+    assert results[1]["slow"][0] == "skipped" and "--fail-fast" in (results[1]["slow"][2] or "")
