@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolplan.errors import PlanInvalid, ValidationIssue
+from toolplan.json_schema import accepted_types
 from toolplan.plan import Plan, Step
+from toolplan.template_types import check_template_types
 from toolplan.templates import Template, contains_template, find_templates, malformed_templates
 from toolplan.tools.catalog import RESERVED_TOOL_NAMES, ToolCatalog
 
@@ -83,28 +85,9 @@ def _step_dependencies(step: Step) -> list[str]:
     return list(seen)
 
 
-def _types(schema: Mapping[str, Any]) -> set[str] | None:
-    """The JSON types ``schema`` accepts, or ``None`` for "any"."""
-    kind = schema.get("type")
-    if isinstance(kind, str):
-        return {kind}
-    if isinstance(kind, list):
-        return set(kind)
-    branches = schema.get("anyOf") or schema.get("oneOf")
-    if isinstance(branches, list):
-        found: set[str] = set()
-        for branch in branches:
-            types = _types(branch) if isinstance(branch, Mapping) else None
-            if types is None:
-                return None
-            found |= types
-        return found
-    return None
-
-
 def _fix_for(value: Any, schema: Mapping[str, Any]) -> str:
     """The corrected form of a literal argument, when one is obvious."""
-    types = _types(schema) or set()
+    types = accepted_types(schema) or set()
     if isinstance(value, str) and types & {"number", "integer"}:
         try:
             number = float(value.strip().rstrip("%").strip())
@@ -175,7 +158,7 @@ def check_arguments(
                 )
             continue
         if contains_template(value):
-            types = _types(properties[name])
+            types = accepted_types(properties[name])
             whole = isinstance(value, str) and Template.parse(value.strip()) is not None
             if isinstance(value, str) and not whole and types is not None and "string" not in types:
                 alone = next(iter(find_templates(value)), None)
@@ -333,6 +316,8 @@ def analyze(
                 f"outputSteps names unknown step {output!r} "
                 f"(steps: {', '.join(ids)}){_close(output, ids)}",
             )
+
+    issues.extend(check_template_types(plan, catalog))
 
     # Dependency graph over the steps that exist (unknown references are reported above).
     dependencies = {

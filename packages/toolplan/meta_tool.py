@@ -35,6 +35,7 @@ from toolplan.store import Store, open_store
 from toolplan.store.protocol import StepRecord
 from toolplan.tools.catalog import ToolCatalog, ToolInfo
 from toolplan.tools.loading import resolve_catalog
+from toolplan.tools.returns import shown_shape
 
 __all__ = [
     "DEFAULT_OUTPUT_LIMIT",
@@ -133,7 +134,9 @@ def _signature(info: ToolInfo) -> str:
     arguments = ", ".join(name if name in required else f"{name}?" for name in properties)
     first_line = (info.description or "").strip().splitlines()[0:1]
     summary = first_line[0][:120] if first_line else ""
-    return f"- {info.name}({arguments})" + (f": {summary}" if summary else "")
+    shape = shown_shape(info.returns)
+    returns = f" -> {shape}" if shape else ""
+    return f"- {info.name}({arguments}){returns}" + (f": {summary}" if summary else "")
 
 
 def describe_tools(catalog: ToolCatalog) -> str:

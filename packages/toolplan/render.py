@@ -14,6 +14,7 @@ from rich.text import Text
 from toolplan.engine.recorder import StepEvent
 from toolplan.engine.result import ExecutionResult
 from toolplan.tools.catalog import ToolInfo
+from toolplan.tools.returns import shown_shape
 
 __all__ = [
     "EXECUTION_STATUS_MEANING",
@@ -257,6 +258,10 @@ def print_tool(console: Console, info: ToolInfo) -> None:
         console.print(table)
     else:
         console.print("arguments: none")
+    console.print(
+        f"returns: {shown_shape(info.returns) or '(not declared)'}",
+        highlight=False,
+    )
     for example in info.examples:
         console.print(
             f"example: {json.dumps(example, ensure_ascii=False)}", highlight=False, soft_wrap=True

@@ -8,6 +8,7 @@ client and HTTP; the answers are what the model wrote.
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -420,3 +421,112 @@ async def test_other_client_errors_are_not_mistaken_for_a_rejected_schema(
     with pytest.raises(LLMUnavailable, match="answered 400: context length exceeded"):
         await create_plan(QUERY, make_context(tmp_path))
     assert len(llm.requests) == 1
+
+
+# -- 8. output shapes the model cannot see; closed sets ------------------------------------------
+# After the typed schema, the 1.5B model's remaining failures were references into shapes it had
+# to guess ({{metrics[0].name}} where list_metrics returns {"metrics": [...]}), whole outputs passed
+# where a number goes, and invented names for closed sets (cpu, p95_latency).
+
+
+def typed_step(sid: str, tool: str, parameters: dict[str, Any]) -> dict[str, Any]:
+    return {"id": sid, "tool": tool, "parameters": parameters, "dependsOn": [], "confidence": 0.9}
+
+
+def test_a_wrong_shape_goes_back_with_the_path_that_exists_and_the_repair_runs(
+    cli: Cli, llm: FakeOpenAIServer
+) -> None:
+    cli.env.update({"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": llm.base_url})
+    cli.env["TOOLPLAN_STRUCTURED_METHOD"] = "json_schema"
+
+    def plan(name: str, value: str) -> dict[str, Any]:
+        return {
+            "reasoning": "r",
+            "steps": [
+                typed_step("metrics", "list_metrics", {"category": "storage"}),
+                typed_step("query", "query_metric", {"name": name}),
+                typed_step(
+                    "check",
+                    "check_threshold",
+                    {"metric_name": "disk_io", "threshold": 100, "value": value},
+                ),
+            ],
+            "outputSteps": ["check"],
+        }
+
+    llm.script(
+        [
+            Reply.structured(plan("{{metrics[0].name}}", "{{query}}")),
+            Reply.structured(plan("{{metrics.metrics[0].name}}", "{{query.current}}")),
+        ]
+    )
+    done = cli("run", "List the storage metrics, query the first, check it is above 100", "--json")
+    assert done.code == 0, done.stderr
+    result = done.json()
+    assert result["status"] == "succeeded" and result["llmCalls"] == 2
+    text = feedback(llm)
+    assert "the list is under 'metrics': {{metrics.metrics[0].name}}" in text
+    assert "argument 'value' takes a number, but '{{query}}' is an object" in text
+    assert "use a field of it: {{query.current}}" in text
+
+
+def test_a_plan_with_a_wrong_shape_is_rejected_before_any_tool_runs(cli: Cli) -> None:
+    path = cli.write_plan(
+        {
+            "steps": [
+                {
+                    "id": "author",
+                    "tool": "createAuthor",
+                    "parameters": {"name": "Bo", "email": "b@t.io"},
+                },
+                {
+                    "id": "blog",
+                    "tool": "createBlog",
+                    "parameters": {"authorId": "{{author.id}}", "title": "t", "content": "c"},
+                },
+            ]
+        }
+    )
+    done = cli("run", "--file", path)
+    assert done.code == 2 and "Traceback" not in done.stderr
+    assert "did you mean {{author._id}}?" in done.stderr
+    with sqlite3.connect(cli.tmp / "toolplan.db") as db:
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+        records = (
+            db.execute("SELECT COUNT(*) FROM tp_records").fetchone()[0]
+            if "tp_records" in tables
+            else 0
+        )
+    assert records == 0  # createAuthor never ran
+
+
+async def test_closed_sets_reach_the_model_as_enums_that_still_take_templates(
+    llm: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TOOLPLAN_STRUCTURED_METHOD", "json_schema")
+    llm.script(
+        [
+            Reply.structured(
+                {
+                    "reasoning": "r",
+                    "steps": [typed_step("m", "list_metrics", {"category": None})],
+                    "outputSteps": ["m"],
+                }
+            )
+        ]
+    )
+    await create_plan("list metrics", make_context(tmp_path))
+    schema = llm.requests[0]["response_format"]["json_schema"]["schema"]
+    branch = next(
+        b
+        for b in schema["properties"]["steps"]["items"]["anyOf"]
+        if b["properties"]["tool"] == {"const": "query_metric"}
+    )
+    name = branch["properties"]["parameters"]["properties"]["name"]
+    assert {
+        "enum": ["cpu_usage", "memory_usage", "disk_io", "error_rate", "latency_p95"],
+        "type": "string",
+    } in name["anyOf"]
+    assert {"$ref": "#/$defs/template"} in name["anyOf"]
+    system = llm.requests[0]["messages"][0]["content"]
+    assert "Returns: {metrics: [{name: " in system

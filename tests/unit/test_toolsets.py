@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from langchain_core.tools import ToolException
+from pydantic import ValidationError
 
 from toolplan.engine.step import STORE_CONFIG_KEY
 from toolplan.store.sqlite import SqliteStore
@@ -61,13 +62,13 @@ def test_metrics_and_weather_are_deterministic() -> None:
         is False
     )
     assert metrics.check_threshold.invoke(
-        {"metric_name": "x", "threshold": 1, "value": 2, "operator": "gt"}
+        {"metric_name": "error_rate", "threshold": 1, "value": 2, "operator": "gt"}
     )["exceeded"]
     assert [m["name"] for m in metrics.list_metrics.invoke({"category": "compute"})["metrics"]] == [
         "cpu_usage",
         "memory_usage",
     ]
-    with pytest.raises(ToolException, match="unknown metric"):
+    with pytest.raises(ValidationError, match="cpu_usage"):  # a closed set, checked before it runs
         metrics.query_metric.invoke({"name": "nope"})
     tokyo = weather.get_weather.invoke({"location": "Tokyo"})
     assert tokyo == weather.get_weather.invoke({"location": "tokyo "}) | {"city": "Tokyo"}

@@ -16,6 +16,7 @@ from typing import Any
 from toolplan.config import PlannerSettings, Settings
 from toolplan.planning.schema import SchemaKind
 from toolplan.tools.catalog import ToolInfo
+from toolplan.tools.returns import shown_shape
 
 __all__ = [
     "Prompt",
@@ -69,7 +70,8 @@ def load_prompt(name: str, *, settings: PlannerSettings | None = None) -> Prompt
 
 
 def render_catalog(infos: list[ToolInfo]) -> str:
-    """The tool catalog as the planner sees it: name, description, JSON schema, tags, examples.
+    """The tool catalog as the planner sees it: name, description, JSON schema, tags, the shape of
+    the output (when declared), examples.
 
     Observed statistics are not part of it: they change with every execution, and the system
     prompt must stay byte-identical while the catalog does, so that prompt caches hit
@@ -80,6 +82,9 @@ def render_catalog(infos: list[ToolInfo]) -> str:
         if info.tags:
             lines.append(f"Tags: {', '.join(info.tags)}")
         lines.append("Arguments (JSON schema): " + json.dumps(info.parameters, ensure_ascii=False))
+        returns = shown_shape(info.returns)
+        if returns:
+            lines.append("Returns: " + returns)
         for example in info.examples:
             lines.append("Example: " + json.dumps(example, ensure_ascii=False))
         blocks.append("\n".join(lines))

@@ -23,6 +23,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from toolplan.json_schema import inline_refs
 from toolplan.tools.catalog import ToolCatalog, ToolInfo
 
 __all__ = [
@@ -167,22 +168,6 @@ def _accepts_string(schema: dict[str, Any]) -> bool:
     return any(_accepts_string(branch) for branch in schema.get("anyOf") or [])
 
 
-def _inline(schema: Any, defs: dict[str, Any], depth: int = 0) -> Any:
-    """``schema`` with its local ``$ref``s replaced by the definitions (recursion cut at 8)."""
-    if isinstance(schema, list):
-        return [_inline(item, defs, depth) for item in schema]
-    if not isinstance(schema, dict):
-        return schema
-    ref = schema.get("$ref")
-    if isinstance(ref, str):
-        name = ref.rsplit("/", 1)[-1]
-        if depth > 8 or name not in defs:
-            return {}  # recursive or unknown: unconstrained (the validator checks it later)
-        rest = {k: v for k, v in schema.items() if k != "$ref"}
-        return _inline({**defs[name], **rest}, defs, depth + 1)
-    return {key: _inline(value, defs, depth) for key, value in schema.items()}
-
-
 class _Conversion:
     """Turns one tool's argument schema into its typed ``parameters`` schema."""
 
@@ -252,9 +237,7 @@ def _with_template(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def _arguments(info: ToolInfo, conversion: _Conversion) -> dict[str, Any]:
-    schema = info.parameters
-    defs = {**schema.get("definitions", {}), **schema.get("$defs", {})}
-    schema = _inline({k: v for k, v in schema.items() if k not in ("$defs", "definitions")}, defs)
+    schema = inline_refs(info.parameters)
     if schema.get("type", "object") != "object":
         conversion.free_form = True
         return {"type": "object"}

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from toolplan.errors import InvalidInput
+from toolplan.tools.returns import returns_schema
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
@@ -62,6 +63,8 @@ class ToolInfo:
     examples: tuple[dict[str, Any], ...] = ()
     source: str | None = None
     stats: ToolStats | None = field(default=None, compare=False)
+    returns: dict[str, Any] | None = None
+    """JSON schema of the tool's output (:mod:`toolplan.tools.returns`); ``None``: unknown."""
 
     def to_json(self) -> dict[str, Any]:
         """JSON form for ``toolplan tools --json`` and the API."""
@@ -72,6 +75,7 @@ class ToolInfo:
             "tags": list(self.tags),
             "examples": list(self.examples),
             "source": self.source,
+            "returns": self.returns,
         }
         if self.stats is not None:
             data["stats"] = {
@@ -87,6 +91,7 @@ def tagged(
     *tags: str,
     examples: Iterable[dict[str, Any]] = (),
     cache_ttl: float | None = None,
+    returns: Any = None,
 ) -> BaseTool:
     """Add capability tags and usage examples to a tool (``toolplan tools --tag`` filters on them).
 
@@ -94,6 +99,10 @@ def tagged(
     The tag ``read-only`` makes the tool's results cacheable: a call with the same arguments
     within ``cache_ttl`` seconds (default ``TOOLPLAN_CACHE_TTL``, 300) is answered from the
     store's shared cache without calling the tool.
+
+    ``returns`` declares what the tool returns, as a JSON schema or a type (a ``TypedDict``, a
+    pydantic model); by default it is read from the function's return annotation. The validator
+    checks templates against it before anything runs, and the planner sees it.
     """
     if cache_ttl is not None and (isinstance(cache_ttl, bool) or cache_ttl <= 0):
         raise ValueError(f"cache_ttl must be a positive number of seconds, got {cache_ttl!r}")
@@ -103,6 +112,8 @@ def tagged(
         tool.metadata = {**(tool.metadata or {}), "examples": examples}
     if cache_ttl is not None:
         tool.metadata = {**(tool.metadata or {}), "cache_ttl": float(cache_ttl)}
+    if returns is not None:
+        tool.metadata = {**(tool.metadata or {}), "returns": returns}
     return tool
 
 
@@ -217,6 +228,7 @@ class ToolCatalog:
                 tags=tuple(tool.tags or ()),
                 examples=tuple(metadata.get("examples", ())),
                 source=self._sources.get(name),
+                returns=returns_schema(tool),
             )
             self._infos[name] = cached
         return cached

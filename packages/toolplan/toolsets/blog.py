@@ -6,68 +6,104 @@ it created the first time instead of creating a duplicate.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import cast
 
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import ToolException, tool
+from typing_extensions import TypedDict
 
 from toolplan.tools.catalog import tagged
 from toolplan.toolsets._records import records_for
 
 __all__ = ["TOOLS"]
 
+# What each tool returns, declared so the validator can check `{{author._id}}` before anything runs.
+
+
+class Author(TypedDict):
+    _id: str
+    name: str
+    email: str
+
+
+class Blog(TypedDict):
+    _id: str
+    authorId: str
+    title: str
+    content: str
+
+
+class Draft(TypedDict):
+    _id: str
+    title: str
+    content: str
+    status: str
+
+
+class Comment(TypedDict):
+    _id: str
+    blogId: str
+    text: str
+    author: str
+
+
+class BlogList(TypedDict):
+    blogs: list[Blog]
+    count: int
+
 
 @tool
-def createAuthor(name: str, email: str, config: RunnableConfig) -> dict[str, Any]:
-    """Create an author. Returns the author with its `_id`, `name` and `email`."""
+def createAuthor(name: str, email: str, config: RunnableConfig) -> Author:
+    """Create an author."""
     if "@" not in email:
         raise ToolException(f"invalid email address {email!r}")
-    return records_for(config).insert("authors", {"name": name, "email": email})
+    return cast(Author, records_for(config).insert("authors", {"name": name, "email": email}))
 
 
 @tool
-def getAuthor(authorId: str, config: RunnableConfig) -> dict[str, Any]:
-    """Get an author by `_id`. Returns `_id`, `name` and `email`."""
+def getAuthor(authorId: str, config: RunnableConfig) -> Author:
+    """Get an author by `_id`."""
     found = records_for(config).find("authors", _id=authorId)
     if not found:
         raise ToolException(f"author {authorId!r} does not exist")
-    return found[0]
+    return cast(Author, found[0])
 
 
 @tool
-def createBlog(authorId: str, title: str, content: str, config: RunnableConfig) -> dict[str, Any]:
-    """Create a blog post by an existing author. Returns the blog with `_id`, `authorId`, `title`, `content`."""
+def createBlog(authorId: str, title: str, content: str, config: RunnableConfig) -> Blog:
+    """Create a blog post by an existing author."""
     records = records_for(config)
     if not records.find("authors", _id=authorId):
         raise ToolException(f"author {authorId!r} does not exist; create the author first")
-    return records.insert("blogs", {"authorId": authorId, "title": title, "content": content})
+    blog = {"authorId": authorId, "title": title, "content": content}
+    return cast(Blog, records.insert("blogs", blog))
 
 
 @tool
-def createDraft(title: str, config: RunnableConfig, content: str = "") -> dict[str, Any]:
-    """Save a draft blog post without an author. Returns the draft with `_id`, `title`, `status`."""
-    return records_for(config).insert(
-        "drafts", {"title": title, "content": content, "status": "draft"}
-    )
+def createDraft(title: str, config: RunnableConfig, content: str = "") -> Draft:
+    """Save a draft blog post without an author."""
+    draft = {"title": title, "content": content, "status": "draft"}
+    return cast(Draft, records_for(config).insert("drafts", draft))
 
 
 @tool
 def createComment(
     blogId: str, text: str, config: RunnableConfig, author: str = "anonymous"
-) -> dict[str, Any]:
-    """Comment on an existing blog post. Returns the comment with `_id`, `blogId`, `text`, `author`."""
+) -> Comment:
+    """Comment on an existing blog post."""
     records = records_for(config)
     if not records.find("blogs", _id=blogId):
         raise ToolException(f"blog {blogId!r} does not exist")
-    return records.insert("comments", {"blogId": blogId, "text": text, "author": author})
+    comment = {"blogId": blogId, "text": text, "author": author}
+    return cast(Comment, records.insert("comments", comment))
 
 
 @tool
-def listBlogs(config: RunnableConfig, authorId: str | None = None) -> dict[str, Any]:
-    """List blog posts, optionally only those of one author. Returns `{"blogs": [...], "count": n}`."""
+def listBlogs(config: RunnableConfig, authorId: str | None = None) -> BlogList:
+    """List blog posts, optionally only those of one author."""
     where = {"authorId": authorId} if authorId else {}
     blogs = records_for(config).find("blogs", **where)
-    return {"blogs": blogs, "count": len(blogs)}
+    return {"blogs": cast(list[Blog], blogs), "count": len(blogs)}
 
 
 tagged(

@@ -5,12 +5,44 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from langchain_core.tools import ToolException, tool
+from typing_extensions import TypedDict
 
 from toolplan.tools.catalog import tagged
 
 __all__ = ["TOOLS"]
 
-_METRICS: dict[str, dict[str, Any]] = {
+MetricName = Literal["cpu_usage", "memory_usage", "disk_io", "error_rate", "latency_p95"]
+"""A closed set declared as ``Literal``: the typed plan schema then only lets a model write one of
+these names, instead of inventing ``cpu`` or ``p95_latency``."""
+Category = Literal["compute", "storage", "application"]
+
+
+class MetricInfo(TypedDict):
+    name: MetricName
+    category: Category
+    unit: str
+
+
+class MetricList(TypedDict):
+    metrics: list[MetricInfo]
+
+
+class MetricReading(TypedDict):
+    name: MetricName
+    current: float
+    unit: str
+    series: list[float]
+
+
+class ThresholdCheck(TypedDict):
+    metric: str
+    value: float
+    threshold: float
+    operator: str
+    exceeded: bool
+
+
+_METRICS: dict[MetricName, dict[str, Any]] = {
     "cpu_usage": {
         "category": "compute",
         "unit": "%",
@@ -52,9 +84,8 @@ _OPERATORS = {
 
 
 @tool
-def list_metrics(category: str | None = None) -> dict[str, Any]:
-    """List available metrics, optionally of one category (compute, storage, application).
-    Returns `{"metrics": [{"name", "category", "unit"}]}`."""
+def list_metrics(category: Category | None = None) -> MetricList:
+    """List available metrics, optionally of one category (compute, storage, application)."""
     names = [n for n, m in _METRICS.items() if category in (None, m["category"])]
     if category is not None and not names:
         known = sorted({m["category"] for m in _METRICS.values()})
@@ -68,8 +99,8 @@ def list_metrics(category: str | None = None) -> dict[str, Any]:
 
 
 @tool
-def query_metric(name: str) -> dict[str, Any]:
-    """Query a metric's current value and recent series. Returns `{"name", "current", "unit", "series"}`."""
+def query_metric(name: MetricName) -> MetricReading:
+    """Query a metric's current value and recent series."""
     metric = _METRICS.get(name)
     if metric is None:
         raise ToolException(f"unknown metric {name!r}; known: {', '.join(_METRICS)}")
@@ -83,13 +114,12 @@ def query_metric(name: str) -> dict[str, Any]:
 
 @tool
 def check_threshold(
-    metric_name: str,
+    metric_name: MetricName,
     threshold: float,
     operator: Literal["gt", "gte", "lt", "lte"] = "gt",
     value: float | None = None,
-) -> dict[str, Any]:
-    """Check whether a metric's value (given, or its current value) crosses a threshold.
-    Returns `{"metric", "value", "threshold", "operator", "exceeded"}`."""
+) -> ThresholdCheck:
+    """Check whether a metric's value (given, or its current value) crosses a threshold."""
     if value is None:
         metric = _METRICS.get(metric_name)
         if metric is None:

@@ -6,17 +6,40 @@ import hashlib
 from typing import Any
 
 from langchain_core.tools import tool
+from typing_extensions import TypedDict
 
 from toolplan.tools.catalog import tagged
 
 __all__ = ["TOOLS"]
 
+
+class WeatherReport(TypedDict):
+    city: str
+    temp: float
+    condition: str
+    humidity: int
+
+
+class Comparison(TypedDict):
+    warmer: str | None
+    difference: float
+    a: str | None
+    b: str | None
+
+
+class Summary(TypedDict):
+    count: int
+    warmest: str | None
+    coldest: str | None
+    averageTemp: float | None
+
+
 _CONDITIONS = ["sunny", "cloudy", "rainy", "windy", "foggy", "snowy"]
 
 
 @tool
-def get_weather(location: str) -> dict[str, Any]:
-    """Current weather in a city. Returns `{"city", "temp" (°C), "condition", "humidity"}`."""
+def get_weather(location: str) -> WeatherReport:
+    """Current weather in a city (`temp` in °C, `humidity` in %)."""
     digest = hashlib.sha256(location.strip().lower().encode()).digest()
     return {
         "city": location,
@@ -27,8 +50,8 @@ def get_weather(location: str) -> dict[str, Any]:
 
 
 @tool
-def compare_data(data_a: dict[str, Any], data_b: dict[str, Any]) -> dict[str, Any]:
-    """Compare two weather reports. Returns `{"warmer", "difference", "a", "b"}`."""
+def compare_data(data_a: dict[str, Any], data_b: dict[str, Any]) -> Comparison:
+    """Compare two weather reports. `warmer` is the warmer city, `difference` in °C."""
     temp_a, temp_b = float(data_a.get("temp", 0)), float(data_b.get("temp", 0))
     return {
         "warmer": data_a.get("city") if temp_a >= temp_b else data_b.get("city"),
@@ -39,8 +62,8 @@ def compare_data(data_a: dict[str, Any], data_b: dict[str, Any]) -> dict[str, An
 
 
 @tool
-def summarize(data: list[dict[str, Any]]) -> dict[str, Any]:
-    """Summarize several weather reports. Returns `{"count", "warmest", "coldest", "averageTemp"}`."""
+def summarize(data: list[dict[str, Any]]) -> Summary:
+    """Summarize several weather reports."""
     if not data:
         return {"count": 0, "warmest": None, "coldest": None, "averageTemp": None}
     ranked = sorted(data, key=lambda item: float(item.get("temp", 0)))

@@ -1,0 +1,314 @@
+"""Templates checked against what tools return, before anything runs.
+
+A template walks into another step's output: ``{{metrics.metrics[0].name}}``. When the referenced
+tool declares its output (:mod:`toolplan.tools.returns`), the validator can tell, without running
+anything, that
+
+- a path does not exist: ``{{metrics[0]}}`` where ``list_metrics`` returns an object, or
+  ``{{weather.temperature}}`` where ``get_weather`` returns ``temp``;
+- a whole-value template has the wrong type for its argument: ``"value": "{{cpu}}"`` passes an
+  object where ``check_threshold`` takes a number.
+
+Each problem names the fix (the path that exists, a field of the right type), so one repair round
+can correct it. An output that is unknown (``None``), open (an object without declared keys) or a
+union of shapes is not checked: only definite mismatches are reported.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from toolplan.errors import ValidationIssue
+from toolplan.json_schema import accepted_types, inline_refs
+from toolplan.plan import Plan, Step
+from toolplan.templates import PathSegment, Template, find_templates
+from toolplan.tools.catalog import ToolCatalog
+
+__all__ = ["check_template_types"]
+
+_KIND_NAMES = {
+    "object": "an object",
+    "array": "a list",
+    "string": "a string",
+    "number": "a number",
+    "integer": "an integer",
+    "boolean": "a boolean",
+    "null": "null",
+}
+
+
+class _Mismatch(Exception):
+    """A path step that cannot exist in the declared output."""
+
+
+@dataclass(frozen=True)
+class _Output:
+    """The declared output schema of one step, when it is certain."""
+
+    step: str
+    tool: str
+    schema: dict[str, Any]
+
+
+def _one_shape(schema: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """``schema`` without a ``null`` branch; ``None`` when several shapes remain (not checked)."""
+    branches = schema.get("anyOf") or schema.get("oneOf")
+    if not branches:
+        return schema
+    shapes = [b for b in branches if isinstance(b, Mapping) and b.get("type") != "null"]
+    return shapes[0] if len(shapes) == 1 else None
+
+
+def _kind(schema: Mapping[str, Any]) -> str | None:
+    types = accepted_types(schema)
+    if types is None:
+        return "object" if "properties" in schema else None
+    types.discard("null")
+    return next(iter(types)) if len(types) == 1 else None
+
+
+def _describe(schema: Mapping[str, Any]) -> str:
+    kind = _kind(schema)
+    if kind == "object" and schema.get("properties"):
+        return f"an object with keys {', '.join(schema['properties'])}"
+    return _KIND_NAMES.get(kind or "", "a value")
+
+
+def _written(step: str, path: tuple[PathSegment, ...]) -> str:
+    return step + "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in path)
+
+
+def _walk(output: _Output, template: Template) -> Mapping[str, Any] | None:
+    """The schema at ``template``'s path, ``None`` when it cannot be known; raises
+    :class:`_Mismatch` when the path cannot exist."""
+    current: Mapping[str, Any] | None = output.schema
+    walked: tuple[PathSegment, ...] = ()
+    for segment in template.path:
+        if current is None:
+            return None
+        shape = _one_shape(current)
+        if shape is None:
+            return None
+        kind = _kind(shape)
+        here = _written(output.step, walked)
+        what = f"{here!r}" if walked else f"step {output.step!r} ({output.tool})"
+        if isinstance(segment, int) or (kind == "array" and segment.isdigit()):
+            if kind == "array":
+                items = shape.get("items")
+                current = items if isinstance(items, Mapping) and items else None
+            elif kind is None:
+                return None
+            else:
+                raise _Mismatch(
+                    f"{what} returns {_describe(shape)}, not a list, so [{segment}] does not "
+                    f"exist{_list_hint(output.step, walked, shape, template.path[len(walked) :])}"
+                )
+        elif kind == "object":
+            properties = shape.get("properties") or {}
+            if segment in properties:
+                current = properties[segment]
+            elif properties and not shape.get("additionalProperties"):
+                close = difflib.get_close_matches(segment, list(properties), n=1, cutoff=0.6)
+                hint = (
+                    f"; did you mean {{{{{_written(output.step, (*walked, close[0], *template.path[len(walked) + 1 :]))}}}}}?"
+                    if close
+                    else ""
+                )
+                raise _Mismatch(
+                    f"{what} returns an object with keys {', '.join(properties)}, "
+                    f"without {segment!r}{hint}"
+                )
+            else:
+                return None
+        elif kind == "array":
+            rest = template.path[len(walked) :]
+            fixed = _written(output.step, (*walked, 0, *rest))
+            raise _Mismatch(
+                f"{what} returns a list, so it has no key {segment!r}; pick an element, "
+                f"e.g. {{{{{fixed}}}}}"
+            )
+        elif kind is None:
+            return None
+        else:
+            raise _Mismatch(f"{what} returns {_KIND_NAMES[kind]}, so it has no key {segment!r}")
+        walked = (*walked, segment)
+    return current
+
+
+def _list_hint(
+    step: str,
+    walked: tuple[PathSegment, ...],
+    shape: Mapping[str, Any],
+    rest: tuple[PathSegment, ...],
+) -> str:
+    """When the object holds exactly one list, the path through it."""
+    properties = shape.get("properties") or {}
+    lists = [name for name, sub in properties.items() if _kind(_one_shape(sub) or {}) == "array"]
+    if len(lists) != 1:
+        return ""
+    return f"; the list is under {lists[0]!r}: {{{{{_written(step, (*walked, lists[0], *rest))}}}}}"
+
+
+def _compatible(expected: set[str], actual: str) -> bool:
+    if actual in expected:
+        return True
+    numeric = {"number", "integer"}
+    return actual in numeric and bool(expected & numeric)
+
+
+def _fields_of(
+    step: str, path: tuple[PathSegment, ...], shape: Mapping[str, Any], kinds: set[str]
+) -> list[str]:
+    """Templates of the object's fields whose type fits ``kinds``."""
+    found = []
+    for name, sub in (shape.get("properties") or {}).items():
+        kind = _kind(_one_shape(sub) or {})
+        if kind is not None and _compatible(kinds, kind):
+            found.append("{{" + _written(step, (*path, name)) + "}}")
+    return found
+
+
+def _type_issue(
+    template: Template, at: Mapping[str, Any], expected: Mapping[str, Any], argument: str
+) -> str | None:
+    """A message when a whole-value template's type cannot fit the argument's schema."""
+    kinds = accepted_types(expected)
+    shape = _one_shape(at)
+    if kinds is None or shape is None:
+        return None
+    actual = _kind(shape)
+    if actual is None or _compatible(kinds, actual):
+        return None
+    wanted = " or ".join(_KIND_NAMES.get(k, k) for k in sorted(kinds - {"null"}) or sorted(kinds))
+    message = f"argument {argument} takes {wanted}, but {template.text!r} is {_describe(shape)}"
+    fields = _fields_of(template.step, template.path, shape, kinds) if actual == "object" else []
+    as_text = ""
+    if "string" in kinds:
+        example = _text_example(template, shape)
+        as_text = (
+            f'; or write it inside a sentence, where any value becomes text: "... {example} ..."'
+        )
+    if fields:
+        return message + f"; use a field of it: {' or '.join(fields[:3])}" + as_text
+    items = _one_shape(shape.get("items") or {}) if actual == "array" else None
+    if items is not None and _compatible(kinds, _kind(items) or ""):
+        element = _written(template.step, (*template.path, 0))
+        return message + f"; use one element: {{{{{element}}}}}" + as_text
+    if as_text:
+        return message + as_text.replace("; or write", "; write", 1)
+    if template.path and "object" in kinds:
+        parent = "{{" + _written(template.step, template.path[:-1]) + "}}"
+        return message + f"; did you mean {parent!r}?"
+    return message
+
+
+def _text_example(template: Template, shape: Mapping[str, Any]) -> str:
+    """The template to show inside a sentence: the object's first scalar field, or itself."""
+    scalars = [
+        (name, _kind(_one_shape(sub) or {}))
+        for name, sub in (shape.get("properties") or {}).items()
+    ]
+    for wanted in (("number", "integer", "boolean"), ("string",)):
+        for name, kind in scalars:
+            if kind in wanted:
+                return "{{" + _written(template.step, (*template.path, name)) + "}}"
+    return template.text
+
+
+def _positions(
+    value: Any, schema: Mapping[str, Any], where: str
+) -> Iterator[tuple[str, Any, Mapping[str, Any]]]:
+    """Every string in ``value`` with the argument schema at its position."""
+    if isinstance(value, str):
+        yield where, value, schema
+    elif isinstance(value, dict):
+        properties = schema.get("properties") or {}
+        for key, item in value.items():
+            yield from _positions(item, properties.get(key) or {}, f"{where}.{key}")
+    elif isinstance(value, list):
+        items = schema.get("items")
+        for index, item in enumerate(value):
+            yield from _positions(
+                item, items if isinstance(items, Mapping) else {}, f"{where}[{index}]"
+            )
+
+
+def check_template_types(plan: Plan, catalog: ToolCatalog) -> list[ValidationIssue]:
+    """Problems of templates against the declared outputs of the steps they reference."""
+    steps = {step.id: step for step in plan.steps}
+    outputs: dict[str, _Output] = {}
+    for step in plan.steps:
+        if step.tool not in catalog:
+            continue
+        if step.fallback is not None and step.fallback.tool != step.tool:
+            continue  # the output may come from either tool
+        returns = catalog.info(step.tool).returns
+        if returns:
+            outputs[step.id] = _Output(step.id, step.tool, returns)
+
+    issues: list[ValidationIssue] = []
+    for step in plan.steps:
+        issues.extend(
+            _check_call(
+                step, step.tool, step.parameters, f"step {step.id!r}", catalog, outputs, steps
+            )
+        )
+        if step.fallback is not None:
+            issues.extend(
+                _check_call(
+                    step,
+                    step.fallback.tool,
+                    step.fallback.parameters,
+                    f"step {step.id!r} fallback",
+                    catalog,
+                    outputs,
+                    steps,
+                )
+            )
+    return issues
+
+
+def _check_call(
+    step: Step,
+    tool: str,
+    parameters: Any,
+    label: str,
+    catalog: ToolCatalog,
+    outputs: Mapping[str, _Output],
+    steps: Mapping[str, Step],
+) -> list[ValidationIssue]:
+    if tool not in catalog or not isinstance(parameters, dict):
+        return []
+    schema = inline_refs(catalog.info(tool).parameters)
+    issues = []
+    properties = schema.get("properties") or {}
+    for name, value in parameters.items():
+        for where, text, expected in _positions(value, properties.get(name) or {}, name):
+            whole = Template.parse(text.strip()) if text.strip().startswith("{{") else None
+            for template in find_templates(text):
+                output = outputs.get(template.step)
+                if output is None or template.step not in steps or template.step == step.id:
+                    continue
+                try:
+                    at = _walk(output, template)
+                except _Mismatch as mismatch:
+                    issues.append(
+                        ValidationIssue(
+                            "template-type",
+                            f"{label}: template {template.text!r}: {mismatch}",
+                            step.id,
+                        )
+                    )
+                    continue
+                if whole is not None and whole.text == template.text and at is not None:
+                    message = _type_issue(template, at, expected, repr(where))
+                    if message:
+                        issues.append(
+                            ValidationIssue(
+                                "template-type", f"{label} of tool {tool!r}: {message}", step.id
+                            )
+                        )
+    return issues

@@ -1,0 +1,234 @@
+"""Templates checked against declared tool outputs before anything runs (issue 11, failures the
+real 1.5B model made after the typed schema: wrong shapes and whole outputs of the wrong type)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain_core.tools import tool
+from pydantic import BaseModel, Field
+from typing_extensions import TypedDict
+
+from toolplan.analysis import analyze
+from toolplan.errors import PlanInvalid
+from toolplan.plan import parse_plan
+from toolplan.tools import load_tool_modules
+from toolplan.tools.catalog import ToolCatalog, tagged
+from toolplan.tools.returns import compact_shape, returns_schema, shown_shape
+
+CATALOG = load_tool_modules(["blog", "metrics", "weather"])
+
+
+def step(sid: str, tool_name: str, **parameters: Any) -> dict[str, Any]:
+    return {"id": sid, "tool": tool_name, "parameters": parameters}
+
+
+def problems(*items: dict[str, Any], catalog: ToolCatalog = CATALOG) -> list[str]:
+    try:
+        analyze(parse_plan({"steps": list(items)}), catalog)
+    except PlanInvalid as invalid:
+        return [issue.message for issue in invalid.issues]
+    return []
+
+
+# -- what the real model wrote -------------------------------------------------------------------
+
+
+def test_an_index_into_an_object_names_the_list_inside_it() -> None:
+    found = problems(
+        step("metrics", "list_metrics"),
+        step("query", "query_metric", name="{{metrics[0].name}}"),
+        step("draft", "createDraft", title="M", content="The first is {{metrics[0].name}}"),
+    )
+    assert found == [
+        "step 'query': template '{{metrics[0].name}}': step 'metrics' (list_metrics) returns an "
+        "object with keys metrics, not a list, so [0] does not exist; the list is under "
+        "'metrics': {{metrics.metrics[0].name}}",
+        "step 'draft': template '{{metrics[0].name}}': step 'metrics' (list_metrics) returns an "
+        "object with keys metrics, not a list, so [0] does not exist; the list is under "
+        "'metrics': {{metrics.metrics[0].name}}",
+    ]
+
+
+def test_a_whole_object_where_a_number_goes_suggests_the_numeric_field() -> None:
+    (found,) = problems(
+        step("cpu", "query_metric", name="cpu_usage"),
+        step("check", "check_threshold", metric_name="cpu_usage", threshold=80, value="{{cpu}}"),
+    )
+    assert found == (
+        "step 'check' of tool 'check_threshold': argument 'value' takes a number, but '{{cpu}}' "
+        "is an object with keys name, current, unit, series; use a field of it: {{cpu.current}}"
+    )
+
+
+def test_a_whole_object_where_text_goes_offers_fields_and_the_sentence_form() -> None:
+    (found,) = problems(
+        step("cpu_usage", "query_metric", name="cpu_usage"),
+        step("draft", "createDraft", title="CPU report", content="{{cpu_usage}}"),
+    )
+    assert "argument 'content' takes a string, but '{{cpu_usage}}' is an object" in found
+    assert "use a field of it: {{cpu_usage.name}} or {{cpu_usage.unit}}" in found
+    assert (
+        'write it inside a sentence, where any value becomes text: "... {{cpu_usage.current}} ..."'
+        in found
+    )
+
+
+def test_a_field_where_the_whole_report_goes_suggests_the_report() -> None:
+    (found,) = problems(
+        step("paris", "get_weather", location="Paris"),
+        step("berlin", "get_weather", location="Berlin"),
+        step("summary", "summarize", data=["{{paris.temp}}", "{{berlin}}"]),
+    )
+    assert found == (
+        "step 'summary' of tool 'summarize': argument 'data[0]' takes an object, but "
+        "'{{paris.temp}}' is a number; did you mean '{{paris}}'?"
+    )
+
+
+def test_an_object_where_a_list_goes_names_the_list_field() -> None:
+    (found,) = problems(
+        step("m", "list_metrics"),
+        step("s", "summarize", data="{{m}}"),
+    )
+    assert found.endswith(
+        "takes a list, but '{{m}}' is an object with keys metrics; use a field of it: {{m.metrics}}"
+    )
+
+
+def test_a_misspelt_key_gets_the_close_one_and_a_key_on_a_list_gets_an_element() -> None:
+    found = problems(
+        step("author", "createAuthor", name="Bo", email="bo@t.com"),
+        step("blog", "createBlog", authorId="{{author.id}}", title="t", content="c"),
+        step("all", "listBlogs"),
+        step("c", "createComment", blogId="{{all.blogs._id}}", text="hi"),
+    )
+    assert found == [
+        "step 'blog': template '{{author.id}}': step 'author' (createAuthor) returns an object "
+        "with keys _id, name, email, without 'id'; did you mean {{author._id}}?",
+        "step 'c': template '{{all.blogs._id}}': 'all.blogs' returns a list, so it has no key "
+        "'_id'; pick an element, e.g. {{all.blogs[0]._id}}",
+    ]
+
+
+# -- what must stay valid ------------------------------------------------------------------------
+
+
+def test_paths_that_exist_and_text_interpolation_pass() -> None:
+    assert not problems(
+        step("m", "list_metrics", category="storage"),
+        step("q", "query_metric", name="{{m.metrics[0].name}}"),
+        step("l", "listBlogs"),
+        step("author", "createAuthor", name="Bo", email="bo@t.com"),
+        step("blog", "createBlog", authorId="{{author._id}}", title="{{q.unit}}", content="{{q}}!"),
+        step("c", "createComment", blogId="{{l.blogs.0._id}}", text="{{q.current}} / {{l.count}}"),
+        step("check", "check_threshold", metric_name="disk_io", threshold="{{l.count}}"),
+        step("w", "get_weather", location="Oslo"),
+        step("cmp", "compare_data", data_a="{{w}}", data_b="{{w}}"),
+        step("s", "summarize", data=["{{w}}", "{{w}}"]),
+    )
+
+
+@tool
+def opaque(key: str) -> dict[str, Any]:
+    """Returns whatever the backend sends."""
+    return {"key": key}
+
+
+@tool
+def text(key: str) -> str:
+    """Returns text, which the engine parses when it holds JSON."""
+    return "{}"
+
+
+@tool
+def number(key: str) -> float:
+    """Returns a number."""
+    return 1.0
+
+
+def test_open_objects_strings_and_undeclared_outputs_are_not_checked() -> None:
+    catalog = ToolCatalog([opaque, text, number, *load_tool_modules(["metrics"])])
+    assert returns_schema(opaque) == {"type": "object", "additionalProperties": True}
+    assert returns_schema(text) is None
+    assert not problems(
+        step("o", "opaque", key="a"),
+        step("t", "text", key="b"),
+        step("n", "number", key="c"),
+        step("q", "query_metric", name="{{o.anything[3].deep}}"),
+        step("r", "query_metric", name="{{t.items[0]}}"),
+        step("check", "check_threshold", metric_name="cpu_usage", threshold="{{n}}"),
+        catalog=catalog,
+    )
+    (wrong,) = problems(
+        step("n", "number", key="c"),
+        step("q", "query_metric", name="{{n.value}}"),
+        catalog=catalog,
+    )
+    assert wrong == (
+        "step 'q': template '{{n.value}}': step 'n' (number) returns a number, so it has no key 'value'"
+    )
+
+
+def test_a_step_with_a_fallback_of_another_tool_is_not_checked() -> None:
+    fallback = {"tool": "list_metrics", "parameters": {}}
+    assert not problems(
+        {**step("w", "get_weather", location="Oslo"), "fallback": fallback},
+        step("q", "query_metric", name="{{w.metrics[0].name}}"),
+    )
+
+
+# -- where the output shape comes from ---------------------------------------------------------
+
+
+class Row(TypedDict):
+    id: str
+
+
+class Page(BaseModel):
+    rows: list[Row]
+    next_cursor: str | None = Field(default=None, alias="nextCursor")
+
+
+@tool
+def page_tool(cursor: str) -> Page:
+    """One page of rows."""
+    return Page(rows=[])
+
+
+@tool
+def declared(cursor: str) -> Any:
+    """Declared by tagged(returns=...)."""
+    return {}
+
+
+def test_shapes_come_from_annotations_declarations_and_json_schemas() -> None:
+    # a pydantic model: by field name, as the engine stores it (model_dump(mode="json"))
+    assert (
+        compact_shape(returns_schema(page_tool) or {})
+        == "{rows: [{id: string}], next_cursor: string | null}"
+    )
+    tagged(declared, returns=Row)
+    assert returns_schema(declared) == {
+        "type": "object",
+        "properties": {"id": {"type": "string"}},
+        "required": ["id"],
+    }
+    tagged(
+        declared,
+        returns={
+            "type": "array",
+            "items": {"$ref": "#/$defs/R"},
+            "$defs": {"R": {"type": "integer"}},
+        },
+    )
+    assert compact_shape(returns_schema(declared) or {}) == "[integer]"
+    assert shown_shape({"type": "object", "additionalProperties": True}) is None
+
+
+@pytest.mark.parametrize("name", ["list_metrics", "query_metric", "listBlogs", "get_weather"])
+def test_builtin_tools_declare_their_output_and_the_catalog_shows_it(name: str) -> None:
+    info = CATALOG.info(name)
+    assert info.returns is not None and info.to_json()["returns"] == info.returns
+    assert shown_shape(info.returns)
