@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -191,13 +192,19 @@ def test_cli_batch_progress_summary_and_ctrl_c(
         [{"id": "fast", "query": "blog: quick"}, {"id": "slow", "query": "slow: takes ages"}],
     )
     slow_out = tmp_path / "slow.out.jsonl"
+    cli.env["PYTHONFAULTHANDLER"] = "1"
     process = cli.popen("batch", str(slow), "--out", str(slow_out), "--concurrency", "2")
     deadline = time.monotonic() + 30
     while "fast" not in read_results(slow_out):
         assert time.monotonic() < deadline and process.poll() is None
         time.sleep(0.05)
     process.send_signal(signal.SIGINT)
-    _, stderr = process.communicate(timeout=20)
+    try:
+        _, stderr = process.communicate(timeout=20)
+    except subprocess.TimeoutExpired:  # hung: show where (PYTHONFAULTHANDLER dumps on SIGABRT)
+        process.send_signal(signal.SIGABRT)
+        _, stderr = process.communicate(timeout=20)
+        pytest.fail(f"batch did not stop within 20 s of Ctrl-C; its threads:\n{stderr}")
     assert process.returncode == 130
     assert "interrupted: 1 of 2 queries are done" in stderr and "Traceback" not in stderr
     assert set(read_results(slow_out)) == {"fast"}

@@ -89,7 +89,8 @@ def test_tools_name_shows_one_tool_in_full(cli80: Cli) -> None:
     assert shown.code == 0, shown.stderr
     out = shown.stdout
     assert out.splitlines()[0] == "check_threshold"
-    assert "Returns" in out  # the whole description
+    assert "crosses a threshold" in out  # the whole description
+    assert "returns: {metric: string, value: number, threshold: number" in out  # declared output
     for cell in ("metric_name", "string", "number", '"gt"', "yes", "no"):
         assert cell in out, cell
     assert "observed: not called in this store yet" in out
