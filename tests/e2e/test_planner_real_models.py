@@ -97,7 +97,9 @@ async def test_templates_inside_strings_and_lists_are_left_alone(
     with pytest.raises(PlanningFailed) as caught:  # "note" is not an argument of summarize
         await create_plan("q", make_context(tmp_path, max_repairs=0))
     assert [issue.message for issue in caught.value.issues] == [
-        "step 'sum': unknown argument 'note' for tool 'summarize' (it takes: data)"
+        "step 'sum': unknown argument 'note' for tool 'summarize' (it takes: data)",
+        "step 'sum' of tool 'summarize': argument 'data[1]' takes an object, but "
+        "'{{london.city}}' is a string; did you mean '{{london}}'?",
     ]
 
 

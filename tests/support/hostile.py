@@ -51,7 +51,7 @@ VALID_PLANS: list[dict[str, Any]] = [
             {"name": "get_weather", "parameters": {"location": "Paris"}},
             {
                 "name": "summarize",
-                "parameters": {"data": "{{get_weather}}"},
+                "parameters": {"data": ["{{get_weather}}"]},
                 "dependsOn": ["get_weather"],
             },
         ],
