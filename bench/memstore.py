@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 import threading
 import time
-from collections.abc import AsyncIterator, Collection, Mapping
+from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -135,6 +135,14 @@ class MemoryStore:
                 self._steps[plan_id][step_id].update(changes)
             except KeyError:
                 raise KeyError(f"no step {step_id!r} in the execution of {plan_id!r}") from None
+
+    def update_steps(self, plan_id: str, updates: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+        unknown = {name for _, changes in updates for name in changes} - STEP_FIELDS
+        if unknown:
+            raise ValueError(f"cannot update step fields {sorted(unknown)}")
+        with self._lock:
+            for step_id, changes in updates:
+                self.update_step(plan_id, step_id, changes)
 
     def set_execution_status(
         self,

@@ -2,14 +2,17 @@
 
 Writes go through one dedicated thread per run, so they keep their order (a step's ``running``
 is always stored before its ``succeeded``) and the event loop never blocks on store I/O. The
-engine awaits each write before acting on it: a step's success is durable before any dependent
-starts, which is what lets a killed run resume without calling finished steps again.
+thread commits every transition queued since its last write in one ``update_steps`` call (group
+commit: one transaction, one thread hop for a whole wide layer). The engine awaits each write
+before acting on it: a step's success is durable before any dependent starts, which is what lets
+a killed run resume without calling finished steps again.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
+import contextlib
+import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -62,6 +65,18 @@ class StepEvent:
 
 EventListener = Callable[[StepEvent], None]
 
+_Queued = tuple[str, Mapping[str, Any], "asyncio.Future[None]"]
+
+
+def _settle(waiters: list[asyncio.Future[None]], error: BaseException | None) -> None:
+    for done in waiters:
+        if done.done():  # its writer was cancelled; the write happened all the same
+            continue
+        if error is None:
+            done.set_result(None)
+        else:
+            done.set_exception(error)
+
 
 class Recorder:
     """Writes step transitions of one execution to the store and tells a listener."""
@@ -79,11 +94,42 @@ class Recorder:
         self.output_limit_bytes = output_limit_bytes
         self.listener = listener
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="toolplan-store")
+        self._queued: list[_Queued] = []
+        self._flushing = False
+        self._guard = threading.Lock()
 
     async def _write(self, step_id: str, changes: Mapping[str, Any]) -> None:
+        """Queue one transition and wait until it is stored. The writer thread takes every
+        transition queued when it wakes up and commits them together (group commit: one
+        ``update_steps`` call, one transaction), in the order they were queued."""
         loop = asyncio.get_running_loop()
-        write = functools.partial(self.store.update_step, self.plan_id, step_id, changes)
-        await loop.run_in_executor(self._executor, write)
+        done: asyncio.Future[None] = loop.create_future()
+        with self._guard:
+            self._queued.append((step_id, changes, done))
+            wake = not self._flushing
+            self._flushing = True
+        if wake:
+            self._executor.submit(self._flush, loop)
+        await done
+
+    def _flush(self, loop: asyncio.AbstractEventLoop) -> None:
+        """On the writer thread: commit queued transitions, batch after batch, until none is
+        left; each batch's waiters are told once it is stored (or why it failed)."""
+        while True:
+            with self._guard:
+                batch, self._queued = self._queued, []
+                if not batch:
+                    self._flushing = False
+                    return
+            error: BaseException | None = None
+            try:
+                self.store.update_steps(
+                    self.plan_id, [(step, changes) for step, changes, _ in batch]
+                )
+            except BaseException as failure:  # handed to every waiter of the batch
+                error = failure
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+                loop.call_soon_threadsafe(_settle, [done for _, _, done in batch], error)
 
     def _emit(
         self, kind: StepEventKind, step_id: str, tool: str, attempt: int, **extra: Any

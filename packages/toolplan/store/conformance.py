@@ -585,6 +585,7 @@ async def test_checkpointer_keeps_graph_state_across_reopen(store: Store, store_
 
 # The orchestration controls (cancel requests, tool durations, the result cache) have their own
 # module; importing this one collects their tests too.
+from toolplan.store.conformance_batch import *  # noqa: E402, F403
 from toolplan.store.conformance_controls import *  # noqa: E402, F403
 
 __all__ = sorted(name for name in globals() if name.startswith("test_"))

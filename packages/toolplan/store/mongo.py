@@ -44,7 +44,7 @@ import contextlib
 import secrets
 import threading
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -405,8 +405,8 @@ class MongoStore(MongoControls):
         capped, _ = cap_output(value, MAX_PAYLOAD_BYTES)
         return dumps(capped), True
 
-    @guarded
-    def update_step(self, plan_id: str, step_id: str, changes: Mapping[str, Any]) -> None:
+    def _step_fields(self, changes: Mapping[str, Any]) -> _Document:
+        """The document fields that apply ``changes`` to one step record."""
         unknown = set(changes) - STEP_FIELDS
         if unknown:
             raise ValueError(f"cannot update step fields {sorted(unknown)}")
@@ -419,6 +419,40 @@ class MongoStore(MongoControls):
             fields[_STEP_KEYS[name]] = value
         if capped:
             fields["outputTruncated"] = True
+        return fields
+
+    @guarded
+    def update_steps(self, plan_id: str, updates: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+        # One ordered bulk write (one round trip, one acknowledgement): each update is atomic on
+        # its document and they apply in order; without multi-document transactions the batch as
+        # a whole is not atomic, which the step records do not need (each one is self-contained).
+        prepared = [(step_id, self._step_fields(changes)) for step_id, changes in updates]
+        wanted = {step_id for step_id, _ in prepared}
+        if not wanted:
+            return
+        operations = [
+            UpdateOne({"planId": plan_id, "stepId": step_id}, {"$set": fields})
+            for step_id, fields in prepared
+            if fields
+        ]
+        matched = (
+            self._steps.bulk_write(operations, ordered=True).matched_count if operations else 0
+        )
+        if matched == len(operations) == len(prepared):
+            return
+        found = {
+            document["stepId"]
+            for document in self._steps.find(
+                {"planId": plan_id, "stepId": {"$in": sorted(wanted)}}, {"stepId": 1}
+            )
+        }
+        for step_id, _ in prepared:
+            if step_id not in found:
+                raise KeyError(f"no step {step_id!r} in the execution of {plan_id!r}")
+
+    @guarded
+    def update_step(self, plan_id: str, step_id: str, changes: Mapping[str, Any]) -> None:
+        fields = self._step_fields(changes)
         selector = {"planId": plan_id, "stepId": step_id}
         if fields:
             matched = self._steps.update_one(selector, {"$set": fields}).matched_count

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -270,6 +270,15 @@ class ExecutionLog(_Role, Protocol):
 
     def update_step(self, plan_id: str, step_id: str, changes: Mapping[str, Any]) -> None:
         """Atomically apply ``changes`` (keys from ``STEP_FIELDS``) to one step record."""
+        ...
+
+    def update_steps(self, plan_id: str, updates: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+        """Apply several ``(step id, changes)`` updates of one execution in order, as
+        :meth:`update_step` would, and make them durable together before returning: the engine's
+        writer commits every transition queued since its last write this way (group commit).
+        SQLite applies them in one transaction (all or nothing); MongoDB in one ordered bulk
+        write, each update atomic on its step. An unknown step or field raises like
+        :meth:`update_step`."""
         ...
 
     def set_execution_status(

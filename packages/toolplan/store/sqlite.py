@@ -18,7 +18,7 @@ import secrets
 import sqlite3
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -389,20 +389,21 @@ class SqliteStore(SqliteControls):
 
     @guarded
     def update_step(self, plan_id: str, step_id: str, changes: Mapping[str, Any]) -> None:
-        unknown = set(changes) - STEP_FIELDS
-        if unknown:
-            raise ValueError(f"cannot update step fields {sorted(unknown)}")
-        columns = ", ".join(f"{name} = ?" for name in changes)
-        values = [
-            dumps(value) if name in _JSON_STEP_FIELDS else value for name, value in changes.items()
-        ]
+        sql, values = _step_update(plan_id, step_id, changes)
         with self._lock:
-            cursor = self._db.execute(
-                f"UPDATE tp_steps SET {columns} WHERE plan_id = ? AND step_id = ?",
-                (*values, plan_id, step_id),
-            )
+            cursor = self._db.execute(sql, values)
         if cursor.rowcount != 1:
             raise KeyError(f"no step {step_id!r} in the execution of {plan_id!r}")
+
+    @guarded
+    def update_steps(self, plan_id: str, updates: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+        statements = [_step_update(plan_id, step_id, changes) for step_id, changes in updates]
+        if not statements:
+            return
+        with self._transaction() as db:
+            for (step_id, _), (sql, values) in zip(updates, statements, strict=True):
+                if db.execute(sql, values).rowcount != 1:
+                    raise KeyError(f"no step {step_id!r} in the execution of {plan_id!r}")
 
     @guarded
     def set_execution_status(
@@ -583,6 +584,22 @@ class SqliteStore(SqliteControls):
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def _step_update(
+    plan_id: str, step_id: str, changes: Mapping[str, Any]
+) -> tuple[str, tuple[Any, ...]]:
+    """The ``UPDATE`` statement and values applying ``changes`` to one step record."""
+    unknown = set(changes) - STEP_FIELDS
+    if unknown:
+        raise ValueError(f"cannot update step fields {sorted(unknown)}")
+    # No changes still checks that the step exists (rowcount), like the other backends.
+    columns = ", ".join(f"{name} = ?" for name in changes) or "step_id = step_id"
+    values = [
+        dumps(value) if name in _JSON_STEP_FIELDS else value for name, value in changes.items()
+    ]
+    sql = f"UPDATE tp_steps SET {columns} WHERE plan_id = ? AND step_id = ?"
+    return sql, (*values, plan_id, step_id)
 
 
 def open_sqlite(uri: str) -> SqliteStore:

@@ -1,0 +1,105 @@
+"""The recorder's group commit: transitions queued while the writer thread is busy are committed
+together in one ``update_steps`` call, in order, and every waiter returns only once its own
+transition is stored (or gets the store's error)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolplan.engine.recorder import Recorder
+from toolplan.errors import StoreUnavailable
+from toolplan.store._conformance_helpers import started_execution
+from toolplan.store.sqlite import SqliteStore
+
+
+class GatedStore:
+    """A real SQLite store whose first batch waits for a gate; every batch is remembered."""
+
+    def __init__(self, inner: SqliteStore) -> None:
+        self.inner = inner
+        self.gate = threading.Event()
+        self.batches: list[list[str]] = []
+        self.fail_with: Exception | None = None
+
+    def update_steps(self, plan_id: str, updates: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+        self.gate.wait(10)
+        self.batches.append([step for step, _ in updates])
+        if self.fail_with is not None:
+            raise self.fail_with
+        self.inner.update_steps(plan_id, updates)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+@pytest.fixture
+def gated(tmp_path: Path) -> GatedStore:
+    return GatedStore(SqliteStore(tmp_path / "toolplan.db"))
+
+
+async def _queue_behind_the_first(recorder: Recorder, tasks: list[asyncio.Task[None]]) -> None:
+    """Let every task queue its write while the writer is held at the gate on the first one."""
+    for _ in range(1000):
+        if len(recorder._queued) == len(tasks) - 1:
+            return
+        await asyncio.sleep(0.001)
+    raise AssertionError(f"only {len(recorder._queued)} writes queued")
+
+
+async def test_transitions_queued_meanwhile_are_committed_together_in_order(
+    gated: GatedStore,
+) -> None:
+    execution = started_execution(gated.inner, steps=30)
+    recorder = Recorder(gated, execution.plan_id, output_limit_bytes=1000)  # type: ignore[arg-type]
+    stored: list[str] = []
+
+    async def one_step(i: int) -> None:
+        await recorder.started(f"s{i}", "echo", 1, {"i": i}, "2025-01-01T00:00:00.000Z")
+        # Durable when the await returns: another connection sees it.
+        stored.append(
+            SqliteStore(gated.inner.path).get_execution(execution.plan_id).step(f"s{i}").status
+        )  # type: ignore[union-attr]
+        await recorder.finished(f"s{i}", "echo", status="succeeded", attempts=1, output=i)
+
+    try:
+        tasks = [asyncio.create_task(one_step(i)) for i in range(30)]
+        await _queue_behind_the_first(recorder, tasks)
+        gated.gate.set()
+        await asyncio.gather(*tasks)
+        await recorder.drain()
+    finally:
+        recorder.close()
+    assert gated.batches[0] == ["s0"]
+    # One commit for the 29 starts queued meanwhile (s0's finish may have joined them).
+    assert gated.batches[1][:29] == [f"s{i}" for i in range(1, 30)]
+    assert len(gated.batches) < 2 + 30  # the finishes are grouped too
+    assert stored == ["running"] * 30
+    steps = gated.inner.get_execution(execution.plan_id).steps  # type: ignore[union-attr]
+    assert [(s.status, s.output, s.attempts) for s in steps] == [
+        ("succeeded", i, 1) for i in range(30)
+    ]
+
+
+async def test_a_failed_batch_fails_every_write_in_it(gated: GatedStore) -> None:
+    execution = started_execution(gated.inner, steps=5)
+    recorder = Recorder(gated, execution.plan_id, output_limit_bytes=1000)  # type: ignore[arg-type]
+    gated.fail_with = StoreUnavailable("the store is gone")
+    try:
+        tasks = [
+            asyncio.create_task(recorder.skipped(f"s{i}", "echo", "upstream failed"))
+            for i in range(5)
+        ]
+        await _queue_behind_the_first(recorder, tasks)
+        gated.gate.set()
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+    finally:
+        recorder.close()
+    assert [type(result) for result in results] == [StoreUnavailable] * 5
+    assert gated.batches == [["s0"], ["s1", "s2", "s3", "s4"]]
+    assert gated.inner.get_execution(execution.plan_id) == execution  # nothing was written
