@@ -350,6 +350,11 @@ class MemoryStore:
 
     # checkpoints and lifecycle
     @asynccontextmanager
+    async def keep_checkpointer(self) -> AsyncIterator[None]:
+        """Nothing to keep: this store's checkpointer is shared already."""
+        yield
+
+    @asynccontextmanager
     async def checkpointer(self) -> AsyncIterator[BaseCheckpointSaver[Any]]:
         yield self._saver
 

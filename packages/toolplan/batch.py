@@ -14,6 +14,7 @@ batch keeps everything done and a rerun skips ids already present.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import math
 import os
@@ -248,7 +249,11 @@ async def run_batch(
                     }
                 write(line)
 
-        await _gather_all(one(item) for item in pending)
+        # The executions of a batch share one checkpointer connection.
+        async with (
+            executor.store.keep_checkpointer() if executor is not None else contextlib.nullcontext()
+        ):
+            await _gather_all(one(item) for item in pending)
     return written
 
 

@@ -230,7 +230,12 @@ class Worker:
     # -- the loop ------------------------------------------------------------------------------
 
     async def run(self) -> WorkerReport:
-        """Claim and run executions until stopped, idle for ``idle_exit`` or ``max_plans`` ran."""
+        """Claim and run executions until stopped, idle for ``idle_exit`` or ``max_plans`` ran
+        (sharing one checkpointer connection, not one per execution)."""
+        async with self.store.keep_checkpointer():
+            return await self._run()
+
+    async def _run(self) -> WorkerReport:
         options = self.options
         loop = asyncio.get_running_loop()
         self._wake = asyncio.Event()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +28,8 @@ class GatedStore:
         self.fail_with: Exception | None = None
 
     def update_steps(self, plan_id: str, updates: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
-        self.gate.wait(10)
         self.batches.append([step for step, _ in updates])
+        self.gate.wait(10)
         if self.fail_with is not None:
             raise self.fail_with
         self.inner.update_steps(plan_id, updates)
@@ -43,13 +43,22 @@ def gated(tmp_path: Path) -> GatedStore:
     return GatedStore(SqliteStore(tmp_path / "toolplan.db"))
 
 
-async def _queue_behind_the_first(recorder: Recorder, tasks: list[asyncio.Task[None]]) -> None:
-    """Let every task queue its write while the writer is held at the gate on the first one."""
-    for _ in range(1000):
-        if len(recorder._queued) == len(tasks) - 1:
-            return
+async def _start_behind_the_first(
+    store: GatedStore, recorder: Recorder, start: Callable[[int], Awaitable[None]], count: int
+) -> list[asyncio.Task[None]]:
+    """Start the first task; once the writer holds its write at the gate, start the others and
+    let them queue their writes behind it."""
+    tasks = [asyncio.create_task(start(0))]
+    for _ in range(2000):
+        if store.batches:
+            break
         await asyncio.sleep(0.001)
-    raise AssertionError(f"only {len(recorder._queued)} writes queued")
+    tasks += [asyncio.create_task(start(i)) for i in range(1, count)]
+    for _ in range(2000):
+        if len(recorder._queued) == count - 1:
+            return tasks
+        await asyncio.sleep(0.001)
+    raise AssertionError(f"{store.batches} taken, {len(recorder._queued)} writes queued")
 
 
 async def test_transitions_queued_meanwhile_are_committed_together_in_order(
@@ -68,8 +77,7 @@ async def test_transitions_queued_meanwhile_are_committed_together_in_order(
         await recorder.finished(f"s{i}", "echo", status="succeeded", attempts=1, output=i)
 
     try:
-        tasks = [asyncio.create_task(one_step(i)) for i in range(30)]
-        await _queue_behind_the_first(recorder, tasks)
+        tasks = await _start_behind_the_first(gated, recorder, one_step, 30)
         gated.gate.set()
         await asyncio.gather(*tasks)
         await recorder.drain()
@@ -91,11 +99,9 @@ async def test_a_failed_batch_fails_every_write_in_it(gated: GatedStore) -> None
     recorder = Recorder(gated, execution.plan_id, output_limit_bytes=1000)  # type: ignore[arg-type]
     gated.fail_with = StoreUnavailable("the store is gone")
     try:
-        tasks = [
-            asyncio.create_task(recorder.skipped(f"s{i}", "echo", "upstream failed"))
-            for i in range(5)
-        ]
-        await _queue_behind_the_first(recorder, tasks)
+        tasks = await _start_behind_the_first(
+            gated, recorder, lambda i: recorder.skipped(f"s{i}", "echo", "upstream failed"), 5
+        )
         gated.gate.set()
         results = await asyncio.gather(*tasks, return_exceptions=True)
     finally:

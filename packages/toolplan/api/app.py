@@ -128,9 +128,13 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         try:
-            yield
+            # Every execution in the server shares one checkpointer connection.
+            async with store.keep_checkpointer():
+                try:
+                    yield
+                finally:
+                    await context.close()
         finally:
-            await context.close()
             if owned:
                 store.close()
 

@@ -65,7 +65,24 @@ class StepEvent:
 
 EventListener = Callable[[StepEvent], None]
 
-_Queued = tuple[str, Mapping[str, Any], "asyncio.Future[None]"]
+_Queued = tuple[str | None, Mapping[str, Any], "asyncio.Future[None]"]
+"""(step id, changes, waiter); a ``None`` step is a barrier (:meth:`Recorder.drain`)."""
+
+_WRITER_THREADS = 8
+"""Writer threads shared by every execution in the process: one at a time per execution."""
+
+_writers: ThreadPoolExecutor | None = None
+_writers_guard = threading.Lock()
+
+
+def _writer_pool() -> ThreadPoolExecutor:
+    """The process's writer threads, started on first use and kept (an execution no longer
+    starts and stops a thread of its own)."""
+    global _writers
+    with _writers_guard:
+        if _writers is None:
+            _writers = ThreadPoolExecutor(_WRITER_THREADS, thread_name_prefix="toolplan-store")
+        return _writers
 
 
 def _settle(waiters: list[asyncio.Future[None]], error: BaseException | None) -> None:
@@ -93,12 +110,15 @@ class Recorder:
         self.plan_id = plan_id
         self.output_limit_bytes = output_limit_bytes
         self.listener = listener
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="toolplan-store")
         self._queued: list[_Queued] = []
         self._flushing = False
+        """A writer thread is committing this execution's transitions (at most one at a time:
+        that is what keeps them in order)."""
         self._guard = threading.Lock()
+        self._idle = threading.Event()
+        self._idle.set()
 
-    async def _write(self, step_id: str, changes: Mapping[str, Any]) -> None:
+    async def _write(self, step_id: str | None, changes: Mapping[str, Any]) -> None:
         """Queue one transition and wait until it is stored. The writer thread takes every
         transition queued when it wakes up and commits them together (group commit: one
         ``update_steps`` call, one transaction), in the order they were queued."""
@@ -108,24 +128,26 @@ class Recorder:
             self._queued.append((step_id, changes, done))
             wake = not self._flushing
             self._flushing = True
+            self._idle.clear()
         if wake:
-            self._executor.submit(self._flush, loop)
+            _writer_pool().submit(self._flush, loop)
         await done
 
     def _flush(self, loop: asyncio.AbstractEventLoop) -> None:
-        """On the writer thread: commit queued transitions, batch after batch, until none is
+        """On a writer thread: commit queued transitions, batch after batch, until none is
         left; each batch's waiters are told once it is stored (or why it failed)."""
         while True:
             with self._guard:
                 batch, self._queued = self._queued, []
                 if not batch:
                     self._flushing = False
+                    self._idle.set()
                     return
+            updates = [(step, changes) for step, changes, _ in batch if step is not None]
             error: BaseException | None = None
             try:
-                self.store.update_steps(
-                    self.plan_id, [(step, changes) for step, changes, _ in batch]
-                )
+                if updates:
+                    self.store.update_steps(self.plan_id, updates)
             except BaseException as failure:  # handed to every waiter of the batch
                 error = failure
             with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
@@ -231,9 +253,12 @@ class Recorder:
 
     async def drain(self) -> None:
         """Wait until every write submitted so far is stored (writes keep their order)."""
-        loop = asyncio.get_running_loop()
-        await loop.run_in_executor(self._executor, lambda: None)
+        with self._guard:
+            if not self._flushing:
+                return
+        with contextlib.suppress(Exception):  # a failed write was reported to its own waiter
+            await self._write(None, {})
 
     def close(self) -> None:
-        """Stop the writer thread (pending writes finish first)."""
-        self._executor.shutdown(wait=True)
+        """Wait until pending writes are finished (blocking; the writer threads are shared)."""
+        self._idle.wait()

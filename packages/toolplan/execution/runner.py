@@ -181,7 +181,7 @@ async def run_plan_steps(ctx: ExecutionContext, record: PlanRecord) -> Execution
         if cancelled:
             await end_cancelled(store, plan_id, recorder)
     finally:
-        await asyncio.to_thread(recorder.close)
+        await recorder.drain()
 
     if not cancelled:
         await finish_execution(store, plan_id)

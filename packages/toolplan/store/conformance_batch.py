@@ -1,6 +1,7 @@
-"""Conformance tests of the batched step update (``update_steps``): the engine's writer commits
-every step transition queued since its last write in one call (group commit), so a batch must
-behave exactly like the same ``update_step`` calls in order, and be durable when it returns.
+"""Conformance tests of what makes executions cheap: the batched step update (``update_steps``:
+the engine's writer commits every step transition queued since its last write in one call, so a
+batch must behave exactly like the same ``update_step`` calls in order, and be durable when it
+returns), and a checkpointer kept open for long-lived callers (``keep_checkpointer``).
 
 ``from toolplan.store.conformance import *`` collects these with the rest of the suite; the
 fixtures are the same (``store_uri`` and ``store``).
@@ -8,8 +9,12 @@ fixtures are the same (``store_uri`` and ``store``).
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any, TypedDict
+
 import pytest
 
+from toolplan.ids import new_id
 from toolplan.store import Store
 from toolplan.store._conformance_helpers import in_threads, other_store, started_execution
 
@@ -82,3 +87,39 @@ def test_concurrent_batches_are_not_lost(store: Store, store_uri: str) -> None:
     assert [(s.status, s.attempts, s.output) for s in steps] == [
         ("succeeded", 8, f"s{i}") for i in range(workers * 2)
     ]
+
+
+# -- a checkpointer kept open for long-lived callers ----------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_a_kept_checkpointer_is_shared_and_stays_usable(store: Store, store_uri: str) -> None:
+    from langgraph.graph import END, START, StateGraph
+
+    class State(TypedDict):
+        n: int
+
+    builder: Any = StateGraph(State)
+    builder.add_node("add", lambda s: {"n": s["n"] + 1})
+    builder.add_edge(START, "add")
+    builder.add_edge("add", END)
+    threads = [{"configurable": {"thread_id": new_id("plan")}} for _ in range(3)]
+
+    async with store.keep_checkpointer():
+        async with store.checkpointer() as first, store.checkpointer() as second:
+            assert first is second  # one open checkpointer for every execution meanwhile
+        # Nested: the outer one is kept.
+        async with store.keep_checkpointer(), store.checkpointer() as third:
+            assert third is first
+
+        async def run(config: Any, start: int) -> Any:
+            async with store.checkpointer() as saver:
+                return await builder.compile(checkpointer=saver).ainvoke({"n": start}, config)
+
+        results = await asyncio.gather(*(run(c, i * 10) for i, c in enumerate(threads)))
+        assert results == [{"n": 1}, {"n": 11}, {"n": 21}]
+    # Closed on leaving; a new one opens as before and sees what the kept one stored.
+    with other_store(store_uri) as reopened:
+        async with reopened.checkpointer() as saver:
+            graph = builder.compile(checkpointer=saver)
+            assert [(await graph.aget_state(c)).values["n"] for c in threads] == [1, 11, 21]

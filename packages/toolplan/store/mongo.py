@@ -661,6 +661,11 @@ class MongoStore(MongoControls):
             return self._saver
 
     @asynccontextmanager
+    async def keep_checkpointer(self) -> AsyncIterator[None]:
+        """Nothing to keep: this store's checkpointer is shared already."""
+        yield
+
+    @asynccontextmanager
     async def checkpointer(self) -> AsyncIterator[BaseCheckpointSaver[Any]]:
         """``MongoDBSaver`` on this store's client and database (one per store, reused)."""
         saver = await asyncio.to_thread(self._checkpoint_saver)

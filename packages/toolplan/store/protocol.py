@@ -405,6 +405,12 @@ class CheckpointStore(_Role, Protocol):
         """An async context manager giving a LangGraph checkpointer in this same store."""
         ...
 
+    def keep_checkpointer(self) -> AbstractAsyncContextManager[None]:
+        """For long-lived callers (the API server, workers, batch): while inside, every
+        :meth:`checkpointer` in this event loop shares one kept open instead of opening its own
+        (opened on first use, closed on leaving). Nothing to do where one is shared anyway."""
+        ...
+
 
 @runtime_checkable
 class Store(

@@ -19,11 +19,12 @@ import sqlite3
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolplan.errors import InvalidInput, StoreUnavailable
+from toolplan.store._kept_saver import KeptCheckpointers
 from toolplan.store._sqlite_controls import SqliteControls
 from toolplan.store._sqlite_faults import (
     busy_timeout_from_env,
@@ -182,6 +183,7 @@ class SqliteStore(SqliteControls):
             ) from None
         self._db = retry_busy(self._connect, self.uri, self.busy_timeout)
         self._identity = self._file_identity()
+        self._kept_savers = KeptCheckpointers(self._open_checkpointer)
 
     def _file_identity(self) -> tuple[int, int] | None:
         try:
@@ -552,7 +554,28 @@ class SqliteStore(SqliteControls):
     @asynccontextmanager
     async def checkpointer(self) -> AsyncIterator[BaseCheckpointSaver[Any]]:
         """``AsyncSqliteSaver`` on this file; its ``sqlite3`` errors are translated like the
-        store's, and its schema set-up waits for locks as long as the store does."""
+        store's, and its schema set-up waits for locks as long as the store does. Inside
+        :meth:`keep_checkpointer`, the one kept open is shared."""
+        kept = await self._kept_savers.saver()
+        if kept is None:
+            async with self._open_checkpointer() as saver:
+                yield saver
+            return
+        try:
+            yield kept
+        except BaseException as error:
+            await _heal(kept)
+            if isinstance(error, sqlite3.Error):
+                raise translate(error, self.uri) from None
+            raise
+
+    def keep_checkpointer(self) -> AbstractAsyncContextManager[None]:
+        """While inside, executions in this event loop share one checkpointer connection,
+        opened on first use, instead of opening one each (for long-lived callers)."""
+        return self._kept_savers.keep()
+
+    @asynccontextmanager
+    async def _open_checkpointer(self) -> AsyncIterator[BaseCheckpointSaver[Any]]:
         from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
         try:
@@ -584,6 +607,16 @@ class SqliteStore(SqliteControls):
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+async def _heal(saver: Any) -> None:
+    """After a failed execution, end the transaction a failed checkpoint write may have left
+    open on a kept saver's connection (it would hold a lock the next executions wait on). The
+    saver's lock is taken, so no other execution's write is in the middle of its transaction."""
+    async with saver.lock:
+        if saver.conn.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                await saver.conn.rollback()
 
 
 def _step_update(
