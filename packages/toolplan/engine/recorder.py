@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -83,6 +84,16 @@ def _writer_pool() -> ThreadPoolExecutor:
         if _writers is None:
             _writers = ThreadPoolExecutor(_WRITER_THREADS, thread_name_prefix="toolplan-store")
         return _writers
+
+
+def _forget_writer_pool() -> None:
+    # A forked child has none of the parent's threads: it starts its own pool on first use.
+    global _writers, _writers_guard
+    _writers, _writers_guard = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_writer_pool)
 
 
 def _settle(waiters: list[asyncio.Future[None]], error: BaseException | None) -> None:
