@@ -14,6 +14,7 @@ from toolplan._lazy import lazy_getattr
 if TYPE_CHECKING:
     from toolplan._entrypoints import (
         cancel_execution,
+        clear_cache,
         create_plan,
         execute_plan,
         execute_plan_sync,
@@ -68,6 +69,7 @@ _LAZY: dict[str, str] = {
     "ToolplanError": "toolplan.errors",
     "Unavailable": "toolplan.errors",
     "cancel_execution": "toolplan._entrypoints",
+    "clear_cache": "toolplan._entrypoints",
     "create_plan": "toolplan._entrypoints",
     "execute_plan": "toolplan._entrypoints",
     "execute_plan_sync": "toolplan._entrypoints",
@@ -103,6 +105,7 @@ __all__ = [
     "ToolplanError",
     "Unavailable",
     "cancel_execution",
+    "clear_cache",
     "create_plan",
     "execute_plan",
     "execute_plan_sync",

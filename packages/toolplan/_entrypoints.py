@@ -31,6 +31,7 @@ from toolplan.tools.loading import ToolsArg, resolve_catalog
 
 __all__ = [
     "cancel_execution",
+    "clear_cache",
     "create_plan",
     "execute_plan",
     "execute_plan_sync",
@@ -116,6 +117,13 @@ async def execute_plan(
     """
     ctx = _execution_context(tools, store, options, concurrency, fail_fast, on_event)
     return await execute_stored_plan(plan_id, ctx, approve=approve, resume=resume)
+
+
+def clear_cache(*, tool: str | None = None, store: Store | str | None = None) -> int:
+    """Empty the store's result cache of read-only tools (every tool's, or ``tool``'s only), like
+    ``toolplan cache clear``; return how many cached results were removed. The next calls of those
+    tools run them."""
+    return resolve_store(store, settings=Settings.from_env()).cache_clear(tool)
 
 
 async def cancel_execution(

@@ -1,7 +1,8 @@
 """Tool-result caching end to end, on SQLite and MongoDB: a read-only tool's result is shared by
 plans run in different processes, the cached step says so (with its age) and calls no tool;
 failures and writes are never cached; ``--no-cache`` and ``toolplan cache clear`` bypass and
-empty it; the GraphQL API shows cached steps.
+empty it; the GraphQL API shows cached steps and takes ``noCache``; ``toolplan.clear_cache``
+empties it from Python.
 
 ``lookup`` and ``lookup_hourly`` (tests/support/tools.py) are tagged ``read-only`` (the latter
 with ``cache_ttl=3600``) and log every call. Expiry is covered in process
@@ -18,6 +19,7 @@ from typing import Any
 
 import pytest
 
+import toolplan
 from tests.e2e.api_support import ServerFactory, server_factory
 from tests.e2e.conftest import Cli
 from toolplan.store import open_store
@@ -131,5 +133,23 @@ def test_api_shows_cached_steps(cli: Cli, servers: ServerFactory, monkeypatch: A
         assert results[1]["steps"][0]["cached"] is True
         assert results[1]["steps"][0]["cacheAgeSeconds"] >= 0
         assert _lookups(cli) == ["api"]
+
+        # noCache: true calls the tool, like the CLI's --no-cache.
+        bypass = (
+            "mutation($id: String!) { executePlan(planId: $id, noCache: true) "
+            "{ status steps { id cached attempts } } }"
+        )
+        plan_id = client.data(query[0], {"p": plan})["submitPlan"]["planId"]
+        step = client.data(bypass, {"id": plan_id})["executePlan"]["steps"][0]
+        assert step["cached"] is False and step["attempts"] == 1
+        assert _lookups(cli) == ["api", "api"]
+
+        # The Python API empties the cache like `toolplan cache clear`.
+        assert toolplan.clear_cache(tool="echo", store=store) == 0
+        assert toolplan.clear_cache(store=store) == 1
+        plan_id = client.data(query[0], {"p": plan})["submitPlan"]["planId"]
+        step = client.data(query[1], {"id": plan_id})["executePlan"]["steps"][0]
+        assert step["cached"] is False
+        assert _lookups(cli) == ["api", "api", "api"]
     finally:
         store.close()

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from toolplan.api.events import EventHub
 from toolplan.engine.recorder import EventListener, StepEvent
@@ -53,14 +53,21 @@ class BackgroundRuns:
         return len(self._runs)
 
     async def execute(
-        self, plan_id: str, *, wait: bool, approve: bool = False, resume: bool = False
+        self,
+        plan_id: str,
+        *,
+        wait: bool,
+        approve: bool = False,
+        resume: bool = False,
+        no_cache: bool = False,
     ) -> ExecutionResult:
         """Run (or resume) a stored plan here; join the run already going on for it, if any.
 
         With ``wait``, return the final result. Without, return as soon as the first step has
         started (status ``running``), or the result when the run ends before that (a finished plan
         is returned as stored). Errors raised before any step runs (unknown plan, plan needing
-        review) are raised here in both modes.
+        review) are raised here in both modes. ``no_cache`` runs every tool call (the result cache
+        is neither read nor written); a run already going on keeps its own setting.
 
         A backend with workers of its own (Temporal) runs the plan elsewhere: without ``wait``
         the plan is handed to it and its execution is returned at once (``queued`` until a worker
@@ -73,7 +80,9 @@ class BackgroundRuns:
                 queued = await asyncio.to_thread(stored_result, self._store, plan_id)
                 assert queued is not None
                 return queued
-        run = self._runs.get(plan_id) or self._start(plan_id, approve=approve, resume=resume)
+        run = self._runs.get(plan_id) or self._start(
+            plan_id, approve=approve, resume=resume, no_cache=no_cache
+        )
         if wait:
             return await asyncio.shield(run.task)
         started = asyncio.ensure_future(run.started.wait())
@@ -88,7 +97,7 @@ class BackgroundRuns:
             raise RuntimeError(f"execution of {plan_id!r} started but has no stored record")
         return result
 
-    def _start(self, plan_id: str, *, approve: bool, resume: bool) -> _Run:
+    def _start(self, plan_id: str, *, approve: bool, resume: bool, no_cache: bool) -> _Run:
         started = asyncio.Event()
 
         def listener(event: StepEvent) -> None:
@@ -96,6 +105,8 @@ class BackgroundRuns:
             started.set()
 
         context = self._make_context(listener)
+        if no_cache:
+            context = replace(context, options=replace(context.options, cache=False))
         self._events.open(plan_id)
         task = asyncio.create_task(
             execute_stored_plan(plan_id, context, approve=approve, resume=resume),

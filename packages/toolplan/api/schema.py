@@ -133,7 +133,8 @@ class Mutation:
         description="Run (or resume) a stored plan in the server. wait: false returns once the "
         "first step is running; poll execution(planId) or subscribe to stepEvents. approve: "
         "true runs a plan stored as needs_review. resume: true continues a cancelled execution "
-        "(its finished steps are kept)."
+        "(its finished steps are kept). noCache: true calls every tool (the result cache of "
+        "read-only tools is neither read nor written), like the CLI's --no-cache."
     )
     async def execute_plan(
         self,
@@ -142,10 +143,15 @@ class Mutation:
         wait: bool | None = True,
         approve: bool | None = False,
         resume: bool | None = False,
+        no_cache: bool | None = False,
     ) -> ExecutionType:
         require_id(plan_id, "plan")
         result = await info.context.runs.execute(
-            plan_id, wait=wait is not False, approve=bool(approve), resume=bool(resume)
+            plan_id,
+            wait=wait is not False,
+            approve=bool(approve),
+            resume=bool(resume),
+            no_cache=bool(no_cache),
         )
         return ExecutionType.from_json(result.to_json())
 
