@@ -255,8 +255,11 @@ def test_three_workers_drain_30_plans_exactly_once_although_two_are_killed(
             # A finished step is never called again: every call began before it was recorded.
             assert all(c["t"] <= epoch(step.finished_at) + 0.001 for c in step_calls), key
             # A call lost with a killed worker ran again elsewhere (attempt 2), its only
-            # attempt unspent: the worker's death is not the step's failure.
-            assert len(step_calls) == step.attempts or step.step_id == "author"
+            # attempt unspent: the worker's death is not the step's failure. (An attempt can
+            # be recorded and its worker killed before the tool was called: fewer calls.)
+            if step.step_id != "author":  # createAuthor keeps no call log: see its records
+                assert 1 <= len(step_calls) <= step.attempts, key
+                assert step_calls[-1]["attempt"] == step.attempts, key
             if step.attempts > 1:
                 interrupted += 1
                 assert {c["pid"] for c in step_calls[:-1]} <= killed
