@@ -68,10 +68,16 @@ def _serving(port: int) -> bool:
 
 
 class TemporalServer:
-    """``temporal server start-dev --headless`` on 127.0.0.1, a free port and its own SQLite file."""
+    """``temporal server start-dev --headless`` on 127.0.0.1, a free port and its own SQLite file
+    (or in memory)."""
 
-    def __init__(self, directory: Path, *, namespace: str | None = None) -> None:
+    def __init__(
+        self, directory: Path, *, namespace: str | None = None, persist: bool = True
+    ) -> None:
         self.directory = directory
+        self.persist = persist
+        """Keep the server's state in a SQLite file (it survives a restart); ``False``: in
+        memory (no disk writes: what the benchmark uses to see Temporal's own cost)."""
         self.db = directory / "temporal.db"
         self.log = directory / "temporal.log"
         self.namespace = namespace
@@ -109,11 +115,11 @@ class TemporalServer:
             "127.0.0.1",
             "--port",
             str(self.port),
-            "--db-filename",
-            str(self.db),
             "--log-level",
             "warn",
         ]
+        if self.persist:
+            command += ["--db-filename", str(self.db)]
         if self.namespace:
             command += ["--namespace", self.namespace]
         self.directory.mkdir(parents=True, exist_ok=True)
