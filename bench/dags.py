@@ -24,6 +24,7 @@ __all__ = [
     "kahn_layers",
     "random_dag",
     "random_dags",
+    "sample_latency",
 ]
 
 Shape = Literal["wide", "deep", "mixed"]
@@ -100,6 +101,12 @@ def _layer_sizes(rng: random.Random, n: int, layers: int) -> list[int]:
     return sizes
 
 
+def sample_latency(rng: random.Random, median: float, sigma: float) -> float:
+    """One simulated tool latency, seconds: lognormal around ``median``, kept within
+    [2 ms, 10 x median]."""
+    return min(10 * median, max(0.002, rng.lognormvariate(math.log(median), sigma)))
+
+
 def random_dag(
     seed: int,
     shape: Shape,
@@ -148,10 +155,7 @@ def random_dag(
             order.append(step)
             layer.append(step)
         layer_of.append(layer)
-    mu = math.log(median_latency)
-    latency = {
-        step: min(10 * median_latency, max(0.002, rng.lognormvariate(mu, sigma))) for step in order
-    }
+    latency = {step: sample_latency(rng, median_latency, sigma) for step in order}
     return Dag(f"{shape}-{seed:03d}", shape, order, deps, latency)
 
 

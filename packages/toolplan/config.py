@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from toolplan.analysis import DEFAULT_MAX_STEPS
-from toolplan.engine.policies import ExecutionOptions, RetryPolicy
+from toolplan.engine.policies import ExecutionOptions, RetryPolicy, TimeoutPolicy
 from toolplan.errors import InvalidInput
 from toolplan.limits import InputLimits
 from toolplan.planning.schema import DEFAULT_TYPED_SCHEMA_MAX_TOOLS
@@ -54,6 +54,28 @@ def _flag(env: Mapping[str, str], name: str) -> bool | None:
     if raw in ("0", "false", "no", "off"):
         return False
     raise InvalidInput(f"{name}={raw!r} is not a yes/no value; use 1 or 0")
+
+
+def _timeout_policy(env: Mapping[str, str]) -> TimeoutPolicy:
+    """The adaptive-timeout policy from ``TOOLPLAN_ADAPTIVE_TIMEOUTS`` (on unless 0),
+    ``TOOLPLAN_TIMEOUT_MIN_OBSERVATIONS``, ``TOOLPLAN_TIMEOUT_FACTOR`` and
+    ``TOOLPLAN_TIMEOUT_HISTORY``."""
+    values: dict[str, Any] = {}
+    enabled = _flag(env, "TOOLPLAN_ADAPTIVE_TIMEOUTS")
+    if enabled is not None:
+        values["enabled"] = enabled
+    for name, key, kind in (
+        ("TOOLPLAN_TIMEOUT_MIN_OBSERVATIONS", "min_observations", int),
+        ("TOOLPLAN_TIMEOUT_FACTOR", "factor", float),
+        ("TOOLPLAN_TIMEOUT_HISTORY", "history", int),
+    ):
+        value = _number(env, name, kind)
+        if value is not None:
+            values[key] = value
+    try:
+        return TimeoutPolicy(**values)
+    except ValueError as error:
+        raise InvalidInput(str(error)) from None
 
 
 @dataclass(frozen=True)
@@ -183,7 +205,10 @@ class Settings:
     ``TOOLPLAN_MCP`` (an ``mcpServers`` JSON file whose servers add tools),
     ``TOOLPLAN_GRAPH_CHECKPOINTS`` (``0``: no LangGraph checkpoint layer), ``TOOLPLAN_CANCEL_POLL``
     (seconds between a running execution's checks for a cancel request), ``TOOLPLAN_CACHE_TTL``
-    (seconds a read-only tool's result is reused), and the planner's
+    (seconds a read-only tool's result is reused), the adaptive timeouts
+    (:class:`~toolplan.engine.policies.TimeoutPolicy`): ``TOOLPLAN_ADAPTIVE_TIMEOUTS``,
+    ``TOOLPLAN_TIMEOUT_MIN_OBSERVATIONS``, ``TOOLPLAN_TIMEOUT_FACTOR``,
+    ``TOOLPLAN_TIMEOUT_HISTORY``, and the planner's
     (:class:`PlannerSettings`): ``TOOLPLAN_MODEL``, ``TOOLPLAN_MAX_REPAIRS``,
     ``TOOLPLAN_CONFIDENCE_THRESHOLD``, ``TOOLPLAN_STRUCTURED_METHOD``, ``TOOLPLAN_LLM_TIMEOUT``,
     ``TOOLPLAN_LLM_RETRIES``, ``TOOLPLAN_LLM_MAX_TOKENS``, ``TOOLPLAN_TYPED_SCHEMA_MAX_TOOLS``,
@@ -237,7 +262,7 @@ class Settings:
         backoff = _number(env, "TOOLPLAN_BACKOFF", float)
         if backoff is not None:
             retry = replace(retry, initial_backoff=backoff)
-        options: dict[str, Any] = {"retry": retry}
+        options: dict[str, Any] = {"retry": retry, "timeouts": _timeout_policy(env)}
         checkpoints = _flag(env, "TOOLPLAN_GRAPH_CHECKPOINTS")
         if checkpoints is not None:
             options["graph_checkpoints"] = checkpoints

@@ -134,6 +134,13 @@ def _with_meaning(status: str, meanings: dict[str, str], plan_id: str) -> Text:
     return text
 
 
+def _timeout_cell(step: dict[str, Any]) -> str:
+    """A step's effective timeout and its source (``2.5 s (history)``); ``-`` before it ran."""
+    if step.get("timeout") is None:
+        return "-"
+    return f"{step['timeout']:g} s ({step.get('timeoutSource') or 'default'})"
+
+
 def print_described(console: Console, data: dict[str, Any]) -> None:
     """``toolplan show``: a plan (status, steps, latest execution) or a request with its plans."""
     plans = [data] if data["kind"] == "plan" else data["plans"]
@@ -162,7 +169,7 @@ def print_described(console: Console, data: dict[str, Any]) -> None:
             )
         )
         table = Table(show_header=True, box=None, pad_edge=False)
-        for column in ("step", "status", "output / error"):
+        for column in ("step", "status", "timeout", "output / error"):
             table.add_column(column, no_wrap=column != "output / error", overflow="fold")
         for step in execution["steps"]:
             status = _status(step["status"])
@@ -174,7 +181,7 @@ def print_described(console: Console, data: dict[str, Any]) -> None:
             if step.get("cached"):
                 age = step.get("cacheAgeSeconds") or 0
                 text = Text.assemble((f"cached ({age:.0f} s old): ", "cyan"), text)
-            table.add_row(step["id"], status, text)
+            table.add_row(step["id"], status, _timeout_cell(step), text)
         console.print(table)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from temporalio.worker import Replayer
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from toolplan.config import TemporalSettings
-from toolplan.engine.policies import ExecutionOptions, RetryPolicy
+from toolplan.engine.policies import ExecutionOptions, RetryPolicy, TimeoutPolicy
 from toolplan.engine.recorder import StepEvent
 from toolplan.execution import ExecutionContext
 from toolplan.operations import (
@@ -201,6 +202,10 @@ async def test_steps_end_as_in_the_in_process_engine(
     )
     assert got["missing"][0] == "failed" and "raw.nope" in (got["missing"][2] or "")
     assert got["after"] == ("skipped", 0, "skipped because dependency 'business' failed", False)
+    # The same effective timeouts, recorded with their source.
+    timeouts = {s.step_id: (s.timeout, s.timeout_source) for s in result.steps}
+    assert timeouts == {s.step_id: (s.timeout, s.timeout_source) for s in in_process.steps}
+    assert timeouts["slow"] == (0.3, "plan") and timeouts["flaky"] == (10, "default")
 
     # The same tool calls, with the same idempotency keys and attempt numbers.
     temporal_calls = [c for c in log() if c["event"] in ("call", "start")][len(local_calls) :]
@@ -216,6 +221,40 @@ async def test_steps_end_as_in_the_in_process_engine(
 
     again = await execute_stored_plan(ref.plan_id, temporal_ctx(store, catalog, temporal_settings))
     assert again.to_json() == result.to_json()  # finished: returned as stored, nothing runs
+
+
+async def test_an_adaptive_timeout_from_history_applies_on_temporal(
+    worker: None,
+    store: SqliteStore,
+    catalog: ToolCatalog,
+    temporal_settings: TemporalSettings,
+    log: Callable[[], list[dict[str, Any]]],
+) -> None:
+    options = replace(OPTIONS, timeouts=TimeoutPolicy(min_observations=2))
+    warm = {
+        "steps": [{"id": f"w{i}", "tool": "sleepy", "parameters": {"label": "w"}} for i in (0, 1)]
+    }
+    ref = submit_plan(warm, store=store, catalog=catalog, max_steps=50)
+    await execute_stored_plan(
+        ref.plan_id, ExecutionContext(store=store, catalog=catalog, options=options)
+    )
+    slow = {
+        "steps": [
+            {
+                "id": "slow",
+                "tool": "sleepy",
+                "parameters": {"label": "s", "seconds": 1.5},
+                "maxAttempts": 1,
+            }
+        ]
+    }
+    ref = submit_plan(slow, store=store, catalog=catalog, max_steps=50)
+    result = await execute_stored_plan(
+        ref.plan_id, temporal_ctx(store, catalog, temporal_settings, options=options)
+    )
+    step = result.step("slow")
+    assert (step.status, step.timeout, step.timeout_source) == ("failed", 1.0, "history")
+    assert "timed out after 1s" in (step.error or "")
 
 
 async def test_eager_scheduling_holds_a_step_starts_while_a_slow_sibling_runs(

@@ -234,7 +234,7 @@ async def test_a_step_cancelled_while_recording_its_success_still_ends_succeeded
             self.release = asyncio.Event()
             self.finished_with: list[str] = []
 
-        async def started(self, *args: Any) -> None:
+        async def started(self, *args: Any, **kwargs: Any) -> None:
             return None
 
         def retrying(self, *args: Any) -> None:

@@ -62,6 +62,15 @@ class ExecutionStepType:
     cache_age_seconds: float | None = strawberry.field(
         default=None, description="For a cached output: how old the cached result was."
     )
+    timeout: float | None = strawberry.field(
+        default=None,
+        description="Seconds each attempt could take (recorded when the step started).",
+    )
+    timeout_source: str | None = strawberry.field(
+        default=None,
+        description="Where the timeout came from: plan (the step's own), history (the tool's "
+        "observed durations) or default.",
+    )
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ExecutionStepType:
@@ -79,6 +88,8 @@ class ExecutionStepType:
             resolved_parameters=JSON(data.get("resolvedParameters")),
             cached=bool(data.get("cached")),
             cache_age_seconds=data.get("cacheAgeSeconds"),
+            timeout=data.get("timeout"),
+            timeout_source=data.get("timeoutSource"),
         )
 
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["DEFAULT_CONCURRENCY", "ExecutionOptions", "RetryPolicy"]
+__all__ = ["DEFAULT_CONCURRENCY", "ExecutionOptions", "RetryPolicy", "TimeoutPolicy", "quantile"]
 
 DEFAULT_CONCURRENCY = 10
 
@@ -36,6 +38,57 @@ class RetryPolicy:
         return max(0.0, base * spread)
 
 
+def quantile(values: Sequence[float], q: float) -> float:
+    """The ``q`` quantile of ``values`` (nearest rank, so always an observed value)."""
+    if not values:
+        raise ValueError("quantile of no values")
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q * len(ordered)))
+    return ordered[min(rank, len(ordered)) - 1]
+
+
+@dataclass(frozen=True)
+class TimeoutPolicy:
+    """How a step's timeout follows from its tool's observed durations."""
+
+    enabled: bool = True
+    """``TOOLPLAN_ADAPTIVE_TIMEOUTS=0`` turns history-based timeouts off (the default applies)."""
+    min_observations: int = 20
+    """Observed durations a tool needs before history sets its timeout
+    (``TOOLPLAN_TIMEOUT_MIN_OBSERVATIONS``)."""
+    factor: float = 3.0
+    """The timeout is this many times the observed ``quantile`` (``TOOLPLAN_TIMEOUT_FACTOR``)."""
+    quantile: float = 0.99
+    history: int = 100
+    """Latest durations per tool that are read (``TOOLPLAN_TIMEOUT_HISTORY``): the window
+    follows a tool that got slower or faster."""
+    floor: float = 1.0
+    """Seconds: no history-based timeout is shorter (scheduling noise on fast tools)."""
+
+    def __post_init__(self) -> None:
+        if self.min_observations < 1:
+            raise ValueError(
+                f"TOOLPLAN_TIMEOUT_MIN_OBSERVATIONS must be at least 1, got {self.min_observations}"
+            )
+        if self.factor < 1:
+            raise ValueError(f"TOOLPLAN_TIMEOUT_FACTOR must be at least 1, got {self.factor}")
+        if self.history < self.min_observations:
+            raise ValueError(
+                f"TOOLPLAN_TIMEOUT_HISTORY ({self.history}) must be at least "
+                f"TOOLPLAN_TIMEOUT_MIN_OBSERVATIONS ({self.min_observations})"
+            )
+        if not 0 < self.quantile <= 1:
+            raise ValueError(f"quantile must be in (0, 1], got {self.quantile}")
+
+    def from_history(self, durations_ms: Sequence[float], default: float) -> float | None:
+        """Seconds for a tool with these observed durations, or ``None`` when history does not
+        decide (too few observations, or turned off): then ``default`` applies."""
+        if not self.enabled or len(durations_ms) < self.min_observations:
+            return None
+        seconds = quantile(durations_ms, self.quantile) / 1000 * self.factor
+        return round(min(default, max(self.floor, seconds)), 3)
+
+
 @dataclass(frozen=True)
 class ExecutionOptions:
     """How a plan runs. Every field has a production default; tests shrink the delays."""
@@ -47,6 +100,8 @@ class ExecutionOptions:
     default_timeout: float = 30.0
     """Seconds per attempt when a step sets no ``timeout``."""
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    timeouts: TimeoutPolicy = field(default_factory=TimeoutPolicy)
+    """How a step without its own ``timeout`` gets one from its tool's history (adaptive)."""
     output_limit_bytes: int = 1_000_000
     """Step outputs larger than this (as JSON) are stored truncated and flagged."""
     lease_seconds: float = 30.0

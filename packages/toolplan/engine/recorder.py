@@ -17,9 +17,12 @@ import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from toolplan.store.protocol import ExecutionLog, cap_output, utc_now
+
+if TYPE_CHECKING:
+    from toolplan.engine.timeouts import EffectiveTimeout
 
 __all__ = ["EventListener", "Recorder", "StepEvent"]
 
@@ -171,15 +174,26 @@ class Recorder:
             self.listener(StepEvent(kind, self.plan_id, step_id, tool, attempt, utc_now(), **extra))
 
     async def started(
-        self, step_id: str, tool: str, attempt: int, resolved: Any, started_at: str | None
+        self,
+        step_id: str,
+        tool: str,
+        attempt: int,
+        resolved: Any,
+        started_at: str | None,
+        *,
+        timeout: EffectiveTimeout | None = None,
     ) -> None:
-        """A new attempt begins (``started_at`` only on the first attempt of this run)."""
+        """A new attempt begins (``started_at`` only on the first attempt of this run), with
+        ``timeout`` seconds (recorded with its source)."""
         changes: dict[str, Any] = {
             "status": "running",
             "attempts": attempt,
             "resolved_parameters": resolved,
             "error": None,
         }
+        if timeout is not None:
+            changes["timeout"] = timeout.seconds
+            changes["timeout_source"] = timeout.source
         if started_at is not None:
             changes["started_at"] = started_at
         await self._write(step_id, changes)

@@ -38,6 +38,9 @@ def step_json(step: StepRecord) -> dict[str, Any]:
         "finishedAt": step.finished_at,
         "durationMs": step.duration_ms,
     }
+    if step.timeout is not None:
+        data["timeout"] = step.timeout
+        data["timeoutSource"] = step.timeout_source
     if step.output_truncated:
         data["outputTruncated"] = True
     if step.used_fallback:

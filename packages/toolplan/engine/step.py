@@ -21,6 +21,7 @@ from toolplan.engine.inputs import StepInputs
 from toolplan.engine.policies import ExecutionOptions
 from toolplan.engine.recorder import Recorder
 from toolplan.engine.scheduler import StepOutcome
+from toolplan.engine.timeouts import EffectiveTimeout
 from toolplan.engine.toolcall import callbacks_configured, invoke_tool
 from toolplan.errors import TemplateError, Unavailable
 from toolplan.plan import Plan, Step
@@ -116,6 +117,7 @@ class StepRunner:
         prior_attempts: Mapping[str, int] | None = None,
         rng: random.Random | None = None,
         cache: ResultCache | None = None,
+        timeouts: Mapping[str, EffectiveTimeout] | None = None,
     ) -> None:
         self.plan = plan
         # Plan.step() scans the list; a dict keeps a step's lookup O(1), so large plans stay linear.
@@ -134,6 +136,9 @@ class StepRunner:
         self._fast_calls = not callbacks_configured()
         self.cache = cache if options.cache else None
         """The shared result cache for read-only tools (``None``: no caching)."""
+        self.timeouts = dict(timeouts or {})
+        """Effective timeouts by step (:func:`~toolplan.engine.timeouts.load_step_timeouts`);
+        a step missing here gets its plan ``timeout`` or the default."""
 
     def _config(self, step: Step, attempt: int, *, fallback: bool = False) -> RunnableConfig:
         key = f"{self.plan_id}:{step.id}" + (":fallback" if fallback else "")
@@ -149,9 +154,19 @@ class StepRunner:
             "configurable": {STORE_CONFIG_KEY: self.store},
         }
 
+    def effective_timeout(self, step_id: str) -> EffectiveTimeout:
+        """Seconds one attempt of ``step_id`` may take, and where that came from."""
+        known = self.timeouts.get(step_id)
+        if known is not None:
+            return known
+        own = self._steps[step_id].timeout
+        if own:
+            return EffectiveTimeout(float(own), "plan")
+        return EffectiveTimeout(self.options.default_timeout, "default")
+
     def timeout(self, step_id: str) -> float:
         """Seconds one attempt of ``step_id`` may take."""
-        return self._steps[step_id].timeout or self.options.default_timeout
+        return self.effective_timeout(step_id).seconds
 
     def max_attempts(self, step_id: str) -> int:
         """Attempts ``step_id`` gets for transient errors."""
@@ -278,14 +293,12 @@ class StepRunner:
     async def _attempt(
         self, step: Step, arguments: Any, attempt: int, started: float, *, first: bool
     ) -> StepOutcome:
+        timeout = self.effective_timeout(step.id)
         await self.recorder.started(
-            step.id, step.tool, attempt, arguments, utc_now() if first else None
+            step.id, step.tool, attempt, arguments, utc_now() if first else None, timeout=timeout
         )
         output = await self._call(
-            self.catalog.get(step.tool),
-            arguments,
-            self._config(step, attempt),
-            self.timeout(step.id),
+            self.catalog.get(step.tool), arguments, self._config(step, attempt), timeout.seconds
         )
         outcome = await self._finish(
             step, "succeeded", attempt, started, output=output, resolved=arguments

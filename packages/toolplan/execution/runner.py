@@ -31,6 +31,7 @@ from toolplan.engine.recorder import Recorder
 from toolplan.engine.result import overall_status
 from toolplan.engine.scheduler import StepOutcome, schedule
 from toolplan.engine.step import StepRunner
+from toolplan.engine.timeouts import load_step_timeouts
 from toolplan.errors import ExecutionBusy
 from toolplan.execution.cancel import end_cancelled, run_until_cancelled
 from toolplan.execution.context import ExecutionContext, new_worker_id
@@ -150,6 +151,9 @@ async def run_plan_steps(ctx: ExecutionContext, record: PlanRecord) -> Execution
         inputs=MemoryInputs(resume.outputs),
         prior_attempts=resume.prior_attempts,
         cache=store,
+        timeouts=await load_step_timeouts(
+            store, plan, ctx.options.timeouts, ctx.options.default_timeout
+        ),
     )
     tools = {step.id: step.tool for step in plan.steps}
 

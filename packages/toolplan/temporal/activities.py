@@ -27,7 +27,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -37,6 +37,7 @@ from toolplan.config import Settings
 from toolplan.engine.inputs import StoreInputs
 from toolplan.engine.recorder import Recorder
 from toolplan.engine.step import AttemptFailed, StepRunner
+from toolplan.engine.timeouts import EffectiveTimeout, load_step_timeouts
 from toolplan.errors import ExecutionBusy, InvalidInput, Unavailable
 from toolplan.execution.cancel import end_cancelled
 from toolplan.execution.lease import acquire_lease
@@ -47,6 +48,7 @@ from toolplan.store.protocol import (
     TERMINAL_EXECUTION_STATUSES,
     PlanRecord,
     Store,
+    TimeoutSource,
     utc_now,
 )
 from toolplan.temporal.messages import (
@@ -169,6 +171,14 @@ class PlanActivities:
             store=self.store,
             inputs=StoreInputs(self.store, call.plan_id),
             cache=self.store,
+            timeouts=None
+            if call.timeout is None
+            else {
+                call.step_id: EffectiveTimeout(
+                    call.timeout,
+                    cast(TimeoutSource, call.timeout_source or "default"),
+                )
+            },
         )
         return runner, recorder
 
@@ -263,15 +273,19 @@ class PlanActivities:
                 )
         resume = ResumeState.of(current)
         options = run.options
+        timeouts = await load_step_timeouts(
+            store, plan, options.execution_options().timeouts, options.default_timeout
+        )
         return PlanLayout(
             order=list(analysis.order),
             dependencies={step: list(deps) for step, deps in analysis.dependencies.items()},
             steps={
                 step.id: StepSpec(
                     tool=step.tool,
-                    timeout=step.timeout or options.default_timeout,
+                    timeout=timeouts[step.id].seconds,
                     max_attempts=step.max_attempts or options.max_attempts,
                     fallback=step.fallback is not None,
+                    timeout_source=timeouts[step.id].source,
                 )
                 for step in plan.steps
             },

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from toolplan.engine.policies import ExecutionOptions, RetryPolicy
+from toolplan.engine.policies import ExecutionOptions, RetryPolicy, TimeoutPolicy
 from toolplan.execution.lease import ENGINE_HOLDER_PREFIX
 
 __all__ = [
@@ -60,6 +60,10 @@ class RunOptions:
     """Seconds between a running step's checks of the store for a cancel request."""
     cache: bool = True
     cache_ttl: float = 300.0
+    adaptive_timeouts: bool = True
+    timeout_min_observations: int = 20
+    timeout_factor: float = 3.0
+    timeout_history: int = 100
 
     @classmethod
     def of(cls, options: ExecutionOptions, *, heartbeat_seconds: float) -> RunOptions:
@@ -79,6 +83,10 @@ class RunOptions:
             cancel_poll=options.cancel_poll,
             cache=options.cache,
             cache_ttl=options.cache_ttl,
+            adaptive_timeouts=options.timeouts.enabled,
+            timeout_min_observations=options.timeouts.min_observations,
+            timeout_factor=options.timeouts.factor,
+            timeout_history=options.timeouts.history,
         )
 
     def execution_options(self) -> ExecutionOptions:
@@ -98,6 +106,12 @@ class RunOptions:
             cancel_poll=self.cancel_poll,
             cache=self.cache,
             cache_ttl=self.cache_ttl,
+            timeouts=TimeoutPolicy(
+                enabled=self.adaptive_timeouts,
+                min_observations=self.timeout_min_observations,
+                factor=self.timeout_factor,
+                history=self.timeout_history,
+            ),
             graph_checkpoints=False,
         )
 
@@ -118,6 +132,8 @@ class StepSpec:
     timeout: float
     max_attempts: int
     fallback: bool
+    timeout_source: str = "default"
+    """Where ``timeout`` came from: ``plan``, ``history`` or ``default``."""
 
 
 @dataclass(frozen=True)
@@ -156,6 +172,10 @@ class StepCall:
     """For ``give_up``: the attempts made."""
     error: str | None = None
     """For ``give_up``: the error the last attempt ended with."""
+    timeout: float | None = None
+    """The step's effective timeout, fixed when the run started (``None``: its own or the
+    default)."""
+    timeout_source: str | None = None
 
 
 @dataclass(frozen=True)

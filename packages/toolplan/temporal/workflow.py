@@ -148,6 +148,8 @@ class PlanWorkflow:
             step_id,
             run.options,
             prior_attempts=layout.prior_attempts.get(step_id, 0),
+            timeout=spec.timeout,
+            timeout_source=spec.timeout_source,
         )
         timeouts: dict[str, Any] = {
             "start_to_close_timeout": timedelta(seconds=spec.timeout + TIMEOUT_GRACE_SECONDS),
