@@ -7,7 +7,8 @@ anything, that
 - a path does not exist: ``{{metrics[0]}}`` where ``list_metrics`` returns an object, or
   ``{{weather.temperature}}`` where ``get_weather`` returns ``temp``;
 - a whole-value template has the wrong type for its argument: ``"value": "{{cpu}}"`` passes an
-  object where ``check_threshold`` takes a number.
+  object where ``check_threshold`` takes a number. A number or boolean where text is expected is
+  not a problem: it is resolved as its text.
 
 Each problem names the fix (the path that exists, a field of the right type), so one repair round
 can correct it. An output that is unknown (``None``), open (an object without declared keys) or a
@@ -182,6 +183,8 @@ def _type_issue(
     actual = _kind(shape)
     if actual is None or _compatible(kinds, actual):
         return None
+    if "string" in kinds and actual in ("number", "integer", "boolean"):
+        return None  # resolved as its text (toolplan.templates.resolve)
     wanted = " or ".join(_KIND_NAMES.get(k, k) for k in sorted(kinds - {"null"}) or sorted(kinds))
     message = f"argument {argument} takes {wanted}, but {template.text!r} is {_describe(shape)}"
     fields = _fields_of(template.step, template.path, shape, kinds) if actual == "object" else []

@@ -10,7 +10,8 @@ Grammar::
 Resolution rules:
 
 - A string that is *exactly* one template keeps the referenced JSON type (object, list, number,
-  bool, string, null).
+  bool, string, null). Given the argument schema, a number or boolean that lands where only text
+  is accepted (``"content": "{{cpu.current}}"``) is written as text, as it would be in a sentence.
 - Templates inside a longer string are interpolated as text; objects and lists become compact JSON,
   ``null``/``true``/``false`` are written the JSON way.
 - A path that does not exist in the actual output raises :class:`~toolplan.errors.TemplateError`
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolplan.errors import TemplateError
+from toolplan.json_schema import accepted_types
 
 __all__ = [
     "Template",
@@ -190,15 +192,41 @@ def to_text(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
-def resolve(value: Any, outputs: Mapping[str, Any]) -> Any:
-    """Return ``value`` with every template replaced by data from ``outputs`` (step id → output)."""
+def resolve(value: Any, outputs: Mapping[str, Any], schema: Mapping[str, Any] | None = None) -> Any:
+    """Return ``value`` with every template replaced by data from ``outputs`` (step id → output).
+
+    ``schema`` is the JSON schema of ``value`` (a tool's arguments, ``$ref``s inlined). Where it
+    accepts text but not numbers or booleans, a whole-value template resolving to a number or a
+    boolean becomes its text: a model writing ``"content": "{{cpu.current}}"`` means the number
+    as text, and the tool would reject the bare number.
+    """
     if isinstance(value, str):
-        return _resolve_string(value, outputs)
+        resolved = _resolve_string(value, outputs)
+        if schema and resolved is not value and _text_only(schema) and _is_scalar(resolved):
+            return to_text(resolved)
+        return resolved
     if isinstance(value, dict):
-        return {key: resolve(item, outputs) for key, item in value.items()}
+        properties = (schema or {}).get("properties") or {}
+        return {key: resolve(item, outputs, properties.get(key)) for key, item in value.items()}
     if isinstance(value, list):
-        return [resolve(item, outputs) for item in value]
+        items = (schema or {}).get("items")
+        return [
+            resolve(item, outputs, items if isinstance(items, Mapping) else None) for item in value
+        ]
     return value
+
+
+def _is_scalar(value: Any) -> bool:
+    return isinstance(value, bool | int | float)
+
+
+def _text_only(schema: Mapping[str, Any]) -> bool:
+    """Whether ``schema`` takes a string but no number or boolean."""
+    types = accepted_types(schema)
+    return types is not None and "string" in types and not types & _NON_TEXT_SCALARS
+
+
+_NON_TEXT_SCALARS = frozenset({"number", "integer", "boolean"})
 
 
 def _resolve_string(text: str, outputs: Mapping[str, Any]) -> Any:

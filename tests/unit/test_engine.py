@@ -256,7 +256,7 @@ async def test_tool_argument_validation_after_resolution_is_not_retried(
 ) -> None:
     plan = {
         "steps": [
-            s("a", "echo", value={"n": 1}),
+            s("a", "echo", value={"n": [1]}),
             s("w", "get_weather", location="{{a.n}}", maxAttempts=3),
         ]
     }
@@ -264,6 +264,28 @@ async def test_tool_argument_validation_after_resolution_is_not_retried(
     w = result.step("w")
     assert (w.status, w.attempts) == ("failed", 1)
     assert "rejected its arguments" in (w.error or "")
+
+
+async def test_a_number_or_boolean_passed_whole_where_only_text_goes_is_passed_as_text(
+    store: SqliteStore, log: Path
+) -> None:
+    # A model writes "location": "{{a.n}}" meaning the number as text; the tool takes a string
+    # and would reject the bare number. Where the argument takes numbers, the number stays one.
+    plan = {
+        "steps": [
+            s("a", "echo", value={"n": 1, "ok": True, "t": 21.5}),
+            s("w", "get_weather", location="{{a.n}}"),
+            s("flag", "capture", value="{{a.ok}}"),
+            s("same", "echo", value="{{a.t}}"),
+            s("f", "grumpy", fallback={"tool": "capture", "parameters": {"value": "{{a.t}}"}}),
+        ]
+    }
+    result = await run(store, plan)
+    assert result.step("w").status == "succeeded"
+    assert result.step("w").resolved_parameters == {"location": "1"}
+    assert result.step("flag").output == {"value": "true"}
+    assert result.step("same").output == 21.5  # echo takes any value: the type is kept
+    assert result.step("f").output == {"value": "21.5"}
 
 
 async def test_string_outputs_parse_json_objects_and_lists_only(

@@ -232,3 +232,14 @@ def test_builtin_tools_declare_their_output_and_the_catalog_shows_it(name: str) 
     info = CATALOG.info(name)
     assert info.returns is not None and info.to_json()["returns"] == info.returns
     assert shown_shape(info.returns)
+
+
+def test_a_number_or_boolean_where_only_text_goes_is_not_a_problem() -> None:
+    # The engine resolves it as its text (toolplan.templates.resolve with the argument schema).
+    assert (
+        problems(
+            step("cpu_usage", "query_metric", name="cpu_usage"),
+            step("draft", "createDraft", title="CPU report", content="{{cpu_usage.current}}"),
+        )
+        == []
+    )

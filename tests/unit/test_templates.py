@@ -98,3 +98,42 @@ def test_references_and_parsing() -> None:
 )
 def test_malformed_templates_are_detected(text: str) -> None:
     assert malformed_templates({"p": f"pre {text}"}) == [text]
+
+
+def test_with_the_argument_schema_a_scalar_where_only_text_goes_becomes_text() -> None:
+    outputs = {"cpu": {"current": 42.5, "ok": False, "n": 3, "name": "cpu", "tags": [1]}}
+    schema = {
+        "properties": {
+            "text": {"type": "string"},
+            "maybe": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+            "number": {"type": "number"},
+            "either": {"type": ["string", "integer"]},
+            "any": {},
+            "lines": {"type": "array", "items": {"type": "string"}},
+            "nested": {"type": "object", "properties": {"label": {"type": "string"}}},
+        }
+    }
+    parameters = {
+        "text": "{{cpu.current}}",
+        "maybe": "{{cpu.ok}}",
+        "number": "{{cpu.current}}",
+        "either": "{{cpu.n}}",
+        "any": "{{cpu.n}}",
+        "lines": ["{{cpu.n}}", "{{cpu.name}}"],
+        "nested": {"label": "{{cpu.n}}"},
+        "unknown": "{{cpu.n}}",
+    }
+    assert resolve(parameters, outputs, schema) == {
+        "text": "42.5",
+        "maybe": "false",
+        "number": 42.5,
+        "either": 3,
+        "any": 3,
+        "lines": ["3", "cpu"],
+        "nested": {"label": "3"},
+        "unknown": 3,
+    }
+    # objects and lists are not turned into text: that is a mistake the tool should report
+    assert resolve({"text": "{{cpu.tags}}"}, outputs, schema) == {"text": [1]}
+    # without a schema every whole-value template keeps its type
+    assert resolve({"text": "{{cpu.current}}"}, outputs) == {"text": 42.5}

@@ -24,6 +24,7 @@ from toolplan.engine.scheduler import StepOutcome
 from toolplan.engine.timeouts import EffectiveTimeout
 from toolplan.engine.toolcall import callbacks_configured, invoke_tool
 from toolplan.errors import TemplateError, Unavailable
+from toolplan.json_schema import inline_refs
 from toolplan.plan import Plan, Step
 from toolplan.store.protocol import RecordStore, ResultCache, cap_output, utc_now
 from toolplan.templates import resolve
@@ -139,6 +140,7 @@ class StepRunner:
         self.timeouts = dict(timeouts or {})
         """Effective timeouts by step (:func:`~toolplan.engine.timeouts.load_step_timeouts`);
         a step missing here gets its plan ``timeout`` or the default."""
+        self._schemas: dict[str, dict[str, Any]] = {}
 
     def _config(self, step: Step, attempt: int, *, fallback: bool = False) -> RunnableConfig:
         key = f"{self.plan_id}:{step.id}" + (":fallback" if fallback else "")
@@ -240,7 +242,16 @@ class StepRunner:
         return await self.give_up(step_id, attempt, started, error_text, arguments=arguments)
 
     async def _resolve(self, step: Step) -> Any:
-        return resolve(step.parameters, await self.inputs.outputs_for(step))
+        outputs = await self.inputs.outputs_for(step)
+        return resolve(step.parameters, outputs, self._arguments_schema(step.tool))
+
+    def _arguments_schema(self, tool: str) -> dict[str, Any]:
+        """The tool's argument schema with ``$ref``s inlined, for resolving templates as its
+        arguments' types expect."""
+        schema = self._schemas.get(tool)
+        if schema is None:
+            schema = self._schemas[tool] = inline_refs(self.catalog.info(tool).parameters)
+        return schema
 
     async def run_attempt(
         self, step_id: str, attempt: int, *, first: bool, started: float
@@ -352,7 +363,9 @@ class StepRunner:
         fallback_tool = self.catalog.get(step.fallback.tool)
         try:
             fallback_arguments = resolve(
-                step.fallback.parameters, await self.inputs.outputs_for(step)
+                step.fallback.parameters,
+                await self.inputs.outputs_for(step),
+                self._arguments_schema(step.fallback.tool),
             )
             output = await self._call(
                 fallback_tool,
