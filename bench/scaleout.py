@@ -209,6 +209,59 @@ async def overhead(workdir: Path, address: str, repeats: int) -> dict[str, Any]:
     return results
 
 
+async def cancel_notice(workdir: Path, address: str, trials: int) -> dict[str, Any]:
+    """``toolplan cancel``'s operation on a plan running on Temporal (default heartbeat 10 s):
+    seconds from the request to the execution recorded ``cancelled`` (a running 60 s tool call
+    is cancelled through the step's activity and the workflow)."""
+    from toolplan.config import TemporalSettings
+    from toolplan.engine.policies import ExecutionOptions
+    from toolplan.execution import ExecutionContext
+    from toolplan.operations import cancel_execution, execute_stored_plan, submit_plan
+    from toolplan.store.sqlite import SqliteStore
+    from toolplan.temporal import TemporalBackend
+    from toolplan.temporal.client import connect
+    from toolplan.temporal.worker import build_worker
+    from toolplan.tools import load_tool_modules
+
+    plan = {
+        "steps": [
+            {"id": "long", "tool": "pause", "parameters": {"label": "x", "seconds": 60}},
+            {"id": "after", "tool": "instant", "parameters": {"label": "{{long.label}}"}},
+        ]
+    }
+    store = SqliteStore(workdir / "cancel.db")
+    catalog = load_tool_modules(["bench.scaleout"])
+    settings = TemporalSettings(address=address, task_queue=f"bench-{uuid.uuid4().hex[:8]}")
+    ctx = ExecutionContext(
+        store=store,
+        catalog=catalog,
+        options=ExecutionOptions(graph_checkpoints=False),
+        backend=TemporalBackend(settings),
+    )
+    seconds = []
+    client = await connect(settings)
+    async with build_worker(client, settings, store, catalog, concurrency=4, grace=0):
+        for _ in range(trials):
+            ref = submit_plan(plan, store=store, catalog=catalog, max_steps=10)
+            run = asyncio.create_task(execute_stored_plan(ref.plan_id, ctx))
+            while (e := store.get_execution(ref.plan_id)) is None or e.step(
+                "long"
+            ).status != "running":
+                await asyncio.sleep(0.02)
+            await asyncio.sleep(0.3)
+            began = time.perf_counter()
+            result = await cancel_execution(ref.plan_id, store, wait=30)
+            seconds.append(time.perf_counter() - began)
+            assert result.status == "cancelled", result.status
+            await run
+    store.close()
+    return {
+        "trials": trials,
+        "median_ms": round(statistics.median(seconds) * 1000),
+        "max_ms": round(max(seconds) * 1000),
+    }
+
+
 # -- plans per second ----------------------------------------------------------------------------
 
 
@@ -354,6 +407,8 @@ def main(argv: list[str] | None = None) -> int:
                 sdk_baseline(server.address, 20, args.repeats)
             )
             _log(f"bare SDK chain_20: {part['sdk_baseline_chain_20']}")
+            part["cancel_notice"] = asyncio.run(cancel_notice(workdir, server.address, 5))
+            _log(f"cancel notice: {part['cancel_notice']}")
             table: dict[str, dict[str, Any]] = {"lease_queue": {}, "temporal": {}}
             for count in (int(n) for n in args.workers.split(",")):
                 for backend in ("lease_queue", "temporal"):  # alternated: same load for both
@@ -391,6 +446,8 @@ def _print_markdown(results: dict[str, Any]) -> None:
             f"| chain_20 | bare Temporal SDK | {bare['ms_per_step_median']} "
             f"(first run {bare['ms_per_step_first']}) | | | |"
         )
+        out("")
+        out(f"cancel on Temporal, request → cancelled: {part['cancel_notice']}")
         out("")
         out("| workers | lease plans/s | Temporal plans/s | lease p50 ms | Temporal p50 ms |")
         out("|---|---|---|---|---|")
