@@ -517,6 +517,14 @@ def run(
     max_repairs: MaxRepairsOption = None,
     confidence_threshold: ThresholdOption = None,
     yes: YesOption = False,
+    no_reuse: Annotated[
+        bool,
+        typer.Option(
+            "--no-reuse",
+            help="Always plan with the LLM; by default a stored plan that succeeded for the "
+            "same query is reused ($TOOLPLAN_PLAN_REUSE: off, exact, parametric).",
+        ),
+    ] = False,
     as_json: JsonOption = False,
     temporal_address: TemporalAddressOption = None,
 ) -> None:
@@ -549,6 +557,15 @@ def run(
                 planning.update(planned.planning.to_json())
                 if not as_json:
                     render.print_plan(stderr, planned.planning.plan, planned.planning.analysis)
+            elif planned.reused_from is not None:
+                planning.update(planned.to_json(), planStatus=planned.ref.status)
+                if not as_json:
+                    ref = planned.ref
+                    stderr.print(
+                        f"reused {planned.reused_from} ({planned.reuse} match, 0 LLM calls) as "
+                        f"{ref.plan_id} (request {ref.request_id}); --no-reuse plans anew",
+                        highlight=False,
+                    )
             elif not as_json:
                 ref = planned.ref
                 stderr.print(
@@ -559,7 +576,8 @@ def run(
             if query_text is not None:
                 # The query is checked before a model is even set up: bad input is exit 2.
                 check_text(query_text, "the query", session.settings.limits)
-                source: FromQuery | FromDocument = FromQuery(query_text, request_id)
+                reuse = "off" if no_reuse else session.settings.plan_reuse
+                source: FromQuery | FromDocument = FromQuery(query_text, request_id, reuse)
                 planner = _planner(session, model, max_repairs, confidence_threshold)
             else:
                 assert file is not None
@@ -590,6 +608,18 @@ def run(
                 "llmCalls": planning["llmCalls"],
                 "usage": planning["usage"],
                 "planningMs": planning["planningMs"],
+            }
+        )
+        raise typer.Exit(result.exit_code)
+    if as_json and "reusedFrom" in planning:
+        _emit_json(
+            {
+                **result.to_json(),
+                "planStatus": planning["planStatus"],
+                "reusedFrom": planning["reusedFrom"],
+                "reuse": planning["reuse"],
+                "llmCalls": 0,
+                "usage": {"inputTokens": 0, "outputTokens": 0},
             }
         )
         raise typer.Exit(result.exit_code)

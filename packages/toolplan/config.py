@@ -33,6 +33,8 @@ DEFAULT_MODEL = "openai:gpt-4o-mini"
 
 StructuredMethod = Literal["function_calling", "json_schema"]
 """How the plan is requested: tool calling (widest support) or strict ``json_schema``."""
+PlanReuse = Literal["off", "exact", "parametric"]
+"""Plan reuse before planning a query (:mod:`toolplan.reuse`)."""
 
 
 def _number(env: Mapping[str, str], name: str, kind: type[float] | type[int]) -> Any:
@@ -214,7 +216,8 @@ class Settings:
     ``TOOLPLAN_LLM_RETRIES``, ``TOOLPLAN_LLM_MAX_TOKENS``, ``TOOLPLAN_TYPED_SCHEMA_MAX_TOOLS``,
     ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``TOOLPLAN_PROMPTS_DIR``, the input limits
     ``TOOLPLAN_MAX_PLAN_BYTES``, ``TOOLPLAN_MAX_STRING_CHARS``, ``TOOLPLAN_MAX_DEPTH``,
-    ``TOOLPLAN_MAX_NUMBER_DIGITS`` (:class:`~toolplan.limits.InputLimits`), and Temporal's
+    ``TOOLPLAN_MAX_NUMBER_DIGITS`` (:class:`~toolplan.limits.InputLimits`),
+    ``TOOLPLAN_PLAN_REUSE`` (off, exact, parametric), and Temporal's
     (:class:`TemporalSettings`): ``TOOLPLAN_TEMPORAL_ADDRESS``, ``TOOLPLAN_TEMPORAL_NAMESPACE``,
     ``TOOLPLAN_TEMPORAL_TASK_QUEUE``, ``TOOLPLAN_TEMPORAL_HEARTBEAT``.
     Frozen and hashable: caches keyed by settings see a changed environment as new settings.
@@ -237,6 +240,9 @@ class Settings:
     """The project config file these settings read (:mod:`toolplan.project`), if any."""
     temporal: TemporalSettings = field(default_factory=TemporalSettings)
     """Whether (and where) plans run as Temporal workflows."""
+    plan_reuse: PlanReuse = "exact"
+    """Plan reuse before planning a query (``TOOLPLAN_PLAN_REUSE``): off, exact or parametric
+    (:mod:`toolplan.reuse`)."""
 
     @classmethod
     def from_env(
@@ -292,6 +298,7 @@ class Settings:
             tool_sources_given=bool(modules or mcp),
             project_file=str(config.path) if config else None,
             temporal=TemporalSettings.from_env(env),
+            plan_reuse=_reuse_mode(env.get("TOOLPLAN_PLAN_REUSE")),
         )
 
     def with_overrides(
@@ -351,3 +358,9 @@ def clear_caches() -> None:
     """
     for clear in _CACHE_CLEARERS:
         clear()
+
+
+def _reuse_mode(value: str | None) -> PlanReuse:
+    from toolplan.reuse import reuse_mode
+
+    return reuse_mode(value)

@@ -21,12 +21,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from toolplan.engine.result import ExecutionResult
-from toolplan.errors import InvalidInput
+from toolplan.errors import InvalidInput, PlanInvalid
 from toolplan.execution.runner import ExecutionContext
 from toolplan.limits import InputLimits, check_text
 from toolplan.lookup import require_approval
 from toolplan.operations import PlanRef, execute_stored_plan, submit_plan
 from toolplan.plan import Plan
+from toolplan.reuse import ReuseMode, find_reusable, index_plan
 from toolplan.store.protocol import Store
 from toolplan.tools.catalog import ToolCatalog
 
@@ -53,6 +54,8 @@ class FromQuery:
     query: str
     request_id: str | None = None
     """Store the plan as a new version of this request."""
+    reuse: ReuseMode = "off"
+    """Look for a stored plan to reuse first (:mod:`toolplan.reuse`): 0 LLM calls when found."""
 
 
 @dataclass(frozen=True)
@@ -83,10 +86,19 @@ class Planned:
     """How the LLM produced it; ``None`` for a document."""
     planning_ms: float
     """Wall-clock time to obtain the plan (validation and storage included)."""
+    reused_from: str | None = None
+    """The stored plan reused instead of planning (``meta.reusedFrom``), if any."""
+    reuse: str | None = None
+    """``exact`` or ``parametric`` when reused."""
 
     def to_json(self) -> dict[str, Any]:
         """The planning outcome's JSON (``toolplan plan --json``), else the plan reference."""
-        return self.planning.to_json() if self.planning is not None else self.ref.to_json()
+        if self.planning is not None:
+            return self.planning.to_json()
+        data = self.ref.to_json()
+        if self.reused_from is not None:
+            data.update(reusedFrom=self.reused_from, reuse=self.reuse, llmCalls=0)
+        return data
 
 
 @dataclass(frozen=True)
@@ -119,9 +131,14 @@ async def obtain_plan(
         check_text(source.query, "the query", limits)
         if planner is None:
             raise InvalidInput("planning a query needs a planner (a model configuration)")
+        if source.request_id is None:
+            reused = await _reuse(source, store, catalog, max_steps, limits, started)
+            if reused is not None:
+                return reused
         from toolplan.planning.planner import create_plan
 
         outcome = await create_plan(source.query, planner, request_id=source.request_id)
+        await asyncio.to_thread(_index, store, outcome.ref.plan_id, catalog)
         return Planned(outcome.ref, outcome, _ms(started))
     ref = await asyncio.to_thread(
         submit_plan,
@@ -176,6 +193,50 @@ async def plan_then_execute(
     started = time.perf_counter()
     result = await execute_stored_plan(planned.ref.plan_id, ctx, approve=approve)
     return RunOutcome(planned, result, _ms(started))
+
+
+async def _reuse(
+    source: FromQuery,
+    store: Store,
+    catalog: ToolCatalog,
+    max_steps: int,
+    limits: InputLimits,
+    started: float,
+) -> Planned | None:
+    """A stored plan for the same query (or, parametric, the same text with other values),
+    stored anew under a new request; ``None`` when there is none or it no longer validates."""
+    found = await asyncio.to_thread(find_reusable, store, source.query, catalog, source.reuse)
+    if found is None:
+        return None
+    meta = {
+        "reusedFrom": found.source.plan_id,
+        "reuse": found.mode,
+        "llmCalls": 0,
+        "usage": {"inputTokens": 0, "outputTokens": 0},
+    }
+    if found.values:
+        meta["reuseValues"] = found.values
+    try:
+        ref = await asyncio.to_thread(
+            submit_plan,
+            found.plan,
+            store=store,
+            catalog=catalog,
+            query=source.query,
+            max_steps=max_steps,
+            meta=meta,
+            limits=limits,
+        )
+    except PlanInvalid:
+        return None  # the substituted values break the plan: plan the query instead
+    await asyncio.to_thread(_index, store, ref.plan_id, catalog)
+    return Planned(ref, None, _ms(started), reused_from=found.source.plan_id, reuse=found.mode)
+
+
+def _index(store: Store, plan_id: str, catalog: ToolCatalog) -> None:
+    record = store.get_plan(plan_id)
+    if record is not None:
+        index_plan(store, record, catalog)
 
 
 def _ms(started: float) -> float:

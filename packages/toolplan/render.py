@@ -157,6 +157,10 @@ def print_described(console: Console, data: dict[str, Any]) -> None:
                 "plan status: ", _with_meaning(plan["status"], PLAN_STATUS_MEANING, plan_id)
             )
         )
+        reused = (plan.get("meta") or {}).get("reusedFrom")
+        if reused:
+            kind = plan["meta"].get("reuse", "exact")
+            console.print(f"reused from {reused} ({kind} match, 0 LLM calls)", highlight=False)
         print_plan(console, plan["plan"], plan["analysis"])
         execution = plan["execution"]
         if execution is None:

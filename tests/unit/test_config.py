@@ -56,6 +56,7 @@ SAMPLES: dict[str, tuple[str, Callable[[Settings], Any], Any]] = {
     "TOOLPLAN_TEMPORAL_NAMESPACE": ("ns", lambda s: s.temporal.namespace, "ns"),
     "TOOLPLAN_TEMPORAL_TASK_QUEUE": ("q", lambda s: s.temporal.task_queue, "q"),
     "TOOLPLAN_TEMPORAL_HEARTBEAT": ("2", lambda s: s.temporal.heartbeat_seconds, 2),
+    "TOOLPLAN_PLAN_REUSE": ("parametric", lambda s: s.plan_reuse, "parametric"),
 }
 """Every variable Settings reads: a valid value and where it lands."""
 
@@ -92,6 +93,8 @@ def test_settings_read_every_documented_environment_variable() -> None:
         Settings.from_env({"TOOLPLAN_LLM_MAX_TOKENS": "0"})
     with pytest.raises(InvalidInput, match="use function_calling or json_schema"):
         Settings.from_env({"TOOLPLAN_STRUCTURED_METHOD": "xml"})
+    with pytest.raises(InvalidInput, match="TOOLPLAN_PLAN_REUSE must be off, exact or parametric"):
+        Settings.from_env({"TOOLPLAN_PLAN_REUSE": "always"})
 
 
 def test_settings_are_values_usable_as_cache_keys() -> None:
