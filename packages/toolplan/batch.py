@@ -30,6 +30,7 @@ from toolplan.execution.runner import ExecutionContext
 from toolplan.pipeline import FromQuery, Planned, obtain_plan, plan_then_execute
 from toolplan.planning.graph import PlannerContext
 from toolplan.planning.planner import PlanningFailed
+from toolplan.reuse import ReuseMode, reuse_mode
 
 __all__ = [
     "BatchItem",
@@ -122,6 +123,7 @@ async def _process(
     item: BatchItem,
     planner: PlannerContext,
     executor: ExecutionContext | None,
+    reuse: ReuseMode,
 ) -> dict[str, Any]:
     line: dict[str, Any] = {
         "id": item.id,
@@ -135,26 +137,31 @@ async def _process(
         "usage": {"inputTokens": 0, "outputTokens": 0},
         "planMs": None,
         "execMs": None,
+        "reusedFrom": None,
     }
     started = time.perf_counter()
     exec_started: float | None = None
 
     def planned(stored: Planned) -> None:
         nonlocal exec_started
-        outcome = stored.planning
-        assert outcome is not None
         line.update(
-            requestId=outcome.ref.request_id,
-            planId=outcome.ref.plan_id,
-            status=outcome.ref.status,
-            tools=[step["tool"] for step in outcome.plan["steps"]],
-            llmCalls=outcome.llm_calls,
-            usage=outcome.usage,
+            requestId=stored.ref.request_id,
+            planId=stored.ref.plan_id,
+            status=stored.ref.status,
             planMs=_ms(started),
         )
+        if stored.planning is not None:
+            outcome = stored.planning
+            line.update(
+                tools=[step["tool"] for step in outcome.plan["steps"]],
+                llmCalls=outcome.llm_calls,
+                usage=outcome.usage,
+            )
+        else:  # a stored plan reused: 0 LLM calls
+            line.update(tools=list(stored.tools), reusedFrom=stored.reused_from, reuse=stored.reuse)
         exec_started = time.perf_counter()
 
-    source = FromQuery(item.query)
+    source = FromQuery(item.query, reuse=reuse)
     try:
         if executor is None:
             planned(
@@ -210,14 +217,20 @@ async def run_batch(
     executor: ExecutionContext | None = None,
     concurrency: int = 4,
     on_result: Callable[[dict[str, Any]], None] | None = None,
+    reuse: ReuseMode | None = None,
 ) -> list[dict[str, Any]]:
     """Plan (and with ``executor``, execute) each item not yet in ``out``; append results to it.
+
+    Before planning, each query looks for a stored plan to reuse (:mod:`toolplan.reuse`; ``reuse``
+    defaults to ``TOOLPLAN_PLAN_REUSE``, itself ``exact``): a reused query's line has
+    ``reusedFrom``, ``reuse`` and ``llmCalls: 0``.
 
     One failing query never stops the batch: its line records the error. Cancelling the returned
     coroutine (Ctrl-C) stops cleanly; finished lines are already in ``out``.
     """
     if concurrency < 1:
         raise InvalidInput("--concurrency must be at least 1")
+    mode = reuse if reuse is not None else reuse_mode(os.environ.get("TOOLPLAN_PLAN_REUSE"))
     out = Path(out)
     done = read_results(out)
     pending = [item for item in items if item.id not in done]
@@ -237,7 +250,7 @@ async def run_batch(
         async def one(item: BatchItem) -> None:
             async with gate:
                 try:
-                    line = await _process(item, planner, executor)
+                    line = await _process(item, planner, executor, mode)
                 except (asyncio.CancelledError, KeyboardInterrupt):
                     raise
                 except Exception as error:  # never let one query stop the batch
@@ -292,6 +305,13 @@ def summarize(items: list[BatchItem], results: dict[str, dict[str, Any]]) -> dic
             int((r.get("usage") or {}).get("cachedInputTokens", 0)) for r in rows
         ),
         "repairs": sum(max(0, int(r.get("llmCalls") or 0) - 1) for r in rows),
+        "reused": sum(1 for r in rows if r.get("reusedFrom")),
+        "reusedByMode": dict(
+            sorted(Counter(str(r.get("reuse")) for r in rows if r.get("reusedFrom")).items())
+        ),
+        "reusedFrom": {
+            str(r["id"]): r["reusedFrom"] for r in rows if r.get("reusedFrom") and "id" in r
+        },
         "toolSelection": None,
     }
     scored = [

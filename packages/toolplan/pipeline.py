@@ -90,6 +90,8 @@ class Planned:
     """The stored plan reused instead of planning (``meta.reusedFrom``), if any."""
     reuse: str | None = None
     """``exact`` or ``parametric`` when reused."""
+    tools: tuple[str, ...] = ()
+    """The reused plan's tools, step by step (a planned plan's are in ``planning``)."""
 
     def to_json(self) -> dict[str, Any]:
         """The planning outcome's JSON (``toolplan plan --json``), else the plan reference."""
@@ -230,7 +232,14 @@ async def _reuse(
     except PlanInvalid:
         return None  # the substituted values break the plan: plan the query instead
     await asyncio.to_thread(_index, store, ref.plan_id, catalog)
-    return Planned(ref, None, _ms(started), reused_from=found.source.plan_id, reuse=found.mode)
+    return Planned(
+        ref,
+        None,
+        _ms(started),
+        reused_from=found.source.plan_id,
+        reuse=found.mode,
+        tools=tuple(str(step.get("tool")) for step in found.plan.get("steps") or []),
+    )
 
 
 def _index(store: Store, plan_id: str, catalog: ToolCatalog) -> None:

@@ -1,17 +1,25 @@
 """Plan reuse with zero LLM calls: answer a query with a stored plan instead of the planner.
 
 - **Exact:** the same normalised query (case, whitespace, trailing punctuation), the same catalog
-  fingerprint (hash of tool names and schemas), and a last execution that succeeded.
+  fingerprint (hash of tool names, parameter schemas and declared return schemas), and a last
+  execution that succeeded.
 - **Parametric:** string literals of the stored plan's parameters that also occur verbatim, as
-  whole words, exactly once in its query become slots, so "Compare the weather in Tokyo and
-  London" reads "Compare the weather in {a} and {b}". A new query matching that text with other
-  values reuses the plan with the values substituted wherever the whole literal occurs.
+  whole words, in its query become slots, so "Compare the weather in Tokyo and London" reads
+  "Compare the weather in {a} and {b}". A new query matching that text with other values reuses
+  the plan with the values substituted wherever the whole literal occurs.
 
-Safety first: every non-slot part of the query must match exactly (case and spacing aside), two
-slots must be separated by fixed text, every slot value is a whole literal of the plan, the
-substituted plan is validated against the catalog like any other, and a plan is never reused
-across catalog fingerprints. Planned plans are indexed in the store's record collection
-:data:`INDEX`; the reused plan is stored under a new request with ``meta.reusedFrom``.
+Safety first (measured on held-out style queries by ``python -m bench.reuse``, see BENCHMARKS.md): a literal is a slot only if it occurs nowhere else in the plan inside a longer
+string (``alice@example.com`` for the slot ``Alice``) and nowhere in the query inside a longer
+word; every non-slot part of the query must match exactly (case and spacing aside); two slots
+must be separated by fixed text; a new value may not contain that fixed text, template braces,
+punctuation, digits or function words ("the", "of", "before", ...) that the stored value does not
+have, nor be much longer than it, nor (for a capitalised name) hold lower-case words
+of more than three letters; the substituted plan is validated against the catalog like any
+other; and a plan is never reused across catalog fingerprints. Numbers are never slots.
+
+Planned plans are indexed in the store's record collection :data:`INDEX` (with the slot pattern
+of the query, so a lookup reads only the plans whose pattern matches); the reused plan is stored
+under a new request with ``meta.reusedFrom``.
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ __all__ = [
     "catalog_fingerprint",
     "find_reusable",
     "index_plan",
+    "match_plan",
     "normalise_query",
     "reuse_mode",
 ]
@@ -41,6 +50,20 @@ __all__ = [
 REUSE_MODES: tuple[str, ...] = ("off", "exact", "parametric")
 INDEX = "toolplan_plan_index"
 """The record collection of planned plans, by catalog fingerprint and normalised query."""
+
+_FUNCTION_WORDS = """a an the this that these those of and or but nor not no in on at to for from with without
+    by about before after between than then if when where while what which who whom whose how
+    why is are was were be been it its me my you your we our they their his her also plus versus
+    vs into onto over under per as both either neither all each every any some other another
+    same more most less least only just very too so such there here now today tonight tomorrow
+    yesterday please again instead first next last later soon"""
+FUNCTION_WORDS = frozenset(_FUNCTION_WORDS.split())
+"""Words a name (a city, a person, a metric) does not contain: a new value with one the stored
+value lacks is a phrase ("the day before"), not a name, so it is not reused."""
+
+_NUL = "\x00"
+_PUNCTUATION = set(",;:?!()[]{}\"'<>|\n\t")
+_MAX_EXTRA_WORDS = 2
 
 
 def reuse_mode(value: str | None, default: ReuseMode = "exact") -> ReuseMode:
@@ -65,26 +88,18 @@ def normalise_query(query: str) -> str:
 
 
 def catalog_fingerprint(catalog: ToolCatalog) -> str:
-    """A hash of the catalog's tool names and parameter schemas."""
-    tools = [[i.name, i.parameters] for i in sorted(catalog.infos(), key=lambda i: i.name)]
+    """A hash of the catalog's tool names, parameter schemas and declared return schemas.
+
+    Returns belong in it: a stored plan's templates (``{{a.metrics[0].name}}``) were checked
+    against them, and a tool whose output changed shape is another tool to that plan.
+    Descriptions, tags and examples do not: they guide a planner, and editing them must not
+    throw away every plan that ran.
+    """
+    tools = [
+        [i.name, i.parameters, i.returns] for i in sorted(catalog.infos(), key=lambda i: i.name)
+    ]
     text = json.dumps(tools, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:32]
-
-
-def index_plan(store: Store, record: PlanRecord, catalog: ToolCatalog) -> None:
-    """Record a planned plan so a later query may reuse it."""
-    if not record.query:
-        return
-    store.put_record(
-        INDEX,
-        {
-            "fingerprint": catalog_fingerprint(catalog),
-            "key": normalise_query(record.query),
-            "planId": record.plan_id,
-            "query": record.query,
-        },
-        idempotency_key=record.plan_id,
-    )
 
 
 @dataclass(frozen=True)
@@ -99,26 +114,57 @@ class Reusable:
     """Stored literal → new value (empty for an exact match)."""
 
 
-def _literals(value: Any) -> Iterator[str]:
+def _strings(value: Any) -> Iterator[str]:
     if isinstance(value, str):
-        if "{{" not in value:
-            yield value
+        yield value
     elif isinstance(value, dict):
         for item in value.values():
-            yield from _literals(item)
+            yield from _strings(item)
     elif isinstance(value, list):
         for item in value:
-            yield from _literals(item)
+            yield from _strings(item)
 
 
-def _plan_literals(plan: dict[str, Any]) -> set[str]:
-    found: set[str] = set()
+def _plan_strings(plan: dict[str, Any]) -> list[str]:
+    """Every string in the steps' parameters (and fallbacks'), templates included."""
+    found: list[str] = []
     for step in plan.get("steps") or []:
-        found.update(_literals(step.get("parameters")))
+        found.extend(_strings(step.get("parameters")))
         fallback = step.get("fallback")
         if isinstance(fallback, dict):
-            found.update(_literals(fallback.get("parameters")))
-    return {value for value in found if value.strip() and value == value.strip()}
+            found.extend(_strings(fallback.get("parameters")))
+    return found
+
+
+def _whole(value: str) -> str:
+    return rf"(?<!\w){re.escape(value)}(?!\w)"
+
+
+def _safe(value: str, slots: set[str], strings: list[str], text: str) -> bool:
+    """Whether ``value`` is nowhere but in whole values of the plan and whole words of the query,
+    the other slots (which are replaced too) aside."""
+    folded = value.casefold()
+    if any(folded in other.casefold() for other in strings if other not in slots):
+        return False  # part of a value that stays ("Alice" in "alice@example.com"): derived
+    rest = text
+    for slot in sorted(slots, key=len, reverse=True):
+        rest = re.sub(_whole(slot), _NUL, rest)
+    return folded not in rest.casefold()  # else also inside a longer word ("Tokyoites")
+
+
+def _chosen_slots(plan: dict[str, Any], text: str) -> list[tuple[int, int, str]]:
+    """The slots of ``text``: the plan's literals (whole strings without templates) occurring
+    in it as whole words, safe (:func:`_safe`) and separated by fixed text, as spans."""
+    strings = _plan_strings(plan)
+    literals = {v for v in strings if "{{" not in v and v.strip() and v == v.strip()}
+    candidates = {v for v in literals if re.search(_whole(v), text)}
+    while True:
+        safe = {v for v in candidates if _safe(v, candidates, strings, text)}
+        chosen = _slots(text, safe)
+        slotted = {value for _, _, value in chosen}
+        if slotted == candidates:
+            return chosen
+        candidates = slotted  # fewer slots: check the rest again
 
 
 def _slots(text: str, literals: set[str]) -> list[tuple[int, int, str]]:
@@ -130,7 +176,7 @@ def _slots(text: str, literals: set[str]) -> list[tuple[int, int, str]]:
             (
                 (m.start(), m.end(), value)
                 for value in candidates
-                for m in re.finditer(rf"(?<!\w){re.escape(value)}(?!\w)", text)
+                for m in re.finditer(_whole(value), text)
             ),
             key=lambda hit: (hit[0], hit[0] - hit[1]),
         )
@@ -146,11 +192,19 @@ def _slots(text: str, literals: set[str]) -> list[tuple[int, int, str]]:
         candidates -= dropped
 
 
-def _pattern(query: str, literals: set[str]) -> tuple[re.Pattern[str], list[str], list[str]] | None:
-    """The stored query as a pattern with a group per slot (a repeated literal must repeat),
-    the slots' stored values, and the fixed parts."""
+@dataclass(frozen=True)
+class _Pattern:
+    regex: str
+    stored: list[str]
+    """The slots' stored values, in group order (``s0``, ``s1``, ...)."""
+    fixed: list[str]
+    """The fixed text between the slots."""
+
+
+def _pattern(query: str, plan: dict[str, Any]) -> _Pattern | None:
+    """The stored query as a pattern with a group per slot (a repeated literal must repeat)."""
     text = _tidy(query)
-    chosen = _slots(text, literals)
+    chosen = _chosen_slots(plan, text)
     if not chosen:
         return None
     parts: list[str] = []
@@ -169,7 +223,30 @@ def _pattern(query: str, literals: set[str]) -> tuple[re.Pattern[str], list[str]
     fixed.append(text[position:])
     parts.append(re.escape(text[position:]))
     fixed = [part.strip() for part in fixed if part.strip()]
-    return re.compile("".join(parts), re.IGNORECASE), list(names), fixed
+    return _Pattern("".join(parts), list(names), fixed)
+
+
+def _acceptable(stored: str, new: str, fixed: list[str]) -> bool:
+    """Whether ``new`` looks like the same kind of value as ``stored`` (a name, not a phrase)."""
+    if "{{" in new or "}}" in new:
+        return False  # a template smuggled in through the query
+    if any(re.search(_whole(part), new, re.IGNORECASE) for part in fixed):
+        return False  # "in Tokyo and Paris and Rome": the split is a guess
+    if any(ch in _PUNCTUATION and ch not in stored for ch in new):
+        return False  # "Tokyo, Paris": a list where one value was
+    identifier = len(stored.split()) == 1 and re.search(r"[_@./\\]", stored) is not None
+    if not identifier and any(ch.isdigit() for ch in new) and not any(c.isdigit() for c in stored):
+        return False  # "10001" where a city was
+    old_words, new_words = stored.casefold().split(), new.casefold().split()
+    if (set(new_words) & FUNCTION_WORDS) - set(old_words):
+        return False  # "the capital of France", "the day before": a phrase, not a name
+    if len(new_words) > max(len(old_words), 1) + _MAX_EXTRA_WORDS:
+        return False
+    if all(word[:1].isupper() for word in stored.split()) and not all(
+        word[:1].isupper() or len(word) <= 3 for word in new.split()
+    ):
+        return False  # "London" -> "Oslo tomorrow": a name, then words the slot swallowed
+    return not identifier or len(new_words) == 1  # "cpu_usage" -> "cpu_usage or disk_io"
 
 
 def _substitute(value: Any, values: dict[str, str]) -> Any:
@@ -182,19 +259,27 @@ def _substitute(value: Any, values: dict[str, str]) -> Any:
     return value
 
 
-def _parametric(query: str, record: PlanRecord) -> Reusable | None:
-    found = _pattern(record.query or "", _plan_literals(record.plan))
+def match_plan(query: str, record: PlanRecord) -> Reusable | None:
+    """``record``'s plan for ``query``: exact when the normalised queries are equal, else
+    parametric with the slot values substituted, or ``None`` when the safety rules refuse."""
+    if normalise_query(query) == normalise_query(record.query or ""):
+        return Reusable(record, record.plan, "exact", {})
+    found = _pattern(record.query or "", record.plan)
     if found is None:
         return None
-    pattern, stored, fixed = found
-    match = pattern.fullmatch(_tidy(query))
+    match = re.fullmatch(found.regex, _tidy(query), re.IGNORECASE)
     if match is None:
         return None
-    values = {value: match.group(f"s{i}") for i, value in enumerate(stored)}
-    for new in values.values():
-        if any(re.search(rf"(?<!\w){re.escape(part)}(?!\w)", new, re.IGNORECASE) for part in fixed):
-            return None  # "in Tokyo and Paris and Rome": the split is a guess, so no reuse
+    values = {value: match.group(f"s{i}") for i, value in enumerate(found.stored)}
+    if not all(_acceptable(old, new, found.fixed) for old, new in values.items()):
+        return None
+    values = {old: new for old, new in values.items() if new != old}
     plan = dict(record.plan)
+    if isinstance(plan.get("reasoning"), str):
+        reasoning = plan["reasoning"]
+        for old, new in values.items():
+            reasoning = re.sub(_whole(old), new.replace("\\", "\\\\"), reasoning)
+        plan["reasoning"] = reasoning
     plan["steps"] = []
     for step in record.plan.get("steps") or []:
         step = dict(step)
@@ -207,25 +292,56 @@ def _parametric(query: str, record: PlanRecord) -> Reusable | None:
     return Reusable(record, plan, "parametric", values)
 
 
+def index_plan(store: Store, record: PlanRecord, catalog: ToolCatalog) -> None:
+    """Record a stored plan so a later query may reuse it (once its execution succeeds)."""
+    if not record.query:
+        return
+    pattern = _pattern(record.query, record.plan)
+    store.put_record(
+        INDEX,
+        {
+            "fingerprint": catalog_fingerprint(catalog),
+            "key": normalise_query(record.query),
+            "planId": record.plan_id,
+            "query": record.query,
+            "pattern": pattern.regex if pattern is not None else None,
+        },
+        idempotency_key=record.plan_id,
+    )
+
+
 def find_reusable(
     store: Store, query: str, catalog: ToolCatalog, mode: ReuseMode
 ) -> Reusable | None:
     """The newest indexed plan for the same catalog that answers ``query`` under ``mode`` and
-    whose execution succeeded, or ``None``."""
+    whose last execution succeeded, or ``None``."""
     if mode == "off":
         return None
     key = normalise_query(query)
-    entries = store.find_records(INDEX, {"fingerprint": catalog_fingerprint(catalog)})
-    exact = [e for e in entries if e.get("key") == key]
-    others = [e for e in entries if e.get("key") != key] if mode == "parametric" else []
-    for entry in [*reversed(exact), *reversed(others)]:
+    fingerprint = catalog_fingerprint(catalog)
+    if mode == "exact":
+        entries = store.find_records(INDEX, {"fingerprint": fingerprint, "key": key})
+    else:
+        text = _tidy(query)
+        entries = [
+            entry
+            for entry in store.find_records(INDEX, {"fingerprint": fingerprint})
+            if entry.get("key") == key
+            or (
+                isinstance(entry.get("pattern"), str)
+                and re.fullmatch(entry["pattern"], text, re.IGNORECASE) is not None
+            )
+        ]
+        # exact matches first, then the newest
+        entries.sort(key=lambda entry: entry.get("key") == key)
+    for entry in reversed(entries):
         record = store.get_plan(str(entry.get("planId")))
-        execution = store.get_execution(record.plan_id) if record is not None else None
-        if record is None or execution is None or execution.status != "succeeded":
+        if record is None:
             continue
-        if entry.get("key") == key:
-            return Reusable(record, record.plan, "exact", {})
-        reusable = _parametric(query, record)
-        if reusable is not None:
+        execution = store.get_execution(record.plan_id)
+        if execution is None or execution.status != "succeeded":
+            continue
+        reusable = match_plan(query, record)
+        if reusable is not None and (mode == "parametric" or reusable.mode == "exact"):
             return reusable
     return None

@@ -5,14 +5,16 @@ query that differs outside its slots, or from a plan whose execution did not suc
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
+from bench.reuse import CORPUS, batch_passes, ideal_reply
 
 from tests.e2e.conftest import Cli
 from tests.support.fake_openai import FakeOpenAIServer, Reply
 from tests.support.plans import QUERY, blog_plan, llm_step
-from toolplan.reuse import _parametric, normalise_query, reuse_mode
+from toolplan.reuse import match_plan, normalise_query, reuse_mode
 from toolplan.store.protocol import PlanRecord
 
 WEATHER = "Compare the weather in Tokyo and London"
@@ -65,7 +67,7 @@ def test_normalised_query_and_mode() -> None:
 
 def test_parametric_slots_are_whole_literals_with_fixed_text_between() -> None:
     record = stored(WEATHER, weather_plan())
-    found = _parametric("compare the weather in Paris and Oslo.", record)
+    found = match_plan("compare the weather in Paris and Oslo.", record)
     assert found is not None and found.values == {"Tokyo": "Paris", "London": "Oslo"}
     assert [s["parameters"] for s in found.plan["steps"]][:2] == [
         {"location": "Paris"},
@@ -73,13 +75,23 @@ def test_parametric_slots_are_whole_literals_with_fixed_text_between() -> None:
     ]
     assert found.plan["steps"][2]["parameters"] == {"data_a": "{{a}}", "data_b": "{{b}}"}
     # outside the slots the text must match, and a value must not straddle the fixed text
-    assert _parametric("Compare the forecast in Paris and Oslo", record) is None
-    assert _parametric("Compare the weather in Paris and Oslo and Rome", record) is None
+    assert match_plan("Compare the forecast in Paris and Oslo", record) is None
+    assert match_plan("Compare the weather in Paris and Oslo and Rome", record) is None
     # a literal repeated in the query must take the same new value everywhere
+    twice = stored("Weather in Tokyo, then compare Tokyo with London", weather_plan())
+    found = match_plan("Weather in Lima, then compare Lima with Oslo", twice)
+    assert found is not None and found.values == {"Tokyo": "Lima", "London": "Oslo"}
+    assert match_plan("Weather in Lima, then compare Rome with Oslo", twice) is None
+    # "Alice" is also in "alice@test.com", itself a slot: both are taken from the new query
     blog = stored(QUERY, blog_plan())
-    again = QUERY.replace("Alice", "Bea")
-    assert _parametric(again, blog) is not None
-    assert _parametric(QUERY.replace("Alice", "Bea", 1), blog) is None
+    found = match_plan(QUERY.replace("Alice", "Bea"), blog)
+    assert found is not None and found.values["Alice"] == "Bea"
+    assert match_plan(QUERY.replace("Alice", "Bea", 1), blog) is None
+    # a value also part of a string that stays is derived, so not a slot: the new author
+    # would keep the old email
+    derived = blog_plan()
+    derived["steps"][0]["parameters"] = json.dumps({"name": "Alice", "email": "alice@x.org"})
+    assert match_plan("Create author Bea", stored("Create author Alice", derived)) is None
 
 
 def test_exact_reuse_makes_no_llm_call(cli_llm: Cli, llm: FakeOpenAIServer) -> None:
@@ -158,3 +170,67 @@ def test_no_reuse_across_catalogs_or_other_text_or_failed_runs(
     retried = cli_llm("run", query, "--json")
     assert retried.code == 0 and "reusedFrom" not in retried.json()
     assert len(llm.requests) == 5
+
+
+def test_batch_twice_then_other_values_makes_no_planning_call(
+    tmp_path: Path, llm: FakeOpenAIServer
+) -> None:
+    """bench.reuse's measurement, checked: pass 2 of a query file plans nothing (exact reuse),
+    and its re-parametrised copy with parametric reuse plans nothing either, with every output
+    right for the new values (not just a succeeded status)."""
+    llm.script([ideal_reply] * 30)
+    passes = batch_passes(tmp_path, llm.base_url, lambda: len(llm.requests), concurrency=3)
+    queries = len(CORPUS)
+    assert passes["pass1"]["planningCalls"] == queries and passes["pass1"]["reused"] == 0
+    for name, mode in (("pass2", "exact"), ("pass3", "parametric")):
+        data = passes[name]
+        assert data["succeeded"] == queries, data
+        assert data["planningCalls"] == 0 and data["llmCallsReported"] == 0, data
+        assert data["reused"] == queries and data["reusedByMode"] == {mode: queries}
+        assert data["wrongOutputs"] == {}, data
+
+    first = {line["id"]: line["planId"] for line in _lines(tmp_path / "pass1.results.jsonl")}
+    for line in _lines(tmp_path / "pass3.results.jsonl"):
+        assert line["reuse"] == "parametric" and line["llmCalls"] == 0
+        assert line["reusedFrom"] in {*first.values(), *_plan_ids(tmp_path / "pass2.results.jsonl")}
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _plan_ids(path: Path) -> set[str]:
+    return {line["planId"] for line in _lines(path)}
+
+
+def test_batch_summary_shows_reuse_and_no_reuse_turns_it_off(
+    cli_llm: Cli, llm: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    queries = tmp_path / "q.txt"
+    queries.write_text(WEATHER + "\n")
+    llm.script([Reply.structured(weather_plan())] * 2)
+    assert cli_llm("batch", str(queries), "--execute", "--out", str(tmp_path / "a.jsonl")).code == 0
+    second = cli_llm(
+        "batch", str(queries), "--execute", "--json", "--out", str(tmp_path / "b.jsonl")
+    )
+    assert second.code == 0, second.stderr
+    summary = second.json()
+    assert summary["reused"] == 1 and summary["llmCalls"] == 0
+    assert summary["reusedByMode"] == {"exact": 1}
+    first_plan = _lines(tmp_path / "a.jsonl")[0]["planId"]
+    assert summary["reusedFrom"] == {"1": first_plan}
+    assert _lines(tmp_path / "b.jsonl")[0]["reusedFrom"] == first_plan
+    assert len(llm.requests) == 1
+
+    human = cli_llm("batch", str(queries), "--execute", "--out", str(tmp_path / "c.jsonl"))
+    assert "reused plans" in human.stdout and "exact 1" in human.stdout
+    off = cli_llm(
+        "batch",
+        str(queries),
+        "--execute",
+        "--json",
+        "--no-reuse",
+        "--out",
+        str(tmp_path / "d.jsonl"),
+    )
+    assert off.code == 0 and off.json()["reused"] == 0 and len(llm.requests) == 2

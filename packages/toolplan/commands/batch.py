@@ -47,6 +47,14 @@ def batch(
     mcp: McpOption = None,
     store: StoreOption = None,
     model: ModelOption = None,
+    no_reuse: Annotated[
+        bool,
+        typer.Option(
+            "--no-reuse",
+            help="Plan every query with the LLM; by default stored plans are reused "
+            "($TOOLPLAN_PLAN_REUSE).",
+        ),
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Plan every query of FILE (and run them with --execute); one output line per query."""
@@ -91,6 +99,7 @@ def batch(
                             executor=executor,
                             concurrency=concurrency,
                             on_result=advance,
+                            reuse="off" if no_reuse else session.settings.plan_reuse,
                         )
                     )
                 except KeyboardInterrupt:
@@ -134,6 +143,9 @@ def _print_summary(summary: dict[str, Any]) -> None:
         "execution p50 / p95", f"{ms(summary['execMs']['p50'])} / {ms(summary['execMs']['p95'])}"
     )
     table.add_row("LLM calls", f"{summary['llmCalls']} ({summary['repairs']} repairs)")
+    if summary.get("reused"):
+        modes = ", ".join(f"{mode} {n}" for mode, n in summary["reusedByMode"].items())
+        table.add_row("reused plans", f"{summary['reused']} ({modes}; 0 LLM calls each)")
     table.add_row(
         "tokens in (cached) / out",
         f"{summary['inputTokens']} ({summary['cachedInputTokens']}) / {summary['outputTokens']}",
