@@ -385,13 +385,15 @@ def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
 def batch_passes(
     workdir: Path,
     base_url: str,
-    requests: Callable[[], int],
+    requests: Callable[[], int] | None,
     *,
     api_key: str = "sk-test",
     concurrency: int = 4,
+    extra_env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Pass 1 and 2 over the corpus file, pass 3 over its re-parametrised copy (parametric):
-    planning calls, wall time, reused plans and output errors of each pass."""
+    planning calls the server saw (``requests``: its count of requests; ``None``: not counted),
+    the calls the batch reports, wall time, reused plans and output errors of each pass."""
     from toolplan.store import open_store
 
     store_uri = f"sqlite:///{workdir / 'store.db'}"
@@ -405,6 +407,7 @@ def batch_passes(
         "TOOLPLAN_TOOLS": "blog,metrics,weather",
     }
     env.pop("TOOLPLAN_PLAN_REUSE", None)
+    env.update(extra_env or {})
     first = workdir / "queries.jsonl"
     second = workdir / "queries-other-values.jsonl"
     for path, pick in ((first, "first"), (second, "second")):
@@ -418,7 +421,7 @@ def batch_passes(
     runs = [("pass1", first, "exact"), ("pass2", first, "exact"), ("pass3", second, "parametric")]
     for name, path, mode in runs:
         out = workdir / f"{name}.results.jsonl"
-        before = requests()
+        before = requests() if requests is not None else 0
         started = time.perf_counter()
         done = _cli(
             {**env, "TOOLPLAN_PLAN_REUSE": mode},
@@ -448,7 +451,7 @@ def batch_passes(
         passes[name] = {
             "queries": len(lines),
             "succeeded": summary["byStatus"].get("succeeded", 0),
-            "planningCalls": requests() - before,
+            "planningCalls": requests() - before if requests is not None else None,
             "llmCallsReported": summary["llmCalls"],
             "reused": summary["reused"],
             "reusedByMode": summary["reusedByMode"],
@@ -464,20 +467,44 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.reuse", description=__doc__)
     parser.add_argument("--json", action="store_true")
     parser.add_argument(
+        "--real",
+        action="store_true",
+        help="plan with the model at $OPENAI_BASE_URL ($TOOLPLAN_MODEL, $OPENAI_API_KEY) "
+        "instead of the scripted server; planning calls are then the batch's own count",
+    )
+    parser.add_argument(
         "--latency", type=float, default=0.8, help="seconds per scripted planning call (0.8)"
     )
     args = parser.parse_args(argv)
     from tests.support.fake_openai import FakeOpenAIServer
 
     results: dict[str, Any] = {"heldOut": held_out(), "latencySeconds": args.latency}
+    if args.real:
+        with tempfile.TemporaryDirectory() as tmp:
+            results["latencySeconds"] = None
+            results["batch"] = batch_passes(
+                Path(tmp),
+                os.environ["OPENAI_BASE_URL"],
+                None,
+                api_key=os.environ.get("OPENAI_API_KEY", "none"),
+                concurrency=1,
+                extra_env={"TOOLPLAN_MODEL": os.environ.get("TOOLPLAN_MODEL", "openai:local")},
+            )
+        _report(results, args.json)
+        return
     with FakeOpenAIServer(api_key="sk-test") as server, tempfile.TemporaryDirectory() as tmp:
+
         def slow(request: dict[str, Any]) -> Any:
             time.sleep(args.latency)  # a hosted model's latency; the server has one thread each
             return ideal_reply(request)
 
         server.script([slow] * 100)
         results["batch"] = batch_passes(Path(tmp), server.base_url, lambda: len(server.requests))
-    if args.json:
+    _report(results, args.json)
+
+
+def _report(results: dict[str, Any], as_json: bool) -> None:
+    if as_json:
         print(json.dumps(results, indent=2))
         return
     ho = results["heldOut"]

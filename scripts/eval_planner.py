@@ -38,7 +38,9 @@ def main(argv: list[str] | None = None) -> int:
             settings = Settings.from_env().with_overrides(store_uri=f"sqlite:///{scratch}/eval.db")
             planner = planner_context_from_env(settings=settings, model=args.model)
             out = Path(scratch) / "results.jsonl"
-            asyncio.run(run_batch(items, planner, out=out, concurrency=args.concurrency))
+            asyncio.run(
+                run_batch(items, planner, out=out, concurrency=args.concurrency, reuse="off")
+            )
             results = read_results(out)
     except ToolplanError as error:
         print(f"error: {error.message}", file=sys.stderr)

@@ -185,6 +185,7 @@ def run_file(file: Path, out: Path, env: dict[str, str], log: Path) -> dict[str,
             "batch",
             str(file),
             "--execute",
+            "--no-reuse",  # every query measures the planner, even one asked before
             "--concurrency",
             "1",
             "--out",

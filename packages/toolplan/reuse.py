@@ -199,6 +199,10 @@ class _Pattern:
     """The slots' stored values, in group order (``s0``, ``s1``, ...)."""
     fixed: list[str]
     """The fixed text between the slots."""
+    prefix: str
+    """The text before the first slot, case folded (a lookup's cheap first test)."""
+    suffix: str
+    """The text after the last slot, case folded."""
 
 
 def _pattern(query: str, plan: dict[str, Any]) -> _Pattern | None:
@@ -222,8 +226,9 @@ def _pattern(query: str, plan: dict[str, Any]) -> _Pattern | None:
         position = end
     fixed.append(text[position:])
     parts.append(re.escape(text[position:]))
+    prefix, suffix = fixed[0].casefold(), fixed[-1].casefold()
     fixed = [part.strip() for part in fixed if part.strip()]
-    return _Pattern("".join(parts), list(names), fixed)
+    return _Pattern("".join(parts), list(names), fixed, prefix, suffix)
 
 
 def _acceptable(stored: str, new: str, fixed: list[str]) -> bool:
@@ -305,9 +310,24 @@ def index_plan(store: Store, record: PlanRecord, catalog: ToolCatalog) -> None:
             "planId": record.plan_id,
             "query": record.query,
             "pattern": pattern.regex if pattern is not None else None,
+            "prefix": pattern.prefix if pattern is not None else None,
+            "suffix": pattern.suffix if pattern is not None else None,
         },
         idempotency_key=record.plan_id,
     )
+
+
+def _may_match(entry: dict[str, Any], text: str, key: str) -> bool:
+    """Whether ``text`` matches an index entry's slot pattern: the fixed ends first (cheap, and
+    most entries fail there), then the pattern itself."""
+    pattern, prefix, suffix = entry.get("pattern"), entry.get("prefix"), entry.get("suffix")
+    if not isinstance(pattern, str):
+        return False
+    if isinstance(prefix, str) and not key.startswith(prefix):
+        return False
+    if isinstance(suffix, str) and not key.endswith(suffix):
+        return False
+    return re.fullmatch(pattern, text, re.IGNORECASE) is not None
 
 
 def find_reusable(
@@ -326,11 +346,7 @@ def find_reusable(
         entries = [
             entry
             for entry in store.find_records(INDEX, {"fingerprint": fingerprint})
-            if entry.get("key") == key
-            or (
-                isinstance(entry.get("pattern"), str)
-                and re.fullmatch(entry["pattern"], text, re.IGNORECASE) is not None
-            )
+            if entry.get("key") == key or _may_match(entry, text, key)
         ]
         # exact matches first, then the newest
         entries.sort(key=lambda entry: entry.get("key") == key)

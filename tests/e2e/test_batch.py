@@ -121,6 +121,7 @@ async def test_summary_numbers_on_a_crafted_file_with_a_failing_line(
         "usage",
         "planMs",
         "execMs",
+        "reusedFrom",
     }
     assert rows["a"]["status"] == "planned" and rows["a"]["tools"] == ["createAuthor", "createBlog"]
     assert (
