@@ -13,6 +13,7 @@ from toolplan._lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from toolplan._entrypoints import (
+        answer_query,
         cancel_execution,
         clear_cache,
         create_plan,
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
         submit_plan,
         validate_plan,
     )
+    from toolplan.agent.loop import AgentOutcome
     from toolplan.analysis import Analysis
     from toolplan.engine.policies import ExecutionOptions, RetryPolicy
     from toolplan.engine.recorder import StepEvent
@@ -49,6 +51,7 @@ __version__ = "0.1.0"
 # Public names resolve on first use, so ``import toolplan`` (and the CLI, which imports
 # ``toolplan.cli``) does not pay for LangGraph, LangChain and jsonschema up front.
 _LAZY: dict[str, str] = {
+    "AgentOutcome": "toolplan.agent.loop",
     "Analysis": "toolplan.analysis",
     "ExecutionOptions": "toolplan.engine.policies",
     "ExecutionResult": "toolplan.engine.result",
@@ -68,6 +71,7 @@ _LAZY: dict[str, str] = {
     "ToolFailure": "toolplan.errors",
     "ToolplanError": "toolplan.errors",
     "Unavailable": "toolplan.errors",
+    "answer_query": "toolplan._entrypoints",
     "cancel_execution": "toolplan._entrypoints",
     "clear_cache": "toolplan._entrypoints",
     "create_plan": "toolplan._entrypoints",
@@ -85,6 +89,7 @@ _LAZY: dict[str, str] = {
 }
 
 __all__ = [
+    "AgentOutcome",
     "Analysis",
     "ExecutionOptions",
     "ExecutionResult",
@@ -104,6 +109,7 @@ __all__ = [
     "ToolFailure",
     "ToolplanError",
     "Unavailable",
+    "answer_query",
     "cancel_execution",
     "clear_cache",
     "create_plan",

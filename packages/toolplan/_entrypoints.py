@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toolplan.analysis import Analysis, analyze
 from toolplan.config import Settings
@@ -30,6 +30,7 @@ from toolplan.store import Store, open_store
 from toolplan.tools.loading import ToolsArg, resolve_catalog
 
 __all__ = [
+    "answer_query",
     "cancel_execution",
     "clear_cache",
     "create_plan",
@@ -42,6 +43,10 @@ __all__ = [
     "submit_plan",
     "validate_plan",
 ]
+
+if TYPE_CHECKING:
+    from toolplan.agent.loop import AgentOutcome
+    from toolplan.planning.graph import PlannerContext
 
 PlanSource = str | Path | dict[str, Any] | Plan
 
@@ -194,6 +199,44 @@ def _execution_context(
     )
 
 
+async def _planner_context(
+    tools: ToolsArg,
+    model: str | Any | None,
+    store: Store | str | None,
+    max_repairs: int,
+    confidence_threshold: float,
+    settings: Settings,
+) -> PlannerContext:
+    from toolplan.planning.graph import PlannerContext
+    from toolplan.planning.setup import planner_context_from_env
+
+    catalog, resolved = (
+        resolve_catalog(tools, settings=settings),
+        resolve_store(store, settings=settings),
+    )
+    if model is None or isinstance(model, str):
+        return await asyncio.to_thread(
+            planner_context_from_env,
+            settings=settings,
+            store=resolved,
+            catalog=catalog,
+            model=model,
+            max_repairs=max_repairs,
+            confidence_threshold=confidence_threshold,
+        )
+    return PlannerContext(
+        store=resolved,
+        catalog=catalog,
+        model=model,
+        model_name=type(model).__name__,
+        max_repairs=max_repairs,
+        confidence_threshold=confidence_threshold,
+        max_steps=settings.max_steps,
+        endpoint=settings.planner.openai_base_url,
+        limits=settings.limits,
+    )
+
+
 async def create_plan(
     query: str,
     *,
@@ -209,38 +252,46 @@ async def create_plan(
     ``model`` is a ``provider:model`` string (default ``TOOLPLAN_MODEL`` or
     ``openai:gpt-4o-mini``) or a LangChain chat model instance.
     """
-    from toolplan.planning.graph import PlannerContext
     from toolplan.planning.planner import create_plan as _create
-    from toolplan.planning.setup import planner_context_from_env
 
     settings = Settings.from_env()
-    catalog, resolved = (
-        resolve_catalog(tools, settings=settings),
-        resolve_store(store, settings=settings),
-    )
-    if model is None or isinstance(model, str):
-        ctx = await asyncio.to_thread(
-            planner_context_from_env,
-            settings=settings,
-            store=resolved,
-            catalog=catalog,
-            model=model,
-            max_repairs=max_repairs,
-            confidence_threshold=confidence_threshold,
-        )
-    else:
-        ctx = PlannerContext(
-            store=resolved,
-            catalog=catalog,
-            model=model,
-            model_name=type(model).__name__,
-            max_repairs=max_repairs,
-            confidence_threshold=confidence_threshold,
-            max_steps=settings.max_steps,
-            endpoint=settings.planner.openai_base_url,
-            limits=settings.limits,
-        )
+    ctx = await _planner_context(tools, model, store, max_repairs, confidence_threshold, settings)
     return await _create(query, ctx, request_id=request_id)
+
+
+async def answer_query(
+    query: str,
+    *,
+    tools: ToolsArg = None,
+    model: str | Any | None = None,
+    store: Store | str | None = None,
+    request_id: str | None = None,
+    max_replans: int = 1,
+    max_repairs: int = 2,
+    confidence_threshold: float = 0.5,
+    approve: bool = False,
+    on_event: Callable[[StepEvent], None] | None = None,
+) -> AgentOutcome:
+    """Plan ``query``, execute the plan and answer it (``toolplan run "QUERY"``): the model reads
+    the results and answers, or asks for a new plan (at most ``max_replans`` times), stored as a
+    new version of the same request. The outcome has ``answer``, ``plans``, ``llm_calls``,
+    ``usage`` and the last plan's execution ``result``."""
+    from toolplan.agent.graph import AgentContext
+    from toolplan.agent.loop import run_agent
+
+    settings = Settings.from_env()
+    planner = await _planner_context(
+        tools, model, store, max_repairs, confidence_threshold, settings
+    )
+    execution = ExecutionContext(
+        store=planner.store,
+        catalog=planner.catalog,
+        options=settings.execution,
+        listener=on_event,
+        backend=backend_for(settings),
+    )
+    ctx = AgentContext(planner, execution, approve=approve)
+    return await run_agent(query, ctx, request_id=request_id, max_replans=max_replans)
 
 
 def run_plan_sync(plan: PlanSource, **kwargs: Any) -> ExecutionResult:

@@ -527,9 +527,40 @@ def run(
     ] = False,
     as_json: JsonOption = False,
     temporal_address: TemporalAddressOption = None,
+    no_answer: Annotated[
+        bool,
+        typer.Option("--no-answer", help="Stop after the execution: no answer, no replanning."),
+    ] = False,
+    max_replans: Annotated[
+        int,
+        typer.Option("--max-replans", min=0, help="New plans allowed after a failed one."),
+    ] = 1,
 ) -> None:
-    """Plan a query with the LLM (or take a plan --file), store it and execute it."""
+    """Plan a query with the LLM, execute it and answer (replanning after failures); or run a
+    plan --file."""
 
+    if query_text is not None and file is None and not no_answer:
+        from toolplan.commands.answer import run_with_answer
+
+        run_with_answer(
+            query_text,
+            lambda: _session(
+                store,
+                tools,
+                concurrency=concurrency,
+                fail_fast=fail_fast or None,
+                max_steps=max_steps,
+                mcp=mcp,
+                no_cache=no_cache,
+                temporal_address=temporal_address,
+            ),
+            planner=lambda session: _planner(session, model, max_repairs, confidence_threshold),
+            request_id=request_id,
+            max_replans=max_replans,
+            approve=yes,
+            as_json=as_json,
+        )
+        return
     planning: dict[str, Any] = {}
 
     def body() -> operations.ExecutionResult:

@@ -277,14 +277,29 @@ def describe(store: Store, identifier: str) -> dict[str, Any]:
         plans = [
             _plan_json(p, store.get_execution(p.plan_id)) for p in store.list_plans(identifier)
         ]
+        answers = answers_for(store, identifier)
         return {
             "kind": "request",
             "requestId": request.request_id,
             "query": request.query,
             "createdAt": request.created_at,
             "plans": plans,
+            "answer": answers[-1]["answer"] if answers else None,
+            "answers": answers,
         }
     raise InvalidInput(f"{identifier!r} is neither a plan ID (plan_...) nor a request ID (req_...)")
+
+
+ANSWERS = "toolplan_answers"
+"""Record collection of the agent loop's answers, one per answered request version."""
+
+
+def answers_for(store: Store, request_id: str) -> list[dict[str, Any]]:
+    """The stored answers of a request, oldest first (``toolplan show REQ``)."""
+    return [
+        {k: v for k, v in record.items() if k != "_id"}
+        for record in store.find_records(ANSWERS, {"requestId": request_id})
+    ]
 
 
 def list_tools(

@@ -42,6 +42,7 @@ __all__ = [
     "Planned",
     "ReviewPolicy",
     "RunOutcome",
+    "execute_planned",
     "obtain_plan",
     "plan_then_execute",
 ]
@@ -56,6 +57,11 @@ class FromQuery:
     """Store the plan as a new version of this request."""
     reuse: ReuseMode = "off"
     """Look for a stored plan to reuse first (:mod:`toolplan.reuse`): 0 LLM calls when found."""
+    context: str | None = None
+    """More for the planner after the query (a replan: the previous plan, its results, what
+    failed)."""
+    meta: Mapping[str, Any] | None = None
+    """Stored with the plan, beside the planning record (e.g. ``{"replanOf": "plan_..."}``)."""
 
 
 @dataclass(frozen=True)
@@ -139,7 +145,13 @@ async def obtain_plan(
                 return reused
         from toolplan.planning.planner import create_plan
 
-        outcome = await create_plan(source.query, planner, request_id=source.request_id)
+        outcome = await create_plan(
+            source.query,
+            planner,
+            request_id=source.request_id,
+            context=source.context,
+            meta=source.meta,
+        )
         await asyncio.to_thread(_index, store, outcome.ref.plan_id, catalog)
         return Planned(outcome.ref, outcome, _ms(started))
     ref = await asyncio.to_thread(
@@ -182,6 +194,18 @@ async def plan_then_execute(
     )
     if on_planned is not None:
         on_planned(planned)
+    return await execute_planned(planned, ctx, approve=approve, review=review)
+
+
+async def execute_planned(
+    planned: Planned,
+    ctx: ExecutionContext,
+    *,
+    approve: bool = False,
+    review: ReviewPolicy = "refuse",
+) -> RunOutcome:
+    """Steps 2 and 3 of :func:`plan_then_execute` for a plan already stored: the review gate,
+    then the execution (the agent loop's executor node calls this after its planner node)."""
     if planned.ref.status == "needs_review" and not approve and review == "skip":
         return RunOutcome(planned, None)
     plan = planned.planning.plan if planned.planning is not None else {}

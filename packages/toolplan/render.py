@@ -151,7 +151,9 @@ def print_described(console: Console, data: dict[str, Any]) -> None:
         console.print(f"{len(plans)} plan version(s)")
     for plan in plans:
         plan_id = plan["planId"]
-        console.print(f"\n[bold]{plan_id}[/]  created {plan['createdAt']}")
+        replan_of = (plan.get("meta") or {}).get("replanOf")
+        replaces = f"  replan of {replan_of}" if replan_of else ""
+        console.print(f"\n[bold]{plan_id}[/]  created {plan['createdAt']}{replaces}")
         console.print(
             Text.assemble(
                 "plan status: ", _with_meaning(plan["status"], PLAN_STATUS_MEANING, plan_id)
@@ -187,6 +189,8 @@ def print_described(console: Console, data: dict[str, Any]) -> None:
                 text = Text.assemble((f"cached ({age:.0f} s old): ", "cyan"), text)
             table.add_row(step["id"], status, _timeout_cell(step), text)
         console.print(table)
+    if data.get("answer") is not None:
+        console.print(f"\n[bold]answer:[/] {escape(data['answer'])}")
 
 
 def print_tools(console: Console, infos: list[ToolInfo]) -> None:

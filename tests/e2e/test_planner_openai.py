@@ -236,7 +236,7 @@ def test_cli_plan_json(cli_llm: Cli, llm: FakeOpenAIServer) -> None:
 
 def test_cli_run_query_plans_and_executes(cli_llm: Cli, llm: FakeOpenAIServer) -> None:
     llm.script([Reply.structured(blog_plan())])
-    done = cli_llm("run", QUERY, "--json")
+    done = cli_llm("run", QUERY, "--no-answer", "--json")
     assert done.code == 0, done.stderr
     data = done.json()
     assert data["status"] == "succeeded" and data["llmCalls"] == 1
@@ -259,7 +259,7 @@ def test_cli_low_confidence_is_not_run_without_yes(cli_llm: Cli, llm: FakeOpenAI
     assert approved.code == 0 and approved.json()["status"] == "succeeded"
 
     llm.script([Reply.structured(blog_plan(confidence=0.2))])
-    assert cli_llm("run", QUERY, "--yes", "--json").json()["status"] == "succeeded"
+    assert cli_llm("run", QUERY, "--yes", "--no-answer", "--json").json()["status"] == "succeeded"
 
 
 def test_cli_unfixable_plan_exit_2(cli_llm: Cli, llm: FakeOpenAIServer) -> None:

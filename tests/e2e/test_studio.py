@@ -85,7 +85,7 @@ async def test_both_graphs_are_served(studio: str) -> None:
     client = get_client(url=studio)
     assistants = await client.assistants.search()
     by_graph = {a["graph_id"]: a["assistant_id"] for a in assistants}
-    assert set(by_graph) >= {"planner", "executor"}
+    assert set(by_graph) >= {"planner", "executor", "agent"}
     inputs = {}
     for graph_id, assistant_id in by_graph.items():
         schemas = await client.assistants.get_schemas(assistant_id)
@@ -93,6 +93,7 @@ async def test_both_graphs_are_served(studio: str) -> None:
         assert inputs[graph_id]["properties"], f"{graph_id} must expose a typed input form"
     assert inputs["planner"]["required"] == ["query"]
     assert inputs["executor"]["required"] == ["plan_id"]
+    assert inputs["agent"]["required"] == ["query"]
 
 
 async def test_planner_then_executor_leave_checkpoints(studio: str, llm: FakeOpenAIServer) -> None:

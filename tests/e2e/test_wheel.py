@@ -108,7 +108,12 @@ def _env(**extra: str) -> dict[str, str]:
 def test_installed_wheel_plans_through_an_openai_server(venv: Path, tmp_path: Path) -> None:
     python, script = venv / "bin" / "python", venv / "bin" / "toolplan"
     with FakeOpenAIServer(api_key="sk-test") as llm:
-        llm.script([Reply.structured(blog_plan(), usage=(10, 5))])
+        llm.script(
+            [
+                Reply.structured(blog_plan(), usage=(10, 5)),
+                Reply.structured({"action": "answer", "answer": "Alice blogs."}, usage=(10, 5)),
+            ]
+        )
         done = subprocess.run(
             [str(script), "run", QUERY, "--json"],
             cwd=tmp_path,
@@ -125,9 +130,12 @@ def test_installed_wheel_plans_through_an_openai_server(venv: Path, tmp_path: Pa
         )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
-    assert result["status"] == "succeeded" and result["llmCalls"] == 1
+    assert result["status"] == "succeeded" and result["llmCalls"] == 2
+    assert result["answer"] == "Alice blogs."
     system = "".join(m["content"] for m in llm.requests[0]["messages"] if m["role"] == "system")
     assert first_line("planner") in system
+    respond = "".join(m["content"] for m in llm.requests[1]["messages"] if m["role"] == "system")
+    assert first_line("respond") in respond
 
     where = subprocess.run(
         [str(python), "-c", "import toolplan.prompts as p; print(p.__file__)"],

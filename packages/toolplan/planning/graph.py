@@ -109,6 +109,10 @@ class PlanningInput(TypedDict):
     """What the user wants done, in natural language."""
     request_id: NotRequired[str]
     """Add the plan as a new version of this existing request (``req_...``)."""
+    context: NotRequired[str]
+    """More for the model after the query: a replan's previous plan, results and failures."""
+    meta: NotRequired[dict[str, Any]]
+    """Stored with the plan's planning record (e.g. ``replanOf``)."""
 
 
 class PlanningState(TypedDict, total=False):
@@ -116,6 +120,8 @@ class PlanningState(TypedDict, total=False):
 
     query: str
     request_id: str
+    context: str
+    meta: dict[str, Any]
     plan_id: str
     plan: dict[str, Any] | None
     analysis: dict[str, Any] | None
@@ -225,6 +231,8 @@ async def select_tools(
     prompt, repair_prompt = await asyncio.to_thread(lambda: _prompts(prompts_dir()))
     schema = ctx.plan_schema()
     messages = planner_messages(ctx, state["query"], prompt, schema)
+    if state.get("context"):
+        messages.append(HumanMessage(state["context"]))
     repairs = state.get("repairs", 0)
     if state.get("errors"):
         repairs += 1
@@ -327,6 +335,7 @@ async def persist(state: PlanningState, runtime: Runtime[PlanningGraphContext]) 
         "confidence": confidence,
         "repairs": state.get("repairs", 0),
         "reasoning": plan.reasoning,
+        **(state.get("meta") or {}),
     }
     ref = await asyncio.to_thread(
         store_plan,

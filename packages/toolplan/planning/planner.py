@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,9 +60,17 @@ class PlanningFailed(PlanInvalid):
 
 
 async def create_plan(
-    query: str, ctx: PlannerContext, *, request_id: str | None = None
+    query: str,
+    ctx: PlannerContext,
+    *,
+    request_id: str | None = None,
+    context: str | None = None,
+    meta: Mapping[str, Any] | None = None,
 ) -> PlanningOutcome:
     """Plan ``query`` with the LLM (one call, plus repairs if invalid), validate and store it.
+
+    ``context`` follows the query in its own message (a replan's previous plan and failures);
+    ``meta`` is stored with the plan's planning record (``replanOf``).
 
     Raises :class:`PlanningFailed` (exit 2) when still invalid after ``ctx.max_repairs`` repairs,
     and :class:`~toolplan.errors.LLMUnavailable` (exit 3) when the model cannot be reached.
@@ -74,6 +83,10 @@ async def create_plan(
     inputs: PlanningInput = {"query": query}
     if request_id is not None:
         inputs["request_id"] = request_id
+    if context:
+        inputs["context"] = context
+    if meta:
+        inputs["meta"] = dict(meta)
     graph = build_planning_graph().compile()
     config: Any = {"recursion_limit": 4 * (ctx.max_repairs + 2)}
     state: Any = await graph.ainvoke(inputs, config, context=PlanningGraphContext(planner=ctx))

@@ -1,0 +1,12 @@
+"""LangGraph entry module for the ``agent`` graph (see langgraph.json): planner → executor →
+respond, with an edge back to the planner when the model asks for a new plan.
+
+Input: ``{"query": "..."}`` (optionally ``"request_id"``, ``"max_replans"``). Output state includes
+``answer``, ``plans`` (every version), ``llm_calls`` and ``usage``. Compiled without a
+checkpointer: ``langgraph dev`` and LangGraph Platform bring their own. Model, tools and store
+come from the environment, as for the ``planner`` graph.
+"""
+
+from toolplan.agent.graph import build_agent_graph
+
+graph = build_agent_graph().compile(name="agent")

@@ -1,0 +1,96 @@
+"""``run_agent``: one query through the agent graph (plan, execute, respond, replan), and what
+``toolplan run "QUERY"``, the Python API and ``toolplan show`` need from it."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+from toolplan.agent.graph import (
+    DEFAULT_MAX_REPLANS,
+    AgentContext,
+    AgentGraphContext,
+    AgentInput,
+    build_agent_graph,
+)
+from toolplan.engine.result import ExecutionResult
+from toolplan.errors import InvalidInput
+from toolplan.limits import check_text
+from toolplan.lookup import find_plan
+
+__all__ = ["AgentOutcome", "run_agent"]
+
+
+@dataclass(frozen=True)
+class AgentOutcome:
+    """The answer, every plan version, and the totals over planning, replanning and respond."""
+
+    request_id: str
+    answer: str
+    plans: list[dict[str, Any]]
+    llm_calls: int
+    usage: dict[str, int]
+    result: ExecutionResult
+    """The last plan's execution: its status is the exit code's."""
+    plan: dict[str, Any]
+    """The last plan."""
+    truncated: bool = False
+
+    @property
+    def exit_code(self) -> int:
+        """0 when the last plan succeeded, 1 when it ended partial or failed."""
+        return self.result.exit_code
+
+    def to_json(self) -> dict[str, Any]:
+        """``toolplan run "QUERY" --json``: the last execution plus the loop's keys."""
+        return {
+            **self.result.to_json(),
+            "planStatus": self.plans[-1]["planStatus"],
+            "plan": self.plan,
+            "answer": self.answer,
+            "plans": self.plans,
+            "llmCalls": self.llm_calls,
+            "usage": self.usage,
+        }
+
+
+async def run_agent(
+    query: str,
+    ctx: AgentContext,
+    *,
+    request_id: str | None = None,
+    max_replans: int = DEFAULT_MAX_REPLANS,
+) -> AgentOutcome:
+    """Plan ``query``, execute, answer; replan at most ``max_replans`` times when the model
+    asks. Raises :class:`~toolplan.errors.LLMUnavailable` (exit 3) when the model cannot be
+    reached, even after steps ran (their records are kept)."""
+    if not query.strip():
+        raise InvalidInput("the query is empty; say what should be done")
+    if max_replans < 0:
+        raise InvalidInput("--max-replans must be 0 or more")
+    check_text(query, "the query", ctx.planner.limits)
+    inputs: AgentInput = {"query": query, "max_replans": max_replans}
+    if request_id is not None:
+        inputs["request_id"] = request_id
+    graph = build_agent_graph().compile(name="agent")
+    config: Any = {"recursion_limit": 4 * (max_replans + 2)}
+    state: Any = await graph.ainvoke(inputs, config, context=AgentGraphContext(agent=ctx))
+    store = ctx.execution.store
+
+    def last() -> ExecutionResult:
+        record = find_plan(store, state["plan_id"])
+        execution = store.get_execution(state["plan_id"])
+        assert execution is not None
+        return ExecutionResult.from_records(record, execution)
+
+    return AgentOutcome(
+        request_id=state["request_id"],
+        answer=state.get("answer") or "",
+        plans=state.get("plans") or [],
+        llm_calls=state.get("llm_calls", 0),
+        usage=state.get("usage") or {"inputTokens": 0, "outputTokens": 0},
+        result=await asyncio.to_thread(last),
+        plan=state.get("plan") or {},
+        truncated=bool(state.get("truncated")),
+    )

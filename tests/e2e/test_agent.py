@@ -1,0 +1,217 @@
+"""The agent loop end to end: ``toolplan run "QUERY"`` plans, executes and answers through the
+real CLI and the real ChatOpenAI client, against the scripted OpenAI-compatible server. The
+server records every request, so the tests see what the respond node and a replan send."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import Cli
+from tests.support.fake_openai import FakeOpenAIServer, Reply
+from tests.support.plans import QUERY, blog_plan, llm_step
+
+METRIC_QUERY = "What is the current CPU usage?"
+
+
+@pytest.fixture
+def llm() -> Any:
+    with FakeOpenAIServer(api_key="sk-test") as server:
+        yield server
+
+
+@pytest.fixture
+def cli_llm(cli: Cli, llm: FakeOpenAIServer) -> Cli:
+    cli.env.update(
+        {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": llm.base_url, "TOOLPLAN_LLM_RETRIES": "0"}
+    )
+    cli.env.pop("TOOLPLAN_MODEL", None)
+    return cli
+
+
+def metric_plan(name: str) -> dict[str, Any]:
+    return {
+        "reasoning": "one lookup",
+        "steps": [llm_step("cpu", "query_metric", {"name": name})],
+        "outputSteps": ["cpu"],
+    }
+
+
+def answer(text: str, usage: tuple[int, int] = (30, 8)) -> Reply:
+    return Reply.structured({"action": "answer", "answer": text}, usage=usage)
+
+
+def replan(reason: str) -> Reply:
+    return Reply.structured({"action": "replan", "reason": reason})
+
+
+def user_text(request: dict[str, Any]) -> str:
+    return "\n".join(str(m["content"]) for m in request["messages"] if m["role"] == "user")
+
+
+def system_text(request: dict[str, Any]) -> str:
+    return "\n".join(str(m["content"]) for m in request["messages"] if m["role"] == "system")
+
+
+def test_run_answers_last_with_two_llm_calls(cli_llm: Cli, llm: FakeOpenAIServer) -> None:
+    llm.script(
+        [Reply.structured(blog_plan(), usage=(100, 20)), answer("Alice now has a blog, Hello.")]
+    )
+    done = cli_llm("run", QUERY)
+    assert done.code == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "answer: Alice now has a blog, Hello."
+    assert "2 LLM call(s), 130 input / 28 output tokens" in done.stdout
+    respond = llm.requests[1]
+    assert respond["tool_choice"]["function"]["name"] == "Respond"
+    assert "last step of a plan-then-execute agent" in system_text(respond)
+    shown_to_model = user_text(respond)
+    assert QUERY in shown_to_model and '"title": "Hello"' in shown_to_model
+    assert "Failed and skipped steps:\n(none)" in shown_to_model
+
+    request_id = done.stdout.split("toolplan show ", 1)[1].split()[0]
+    shown = cli_llm("show", request_id)
+    assert shown.code == 0 and "answer: Alice now has a blog, Hello." in shown.stdout
+    data = cli_llm("show", request_id, "--json").json()
+    assert data["answer"] == "Alice now has a blog, Hello."
+    assert data["answers"][0]["llmCalls"] == 2
+
+
+def test_run_json_has_answer_plans_llm_calls_and_usage(cli_llm: Cli, llm: FakeOpenAIServer) -> None:
+    llm.script([Reply.structured(blog_plan(), usage=(100, 20)), answer("done", usage=(40, 3))])
+    done = cli_llm("run", QUERY, "--json")
+    assert done.code == 0, done.stderr
+    data = done.json()
+    assert data["answer"] == "done" and data["status"] == "succeeded"
+    assert data["llmCalls"] == 2
+    assert data["usage"] == {"inputTokens": 140, "outputTokens": 23}
+    (version,) = data["plans"]
+    assert version["planId"] == data["planId"] and version["status"] == "succeeded"
+    assert version["replanOf"] is None and version["planStatus"] == "planned"
+    assert data["outputs"]["blog"]["title"] == "Hello"
+
+
+def test_a_failed_step_is_replanned_as_a_second_version(
+    cli_llm: Cli, llm: FakeOpenAIServer
+) -> None:
+    llm.script(
+        [
+            Reply.structured(metric_plan("cpu_load")),
+            replan("there is no metric cpu_load; the CPU metric is cpu_usage"),
+            Reply.structured(metric_plan("cpu_usage")),
+            answer("CPU usage is 72.5%."),
+        ]
+    )
+    done = cli_llm("run", METRIC_QUERY, "--json")
+    assert done.code == 0, done.stderr
+    data = done.json()
+    assert data["answer"] == "CPU usage is 72.5%." and data["llmCalls"] == 4
+    first, second = data["plans"]
+    assert first["status"] == "failed" and second["status"] == "succeeded"
+    assert second["replanOf"] == first["planId"] and data["planId"] == second["planId"]
+    assert data["outputs"]["cpu"]["current"] == 72.5
+
+    # the first respond call saw the step's error; the replanning call saw the previous plan,
+    # what its step did, and the reason
+    assert "unknown metric 'cpu_load'" in user_text(llm.requests[1])
+    replanning = user_text(llm.requests[2])
+    assert METRIC_QUERY in replanning and "cpu_load" in replanning
+    assert "the CPU metric is cpu_usage" in replanning and "failed" in replanning
+
+    shown = cli_llm("show", data["requestId"], "--json").json()
+    assert [p["planId"] for p in shown["plans"]] == [first["planId"], second["planId"]]
+    assert shown["plans"][1]["meta"]["replanOf"] == first["planId"]
+    assert shown["plans"][0]["execution"]["status"] == "failed"
+    text = cli_llm("show", data["requestId"]).stdout
+    assert f"replan of {first['planId']}" in text and "answer: CPU usage is 72.5%." in text
+
+
+def test_replans_are_bounded_and_the_answer_says_what_failed(
+    cli_llm: Cli, llm: FakeOpenAIServer
+) -> None:
+    llm.script(
+        [
+            Reply.structured(metric_plan("cpu_load")),
+            replan("no metric cpu_load"),
+            Reply.structured(metric_plan("cpu_percent")),
+            replan("no metric cpu_percent either"),  # not allowed any more
+        ]
+    )
+    done = cli_llm("run", METRIC_QUERY)
+    assert done.code == 1, done.stderr  # the last plan failed, even with an answer
+    last = done.stdout.strip().splitlines()
+    answer_text = done.stdout.split("answer: ", 1)[1]
+    assert "could not be completed (failed)" in answer_text
+    assert "no metric cpu_percent either" in answer_text
+    assert "unknown metric 'cpu_percent'" in answer_text
+    assert last[-1].startswith("- cpu: query_metric failed")
+    assert len(llm.requests) == 4 and llm.remaining == 0
+    assert "Replanning allowed: yes" in user_text(llm.requests[1])
+    assert "Replanning allowed: no" in user_text(llm.requests[3])
+
+
+def test_max_replans_zero_answers_after_the_first_plan(cli_llm: Cli, llm: FakeOpenAIServer) -> None:
+    llm.script(
+        [
+            Reply.structured(metric_plan("cpu_load")),
+            answer("There is no metric cpu_load, so the CPU usage is unknown."),
+        ]
+    )
+    done = cli_llm("run", METRIC_QUERY, "--max-replans", "0", "--json")
+    assert done.code == 1
+    data = done.json()
+    assert data["answer"].startswith("There is no metric cpu_load")
+    assert len(data["plans"]) == 1 and data["status"] == "failed"
+
+
+def test_respond_model_down_exits_3_and_keeps_the_executed_steps(
+    cli_llm: Cli, llm: FakeOpenAIServer
+) -> None:
+    llm.script([Reply.structured(blog_plan())])  # nothing left for the respond call: 500
+    done = cli_llm("run", QUERY)
+    assert done.code == 3, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr and "no scripted reply left" in done.stderr
+    shown = cli_llm("show", _plan_id(cli_llm), "--json").json()
+    assert shown["execution"]["status"] == "succeeded"
+    assert [s["status"] for s in shown["execution"]["steps"]] == ["succeeded", "succeeded"]
+
+
+def _plan_id(cli: Cli) -> str:
+    import sqlite3
+
+    with sqlite3.connect(cli.tmp / "toolplan.db") as db:
+        (plan_id,) = db.execute("SELECT plan_id FROM tp_plans").fetchone()
+    return str(plan_id)
+
+
+def test_no_answer_keeps_the_plain_run(cli_llm: Cli, llm: FakeOpenAIServer) -> None:
+    llm.script([Reply.structured(blog_plan())])
+    done = cli_llm("run", QUERY, "--no-answer", "--json")
+    assert done.code == 0, done.stderr
+    data = done.json()
+    assert "answer" not in data and data["llmCalls"] == 1 and len(llm.requests) == 1
+
+
+async def test_python_api_answer_query(
+    llm: FakeOpenAIServer, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import toolplan
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_BASE_URL", llm.base_url)
+    monkeypatch.setenv("TOOLPLAN_LLM_RETRIES", "0")
+    monkeypatch.delenv("TOOLPLAN_MODEL", raising=False)
+    llm.script(
+        [
+            Reply.structured(metric_plan("cpu_load")),
+            replan("use cpu_usage"),
+            Reply.structured(metric_plan("cpu_usage")),
+            answer("72.5%"),
+        ]
+    )
+    outcome = await toolplan.answer_query(
+        METRIC_QUERY, tools=["metrics"], store=f"sqlite:///{tmp_path / 'api.db'}"
+    )
+    assert outcome.answer == "72.5%" and outcome.exit_code == 0 and outcome.llm_calls == 4
+    assert [p["status"] for p in outcome.plans] == ["failed", "succeeded"]
+    assert outcome.plans[1]["replanOf"] == outcome.plans[0]["planId"]
