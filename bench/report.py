@@ -193,8 +193,9 @@ def _round_trips(r: dict[str, Any]) -> str:
         [
             f"Scripted model: {r['llm_latency_s'] * 1000:.0f} ms per call; every tool "
             f"{r['tool_latency_s'] * 1000:.0f} ms; tokens counted with tiktoken {r['encoding']}. "
-            "Cells: LLM calls / input tokens / output tokens / wall s. toolplan = plan + execute + "
-            "one answer call; 'w/o answer' = plan + execute only (toolplan has no answer node).",
+            "Cells: LLM calls / input tokens / output tokens / wall s. toolplan = the agent loop: "
+            "plan + execute + the respond node's answer; 'w/o answer' = until the last step "
+            "finished.",
             _table(
                 [
                     "scenario",

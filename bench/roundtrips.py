@@ -4,9 +4,9 @@ Both get the same tools (the built-in blog, metrics and weather toolsets plus fo
 each wrapped with the same simulated latency) and the same scripted model: a fixed latency per
 call, replies that are the ideal decisions, and token counts taken from what each call receives.
 
-- **toolplan**: the real planning graph (``create_plan``: one structured-output call, validation,
-  persistence) then the real engine (``execute_stored_plan`` on SQLite), then one answer call
-  that sees the query and the plan's outputs (toolplan has no answer node; it is written here).
+- **toolplan**: the real agent loop (``run_agent``: the planning graph's one structured-output
+  call, validation and persistence; the real engine on SQLite; the respond node's structured call,
+  which sees the query and the plan's outputs and answers).
 - **ReAct**: LangChain's ``create_agent``. "Ideal" is judged two ways: *parallel*, all tool calls
   whose inputs are known in one turn (what an OpenAI model with parallel tool calls does at
   best); *sequential*, one tool call per turn (the ReAct of the LLMCompiler paper).
@@ -22,30 +22,26 @@ from pathlib import Path
 from typing import Any
 
 from langchain.agents import create_agent
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from bench.scenarios import SCENARIOS, Scenario, bench_catalog, bench_tools
 from bench.scripted import Policy, ScriptedChatModel
 from bench.stats import median
 from bench.tokens import encoding
+from toolplan.agent.graph import AgentContext
+from toolplan.agent.loop import run_agent
 from toolplan.execution.runner import ExecutionContext
-from toolplan.operations import execute_stored_plan
 from toolplan.planning.graph import PlannerContext
-from toolplan.planning.planner import create_plan
 from toolplan.store.protocol import Store
 from toolplan.store.sqlite import SqliteStore
 from toolplan.templates import resolve
 
-__all__ = ["AGENTS", "ANSWER_PROMPT", "REACT_PROMPT", "run_round_trips", "run_scenario"]
+__all__ = ["AGENTS", "REACT_PROMPT", "run_round_trips", "run_scenario"]
 
 REACT_PROMPT = (
     "You are a helpful assistant. Use the tools to do what the user asks. When several tool "
     "calls do not depend on each other, make them in the same turn. When everything is done, "
     "answer briefly."
-)
-ANSWER_PROMPT = (
-    "You answer the user's request briefly, using only the results of the tool calls that were "
-    "run for it."
 )
 AGENTS = ("toolplan", "react_parallel", "react_sequential")
 COST_OUTPUT_WEIGHT = 4
@@ -70,13 +66,20 @@ def _llm_plan(scenario: Scenario) -> dict[str, Any]:
 
 
 def planner_policy(scenario: Scenario) -> Policy:
-    """The ideal planner: the whole plan in one structured call; then the final answer."""
+    """The ideal planner: the whole plan in one structured call; then the final answer, through
+    the respond node's structured call."""
 
     def policy(messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]]) -> AIMessage:
-        if any(t.get("function", {}).get("name") == "LLMPlan" for t in tools):
+        names = {t.get("function", {}).get("name") for t in tools}
+        if "LLMPlan" in names:
             return AIMessage(
                 content="",
                 tool_calls=[{"name": "LLMPlan", "args": _llm_plan(scenario), "id": "call_plan"}],
+            )
+        if "Respond" in names:
+            answer = {"action": "answer", "answer": scenario.answer}
+            return AIMessage(
+                content="", tool_calls=[{"name": "Respond", "args": answer, "id": "call_answer"}]
             )
         return AIMessage(content=scenario.answer)
 
@@ -141,37 +144,35 @@ async def _run_toolplan(
     model = ScriptedChatModel(policy=planner_policy(scenario), latency=llm_latency)
     catalog = bench_catalog(tool_delay)
     planner = PlannerContext(store=store, catalog=catalog, model=model, model_name="scripted:ideal")
+    marks: dict[str, float] = {}
+
+    def planned(_: Any) -> None:
+        marks["planned"] = time.perf_counter()
+
+    def step_event(_: Any) -> None:
+        marks["executed"] = time.perf_counter()  # the last one: the last step finished
+
+    execution = ExecutionContext(store=store, catalog=catalog, listener=step_event)
     started = time.perf_counter()
-    outcome = await create_plan(scenario.query, planner)
-    planned = time.perf_counter()
-    result = await execute_stored_plan(
-        outcome.ref.plan_id, ExecutionContext(store=store, catalog=catalog)
-    )
-    executed = time.perf_counter()
-    if result.status != "succeeded":
-        raise RuntimeError(
-            f"{scenario.key}: toolplan execution ended {result.status}: {result.to_json()}"
-        )
-    await model.ainvoke(
-        [
-            SystemMessage(ANSWER_PROMPT),
-            HumanMessage(scenario.query),
-            HumanMessage(
-                "Results of the tool calls:\n" + json.dumps(result.outputs, ensure_ascii=False)
-            ),
-        ]
+    outcome = await run_agent(
+        scenario.query, AgentContext(planner, execution, on_planned=planned), max_replans=0
     )
     finished = time.perf_counter()
-    plan_only = _totals(model, slice(0, outcome.llm_calls))
-    if plan_only["input_tokens"] != outcome.usage["inputTokens"]:
-        raise RuntimeError("the planner's recorded usage differs from the model's own count")
+    if outcome.result.status != "succeeded" or outcome.answer != scenario.answer:
+        raise RuntimeError(
+            f"{scenario.key}: toolplan ended {outcome.result.status}: {outcome.to_json()}"
+        )
+    planning_calls = outcome.plans[0]["llmCalls"]
+    plan_only = _totals(model, slice(0, planning_calls))
+    if _totals(model)["input_tokens"] != outcome.usage["inputTokens"]:
+        raise RuntimeError("the agent's recorded usage differs from the model's own count")
     return {
         **_totals(model),
         "wall_s": round(finished - started, 3),
-        "planning_llm_calls": outcome.llm_calls,
-        "planning": {**plan_only, "wall_s": round(planned - started, 3)},
-        "execution_s": round(executed - planned, 3),
-        "without_answer": {**plan_only, "wall_s": round(executed - started, 3)},
+        "planning_llm_calls": planning_calls,
+        "planning": {**plan_only, "wall_s": round(marks["planned"] - started, 3)},
+        "execution_s": round(marks["executed"] - marks["planned"], 3),
+        "without_answer": {**plan_only, "wall_s": round(marks["executed"] - started, 3)},
     }
 
 
@@ -257,6 +258,10 @@ async def run_round_trips(
     goals: dict[str, Any] = {
         "planning_is_one_llm_call": all(
             r["toolplan"]["planning_llm_calls"] == 1 for r in rows.values()
+        ),
+        "answer_is_two_llm_calls": all(r["toolplan"]["llm_calls"] == 2 for r in rows.values()),
+        "react_parallel_is_depth_plus_one": all(
+            r["react_parallel"]["llm_calls"] == r["depth"] + 1 for r in rows.values()
         ),
     }
     for baseline in ("react_parallel", "react_sequential"):

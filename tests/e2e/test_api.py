@@ -35,7 +35,7 @@ from tests.e2e.api_support import (
 )
 from tests.e2e.conftest import Cli
 from tests.support.fake_openai import FakeOpenAIServer, Reply
-from tests.support.plans import QUERY, blog_plan, broken_blog_plan
+from tests.support.plans import QUERY, blog_plan, broken_blog_plan, llm_step
 from toolplan.api import ApiSettings, check_bind, is_loopback
 from toolplan.errors import InvalidInput, StoreUnavailable
 from toolplan.store import open_store
@@ -716,3 +716,44 @@ def test_which_hosts_need_a_token(host: str, allowed: bool) -> None:
         with pytest.raises(InvalidInput, match="TOOLPLAN_API_TOKEN"):
             check_bind(ApiSettings(host=host))
     check_bind(ApiSettings(host=host, token=TOKEN))  # a token allows any address
+
+
+RUN_QUERY = """mutation($query: String!, $requestId: String, $maxReplans: Int) {
+  runQuery(query: $query, requestId: $requestId, maxReplans: $maxReplans) {
+    requestId answer plans { planId status replanOf } llmCalls usage
+  }
+}"""
+
+
+def test_run_query_answers_and_replans(llm: FakeOpenAIServer, client: GraphQLClient) -> None:
+    def metric(name: str) -> dict[str, Any]:
+        return {
+            "reasoning": "one lookup",
+            "steps": [llm_step("cpu", "query_metric", {"name": name})],
+            "outputSteps": ["cpu"],
+        }
+
+    llm.script(
+        [
+            Reply.structured(metric("cpu_load"), usage=(10, 5)),
+            Reply.structured({"action": "replan", "reason": "use cpu_usage"}, usage=(10, 5)),
+            Reply.structured(metric("cpu_usage"), usage=(10, 5)),
+            Reply.structured({"action": "answer", "answer": "72.5%"}, usage=(10, 5)),
+        ]
+    )
+    run = client.data(RUN_QUERY, {"query": "CPU usage?"})["runQuery"]
+    assert run["answer"] == "72.5%" and run["llmCalls"] == 4
+    assert run["usage"] == {"inputTokens": 40, "outputTokens": 20}
+    first, second = run["plans"]
+    assert first["status"] == "failed" and first["replanOf"] is None
+    assert second == {
+        "planId": second["planId"],
+        "status": "succeeded",
+        "replanOf": first["planId"],
+    }
+    request = client.data(REQUEST, {"id": run["requestId"]})["request"]
+    assert [p["planId"] for p in request["plans"]] == [first["planId"], second["planId"]]
+
+    llm.script([])  # the model is down: UPSTREAM error, no traceback
+    body = client.gql(RUN_QUERY, {"query": "CPU usage?", "maxReplans": 0})
+    assert body["errors"] and body["data"] is None

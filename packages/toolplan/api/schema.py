@@ -23,6 +23,7 @@ from toolplan.api.types import (
     ExecutionType,
     PlanRefType,
     PlanType,
+    QueryRunType,
     RequestType,
     StepEventType,
     ToolType,
@@ -95,6 +96,23 @@ class Mutation:
         planner = await info.context.planner()
         outcome = await create_plan(query, planner, request_id=request_id)
         return PlanRefType.from_ref(outcome.ref)
+
+    @strawberry.mutation(
+        description="Plan a query with the LLM, execute it and answer from the results; a failed "
+        "plan may be replanned (at most maxReplans times), as a new version of the request."
+    )
+    async def run_query(
+        self, info: Info, query: str, request_id: str | None = None, max_replans: int = 1
+    ) -> QueryRunType:
+        from toolplan.agent.graph import AgentContext
+        from toolplan.agent.loop import run_agent
+
+        check_text(query, "the query", info.context.settings.limits)
+        if request_id is not None:
+            require_id(request_id, "req")
+        ctx = AgentContext(await info.context.planner(), info.context.execution_context())
+        outcome = await run_agent(query, ctx, request_id=request_id, max_replans=max_replans)
+        return QueryRunType.from_json(outcome.to_json())
 
     @strawberry.mutation(
         description="Validate a plan (canonical or seed-002 JSON object) and store it; nothing "

@@ -17,6 +17,8 @@ __all__ = [
     "PlanRefType",
     "PlanStepType",
     "PlanType",
+    "QueryRunPlanType",
+    "QueryRunType",
     "RequestType",
     "StepEventType",
     "ToolStatsType",
@@ -278,4 +280,43 @@ class StepEventType:
             duration_ms=event.duration_ms,
             fallback_tool=event.fallback_tool,
             used_fallback=event.used_fallback,
+        )
+
+
+@strawberry.type(name="QueryRunPlan", description="One plan version of a runQuery.")
+class QueryRunPlanType:
+    plan_id: str
+    status: str = strawberry.field(
+        description="Its execution's status: succeeded, partial or failed."
+    )
+    replan_of: str | None = strawberry.field(
+        description="The plan this one replaced after a failure (null for the first)."
+    )
+
+
+@strawberry.type(name="QueryRun", description="A query planned, executed and answered.")
+class QueryRunType:
+    request_id: str
+    answer: str = strawberry.field(
+        description="The model's answer from the results; when the replans were spent, it says "
+        "what failed."
+    )
+    plans: list[QueryRunPlanType] = strawberry.field(description="Every version, oldest first.")
+    llm_calls: int = strawberry.field(description="Planning, replanning and answer calls.")
+    usage: JSON = strawberry.field(description="Tokens over every call: inputTokens, outputTokens.")
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> QueryRunType:
+        """From ``AgentOutcome.to_json()``."""
+        return cls(
+            request_id=data["requestId"],
+            answer=data["answer"],
+            plans=[
+                QueryRunPlanType(
+                    plan_id=p["planId"], status=str(p["status"]), replan_of=p.get("replanOf")
+                )
+                for p in data["plans"]
+            ],
+            llm_calls=data["llmCalls"],
+            usage=JSON(data["usage"]),
         )
