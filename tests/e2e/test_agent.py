@@ -10,9 +10,7 @@ import pytest
 
 from tests.e2e.conftest import Cli
 from tests.support.fake_openai import FakeOpenAIServer, Reply
-from tests.support.plans import QUERY, blog_plan, llm_step
-
-METRIC_QUERY = "What is the current CPU usage?"
+from tests.support.plans import QUERY, blog_plan, orphan_blog_plan
 
 
 @pytest.fixture
@@ -28,14 +26,6 @@ def cli_llm(cli: Cli, llm: FakeOpenAIServer) -> Cli:
     )
     cli.env.pop("TOOLPLAN_MODEL", None)
     return cli
-
-
-def metric_plan(name: str) -> dict[str, Any]:
-    return {
-        "reasoning": "one lookup",
-        "steps": [llm_step("cpu", "query_metric", {"name": name})],
-        "outputSteps": ["cpu"],
-    }
 
 
 def answer(text: str, usage: tuple[int, int] = (30, 8)) -> Reply:
@@ -96,34 +86,34 @@ def test_a_failed_step_is_replanned_as_a_second_version(
 ) -> None:
     llm.script(
         [
-            Reply.structured(metric_plan("cpu_load")),
-            replan("there is no metric cpu_load; the CPU metric is cpu_usage"),
-            Reply.structured(metric_plan("cpu_usage")),
-            answer("CPU usage is 72.5%."),
+            Reply.structured(orphan_blog_plan("alice")),
+            replan("author alice does not exist; create the author first, then the blog"),
+            Reply.structured(blog_plan()),
+            answer("Alice now has a blog, Hello."),
         ]
     )
-    done = cli_llm("run", METRIC_QUERY, "--json")
+    done = cli_llm("run", QUERY, "--json")
     assert done.code == 0, done.stderr
     data = done.json()
-    assert data["answer"] == "CPU usage is 72.5%." and data["llmCalls"] == 4
+    assert data["answer"] == "Alice now has a blog, Hello." and data["llmCalls"] == 4
     first, second = data["plans"]
     assert first["status"] == "failed" and second["status"] == "succeeded"
     assert second["replanOf"] == first["planId"] and data["planId"] == second["planId"]
-    assert data["outputs"]["cpu"]["current"] == 72.5
+    assert data["outputs"]["blog"]["title"] == "Hello"
 
     # the first respond call saw the step's error; the replanning call saw the previous plan,
     # what its step did, and the reason
-    assert "unknown metric 'cpu_load'" in user_text(llm.requests[1])
+    assert "author 'alice' does not exist" in user_text(llm.requests[1])
     replanning = user_text(llm.requests[2])
-    assert METRIC_QUERY in replanning and "cpu_load" in replanning
-    assert "the CPU metric is cpu_usage" in replanning and "failed" in replanning
+    assert QUERY in replanning and '"authorId": "alice"' in replanning
+    assert "create the author first, then the blog" in replanning and "failed" in replanning
 
     shown = cli_llm("show", data["requestId"], "--json").json()
     assert [p["planId"] for p in shown["plans"]] == [first["planId"], second["planId"]]
     assert shown["plans"][1]["meta"]["replanOf"] == first["planId"]
     assert shown["plans"][0]["execution"]["status"] == "failed"
     text = cli_llm("show", data["requestId"]).stdout
-    assert f"replan of {first['planId']}" in text and "answer: CPU usage is 72.5%." in text
+    assert f"replan of {first['planId']}" in text and "answer: Alice now has a blog, Hello." in text
 
 
 def test_replans_are_bounded_and_the_answer_says_what_failed(
@@ -131,20 +121,20 @@ def test_replans_are_bounded_and_the_answer_says_what_failed(
 ) -> None:
     llm.script(
         [
-            Reply.structured(metric_plan("cpu_load")),
-            replan("no metric cpu_load"),
-            Reply.structured(metric_plan("cpu_percent")),
-            replan("no metric cpu_percent either"),  # not allowed any more
+            Reply.structured(orphan_blog_plan("alice")),
+            replan("no author alice"),
+            Reply.structured(orphan_blog_plan("Alice")),
+            replan("no author Alice either"),  # not allowed any more
         ]
     )
-    done = cli_llm("run", METRIC_QUERY)
+    done = cli_llm("run", QUERY)
     assert done.code == 1, done.stderr  # the last plan failed, even with an answer
     last = done.stdout.strip().splitlines()
     answer_text = done.stdout.split("answer: ", 1)[1]
     assert "could not be completed (failed)" in answer_text
-    assert "no metric cpu_percent either" in answer_text
-    assert "unknown metric 'cpu_percent'" in answer_text
-    assert last[-1].startswith("- cpu: query_metric failed")
+    assert "no author Alice either" in answer_text
+    assert "author 'Alice' does not exist" in answer_text
+    assert last[-1].startswith("- blog: createBlog failed")
     assert len(llm.requests) == 4 and llm.remaining == 0
     assert "Replanning allowed: yes" in user_text(llm.requests[1])
     assert "Replanning allowed: no" in user_text(llm.requests[3])
@@ -153,14 +143,14 @@ def test_replans_are_bounded_and_the_answer_says_what_failed(
 def test_max_replans_zero_answers_after_the_first_plan(cli_llm: Cli, llm: FakeOpenAIServer) -> None:
     llm.script(
         [
-            Reply.structured(metric_plan("cpu_load")),
-            answer("There is no metric cpu_load, so the CPU usage is unknown."),
+            Reply.structured(orphan_blog_plan("alice")),
+            answer("There is no author alice, so no blog was created."),
         ]
     )
-    done = cli_llm("run", METRIC_QUERY, "--max-replans", "0", "--json")
+    done = cli_llm("run", QUERY, "--max-replans", "0", "--json")
     assert done.code == 1
     data = done.json()
-    assert data["answer"].startswith("There is no metric cpu_load")
+    assert data["answer"].startswith("There is no author alice")
     assert len(data["plans"]) == 1 and data["status"] == "failed"
 
 
@@ -203,15 +193,15 @@ async def test_python_api_answer_query(
     monkeypatch.delenv("TOOLPLAN_MODEL", raising=False)
     llm.script(
         [
-            Reply.structured(metric_plan("cpu_load")),
-            replan("use cpu_usage"),
-            Reply.structured(metric_plan("cpu_usage")),
-            answer("72.5%"),
+            Reply.structured(orphan_blog_plan("alice")),
+            replan("create the author first"),
+            Reply.structured(blog_plan()),
+            answer("Done."),
         ]
     )
     outcome = await toolplan.answer_query(
-        METRIC_QUERY, tools=["metrics"], store=f"sqlite:///{tmp_path / 'api.db'}"
+        QUERY, tools=["blog"], store=f"sqlite:///{tmp_path / 'api.db'}"
     )
-    assert outcome.answer == "72.5%" and outcome.exit_code == 0 and outcome.llm_calls == 4
+    assert outcome.answer == "Done." and outcome.exit_code == 0 and outcome.llm_calls == 4
     assert [p["status"] for p in outcome.plans] == ["failed", "succeeded"]
     assert outcome.plans[1]["replanOf"] == outcome.plans[0]["planId"]

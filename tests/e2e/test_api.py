@@ -35,7 +35,7 @@ from tests.e2e.api_support import (
 )
 from tests.e2e.conftest import Cli
 from tests.support.fake_openai import FakeOpenAIServer, Reply
-from tests.support.plans import QUERY, blog_plan, broken_blog_plan, llm_step
+from tests.support.plans import QUERY, blog_plan, broken_blog_plan, orphan_blog_plan
 from toolplan.api import ApiSettings, check_bind, is_loopback
 from toolplan.errors import InvalidInput, StoreUnavailable
 from toolplan.store import open_store
@@ -726,23 +726,16 @@ RUN_QUERY = """mutation($query: String!, $requestId: String, $maxReplans: Int) {
 
 
 def test_run_query_answers_and_replans(llm: FakeOpenAIServer, client: GraphQLClient) -> None:
-    def metric(name: str) -> dict[str, Any]:
-        return {
-            "reasoning": "one lookup",
-            "steps": [llm_step("cpu", "query_metric", {"name": name})],
-            "outputSteps": ["cpu"],
-        }
-
     llm.script(
         [
-            Reply.structured(metric("cpu_load"), usage=(10, 5)),
-            Reply.structured({"action": "replan", "reason": "use cpu_usage"}, usage=(10, 5)),
-            Reply.structured(metric("cpu_usage"), usage=(10, 5)),
-            Reply.structured({"action": "answer", "answer": "72.5%"}, usage=(10, 5)),
+            Reply.structured(orphan_blog_plan("alice"), usage=(10, 5)),
+            Reply.structured({"action": "replan", "reason": "create Alice first"}, usage=(10, 5)),
+            Reply.structured(blog_plan(), usage=(10, 5)),
+            Reply.structured({"action": "answer", "answer": "Blog Hello created."}, usage=(10, 5)),
         ]
     )
-    run = client.data(RUN_QUERY, {"query": "CPU usage?"})["runQuery"]
-    assert run["answer"] == "72.5%" and run["llmCalls"] == 4
+    run = client.data(RUN_QUERY, {"query": QUERY})["runQuery"]
+    assert run["answer"] == "Blog Hello created." and run["llmCalls"] == 4
     assert run["usage"] == {"inputTokens": 40, "outputTokens": 20}
     first, second = run["plans"]
     assert first["status"] == "failed" and first["replanOf"] is None
@@ -755,5 +748,5 @@ def test_run_query_answers_and_replans(llm: FakeOpenAIServer, client: GraphQLCli
     assert [p["planId"] for p in request["plans"]] == [first["planId"], second["planId"]]
 
     llm.script([])  # the model is down: UPSTREAM error, no traceback
-    body = client.gql(RUN_QUERY, {"query": "CPU usage?", "maxReplans": 0})
+    body = client.gql(RUN_QUERY, {"query": QUERY, "maxReplans": 0})
     assert body["errors"] and body["data"] is None

@@ -46,6 +46,22 @@ def blog_plan(*, confidence: float = 0.9) -> dict[str, Any]:
     }
 
 
+def orphan_blog_plan(author_id: str = "alice") -> dict[str, Any]:
+    """Valid, but fails at run time: no author has this ID. A business error only the run sees
+    (names from a closed set are refused at planning time instead); a replan fixes it."""
+    return {
+        "reasoning": "the author exists already",
+        "steps": [
+            llm_step(
+                "blog",
+                "createBlog",
+                {"authorId": author_id, "title": "Hello", "content": "about world"},
+            )
+        ],
+        "outputSteps": ["blog"],
+    }
+
+
 def broken_blog_plan() -> dict[str, Any]:
     """Invalid: a misspelt tool and a reference to a step that does not exist."""
     return {

@@ -16,8 +16,8 @@ from langchain_core.runnables import RunnableConfig
 
 from toolplan.agent.budget import truncate_tokens
 from toolplan.engine.result import ExecutionResult
+from toolplan.planning.call import StructuredRequest, call_model
 from toolplan.planning.graph import PlannerContext
-from toolplan.planning.model import ask_structured, llm_errors, truncated
 from toolplan.planning.parsing import message_payload
 from toolplan.planning.prompts import Prompt, load_prompt
 
@@ -147,20 +147,17 @@ async def _call(
     calls: int,
     config: RunnableConfig | None,
 ) -> tuple[Any, dict[str, int]]:
-    """One structured call, its usage added to ``usage``; client errors become
-    :class:`~toolplan.errors.LLMUnavailable` (exit 3)."""
-    with llm_errors(ctx.model_name, endpoint=ctx.endpoint, max_tokens=ctx.max_tokens):
-        answer = await ask_structured(
-            ctx.model, messages, RESPOND_SCHEMA, method=ctx.method, strict=False, config=config
-        )
-    total = dict(usage or {"inputTokens": 0, "outputTokens": 0})
-    total["inputTokens"] += answer.input_tokens
-    total["outputTokens"] += answer.output_tokens
-    if answer.cached_input_tokens is not None:
-        total["cachedInputTokens"] = total.get("cachedInputTokens", 0) + answer.cached_input_tokens
-    if answer.finish_reason == "length":
-        raise truncated(ctx.model_name, ctx.max_tokens, usage=total, llmCalls=calls + 1)
-    return message_payload(answer.message), total
+    """One structured call through :func:`~toolplan.planning.call.call_model` (client errors
+    become :class:`~toolplan.errors.LLMUnavailable`, exit 3; usage counted; an answer cut off at
+    the output-token limit refused), with the planner's model and settings."""
+    reply = await call_model(
+        ctx.model_call(),
+        StructuredRequest(messages, RESPOND_SCHEMA),
+        usage=usage,
+        calls=calls,
+        config=config,
+    )
+    return message_payload(reply.answer.message), reply.usage
 
 
 def read_decision(payload: Any) -> tuple[Literal["answer", "replan"], str]:
