@@ -166,6 +166,21 @@ def test_respond_model_down_exits_3_and_keeps_the_executed_steps(
     assert [s["status"] for s in shown["execution"]["steps"]] == ["succeeded", "succeeded"]
 
 
+def test_an_answer_cut_off_at_the_output_limit_exits_3_and_says_so(
+    cli_llm: Cli, llm: FakeOpenAIServer
+) -> None:
+    llm.script(
+        [Reply.structured(blog_plan()), answer("Alice now has").with_(finish_reason="length")]
+    )
+    done = cli_llm("run", QUERY, "--json")
+    assert done.code == 3, done.stdout + done.stderr
+    data = done.json()
+    assert "before finishing the answer" in data["error"] and "steps are stored" in data["error"]
+    assert data["llmCalls"] == 2  # the usage so far, as for a cut-off plan
+    shown = cli_llm("show", _plan_id(cli_llm), "--json").json()
+    assert shown["execution"]["status"] == "succeeded"
+
+
 def _plan_id(cli: Cli) -> str:
     import sqlite3
 

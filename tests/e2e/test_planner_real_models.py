@@ -462,7 +462,12 @@ def test_a_wrong_shape_goes_back_with_the_path_that_exists_and_the_repair_runs(
             Reply.structured(plan("{{metrics.metrics[0].name}}", "{{query.current}}")),
         ]
     )
-    done = cli("run", "List the storage metrics, query the first, check it is above 100", "--json")
+    done = cli(
+        "run",
+        "List the storage metrics, query the first, check it is above 100",
+        "--json",
+        "--no-answer",
+    )
     assert done.code == 0, done.stderr
     result = done.json()
     assert result["status"] == "succeeded" and result["llmCalls"] == 2

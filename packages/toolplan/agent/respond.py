@@ -18,6 +18,7 @@ from toolplan.agent.budget import truncate_tokens
 from toolplan.engine.result import ExecutionResult
 from toolplan.planning.call import StructuredRequest, call_model
 from toolplan.planning.graph import PlannerContext
+from toolplan.planning.llm_errors import LLMOutputTruncated
 from toolplan.planning.parsing import message_payload
 from toolplan.planning.prompts import Prompt, load_prompt
 
@@ -150,13 +151,22 @@ async def _call(
     """One structured call through :func:`~toolplan.planning.call.call_model` (client errors
     become :class:`~toolplan.errors.LLMUnavailable`, exit 3; usage counted; an answer cut off at
     the output-token limit refused), with the planner's model and settings."""
-    reply = await call_model(
-        ctx.model_call(),
-        StructuredRequest(messages, RESPOND_SCHEMA),
-        usage=usage,
-        calls=calls,
-        config=config,
-    )
+    try:
+        reply = await call_model(
+            ctx.model_call(),
+            StructuredRequest(messages, RESPOND_SCHEMA),
+            usage=usage,
+            calls=calls,
+            config=config,
+        )
+    except LLMOutputTruncated as cut:  # its own message speaks of a plan, and nothing stored
+        raise LLMOutputTruncated(
+            f"model {ctx.model_name!r} stopped at the output limit of "
+            f"{ctx.max_tokens or 'its'} tokens before finishing the answer (finish_reason "
+            "'length'); the plan's steps are stored. Raise TOOLPLAN_LLM_MAX_TOKENS if answers "
+            "are that long; a model that repeats itself needs a stronger model",
+            details=cut.details,
+        ) from None
     return message_payload(reply.answer.message), reply.usage
 
 
