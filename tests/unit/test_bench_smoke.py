@@ -80,3 +80,17 @@ async def test_every_measure_runs_at_its_smallest_size(tmp_path: Path) -> None:
         "round_trips.png",
         "scale.png",
     }
+
+
+async def test_replan_recovery_with_the_scripted_model() -> None:
+    """The scripted replanner fixes a plan only when the replan message carries the tool's error,
+    so every designed failure recovering shows the loop carries it (checked on two kinds)."""
+    from bench.replan_recovery import run_recovery
+
+    report = await run_recovery(
+        real=False, only=["metric_cpu", "blog_missing_author"], log=lambda _: None
+    )
+    assert report["queries"] == 2 and report["recovered"] == 2
+    for row in report["rows"]:
+        assert row["statuses"] == ["failed", "succeeded"] and row["llmCalls"] == 4
+        assert [c["kind"] for c in row["calls"]] == ["plan", "respond", "plan", "respond"]
