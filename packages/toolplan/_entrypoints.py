@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolplan.analysis import Analysis, analyze
-from toolplan.config import Settings
+from toolplan.config import PlanReuse, Settings
 from toolplan.engine.policies import ExecutionOptions
 from toolplan.engine.recorder import StepEvent
 from toolplan.engine.result import ExecutionResult
@@ -270,12 +270,15 @@ async def answer_query(
     max_repairs: int = 2,
     confidence_threshold: float = 0.5,
     approve: bool = False,
+    reuse: PlanReuse | None = None,
     on_event: Callable[[StepEvent], None] | None = None,
 ) -> AgentOutcome:
     """Plan ``query``, execute the plan and answer it (``toolplan run "QUERY"``): the model reads
     the results and answers, or asks for a new plan (at most ``max_replans`` times), stored as a
-    new version of the same request. The outcome has ``answer``, ``plans``, ``llm_calls``,
-    ``usage`` and the last plan's execution ``result``."""
+    new version of the same request. The first plan may reuse a stored one (``reuse``: ``off``,
+    ``exact`` or ``parametric``; default ``TOOLPLAN_PLAN_REUSE``, else ``exact``). The outcome has
+    ``answer``, ``plans``, ``llm_calls``, ``usage``, ``reused_from`` and the last plan's execution
+    ``result``."""
     from toolplan.agent.graph import AgentContext
     from toolplan.agent.loop import run_agent
 
@@ -290,7 +293,7 @@ async def answer_query(
         listener=on_event,
         backend=backend_for(settings),
     )
-    ctx = AgentContext(planner, execution, approve=approve)
+    ctx = AgentContext(planner, execution, approve=approve, reuse=reuse or settings.plan_reuse)
     return await run_agent(query, ctx, request_id=request_id, max_replans=max_replans)
 
 

@@ -559,6 +559,7 @@ def run(
             max_replans=max_replans,
             approve=yes,
             as_json=as_json,
+            no_reuse=no_reuse,
         )
         return
     planning: dict[str, Any] = {}

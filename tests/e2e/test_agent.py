@@ -115,6 +115,12 @@ def test_a_failed_step_is_replanned_as_a_second_version(
     text = cli_llm("show", data["requestId"]).stdout
     assert f"replan of {first['planId']}" in text and "answer: Alice now has a blog, Hello." in text
 
+    # the same query later reuses the version that worked, not the one that failed
+    llm.script([answer("Alice has a blog.")])
+    again = cli_llm("run", QUERY, "--json")
+    assert again.code == 0, again.stderr
+    assert again.json()["reusedFrom"] == second["planId"]
+
 
 def test_replans_are_bounded_and_the_answer_says_what_failed(
     cli_llm: Cli, llm: FakeOpenAIServer
@@ -220,3 +226,31 @@ async def test_python_api_answer_query(
     assert outcome.answer == "Done." and outcome.exit_code == 0 and outcome.llm_calls == 4
     assert [p["status"] for p in outcome.plans] == ["failed", "succeeded"]
     assert outcome.plans[1]["replanOf"] == outcome.plans[0]["planId"]
+
+
+def test_reuse_under_the_agent_loop_plans_nothing_and_still_answers(
+    cli_llm: Cli, llm: FakeOpenAIServer
+) -> None:
+    llm.script([Reply.structured(blog_plan()), answer("Alice now has a blog, Hello.")])
+    first = cli_llm("run", QUERY, "--json")
+    assert first.code == 0, first.stderr
+
+    llm.script([answer("Again: Alice has a blog.", usage=(25, 6))])
+    again = cli_llm("run", QUERY, "--json")
+    assert again.code == 0, again.stderr
+    data = again.json()
+    assert [r["tool_choice"]["function"]["name"] for r in llm.requests[2:]] == ["Respond"]
+    assert data["reusedFrom"] == first.json()["planId"] and data["reuse"] == "exact"
+    assert data["llmCalls"] == 1 and data["usage"] == {"inputTokens": 25, "outputTokens": 6}
+    (version,) = data["plans"]
+    assert version["reusedFrom"] == first.json()["planId"] and version["llmCalls"] == 0
+    assert (
+        data["answer"] == "Again: Alice has a blog." and data["outputs"]["blog"]["title"] == "Hello"
+    )
+
+    human = cli_llm("run", QUERY, "--no-reuse", "--max-replans", "0")
+    assert human.code == 3  # planned anew: the server has no reply left for it
+    llm.script([answer("Reused once more.")])
+    shown = cli_llm("run", QUERY)
+    assert shown.code == 0 and "0 LLM calls" in shown.stderr
+    assert "reused from" in shown.stdout and shown.stdout.rstrip().endswith("Reused once more.")

@@ -1,6 +1,9 @@
 """Plan reuse through the real CLI and the scripted OpenAI-compatible server: a reused plan
 costs 0 LLM calls (the server sees no request), and nothing is reused across catalogs, for a
-query that differs outside its slots, or from a plan whose execution did not succeed."""
+query that differs outside its slots, or from a plan whose execution did not succeed.
+
+These runs use ``--no-answer`` to count planning calls alone; reuse under the agent loop (where
+the answer still costs its one call) is tested in ``test_agent.py``."""
 
 from __future__ import annotations
 
@@ -96,11 +99,11 @@ def test_parametric_slots_are_whole_literals_with_fixed_text_between() -> None:
 
 def test_exact_reuse_makes_no_llm_call(cli_llm: Cli, llm: FakeOpenAIServer) -> None:
     llm.script([Reply.structured(blog_plan())])
-    first = cli_llm("run", QUERY, "--json")
+    first = cli_llm("run", QUERY, "--json", "--no-answer")
     assert first.code == 0, first.stderr
     assert len(llm.requests) == 1
 
-    again = cli_llm("run", "  " + QUERY.upper() + ". ", "--json")
+    again = cli_llm("run", "  " + QUERY.upper() + ". ", "--json", "--no-answer")
     assert again.code == 0, again.stderr
     assert len(llm.requests) == 1  # the server saw no request
     data = again.json()
@@ -114,20 +117,20 @@ def test_exact_reuse_makes_no_llm_call(cli_llm: Cli, llm: FakeOpenAIServer) -> N
         in cli_llm("show", data["planId"]).stdout
     )
 
-    human = cli_llm("run", QUERY)
+    human = cli_llm("run", QUERY, "--no-answer")
     assert human.code == 0 and "0 LLM calls" in human.stderr
     llm.script([Reply.structured(blog_plan())])
-    assert cli_llm("run", QUERY, "--no-reuse").code == 0
+    assert cli_llm("run", QUERY, "--no-reuse", "--no-answer").code == 0
     assert len(llm.requests) == 2
 
 
 def test_parametric_reuse_substitutes_the_values(cli_llm: Cli, llm: FakeOpenAIServer) -> None:
     cli_llm.env["TOOLPLAN_PLAN_REUSE"] = "parametric"
     llm.script([Reply.structured(weather_plan())])
-    first = cli_llm("run", WEATHER, "--json")
+    first = cli_llm("run", WEATHER, "--json", "--no-answer")
     assert first.code == 0, first.stderr
 
-    again = cli_llm("run", "Compare the weather in Paris and Oslo", "--json")
+    again = cli_llm("run", "Compare the weather in Paris and Oslo", "--json", "--no-answer")
     assert again.code == 0, again.stderr
     assert len(llm.requests) == 1
     data = again.json()
@@ -137,7 +140,7 @@ def test_parametric_reuse_substitutes_the_values(cli_llm: Cli, llm: FakeOpenAISe
     # the default mode (exact) does not reuse across values
     cli_llm.env.pop("TOOLPLAN_PLAN_REUSE")
     llm.script([Reply.structured(weather_plan("Rome", "Lima"))])
-    other = cli_llm("run", "Compare the weather in Rome and Lima", "--json")
+    other = cli_llm("run", "Compare the weather in Rome and Lima", "--json", "--no-answer")
     assert other.code == 0 and "reusedFrom" not in other.json()
     assert len(llm.requests) == 2
 
@@ -147,16 +150,16 @@ def test_no_reuse_across_catalogs_or_other_text_or_failed_runs(
 ) -> None:
     cli_llm.env["TOOLPLAN_PLAN_REUSE"] = "parametric"
     llm.script([Reply.structured(weather_plan())])
-    assert cli_llm("run", WEATHER).code == 0
+    assert cli_llm("run", WEATHER, "--no-answer").code == 0
 
     cli_llm.env["TOOLPLAN_TOOLS"] = "weather"  # another catalog
     llm.script([Reply.structured(weather_plan())])
-    changed = cli_llm("run", WEATHER, "--json")
+    changed = cli_llm("run", WEATHER, "--json", "--no-answer")
     assert changed.code == 0 and "reusedFrom" not in changed.json()
     assert len(llm.requests) == 2
 
     llm.script([Reply.structured(weather_plan("Paris", "Oslo"))])
-    text = cli_llm("run", "Compare the forecast in Paris and Oslo", "--json")
+    text = cli_llm("run", "Compare the forecast in Paris and Oslo", "--json", "--no-answer")
     assert text.code == 0 and "reusedFrom" not in text.json()
     assert len(llm.requests) == 3
 
@@ -165,9 +168,9 @@ def test_no_reuse_across_catalogs_or_other_text_or_failed_runs(
     failing["steps"][2] = llm_step("c", "business_error", {"message": "no such city"})
     llm.script([Reply.structured(failing)])
     query = "Weather in Tokyo versus Lima"
-    assert cli_llm("run", query).code == 1
+    assert cli_llm("run", query, "--no-answer").code == 1
     llm.script([Reply.structured(weather_plan("Tokyo", "Lima"))])  # planned anew
-    retried = cli_llm("run", query, "--json")
+    retried = cli_llm("run", query, "--json", "--no-answer")
     assert retried.code == 0 and "reusedFrom" not in retried.json()
     assert len(llm.requests) == 5
 

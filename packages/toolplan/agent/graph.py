@@ -37,6 +37,7 @@ from toolplan.lookup import find_plan
 from toolplan.operations import ANSWERS, PlanRef
 from toolplan.pipeline import FromQuery, Planned, execute_planned, obtain_plan
 from toolplan.planning.graph import PlannerContext
+from toolplan.reuse import ReuseMode
 
 __all__ = [
     "DEFAULT_MAX_REPLANS",
@@ -59,6 +60,8 @@ class AgentContext:
     execution: ExecutionContext
     approve: bool = False
     """Run plans stored as ``needs_review``."""
+    reuse: ReuseMode = "off"
+    """Reuse a stored plan for the first version (:mod:`toolplan.reuse`) instead of planning."""
     respond_budget: int = DEFAULT_RESPOND_BUDGET
     on_planned: Callable[[Planned], None] | None = field(default=None, repr=False)
     """Sees every stored plan version before it runs (the CLI prints it)."""
@@ -106,6 +109,10 @@ class AgentState(TypedDict, total=False):
     """Every version: ``planId``, ``planStatus``, ``status`` (its execution), ``replanOf``."""
     llm_calls: int
     usage: dict[str, int]
+    reused_from: str
+    """The stored plan the first version reused, if any."""
+    reuse: str
+    """``exact`` or ``parametric`` when the first version was reused."""
 
 
 @functools.lru_cache(maxsize=4)
@@ -117,7 +124,7 @@ def _default_context(settings: Settings) -> AgentContext:
     execution = ExecutionContext.from_settings(
         settings, store=planner.store, catalog=planner.catalog
     )
-    return AgentContext(planner, execution)
+    return AgentContext(planner, execution, reuse=settings.plan_reuse)
 
 
 register_cache(_default_context.cache_clear)
@@ -138,12 +145,17 @@ def _add(usage: dict[str, int] | None, more: dict[str, int]) -> dict[str, int]:
 
 
 async def planner(state: AgentState, runtime: Runtime[AgentGraphContext]) -> AgentState:
-    """Plan the query (a replan: with the previous plan, its results and the reason)."""
+    """Plan the query (a replan: with the previous plan, its results and the reason). The first
+    plan may reuse a stored one (``AgentContext.reuse``): 0 LLM calls; a replan never does."""
     ctx = await agent_context(runtime)
     replan_of = state.get("replan_of")
     meta = {"replanOf": replan_of, "replanReason": state.get("reason")} if replan_of else None
     source = FromQuery(
-        state["query"], state.get("request_id"), context=state.get("context"), meta=meta
+        state["query"],
+        state.get("request_id"),
+        reuse="off" if replan_of else ctx.reuse,
+        context=state.get("context"),
+        meta=meta,
     )
     planned = await obtain_plan(
         source,
@@ -156,23 +168,32 @@ async def planner(state: AgentState, runtime: Runtime[AgentGraphContext]) -> Age
     if ctx.on_planned is not None:
         ctx.on_planned(planned)
     outcome = planned.planning
-    assert outcome is not None  # a query is always planned by the model
+    if outcome is not None:
+        plan, calls, usage = outcome.plan, outcome.llm_calls, outcome.usage
+    else:  # reused: the stored copy, planned by nobody
+        record = await asyncio.to_thread(find_plan, ctx.execution.store, planned.ref.plan_id)
+        plan, calls, usage = record.plan, 0, {}
     version = {
         "planId": planned.ref.plan_id,
         "planStatus": planned.ref.status,
         "status": None,
         "replanOf": state.get("replan_of"),
-        "llmCalls": outcome.llm_calls,
+        "reusedFrom": planned.reused_from,
+        "llmCalls": calls,
     }
-    return {
+    update: AgentState = {
         "request_id": planned.ref.request_id,
         "plan_id": planned.ref.plan_id,
-        "plan": outcome.plan,
+        "plan": plan,
         "plan_status": planned.ref.status,
         "plans": [*(state.get("plans") or []), version],
-        "llm_calls": state.get("llm_calls", 0) + outcome.llm_calls,
-        "usage": _add(state.get("usage"), outcome.usage),
+        "llm_calls": state.get("llm_calls", 0) + calls,
+        "usage": _add(state.get("usage"), usage),
     }
+    if planned.reused_from is not None:
+        update["reused_from"] = planned.reused_from
+        update["reuse"] = planned.reuse or "exact"
+    return update
 
 
 async def executor(state: AgentState, runtime: Runtime[AgentGraphContext]) -> AgentState:

@@ -36,6 +36,10 @@ class AgentOutcome:
     plan: dict[str, Any]
     """The last plan."""
     truncated: bool = False
+    reused_from: str | None = None
+    """The stored plan the first version reused (0 planning calls), if any."""
+    reuse: str | None = None
+    """``exact`` or ``parametric`` when reused."""
 
     @property
     def exit_code(self) -> int:
@@ -44,7 +48,7 @@ class AgentOutcome:
 
     def to_json(self) -> dict[str, Any]:
         """``toolplan run "QUERY" --json``: the last execution plus the loop's keys."""
-        return {
+        data = {
             **self.result.to_json(),
             "planStatus": self.plans[-1]["planStatus"],
             "plan": self.plan,
@@ -53,6 +57,9 @@ class AgentOutcome:
             "llmCalls": self.llm_calls,
             "usage": self.usage,
         }
+        if self.reused_from is not None:
+            data.update(reusedFrom=self.reused_from, reuse=self.reuse)
+        return data
 
 
 async def run_agent(
@@ -93,4 +100,6 @@ async def run_agent(
         result=await asyncio.to_thread(last),
         plan=state.get("plan") or {},
         truncated=bool(state.get("truncated")),
+        reused_from=state.get("reused_from"),
+        reuse=state.get("reuse"),
     )

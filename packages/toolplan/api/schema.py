@@ -110,7 +110,11 @@ class Mutation:
         check_text(query, "the query", info.context.settings.limits)
         if request_id is not None:
             require_id(request_id, "req")
-        ctx = AgentContext(await info.context.planner(), info.context.execution_context())
+        ctx = AgentContext(
+            await info.context.planner(),
+            info.context.execution_context(),
+            reuse=info.context.settings.plan_reuse,
+        )
         outcome = await run_agent(query, ctx, request_id=request_id, max_replans=max_replans)
         return QueryRunType.from_json(outcome.to_json())
 

@@ -29,6 +29,7 @@ def run_with_answer(
     max_replans: int,
     approve: bool,
     as_json: bool,
+    no_reuse: bool = False,
 ) -> None:
     """Plan, execute, answer (replanning at most ``max_replans`` times); print the answer last.
     Exits with the last plan's execution code (0 succeeded, 1 partial or failed)."""
@@ -37,11 +38,19 @@ def run_with_answer(
 
     def show(planned: Planned) -> None:
         versions.append(planned.ref.plan_id)
-        if as_json or planned.planning is None:
+        if as_json:
             return
         if len(versions) > 1:
             stderr.print(f"replanning: version {len(versions)} of request {planned.ref.request_id}")
-        render.print_plan(stderr, planned.planning.plan, planned.planning.analysis)
+        if planned.planning is not None:
+            render.print_plan(stderr, planned.planning.plan, planned.planning.analysis)
+        elif planned.reused_from is not None:
+            ref = planned.ref
+            stderr.print(
+                f"reused {planned.reused_from} ({planned.reuse} match, 0 LLM calls) as "
+                f"{ref.plan_id} (request {ref.request_id}); --no-reuse plans anew",
+                highlight=False,
+            )
 
     def body() -> AgentOutcome:
         from toolplan.agent.graph import AgentContext
@@ -55,6 +64,7 @@ def run_with_answer(
                 planner(session),
                 session.context(as_json=as_json),
                 approve=approve,
+                reuse="off" if no_reuse else session.settings.plan_reuse,
                 on_planned=show,
             )
             return _run_async(run_agent(query, ctx, request_id=request_id, max_replans=max_replans))
@@ -68,6 +78,8 @@ def run_with_answer(
     render.print_execution(stdout, outcome.result)
     for number, version in enumerate(outcome.plans, 1):
         replaces = f" (replan of {version['replanOf']})" if version.get("replanOf") else ""
+        if version.get("reusedFrom"):
+            replaces = f" (reused from {version['reusedFrom']}, 0 planning calls)"
         stdout.print(
             f"plan version {number}: {version['planId']} {version['status']}{replaces}",
             highlight=False,
