@@ -371,6 +371,7 @@ def submit(
                 query=query,
                 max_steps=session.settings.max_steps,
                 limits=session.settings.limits,
+                estimates=session.settings.estimates,
             )
         finally:
             session.close()
@@ -380,6 +381,8 @@ def submit(
             stdout.print(
                 f"stored plan [bold]{ref.plan_id}[/] (request {ref.request_id}) in {session.store.uri}"
             )
+            estimate = ref.estimate.to_json() if ref.estimate else None
+            stdout.print(f"estimate: {render.estimate_text(estimate)}", highlight=False)
             stdout.print(f"run it with: toolplan execute {ref.plan_id}")
 
     _guard(body, as_json=as_json)
@@ -585,6 +588,7 @@ def run(
 
         def show(planned: Planned) -> None:
             planning["planId"] = planned.ref.plan_id
+            estimate = planned.ref.estimate.to_json() if planned.ref.estimate else None
             if planned.planning is not None:
                 planning.update(planned.planning.to_json())
                 if not as_json:
@@ -603,6 +607,8 @@ def run(
                 stderr.print(
                     f"stored {ref.plan_id} (request {ref.request_id}) in {session.store.uri}"
                 )
+            if not as_json:
+                stderr.print(f"estimate: {render.estimate_text(estimate)}", highlight=False)
 
         try:
             if query_text is not None:
@@ -636,6 +642,7 @@ def run(
             {
                 **result.to_json(),
                 "planStatus": planning["status"],
+                "estimate": planning.get("estimate"),
                 "plan": planning["plan"],
                 "llmCalls": planning["llmCalls"],
                 "usage": planning["usage"],
@@ -717,6 +724,8 @@ def plan(
         f"{outcome.ref.status}; {outcome.llm_calls} LLM call(s), {usage['inputTokens']} input / "
         f"{usage['outputTokens']} output tokens, {outcome.planning_ms:.0f} ms"
     )
+    estimate = outcome.ref.estimate.to_json() if outcome.ref.estimate else None
+    stdout.print(f"estimate: {render.estimate_text(estimate)}", highlight=False)
     if outcome.ref.status == "needs_review":
         stdout.print(
             f"[yellow]needs review:[/] low planner confidence; run it with "

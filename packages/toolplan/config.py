@@ -10,6 +10,7 @@ from typing import Any, Literal
 from toolplan.analysis import DEFAULT_MAX_STEPS
 from toolplan.engine.policies import ExecutionOptions, RetryPolicy, TimeoutPolicy
 from toolplan.errors import InvalidInput
+from toolplan.estimates import EstimateSettings
 from toolplan.limits import InputLimits
 from toolplan.planning.schema import DEFAULT_TYPED_SCHEMA_MAX_TOOLS
 from toolplan.store import DEFAULT_STORE_URI
@@ -78,6 +79,19 @@ def _timeout_policy(env: Mapping[str, str]) -> TimeoutPolicy:
         return TimeoutPolicy(**values)
     except ValueError as error:
         raise InvalidInput(str(error)) from None
+
+
+def _estimate_settings(env: Mapping[str, str], concurrency: int) -> EstimateSettings:
+    """Plan estimates: ``TOOLPLAN_ESTIMATE_DEFAULT_MS`` (a tool never seen), ``TOOLPLAN_PRICES``
+    (the price table file) and the concurrency limit the schedule is estimated under."""
+    default_ms = _number(env, "TOOLPLAN_ESTIMATE_DEFAULT_MS", float)
+    if default_ms is not None and default_ms < 0:
+        raise InvalidInput(f"TOOLPLAN_ESTIMATE_DEFAULT_MS={default_ms:g} must not be negative")
+    return EstimateSettings(
+        default_ms=EstimateSettings.default_ms if default_ms is None else default_ms,
+        prices_file=(env.get("TOOLPLAN_PRICES") or "").strip() or None,
+        concurrency=concurrency,
+    )
 
 
 @dataclass(frozen=True)
@@ -210,7 +224,8 @@ class Settings:
     (seconds a read-only tool's result is reused), the adaptive timeouts
     (:class:`~toolplan.engine.policies.TimeoutPolicy`): ``TOOLPLAN_ADAPTIVE_TIMEOUTS``,
     ``TOOLPLAN_TIMEOUT_MIN_OBSERVATIONS``, ``TOOLPLAN_TIMEOUT_FACTOR``,
-    ``TOOLPLAN_TIMEOUT_HISTORY``, and the planner's
+    ``TOOLPLAN_TIMEOUT_HISTORY``, plan estimates (:class:`~toolplan.estimates.EstimateSettings`):
+    ``TOOLPLAN_ESTIMATE_DEFAULT_MS``, ``TOOLPLAN_PRICES``, and the planner's
     (:class:`PlannerSettings`): ``TOOLPLAN_MODEL``, ``TOOLPLAN_MAX_REPAIRS``,
     ``TOOLPLAN_CONFIDENCE_THRESHOLD``, ``TOOLPLAN_STRUCTURED_METHOD``, ``TOOLPLAN_LLM_TIMEOUT``,
     ``TOOLPLAN_LLM_RETRIES``, ``TOOLPLAN_LLM_MAX_TOKENS``, ``TOOLPLAN_TYPED_SCHEMA_MAX_TOOLS``,
@@ -243,6 +258,8 @@ class Settings:
     plan_reuse: PlanReuse = "exact"
     """Plan reuse before planning a query (``TOOLPLAN_PLAN_REUSE``): off, exact or parametric
     (:mod:`toolplan.reuse`)."""
+    estimates: EstimateSettings = field(default_factory=EstimateSettings)
+    """How plan estimates are made: ``TOOLPLAN_ESTIMATE_DEFAULT_MS``, ``TOOLPLAN_PRICES``."""
 
     @classmethod
     def from_env(
@@ -299,6 +316,7 @@ class Settings:
             project_file=str(config.path) if config else None,
             temporal=TemporalSettings.from_env(env),
             plan_reuse=_reuse_mode(env.get("TOOLPLAN_PLAN_REUSE")),
+            estimates=_estimate_settings(env, execution.concurrency),
         )
 
     def with_overrides(
@@ -315,9 +333,11 @@ class Settings:
     ) -> Settings:
         """A copy with the flags a user gave on the command line applied."""
         execution = self.execution
+        estimates = self.estimates
         try:
             if concurrency is not None:
                 execution = replace(execution, concurrency=concurrency)
+                estimates = replace(estimates, concurrency=concurrency)
             if fail_fast is not None:
                 execution = replace(execution, fail_fast=fail_fast)
             if no_cache:
@@ -330,6 +350,7 @@ class Settings:
             tool_modules=tuple(tool_modules) if tool_modules else self.tool_modules,
             max_steps=max_steps or self.max_steps,
             execution=execution,
+            estimates=estimates,
             mcp_config=mcp_config or self.mcp_config,
             tool_sources_given=self.tool_sources_given or bool(tool_modules or mcp_config),
             temporal=replace(self.temporal, address=temporal_address)

@@ -7,9 +7,11 @@ layers over these functions; no behaviour lives only in one of them.
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 import weakref
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,7 @@ from toolplan.analysis import Analysis, analyze
 from toolplan.config import register_cache
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import InvalidInput, StoreUnavailable
+from toolplan.estimates import Estimate, EstimateSettings, estimate_plan
 from toolplan.execution.backend import DetachedBackend
 from toolplan.execution.cancel import DEFAULT_CANCEL_WAIT, request_cancel
 from toolplan.execution.context import ExecutionContext
@@ -60,11 +63,23 @@ class PlanRef:
     status: PlanStatus
     plan: Plan | None = field(default=None, compare=False)
     analysis: Analysis | None = field(default=None, compare=False)
+    estimate: Estimate | None = field(default=None, compare=False)
+    """Expected duration and cost (:mod:`toolplan.estimates`), stored with the plan."""
 
     def to_json(self) -> dict[str, Any]:
-        """``{"requestId", "planId", "status"}``."""
-        return {"requestId": self.request_id, "planId": self.plan_id, "status": self.status}
+        """``{"requestId", "planId", "status", "estimate"}``."""
+        data: dict[str, Any] = {
+            "requestId": self.request_id,
+            "planId": self.plan_id,
+            "status": self.status,
+        }
+        if self.estimate is not None:
+            data["estimate"] = self.estimate.to_json()
+        return data
 
+
+ESTIMATE_KEY = "estimate"
+"""Where a plan's estimate is stored in its ``meta``."""
 
 _STATS_TTL_SECONDS = 60.0
 _stats_cache: weakref.WeakKeyDictionary[Store, tuple[float, dict[str, Any]]] = (
@@ -109,6 +124,7 @@ def submit_plan(
     status: PlanStatus = "planned",
     meta: dict[str, Any] | None = None,
     limits: InputLimits | None = None,
+    estimates: EstimateSettings | None = None,
 ) -> PlanRef:
     """Validate a plan and store it with new IDs; nothing runs.
 
@@ -130,6 +146,7 @@ def submit_plan(
         request_id=request_id,
         status=status,
         meta=meta,
+        estimates=estimates,
     )
 
 
@@ -143,10 +160,13 @@ def store_plan(
     request_id: str | None = None,
     status: PlanStatus = "planned",
     meta: dict[str, Any] | None = None,
+    estimates: EstimateSettings | None = None,
 ) -> PlanRef:
     """Store a plan already validated and analysed (by :func:`submit_plan`, or the planner's
     analysis node with :func:`plan_estimator`) with new IDs, recording where ``catalog``'s tools
-    came from; with ``request_id``, as a new version of that existing request."""
+    came from and its estimate (``meta.estimate``, from the tool history in ``store`` and the
+    settings ``estimates``, by default the environment's); with ``request_id``, as a new
+    version of that existing request."""
     request: RequestRecord | None = None
     if request_id is not None:
         existing = find_request(store, request_id)
@@ -154,6 +174,13 @@ def store_plan(
     else:
         request = RequestRecord(new_id("req"), query, utc_now())
         request_id = request.request_id
+    meta = _with_tool_sources(meta, catalog)
+    if estimates is None:
+        from toolplan.config import Settings
+
+        estimates = Settings.from_env(os.environ, project=False).estimates
+    estimate = estimate_plan(plan, analysis, catalog, store, estimates, meta=meta)
+    meta[ESTIMATE_KEY] = estimate.to_json()
     record = PlanRecord(
         plan_id=new_id("plan"),
         request_id=request_id,
@@ -162,10 +189,12 @@ def store_plan(
         status=status,
         created_at=utc_now(),
         query=query,
-        meta=_with_tool_sources(meta, catalog),
+        meta=meta,
     )
     store.save_plan(record, request)
-    return PlanRef(request_id, record.plan_id, status, plan=plan, analysis=analysis)
+    return PlanRef(
+        request_id, record.plan_id, status, plan=plan, analysis=analysis, estimate=estimate
+    )
 
 
 def _with_tool_sources(meta: dict[str, Any] | None, catalog: ToolCatalog) -> dict[str, Any]:
@@ -326,8 +355,20 @@ def list_tools(
     return [replace(info, stats=stats.get(info.name)) for info in infos]
 
 
+def actual_duration_ms(execution: ExecutionRecord | None) -> float | None:
+    """Wall time of a finished execution (``finishedAt - startedAt``: a resumed one includes
+    the time it was interrupted), or ``None``."""
+    if execution is None or not execution.started_at or not execution.finished_at:
+        return None
+    started = datetime.fromisoformat(execution.started_at.replace("Z", "+00:00"))
+    finished = datetime.fromisoformat(execution.finished_at.replace("Z", "+00:00"))
+    return round((finished - started).total_seconds() * 1000, 1)
+
+
 def _plan_json(record: PlanRecord, execution: ExecutionRecord | None) -> dict[str, Any]:
     return {
+        "estimate": record.meta.get(ESTIMATE_KEY),
+        "actualDurationMs": actual_duration_ms(execution),
         "planId": record.plan_id,
         "requestId": record.request_id,
         "query": record.query,

@@ -75,6 +75,16 @@ def print_plan(console: Console, plan_json: dict[str, Any], analysis: dict[str, 
         console.print(f"critical path: {' -> '.join(critical)}")
 
 
+def estimate_text(estimate: dict[str, Any] | None) -> str:
+    """``1.20 s (history), $0.0031``: a plan's estimate for people (cost only when known)."""
+    if not estimate:
+        return "none (stored before estimates)"
+    text = f"{estimate['durationMs'] / 1000:.2f} s ({estimate['basis']})"
+    if estimate.get("costUsd") is not None:
+        text += f", ${estimate['costUsd']:.4g}"
+    return text
+
+
 def print_execution(console: Console, result: ExecutionResult) -> None:
     """A table of steps with status and timing, then the outputs."""
     table = Table(title=f"{result.plan_id}  ({result.request_id})", title_justify="left")
@@ -167,12 +177,19 @@ def print_described(console: Console, data: dict[str, Any]) -> None:
         execution = plan["execution"]
         if execution is None:
             console.print(f"execution status: none (not executed yet: toolplan execute {plan_id})")
+            console.print(f"estimate: {estimate_text(plan.get('estimate'))}", highlight=False)
             continue
         console.print(
             Text.assemble(
                 "execution status: ",
                 _with_meaning(execution["status"], EXECUTION_STATUS_MEANING, plan_id),
             )
+        )
+        actual = plan.get("actualDurationMs")
+        console.print(
+            f"duration: estimate {estimate_text(plan.get('estimate'))}"
+            + (f" · actual {actual / 1000:.2f} s" if actual is not None else ""),
+            highlight=False,
         )
         table = Table(show_header=True, box=None, pad_edge=False)
         for column in ("step", "status", "timeout", "output / error"):

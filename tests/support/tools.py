@@ -128,7 +128,7 @@ def lookup_hourly(key: str, config: RunnableConfig) -> dict[str, Any]:
     return {"key": key}
 
 
-tagged(lookup, "read-only")
+tagged(lookup, "read-only", cost_usd=0.001)
 tagged(lookup_hourly, "read-only", cache_ttl=3600)
 
 TOOLS = [sleepy, echo, text, business_error, flaky, hang, gate, held, lookup, lookup_hourly]

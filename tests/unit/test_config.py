@@ -57,6 +57,8 @@ SAMPLES: dict[str, tuple[str, Callable[[Settings], Any], Any]] = {
     "TOOLPLAN_TEMPORAL_TASK_QUEUE": ("q", lambda s: s.temporal.task_queue, "q"),
     "TOOLPLAN_TEMPORAL_HEARTBEAT": ("2", lambda s: s.temporal.heartbeat_seconds, 2),
     "TOOLPLAN_PLAN_REUSE": ("parametric", lambda s: s.plan_reuse, "parametric"),
+    "TOOLPLAN_ESTIMATE_DEFAULT_MS": ("250", lambda s: s.estimates.default_ms, 250),
+    "TOOLPLAN_PRICES": ("prices.json", lambda s: s.estimates.prices_file, "prices.json"),
 }
 """Every variable Settings reads: a valid value and where it lands."""
 

@@ -72,7 +72,9 @@ async def test_a_document_is_stored_then_executed(ctx: ExecutionContext) -> None
     assert seen == [outcome.planned] and outcome.planned.planning is None
     assert outcome.result is not None and outcome.result.status == "succeeded"
     record = find_plan(ctx.store, outcome.planned.ref.plan_id)
+    estimate = record.meta.pop("estimate")
     assert record.meta == {"source": "test"} and record.query == "q"
+    assert estimate["basis"] in ("history", "default", "mixed") and estimate["durationMs"] > 0
 
 
 async def test_a_query_is_planned_then_executed(ctx: ExecutionContext) -> None:

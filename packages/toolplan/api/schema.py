@@ -148,6 +148,7 @@ class Mutation:
             request_id=request_id,
             max_steps=context.settings.max_steps,
             limits=context.settings.limits,
+            estimates=context.settings.estimates,
         )
         return PlanRefType.from_ref(ref)
 

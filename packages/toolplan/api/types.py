@@ -12,6 +12,7 @@ from toolplan.operations import PlanRef
 from toolplan.tools.catalog import ToolInfo
 
 __all__ = [
+    "EstimateType",
     "ExecutionStepType",
     "ExecutionType",
     "PlanRefType",
@@ -26,6 +27,33 @@ __all__ = [
 ]
 
 
+@strawberry.type(
+    name="Estimate",
+    description="What a plan is expected to take and cost, from the tools' observed history.",
+)
+class EstimateType:
+    duration_ms: float = strawberry.field(
+        description="The critical path (the eager schedule at the concurrency limit) over the "
+        "mean observed duration of each step's tool; the default for tools never seen."
+    )
+    cost_usd: float | None = strawberry.field(
+        description="Per-call costs the tools declare plus the planning calls at the price "
+        "table (TOOLPLAN_PRICES); null when nothing is known."
+    )
+    basis: str = strawberry.field(
+        description="history (every step's tool observed), default (none) or mixed."
+    )
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any] | None) -> EstimateType | None:
+        """From ``Estimate.to_json()`` (``None`` for a plan stored without one)."""
+        if not data:
+            return None
+        return cls(
+            duration_ms=data["durationMs"], cost_usd=data.get("costUsd"), basis=data["basis"]
+        )
+
+
 @strawberry.type(name="PlanRef", description="Where a stored plan lives.")
 class PlanRefType:
     request_id: str = strawberry.field(description="The request (req_...) the plan belongs to.")
@@ -34,11 +62,19 @@ class PlanRefType:
         description="planned, or needs_review (low planner confidence: executePlan needs "
         "approve: true)."
     )
+    estimate: EstimateType | None = strawberry.field(
+        default=None, description="Expected duration and cost, stored with the plan."
+    )
 
     @classmethod
     def from_ref(cls, ref: PlanRef) -> PlanRefType:
         """From the core :class:`~toolplan.operations.PlanRef`."""
-        return cls(request_id=ref.request_id, plan_id=ref.plan_id, status=ref.status)
+        return cls(
+            request_id=ref.request_id,
+            plan_id=ref.plan_id,
+            status=ref.status,
+            estimate=EstimateType.from_json(ref.estimate.to_json() if ref.estimate else None),
+        )
 
 
 @strawberry.type(name="ExecutionStep", description="The durable record of one step's execution.")
@@ -165,6 +201,14 @@ class PlanType:
     execution: ExecutionType | None = strawberry.field(
         description="Its execution, or null if it never started."
     )
+    estimate: EstimateType | None = strawberry.field(
+        description="Expected duration and cost, made when the plan was stored (null for plans "
+        "stored before estimates existed)."
+    )
+    actual_duration_ms: float | None = strawberry.field(
+        description="Wall time of its finished execution (finishedAt - startedAt), beside the "
+        "estimate; null until it finished."
+    )
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PlanType:
@@ -182,6 +226,8 @@ class PlanType:
             output_steps=plan.get("outputSteps"),
             layers=[list(layer) for layer in (data.get("analysis") or {}).get("layers", [])],
             execution=ExecutionType.from_json(execution) if execution else None,
+            estimate=EstimateType.from_json(data.get("estimate")),
+            actual_duration_ms=data.get("actualDurationMs"),
         )
 
 

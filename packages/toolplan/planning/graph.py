@@ -37,6 +37,7 @@ from typing_extensions import TypedDict
 from toolplan.analysis import DEFAULT_MAX_STEPS, Analysis, analyze
 from toolplan.config import PlannerSettings, Settings, StructuredMethod, register_cache
 from toolplan.errors import InvalidInput, PlanInvalid
+from toolplan.estimates import EstimateSettings
 from toolplan.limits import InputLimits, check_json
 from toolplan.operations import plan_estimator, store_plan
 from toolplan.plan import parse_plan
@@ -89,6 +90,8 @@ class PlannerContext:
     schema_fallback: bool = False
     """Set when the endpoint rejected the typed schema: later calls use the generic one."""
     limits: InputLimits = field(default_factory=InputLimits)
+    estimates: EstimateSettings | None = None
+    """How the stored plan is estimated (``None``: the environment's settings)."""
     """The input limits the model's plan must meet, like any other plan."""
 
     def model_call(self) -> ModelCall:
@@ -141,6 +144,8 @@ class PlanningState(TypedDict, total=False):
     """``typed`` or ``generic``: the schema the last answer was requested in."""
     started_at: float
     planning_ms: float
+    estimate: dict[str, Any] | None
+    """The stored plan's estimate: ``{"durationMs", "costUsd", "basis"}``."""
 
 
 @functools.lru_cache(maxsize=4)
@@ -347,12 +352,14 @@ async def persist(state: PlanningState, runtime: Runtime[PlanningGraphContext]) 
         request_id=state.get("request_id"),
         status=status,  # type: ignore[arg-type]
         meta=meta,
+        estimates=ctx.estimates,
     )
     return {
         "request_id": ref.request_id,
         "plan_id": ref.plan_id,
         "status": status,
         "planning_ms": planning_ms,
+        "estimate": ref.estimate.to_json() if ref.estimate else None,
     }
 
 

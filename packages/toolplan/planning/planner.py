@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolplan.errors import InvalidInput, PlanInvalid, ValidationIssue
+from toolplan.estimates import Estimate
 from toolplan.limits import InputLimits, check_text
 from toolplan.lookup import find_request
 from toolplan.operations import PlanRef
@@ -33,7 +34,8 @@ class PlanningOutcome:
     model: str
 
     def to_json(self) -> dict[str, Any]:
-        """``toolplan plan --json``: requestId, planId, status, plan, llmCalls, usage."""
+        """``toolplan plan --json``: requestId, planId, status, estimate, plan, llmCalls,
+        usage."""
         return {
             **self.ref.to_json(),
             "plan": self.plan,
@@ -96,7 +98,12 @@ async def create_plan(
             state.get("errors") or [], llm_calls=state.get("llm_calls", 0), usage=usage
         )
     return PlanningOutcome(
-        ref=PlanRef(state["request_id"], state["plan_id"], state["status"]),
+        ref=PlanRef(
+            state["request_id"],
+            state["plan_id"],
+            state["status"],
+            estimate=Estimate.from_json(state.get("estimate")),
+        ),
         plan=state["plan"],
         analysis=state["analysis"],
         llm_calls=state.get("llm_calls", 0),

@@ -27,6 +27,11 @@ def planner_context_from_env(
     planner = settings.planner
     store = store or open_store(settings.store_uri)
     catalog = catalog or load_catalog(settings)
+    if settings.estimates.prices_file:
+        # A broken price table is found before the model is paid for a plan.
+        from toolplan.estimates import load_prices
+
+        load_prices(settings.estimates.prices_file)
     spec = model or planner.model
     max_tokens = planner.llm_max_tokens or default_max_tokens(settings.max_steps)
     return PlannerContext(
@@ -47,4 +52,5 @@ def planner_context_from_env(
         max_tokens=max_tokens,
         typed_schema_max_tools=planner.typed_schema_max_tools,
         limits=settings.limits,
+        estimates=settings.estimates,
     )

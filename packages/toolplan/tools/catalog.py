@@ -92,6 +92,7 @@ def tagged(
     examples: Iterable[dict[str, Any]] = (),
     cache_ttl: float | None = None,
     returns: Any = None,
+    cost_usd: float | None = None,
 ) -> BaseTool:
     """Add capability tags and usage examples to a tool (``toolplan tools --tag`` filters on them).
 
@@ -103,7 +104,14 @@ def tagged(
     ``returns`` declares what the tool returns, as a JSON schema or a type (a ``TypedDict``, a
     pydantic model); by default it is read from the function's return annotation. The validator
     checks templates against it before anything runs, and the planner sees it.
+
+    ``cost_usd`` declares what one call costs, in US dollars (a paid API): plan estimates
+    (``estimate.costUsd``) add it up per step.
     """
+    if cost_usd is not None and (
+        isinstance(cost_usd, bool) or not isinstance(cost_usd, int | float) or cost_usd < 0
+    ):
+        raise ValueError(f"cost_usd must be a non-negative number of dollars, got {cost_usd!r}")
     if cache_ttl is not None and (isinstance(cache_ttl, bool) or cache_ttl <= 0):
         raise ValueError(f"cache_ttl must be a positive number of seconds, got {cache_ttl!r}")
     tool.tags = [*(tool.tags or []), *tags]
@@ -114,6 +122,8 @@ def tagged(
         tool.metadata = {**(tool.metadata or {}), "cache_ttl": float(cache_ttl)}
     if returns is not None:
         tool.metadata = {**(tool.metadata or {}), "returns": returns}
+    if cost_usd is not None:
+        tool.metadata = {**(tool.metadata or {}), "cost_usd": float(cost_usd)}
     return tool
 
 
