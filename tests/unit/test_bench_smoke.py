@@ -94,3 +94,17 @@ async def test_replan_recovery_with_the_scripted_model() -> None:
     for row in report["rows"]:
         assert row["statuses"] == ["failed", "succeeded"] and row["llmCalls"] == 4
         assert [c["kind"] for c in row["calls"]] == ["plan", "respond", "plan", "respond"]
+
+
+async def test_the_issue_14_measures_run_at_their_smallest_size() -> None:
+    from bench.estimates import run as run_estimates
+    from bench.timeouts import run as run_timeouts
+
+    timeouts = run_timeouts(trials=2, calls=20)
+    assert {row["sigma"] for row in timeouts["rows"]} == {0.25, 0.5, 1.0, 1.5}
+    assert all(0 <= row["rule_only"]["mean"] <= 1 for row in timeouts["rows"])
+
+    estimates = await run_estimates(1)
+    for spread in ("stable", "noisy"):
+        (row,) = estimates[spread]["rows"]
+        assert row["basis"] == "history" and row["estimate_ms"] > 0 and row["actual_ms"] > 0
