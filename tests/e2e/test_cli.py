@@ -42,7 +42,8 @@ def test_submit_execute_show(cli: Cli) -> None:
     submitted = cli("submit", "--file", cli_cases.BLOG_PLAN, "--query", "make a blog", "--json")
     assert submitted.code == 0
     ref = submitted.json()
-    assert set(ref) == {"requestId", "planId", "status"} and ref["status"] == "planned"
+    assert set(ref) == {"requestId", "planId", "status", "estimate"} and ref["status"] == "planned"
+    assert ref["estimate"]["basis"] == "default" and ref["estimate"]["costUsd"] is None
     assert cli.calls() == []
 
     not_run = cli("show", ref["planId"], "--json").json()
