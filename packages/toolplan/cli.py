@@ -589,6 +589,7 @@ def run(
         def show(planned: Planned) -> None:
             planning["planId"] = planned.ref.plan_id
             estimate = planned.ref.estimate.to_json() if planned.ref.estimate else None
+            planning["estimate"] = estimate
             if planned.planning is not None:
                 planning.update(planned.planning.to_json())
                 if not as_json:
@@ -657,6 +658,7 @@ def run(
                 "planStatus": planning["planStatus"],
                 "reusedFrom": planning["reusedFrom"],
                 "reuse": planning["reuse"],
+                "estimate": planning.get("estimate"),
                 "llmCalls": 0,
                 "usage": {"inputTokens": 0, "outputTokens": 0},
             }
