@@ -134,7 +134,7 @@ def test_plan_prices_the_planning_call(cli: Cli, llm: FakeOpenAIServer, tmp_path
     assert "estimate: " in human.stdout and "$0.0009" in human.stdout
 
     llm.script([Reply.structured(blog_plan(), usage=(2000, 1000))])
-    ran = cli("run", QUERY, "--json")
+    ran = cli("run", QUERY, "--no-answer", "--json")
     assert ran.code == 0, ran.stderr
     assert ran.json()["estimate"]["costUsd"] == pytest.approx(0.0009)
 
