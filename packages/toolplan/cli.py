@@ -542,21 +542,24 @@ def run(
     """Plan a query with the LLM, execute it and answer (replanning after failures); or run a
     plan --file."""
 
+    def open_session() -> Session:
+        return _session(
+            store,
+            tools,
+            concurrency=concurrency,
+            fail_fast=fail_fast or None,
+            max_steps=max_steps,
+            mcp=mcp,
+            no_cache=no_cache,
+            temporal_address=temporal_address,
+        )
+
     if query_text is not None and file is None and not no_answer:
         from toolplan.commands.answer import run_with_answer
 
         run_with_answer(
             query_text,
-            lambda: _session(
-                store,
-                tools,
-                concurrency=concurrency,
-                fail_fast=fail_fast or None,
-                max_steps=max_steps,
-                mcp=mcp,
-                no_cache=no_cache,
-                temporal_address=temporal_address,
-            ),
+            open_session,
             planner=lambda session: _planner(session, model, max_repairs, confidence_threshold),
             request_id=request_id,
             max_replans=max_replans,
@@ -575,16 +578,7 @@ def run(
                 'give either a query (toolplan run "create author Alice ...") or a plan file '
                 "(toolplan run --file plan.json)"
             )
-        session = _session(
-            store,
-            tools,
-            concurrency=concurrency,
-            fail_fast=fail_fast or None,
-            max_steps=max_steps,
-            mcp=mcp,
-            no_cache=no_cache,
-            temporal_address=temporal_address,
-        )
+        session = open_session()
 
         def show(planned: Planned) -> None:
             planning["planId"] = planned.ref.plan_id

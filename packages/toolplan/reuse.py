@@ -27,12 +27,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from toolplan.config import PlanReuse as ReuseMode
 from toolplan.store.protocol import PlanRecord, Store
+from toolplan.templates import strings_in
 from toolplan.tools.catalog import ToolCatalog
 
 __all__ = [
@@ -114,25 +114,14 @@ class Reusable:
     """Stored literal → new value (empty for an exact match)."""
 
 
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
-
-
 def _plan_strings(plan: dict[str, Any]) -> list[str]:
     """Every string in the steps' parameters (and fallbacks'), templates included."""
     found: list[str] = []
     for step in plan.get("steps") or []:
-        found.extend(_strings(step.get("parameters")))
+        found.extend(strings_in(step.get("parameters")))
         fallback = step.get("fallback")
         if isinstance(fallback, dict):
-            found.extend(_strings(fallback.get("parameters")))
+            found.extend(strings_in(fallback.get("parameters")))
     return found
 
 

@@ -36,6 +36,7 @@ __all__ = [
     "malformed_templates",
     "references",
     "resolve",
+    "strings_in",
     "to_text",
 ]
 
@@ -145,20 +146,21 @@ def _describe(value: Any) -> str:
     return "an object"
 
 
-def _strings(value: Any) -> Iterator[str]:
+def strings_in(value: Any) -> Iterator[str]:
+    """Every string in a JSON value, inside objects and lists."""
     if isinstance(value, str):
         yield value
     elif isinstance(value, dict):
         for item in value.values():
-            yield from _strings(item)
+            yield from strings_in(item)
     elif isinstance(value, list):
         for item in value:
-            yield from _strings(item)
+            yield from strings_in(item)
 
 
 def find_templates(value: Any) -> Iterator[Template]:
     """Every well-formed template anywhere in a JSON value (strings inside objects and lists)."""
-    for text in _strings(value):
+    for text in strings_in(value):
         for start, end in _spans(text):
             template = Template.parse(text[start:end])
             if template is not None:
@@ -169,7 +171,7 @@ def malformed_templates(value: Any) -> list[str]:
     """Every ``{{...}}`` that does not follow the template grammar, as written."""
     return [
         text[start:end]
-        for text in _strings(value)
+        for text in strings_in(value)
         for start, end in _spans(text)
         if Template.parse(text[start:end]) is None
     ]
@@ -182,7 +184,7 @@ def references(value: Any) -> set[str]:
 
 def contains_template(value: Any) -> bool:
     """Whether ``value`` holds at least one ``{{...}}``, well-formed or not."""
-    return any(next(_spans(text), None) is not None for text in _strings(value))
+    return any(next(_spans(text), None) is not None for text in strings_in(value))
 
 
 def to_text(value: Any) -> str:
