@@ -7,12 +7,14 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.support.fake_openai import FakeOpenAIServer
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -87,6 +89,23 @@ class Cli:
 @pytest.fixture
 def cli(tmp_path: Path) -> Cli:
     return Cli(tmp_path)
+
+
+@pytest.fixture
+def llm() -> Iterator[FakeOpenAIServer]:
+    """A scripted OpenAI-compatible server (script its replies with ``llm.script``)."""
+    with FakeOpenAIServer(api_key="sk-test") as server:
+        yield server
+
+
+@pytest.fixture
+def cli_llm(cli: Cli, llm: FakeOpenAIServer) -> Cli:
+    """``cli`` pointed at ``llm``, without retries (each request the test scripts is one call)."""
+    cli.env.update(
+        {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": llm.base_url, "TOOLPLAN_LLM_RETRIES": "0"}
+    )
+    cli.env.pop("TOOLPLAN_MODEL", None)
+    return cli
 
 
 CliFactory = Callable[[Path], Cli]

@@ -13,21 +13,6 @@ from tests.support.fake_openai import FakeOpenAIServer, Reply
 from tests.support.plans import QUERY, blog_plan, orphan_blog_plan
 
 
-@pytest.fixture
-def llm() -> Any:
-    with FakeOpenAIServer(api_key="sk-test") as server:
-        yield server
-
-
-@pytest.fixture
-def cli_llm(cli: Cli, llm: FakeOpenAIServer) -> Cli:
-    cli.env.update(
-        {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": llm.base_url, "TOOLPLAN_LLM_RETRIES": "0"}
-    )
-    cli.env.pop("TOOLPLAN_MODEL", None)
-    return cli
-
-
 def answer(text: str, usage: tuple[int, int] = (30, 8)) -> Reply:
     return Reply.structured({"action": "answer", "answer": text}, usage=usage)
 

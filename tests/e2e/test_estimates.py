@@ -101,12 +101,6 @@ def test_submit_reports_the_estimate_and_show_the_actual(cli: Cli) -> None:
     assert f"actual {shown['actualDurationMs'] / 1000:.2f} s" in human_show
 
 
-@pytest.fixture
-def llm() -> Iterator[FakeOpenAIServer]:
-    with FakeOpenAIServer(api_key="sk-test") as server:
-        yield server
-
-
 def test_plan_prices_the_planning_call(cli: Cli, llm: FakeOpenAIServer, tmp_path: Path) -> None:
     prices = tmp_path / "prices.json"
     prices.write_text(json.dumps({"openai:gpt-4o-mini": {"input": 0.15, "output": 0.6}}))

@@ -46,19 +46,9 @@ def stored(query: str, plan: dict[str, Any]) -> PlanRecord:
 
 
 @pytest.fixture
-def llm() -> Any:
-    with FakeOpenAIServer(api_key="sk-test") as server:
-        yield server
-
-
-@pytest.fixture
-def cli_llm(cli: Cli, llm: FakeOpenAIServer) -> Cli:
-    cli.env.update(
-        {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": llm.base_url, "TOOLPLAN_LLM_RETRIES": "0"}
-    )
-    cli.env.pop("TOOLPLAN_MODEL", None)
-    cli.env.pop("TOOLPLAN_PLAN_REUSE", None)
-    return cli
+def cli_llm(cli_llm: Cli) -> Cli:
+    cli_llm.env.pop("TOOLPLAN_PLAN_REUSE", None)
+    return cli_llm
 
 
 def test_normalised_query_and_mode() -> None:

@@ -207,15 +207,6 @@ async def test_wrong_key_is_reported(
 # -- through the CLI, in subprocesses -----------------------------------------------------------
 
 
-@pytest.fixture
-def cli_llm(cli: Cli, llm: FakeOpenAIServer) -> Cli:
-    cli.env.update(
-        {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": llm.base_url, "TOOLPLAN_LLM_RETRIES": "0"}
-    )
-    cli.env.pop("TOOLPLAN_MODEL", None)
-    return cli
-
-
 def test_cli_plan_json(cli_llm: Cli, llm: FakeOpenAIServer) -> None:
     llm.script([Reply.structured(blog_plan(), usage=(10, 5))])
     done = cli_llm("plan", QUERY, "--json")
