@@ -25,7 +25,9 @@ only if the replan message it receives contains the evidence the fix needs (the 
 failure to the planner; the real model checks whether a small model can use it.
 
 A query **recovers** when the second plan version (``meta.replanOf`` = the first) ran to
-``succeeded``, its outputs are right (each query's check), and there is an answer. The metric
+``succeeded``, its outputs are right (each query's check), and there is an answer; it recovers
+**cleanly** when, besides, the second plan calls no tool with side effects (``createAuthor``...)
+that the fix does not need. The metric
 tools here take free-text names on purpose: the built-in ``query_metric`` declares its names as a
 closed set, so a wrong name is refused at planning time (and repaired there), never reaching a
 replan.
@@ -88,7 +90,13 @@ def _tools() -> list[Any]:
 
 
 def _plan(steps: list[dict[str, Any]], outputs: list[str]) -> dict[str, Any]:
-    return {"reasoning": "designed for the benchmark", "steps": steps, "outputSteps": outputs}
+    # The reasoning reads like a model's: a hint that the plan was designed (the first version
+    # said "designed for the benchmark") was echoed by the real model in its replan.
+    return {
+        "reasoning": "These steps do what the request asks.",
+        "steps": steps,
+        "outputSteps": outputs,
+    }
 
 
 def _values(outputs: dict[str, Any]) -> list[Any]:
@@ -387,7 +395,7 @@ async def _one(query: Query, server: FakeOpenAIServer, upstream: str | None) -> 
                 max_replans=1,
             )
         except toolplan.ToolplanError as error:
-            row.update(error=error.message, exitCode=error.exit_code, recovered=False)
+            row.update(error=error.message, exitCode=error.exit_code, recovered=False, clean=False)
         else:
             plans = outcome.plans
             second = plans[1] if len(plans) > 1 else None
@@ -399,8 +407,11 @@ async def _one(query: Query, server: FakeOpenAIServer, upstream: str | None) -> 
                 and query.check(outputs)
                 and outcome.answer.strip()
             )
+            extra = _extra_tools(query.fixed, outcome.plan) if second is not None else []
             row.update(
                 recovered=recovered,
+                extraTools=extra,
+                clean=recovered and not any(tool in _WRITES for tool in extra),
                 statuses=[p["status"] for p in plans],
                 exitCode=outcome.exit_code,
                 llmCalls=outcome.llm_calls,
@@ -421,6 +432,23 @@ async def _one(query: Query, server: FakeOpenAIServer, upstream: str | None) -> 
         (_action(c["reply"]) for c in model.calls if c["kind"] == "respond"), None
     )
     return row
+
+
+_WRITES = frozenset({"createAuthor", "createBlog", "createDraft", "createComment"})
+"""Tools with side effects: a recovery whose plan calls one the fix does not need is not clean
+(the real model once added ``createAuthor("newAuthor")`` to a metric query)."""
+
+
+def _extra_tools(fixed: dict[str, Any], plan: dict[str, Any]) -> list[str]:
+    """The tools of ``plan``'s steps beyond those of the fixed plan (a multiset difference)."""
+    needed = [step["tool"] for step in fixed["steps"]]
+    extra = []
+    for step in plan.get("steps", []):
+        if step["tool"] in needed:
+            needed.remove(step["tool"])
+        else:
+            extra.append(step["tool"])
+    return extra
 
 
 def _action(reply: str) -> str:
@@ -462,7 +490,8 @@ async def run_recovery(
                     continue
                 row = await _one(query, server, upstream)
                 log(
-                    f"{query.name}: recovered={row['recovered']} "
+                    f"{query.name}: recovered={row['recovered']} clean={row['clean']} "
+                    f"extra={row.get('extraTools')} "
                     f"first respond={row['firstRespond']} calls={row.get('llmCalls')} "
                     f"{row['seconds']} s {row.get('error', '')}"
                 )
@@ -478,6 +507,7 @@ async def run_recovery(
         "model": model_name if real else "scripted",
         "queries": len(rows),
         "recovered": recovered,
+        "recoveredClean": sum(r["clean"] for r in rows),
         "askedToReplan": sum(r["firstRespond"] == "replan" for r in rows),
         "medianLlmCalls": statistics.median(r["llmCalls"] for r in ok) if ok else None,
         "medianInputTokens": statistics.median(r["usage"]["inputTokens"] for r in ok)

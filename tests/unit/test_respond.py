@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from toolplan.agent.budget import count_tokens, truncate_tokens
-from toolplan.agent.respond import read_decision, respond_messages, unanswered
+from toolplan.agent.respond import read_decision, replan_context, respond_messages, unanswered
 from toolplan.engine.result import ExecutionResult
 from toolplan.plan import parse_plan
 from toolplan.store.protocol import StepRecord
@@ -67,3 +67,28 @@ def test_the_unanswered_text_names_the_failures() -> None:
     text = unanswered(result({}, steps, "failed"), "the id does not exist")
     assert "could not be completed (failed): the id does not exist" in text
     assert "- b: put failed: no such id" in text
+
+
+def test_the_replan_message_shows_paths_and_failing_arguments_and_ends_with_the_request() -> None:
+    steps = [
+        StepRecord("author", "createAuthor", "succeeded", output={"_id": "a1", "name": "Carol"}),
+        StepRecord(
+            "lookup",
+            "getAuthor",
+            "failed",
+            resolved_parameters={"authorId": "Carol"},
+            error="author 'Carol' does not exist",
+        ),
+    ]
+    plan = {"steps": [{"id": "author"}, {"id": "lookup"}], "outputSteps": ["lookup"]}
+    text = replan_context(
+        "Create author Carol and get her back",
+        plan,
+        result({}, steps, "partial"),
+        "look her up by her _id",
+    )
+    assert "{{author._id}}, {{author.name}}" in text
+    assert 'getAuthor) failed with arguments {"authorId": "Carol"}' in text
+    assert "look her up by her _id" in text
+    # the request comes last: a small model acts on the last thing it reads
+    assert text.rstrip().endswith("Create author Carol and get her back")

@@ -240,7 +240,9 @@ async def respond(state: AgentState, runtime: Runtime[AgentGraphContext]) -> Age
         "truncated": decision.truncated,
     }
     if decision.action == "replan":
-        update["context"] = replan_context(state.get("plan") or {}, result, decision.text)
+        update["context"] = replan_context(
+            state["query"], state.get("plan") or {}, result, decision.text
+        )
         update["reason"] = decision.text
         update["replan_of"] = state["plan_id"]
         update["replans"] = replans + 1

@@ -128,16 +128,38 @@ def respond_messages(
     return [SystemMessage(system.template), HumanMessage(text)], cut
 
 
-def replan_context(plan: dict[str, Any], result: ExecutionResult, reason: str) -> str:
+def _paths(step_id: str, output: Any) -> str:
+    """The templates a later step could use for ``output``'s top-level fields
+    (``{{author._id}}``, ``{{author.name}}``), or the whole output's (``{{author}}``)."""
+    if isinstance(output, dict) and output:
+        return ", ".join("{{" + f"{step_id}.{key}" + "}}" for key in list(output)[:8])
+    return "{{" + step_id + "}}"
+
+
+def replan_context(query: str, plan: dict[str, Any], result: ExecutionResult, reason: str) -> str:
     """The planner's extra message for a replan (``prompts/replan.md``): the previous plan, what
-    each step did (bounded), and why a new plan is needed."""
+    each step did (bounded: outputs with the templates that reach them, errors with the arguments
+    that caused them), why a new plan is needed, and the request again, last, so that a small
+    model plans for the request and not for the failure report."""
     lines = []
     for step in result.steps:
-        detail = _json(step.output) if step.status == "succeeded" else (step.error or "")
-        lines.append(f"- {step.step_id} ({step.tool}) {step.status}: {detail}")
+        head = f"- {step.step_id} ({step.tool}) {step.status}"
+        if step.status == "succeeded":
+            lines.append(
+                f"{head}: {_json(step.output)}; a new plan that repeats this step reads it as "
+                f"{_paths(step.step_id, step.output)}"
+            )
+        elif step.status == "failed":
+            lines.append(
+                f"{head} with arguments {_json(step.resolved_parameters)}: {step.error or ''}"
+            )
+        else:
+            lines.append(f"{head}: {step.error or ''}")
     results, _ = truncate_tokens("\n".join(lines), DEFAULT_RESPOND_BUDGET)
     previous, _ = truncate_tokens(_json(plan), DEFAULT_RESPOND_BUDGET)
-    return load_prompt("replan").render(previous_plan=previous, results=results, reason=reason)
+    return load_prompt("replan").render(
+        previous_plan=previous, results=results, reason=reason, query=query
+    )
 
 
 async def _call(
