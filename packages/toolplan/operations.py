@@ -27,6 +27,7 @@ from toolplan.ids import is_valid_id, new_id, require_id
 from toolplan.limits import InputLimits, check_text
 from toolplan.lookup import find_plan, find_request, require_approval
 from toolplan.plan import Plan, Step, load_plan
+from toolplan.reuse import index_plan
 from toolplan.store.protocol import (
     TERMINAL_EXECUTION_STATUSES,
     ExecutionRecord,
@@ -125,10 +126,12 @@ def submit_plan(
     meta: dict[str, Any] | None = None,
     limits: InputLimits | None = None,
     estimates: EstimateSettings | None = None,
+    reusable: bool = False,
 ) -> PlanRef:
     """Validate a plan and store it with new IDs; nothing runs.
 
-    With ``request_id``, the plan becomes a new version of that existing request. The input
+    With ``request_id``, the plan becomes a new version of that existing request; with
+    ``reusable``, it is indexed for plan reuse (:func:`store_plan`). The input
     limits (``limits``, default from the environment) are checked first, on the plan and the
     query. Raises :class:`~toolplan.errors.PlanInvalid` (every problem at once) or
     :class:`~toolplan.errors.InvalidInput` before anything is stored.
@@ -147,6 +150,7 @@ def submit_plan(
         status=status,
         meta=meta,
         estimates=estimates,
+        reusable=reusable,
     )
 
 
@@ -161,12 +165,19 @@ def store_plan(
     status: PlanStatus = "planned",
     meta: dict[str, Any] | None = None,
     estimates: EstimateSettings | None = None,
+    reusable: bool = False,
 ) -> PlanRef:
     """Store a plan already validated and analysed (by :func:`submit_plan`, or the planner's
     analysis node with :func:`plan_estimator`) with new IDs, recording where ``catalog``'s tools
     came from and its estimate (``meta.estimate``, from the tool history in ``store`` and the
     settings ``estimates``, by default the environment's); with ``request_id``, as a new
-    version of that existing request."""
+    version of that existing request.
+
+    With ``reusable`` (a plan the planner made for ``query``, or one reused for it), the plan
+    is also indexed for plan reuse (:func:`toolplan.reuse.index_plan`), whichever entry point
+    stored it (``toolplan run``/``plan``, ``createPlanWithRequestId``, :func:`toolplan.create_plan`):
+    a later query may reuse it once its last execution succeeded. A document the caller wrote
+    is not indexed: its query is a label, not what a planner answered."""
     request: RequestRecord | None = None
     if request_id is not None:
         existing = find_request(store, request_id)
@@ -192,6 +203,8 @@ def store_plan(
         meta=meta,
     )
     store.save_plan(record, request)
+    if reusable and query:
+        index_plan(store, record, catalog)
     return PlanRef(
         request_id, record.plan_id, status, plan=plan, analysis=analysis, estimate=estimate
     )

@@ -27,7 +27,7 @@ from toolplan.limits import InputLimits, check_text
 from toolplan.lookup import require_approval
 from toolplan.operations import PlanRef, execute_stored_plan, submit_plan
 from toolplan.plan import Plan
-from toolplan.reuse import ReuseMode, find_reusable, index_plan
+from toolplan.reuse import ReuseMode, find_reusable
 from toolplan.store.protocol import Store
 from toolplan.tools.catalog import ToolCatalog
 
@@ -152,7 +152,6 @@ async def obtain_plan(
             context=source.context,
             meta=source.meta,
         )
-        await asyncio.to_thread(_index, store, outcome.ref.plan_id, catalog)
         return Planned(outcome.ref, outcome, _ms(started))
     ref = await asyncio.to_thread(
         submit_plan,
@@ -252,10 +251,10 @@ async def _reuse(
             max_steps=max_steps,
             meta=meta,
             limits=limits,
+            reusable=True,
         )
     except PlanInvalid:
         return None  # the substituted values break the plan: plan the query instead
-    await asyncio.to_thread(_index, store, ref.plan_id, catalog)
     return Planned(
         ref,
         None,
@@ -264,12 +263,6 @@ async def _reuse(
         reuse=found.mode,
         tools=tuple(str(step.get("tool")) for step in found.plan.get("steps") or []),
     )
-
-
-def _index(store: Store, plan_id: str, catalog: ToolCatalog) -> None:
-    record = store.get_plan(plan_id)
-    if record is not None:
-        index_plan(store, record, catalog)
 
 
 def _ms(started: float) -> float:

@@ -17,9 +17,10 @@ have, nor be much longer than it, nor (for a capitalised name) hold lower-case w
 of more than three letters; the substituted plan is validated against the catalog like any
 other; and a plan is never reused across catalog fingerprints. Numbers are never slots.
 
-Planned plans are indexed in the store's record collection :data:`INDEX` (with the slot pattern
-of the query, so a lookup reads only the plans whose pattern matches); the reused plan is stored
-under a new request with ``meta.reusedFrom``.
+Every plan the planner stores, and every reused plan, is indexed in the store's record collection
+:data:`INDEX` by :func:`toolplan.operations.store_plan` (with the slot pattern of the query, so a
+lookup reads only the plans whose pattern matches); the reused plan is stored under a new request
+with ``meta.reusedFrom``.
 """
 
 from __future__ import annotations

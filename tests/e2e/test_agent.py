@@ -213,6 +213,31 @@ async def test_python_api_answer_query(
     assert outcome.plans[1]["replanOf"] == outcome.plans[0]["planId"]
 
 
+async def test_python_api_create_plan_is_reused_by_answer_query(
+    llm: FakeOpenAIServer, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plan made by ``create_plan`` (which itself never reuses) and executed successfully is
+    reused by ``answer_query``: only the answer costs a call."""
+    import toolplan
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_BASE_URL", llm.base_url)
+    monkeypatch.setenv("TOOLPLAN_LLM_RETRIES", "0")
+    monkeypatch.delenv("TOOLPLAN_MODEL", raising=False)
+    monkeypatch.delenv("TOOLPLAN_PLAN_REUSE", raising=False)
+    store = f"sqlite:///{tmp_path / 'api.db'}"
+    llm.script([Reply.structured(blog_plan())])
+    planned = await toolplan.create_plan(QUERY, tools=["blog"], store=store)
+    result = await toolplan.execute_plan(planned.ref.plan_id, tools=["blog"], store=store)
+    assert result.status == "succeeded"
+
+    llm.script([answer("Alice has a blog.")])
+    outcome = await toolplan.answer_query(QUERY, tools=["blog"], store=store)
+    assert outcome.answer == "Alice has a blog." and outcome.llm_calls == 1
+    assert outcome.reused_from == planned.ref.plan_id
+    assert len(llm.requests) == 2
+
+
 def test_reuse_under_the_agent_loop_plans_nothing_and_still_answers(
     cli_llm: Cli, llm: FakeOpenAIServer
 ) -> None:

@@ -579,6 +579,29 @@ def test_create_plan_and_add_versions(llm: FakeOpenAIServer, client: GraphQLClie
     assert codes(body) == ["NOT_FOUND"] and len(llm.requests) == requests_before
 
 
+def test_a_created_plan_is_reused_by_run_query_once_executed(
+    llm: FakeOpenAIServer, client: GraphQLClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``createPlanWithRequestId`` always plans, but indexes what it stores: after a successful
+    ``executePlan``, ``runQuery`` reuses it and only the answer costs a call."""
+    monkeypatch.delenv("TOOLPLAN_PLAN_REUSE", raising=False)
+    llm.script([Reply.structured(blog_plan())] * 2)
+    created = client.data(CREATE, {"query": QUERY})["createPlanWithRequestId"]
+    again = client.data(CREATE, {"query": QUERY})["createPlanWithRequestId"]
+    assert again["planId"] != created["planId"] and len(llm.requests) == 2
+    done = client.data(EXECUTE, {"id": created["planId"]})["executePlan"]
+    assert done["status"] == "succeeded"
+
+    llm.script([Reply.structured({"action": "answer", "answer": "Alice has a blog."})])
+    run = client.data(RUN_QUERY, {"query": QUERY})["runQuery"]
+    assert run["answer"] == "Alice has a blog." and run["llmCalls"] == 1
+    assert len(llm.requests) == 3
+    (version,) = run["plans"]
+    assert version["status"] == "succeeded"
+    shown = client.data(PLAN, {"id": version["planId"]})["plan"]
+    assert [s["tool"] for s in shown["steps"]] == ["createAuthor", "createBlog"]
+
+
 def test_low_confidence_plan_needs_approval(llm: FakeOpenAIServer, client: GraphQLClient) -> None:
     llm.script([Reply.structured(blog_plan(confidence=0.2))])
     ref = client.data(CREATE, {"query": QUERY})["createPlanWithRequestId"]

@@ -114,6 +114,33 @@ def test_exact_reuse_makes_no_llm_call(cli_llm: Cli, llm: FakeOpenAIServer) -> N
     assert len(llm.requests) == 2
 
 
+def test_a_plan_from_toolplan_plan_is_reused_once_executed(
+    cli_llm: Cli, llm: FakeOpenAIServer
+) -> None:
+    """``toolplan plan`` never reuses (it always asks the planner), but the plan it stores is
+    indexed: once ``toolplan execute`` ran it successfully, ``run "QUERY"`` reuses it."""
+    llm.script([Reply.structured(blog_plan())] * 2)
+    planned = cli_llm("plan", QUERY, "--json")
+    assert planned.code == 0, planned.stderr
+    plan_id = planned.json()["planId"]
+
+    not_run = cli_llm("run", QUERY, "--json", "--no-answer")  # no execution yet: planned anew
+    assert not_run.code == 0 and "reusedFrom" not in not_run.json()
+    assert len(llm.requests) == 2
+
+    llm.script([Reply.structured(blog_plan())])
+    replanned = cli_llm("plan", QUERY, "--json")  # executed plans exist now: still plans
+    assert replanned.code == 0 and len(llm.requests) == 3
+    assert cli_llm("execute", replanned.json()["planId"]).code == 0
+
+    reused = cli_llm("run", QUERY, "--json", "--no-answer")
+    assert reused.code == 0, reused.stderr
+    assert len(llm.requests) == 3  # the server saw no request
+    data = reused.json()
+    assert data["reusedFrom"] == replanned.json()["planId"] != plan_id
+    assert data["reuse"] == "exact" and data["llmCalls"] == 0
+
+
 def test_parametric_reuse_substitutes_the_values(cli_llm: Cli, llm: FakeOpenAIServer) -> None:
     cli_llm.env["TOOLPLAN_PLAN_REUSE"] = "parametric"
     llm.script([Reply.structured(weather_plan())])

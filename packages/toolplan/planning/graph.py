@@ -353,6 +353,7 @@ async def persist(state: PlanningState, runtime: Runtime[PlanningGraphContext]) 
         status=status,  # type: ignore[arg-type]
         meta=meta,
         estimates=ctx.estimates,
+        reusable=True,
     )
     return {
         "request_id": ref.request_id,
