@@ -64,6 +64,10 @@ def test_run_json_has_answer_plans_llm_calls_and_usage(cli_llm: Cli, llm: FakeOp
     assert version["planId"] == data["planId"] and version["status"] == "succeeded"
     assert version["replanOf"] is None and version["planStatus"] == "planned"
     assert data["outputs"]["blog"]["title"] == "Hello"
+    # the plan's estimate, as run --no-answer --json and show print it
+    shown = cli_llm("show", data["planId"], "--json").json()
+    assert set(data["estimate"]) == {"durationMs", "costUsd", "basis"}
+    assert data["estimate"] == shown["estimate"]
 
 
 def test_a_failed_step_is_replanned_as_a_second_version(
@@ -83,6 +87,9 @@ def test_a_failed_step_is_replanned_as_a_second_version(
     assert data["answer"] == "Alice now has a blog, Hello." and data["llmCalls"] == 4
     first, second = data["plans"]
     assert first["status"] == "failed" and second["status"] == "succeeded"
+    # the estimate is the last version's (two steps in a chain, not the first plan's one)
+    estimates = [cli_llm("show", p["planId"], "--json").json()["estimate"] for p in data["plans"]]
+    assert data["estimate"] == estimates[1] != estimates[0]
     assert second["replanOf"] == first["planId"] and data["planId"] == second["planId"]
     assert data["outputs"]["blog"]["title"] == "Hello"
 

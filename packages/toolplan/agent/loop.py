@@ -18,6 +18,7 @@ from toolplan.engine.result import ExecutionResult
 from toolplan.errors import InvalidInput
 from toolplan.limits import check_text
 from toolplan.lookup import find_plan
+from toolplan.operations import ESTIMATE_KEY
 
 __all__ = ["AgentOutcome", "run_agent"]
 
@@ -40,6 +41,9 @@ class AgentOutcome:
     """The stored plan the first version reused (0 planning calls), if any."""
     reuse: str | None = None
     """``exact`` or ``parametric`` when reused."""
+    estimate: dict[str, Any] | None = None
+    """The last plan's estimate (``{durationMs, costUsd, basis}``, stored with it), as
+    ``run "QUERY" --no-answer --json`` prints it."""
 
     @property
     def exit_code(self) -> int:
@@ -51,6 +55,7 @@ class AgentOutcome:
         data = {
             **self.result.to_json(),
             "planStatus": self.plans[-1]["planStatus"],
+            "estimate": self.estimate,
             "plan": self.plan,
             "answer": self.answer,
             "plans": self.plans,
@@ -85,21 +90,23 @@ async def run_agent(
     state: Any = await graph.ainvoke(inputs, config, context=AgentGraphContext(agent=ctx))
     store = ctx.execution.store
 
-    def last() -> ExecutionResult:
+    def last() -> tuple[ExecutionResult, dict[str, Any] | None]:
         record = find_plan(store, state["plan_id"])
         execution = store.get_execution(state["plan_id"])
         assert execution is not None
-        return ExecutionResult.from_records(record, execution)
+        return ExecutionResult.from_records(record, execution), record.meta.get(ESTIMATE_KEY)
 
+    result, estimate = await asyncio.to_thread(last)
     return AgentOutcome(
         request_id=state["request_id"],
         answer=state.get("answer") or "",
         plans=state.get("plans") or [],
         llm_calls=state.get("llm_calls", 0),
         usage=state.get("usage") or {"inputTokens": 0, "outputTokens": 0},
-        result=await asyncio.to_thread(last),
+        result=result,
         plan=state.get("plan") or {},
         truncated=bool(state.get("truncated")),
         reused_from=state.get("reused_from"),
         reuse=state.get("reuse"),
+        estimate=estimate,
     )
