@@ -75,7 +75,8 @@ StoreOption = Annotated[
     typer.Option(
         "--store",
         metavar="URI",
-        help="Store URI. Default: $TOOLPLAN_STORE, the project config, or .toolplan/toolplan.db "
+        help="Store URI (sqlite:///file.db, mongodb://host/db) or a SQLite file path "
+        "(.db, .sqlite). Default: $TOOLPLAN_STORE, the project config, or .toolplan/toolplan.db "
         "in the nearest folder upwards that has one (else here).",
     ),
 ]
@@ -237,8 +238,9 @@ def _session(
 
 def _store_uri(flag: str | None) -> str:
     from toolplan.store import redact_uri
+    from toolplan.store.registry import store_uri_for
 
-    return redact_uri(flag or Settings.from_env().store_uri)
+    return redact_uri(store_uri_for(flag or Settings.from_env().store_uri))
 
 
 def _emit_json(data: Any) -> None:

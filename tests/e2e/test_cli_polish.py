@@ -162,6 +162,27 @@ def test_model_errors_say_what_toolplan_accepts(cli80: Cli) -> None:
     assert missing.stderr.count("pip install") == 1
 
 
+def test_store_accepts_a_bare_sqlite_file_path(cli: Cli) -> None:
+    """``--store runs.db`` is the SQLite file ``runs.db`` here (named by its absolute path),
+    not "unsupported store URI"; a string that is neither a URI nor such a path is refused."""
+    plan = cli.tmp / "plan.json"
+    plan.write_text(json.dumps(FALLBACK_PLAN))
+    submitted = cli("submit", "--file", str(plan), "--store", "runs.db", "--json")
+    assert submitted.code == 0, submitted.stderr
+    assert (cli.tmp / "runs.db").is_file()
+    plan_id = submitted.json()["planId"]
+    done = cli("execute", plan_id, "--store", str(cli.tmp / "runs.db"))
+    assert done.code == 1, done.stderr  # the plan's own failures, in that same file
+    assert f"stored in sqlite:///{cli.tmp / 'runs.db'}" in done.stdout
+    cli.env["TOOLPLAN_STORE"] = "runs.db"
+    assert cli("show", plan_id, "--json").json()["planId"] == plan_id
+
+    refused = cli("show", plan_id, "--store", "runs")
+    assert refused.code == 2 and "Traceback" not in refused.stderr
+    assert "unsupported store URI 'runs'" in refused.stderr
+    assert "a path ending in .db" in refused.stderr
+
+
 def _documented_json_shape() -> dict[str, Any]:
     readme = (REPO / "README.md").read_text()
     anchor = readme.index("with `--json`, stdout holds exactly one JSON object")

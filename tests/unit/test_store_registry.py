@@ -12,7 +12,13 @@ import pytest
 from toolplan.config import clear_caches
 from toolplan.errors import InvalidInput
 from toolplan.store import open_store
-from toolplan.store.registry import _BUILTIN, ENTRY_POINT_GROUP, register_store, store_schemes
+from toolplan.store.registry import (
+    _BUILTIN,
+    ENTRY_POINT_GROUP,
+    register_store,
+    store_schemes,
+    store_uri_for,
+)
 from toolplan.store.sqlite import SqliteStore
 
 REPO = Path(__file__).parents[2]
@@ -30,6 +36,28 @@ def test_unknown_schemes_name_the_known_ones(tmp_path: Path) -> None:
         open_store("nosuch://host/db")
     with pytest.raises(InvalidInput, match="needs a file path"):
         open_store("sqlite:///:memory:")
+
+
+def test_a_bare_sqlite_path_is_a_sqlite_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for name in ("runs.db", "sub/../other.SQLITE", "third.sqlite3"):
+        store = open_store(name)
+        assert isinstance(store, SqliteStore)
+        assert store.uri == f"sqlite:///{(tmp_path / name).resolve()}"
+        store.close()
+    assert store_uri_for("runs.db") == f"sqlite:///{tmp_path / 'runs.db'}"
+    (tmp_path / "existing").write_bytes(b"")  # an existing file, whatever its name
+    assert store_uri_for("existing") == f"sqlite:///{tmp_path / 'existing'}"
+    # URIs pass through; anything else is still refused, saying what a path may look like
+    assert store_uri_for("mongodb://h/db") == "mongodb://h/db"
+    for other in ("runs", "data/", str(tmp_path)):
+        with pytest.raises(InvalidInput, match=r"a path ending in \.db.*known schemes"):
+            open_store(other)
+    with pytest.raises(InvalidInput, match="known schemes") as raised:
+        open_store("nosuch://host/db")
+    assert "a path ending in" not in str(raised.value)
 
 
 @pytest.fixture

@@ -60,15 +60,17 @@ def open_store(uri: str | None = None) -> Store:
     """Open the store at ``uri`` (default: ``.toolplan/toolplan.db`` where
     :func:`toolplan.project.default_store_uri` finds it) with the backend registered
     for its scheme (:mod:`toolplan.store.registry`): ``sqlite:///path``, ``mongodb://...``, or any
-    scheme a package registers.
+    scheme a package registers. A bare path to a SQLite file (``runs.db``, ``~/data.sqlite``, an
+    existing file) means ``sqlite:///`` that path, made absolute.
 
     Raises :class:`~toolplan.errors.InvalidInput` for an unsupported URI and
     :class:`~toolplan.errors.StoreUnavailable` when the store cannot be reached.
     """
-    from toolplan.store.registry import opener_for
+    from toolplan.store.registry import opener_for, store_uri_for
 
     if not uri:
         from toolplan.project import default_store_uri, find_project
 
         uri = default_store_uri(find_project())
+    uri = store_uri_for(uri)
     return opener_for(uri)(uri)

@@ -18,12 +18,21 @@ import importlib
 import threading
 from collections.abc import Callable
 from importlib.metadata import entry_points
+from pathlib import Path
 
 from toolplan.config import register_cache
 from toolplan.errors import InvalidInput
 from toolplan.store.protocol import Store
 
-__all__ = ["ENTRY_POINT_GROUP", "StoreOpener", "opener_for", "register_store", "store_schemes"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "SQLITE_SUFFIXES",
+    "StoreOpener",
+    "opener_for",
+    "register_store",
+    "store_schemes",
+    "store_uri_for",
+]
 
 ENTRY_POINT_GROUP = "toolplan.stores"
 
@@ -37,6 +46,9 @@ _BUILTIN: dict[str, str] = {
     "mongodb+srv": "toolplan.store.mongo:MongoStore",
 }
 """The built-in schemes, as declared in pyproject.toml's entry points."""
+
+SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
+"""A bare path ending in one of these names a SQLite file (:func:`store_uri_for`)."""
 
 _registered: dict[str, StoreOpener] = {}
 _declared: dict[str, str] | None = None
@@ -81,6 +93,19 @@ def _load(target: str) -> StoreOpener:
     return opener
 
 
+def store_uri_for(location: str) -> str:
+    """``location`` as a store URI: a URI (``scheme://...``) as given; a bare path that names a
+    SQLite file (it ends in ``.db``, ``.sqlite`` or ``.sqlite3``, or is an existing file) as its
+    absolute ``sqlite:///`` URI, so ``--store ./runs.db`` means what a user expects. Anything
+    else is left for :func:`opener_for` to refuse."""
+    if "://" in location or not location.strip():
+        return location
+    path = Path(location).expanduser()
+    if path.suffix.lower() in SQLITE_SUFFIXES or path.is_file():
+        return f"sqlite:///{path.resolve()}"
+    return location
+
+
 def opener_for(uri: str) -> StoreOpener:
     """The opener of ``uri``'s scheme; :class:`InvalidInput` naming the known schemes if none."""
     scheme = uri.partition("://")[0].lower() if "://" in uri else ""
@@ -92,8 +117,9 @@ def opener_for(uri: str) -> StoreOpener:
     if target is None:
         from toolplan.store import redact_uri
 
+        bare = "" if "://" in uri else f" (or a path ending in {', '.join(SQLITE_SUFFIXES)})"
         raise InvalidInput(
-            f"unsupported store URI {redact_uri(uri)!r}; use sqlite:///path/to/file.db or "
+            f"unsupported store URI {redact_uri(uri)!r}; use sqlite:///path/to/file.db{bare} or "
             f"mongodb://host:port/dbname (known schemes: {', '.join(store_schemes())})"
         )
     try:
