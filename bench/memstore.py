@@ -341,12 +341,25 @@ class MemoryStore:
         return live
 
     def put_record(
-        self, collection: str, record: dict[str, Any], *, idempotency_key: str | None = None
+        self,
+        collection: str,
+        record: dict[str, Any],
+        *,
+        idempotency_key: str | None = None,
+        lookup_keys: Sequence[str] = (),
     ) -> dict[str, Any]:
-        return self._records.put_record(collection, record, idempotency_key=idempotency_key)
+        return self._records.put_record(
+            collection, record, idempotency_key=idempotency_key, lookup_keys=lookup_keys
+        )
 
-    def find_records(self, collection: str, where: Mapping[str, Any]) -> list[dict[str, Any]]:
-        return self._records.find_records(collection, where)
+    def find_records(
+        self,
+        collection: str,
+        where: Mapping[str, Any],
+        *,
+        lookup_keys: Collection[str] | None = None,
+    ) -> list[dict[str, Any]]:
+        return self._records.find_records(collection, where, lookup_keys=lookup_keys)
 
     # checkpoints and lifecycle
     @asynccontextmanager

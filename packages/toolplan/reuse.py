@@ -287,16 +287,61 @@ def match_plan(query: str, record: PlanRecord) -> Reusable | None:
     return Reusable(record, plan, "parametric", values)
 
 
+_KEY_CHARS = 40
+"""How much of a pattern's fixed prefix and suffix its lookup key holds: enough to tell most
+patterns apart, few enough that a query has a bounded number of candidate keys."""
+_NON_WORD = re.compile(r"\W")
+
+
+def _lookup_key(kind: str, *parts: str) -> str:
+    """An index lookup key: hashed, so long queries make short index entries."""
+    return f"{kind}:" + hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:32]
+
+
+def _ends_key(fingerprint: str, prefix: str, suffix: str) -> str:
+    return _lookup_key("ends", fingerprint, prefix[:_KEY_CHARS], suffix[-_KEY_CHARS:])
+
+
+def _ends_candidates(text: str) -> tuple[set[str], set[str]]:
+    """Every (truncated, case-folded) fixed prefix and suffix a pattern matching ``text`` could
+    have: a slot is a whole word, so a prefix ends, and a suffix starts, at a non-word character
+    (or is empty)."""
+    prefixes: set[str] = set()
+    for i in range(len(text)):
+        if i == 0 or _NON_WORD.match(text[i - 1]):
+            folded = text[:i].casefold()
+            prefixes.add(folded[:_KEY_CHARS])
+            if len(folded) >= _KEY_CHARS:
+                break  # every longer prefix is cut to the same key
+    suffixes: set[str] = set()
+    for j in range(len(text), 0, -1):
+        if j == len(text) or _NON_WORD.match(text[j]):
+            folded = text[j:].casefold()
+            suffixes.add(folded[-_KEY_CHARS:])
+            if len(folded) >= _KEY_CHARS:
+                break
+    return prefixes, suffixes
+
+
 def index_plan(store: Store, record: PlanRecord, catalog: ToolCatalog) -> None:
-    """Record a stored plan so a later query may reuse it (once its execution succeeds)."""
+    """Record a stored plan so a later query may reuse it (once its execution succeeds).
+
+    The entry's lookup keys (:meth:`~toolplan.store.protocol.RecordStore.find_records`) are its
+    catalog fingerprint with the normalised query (exact), and with the first and last
+    :data:`_KEY_CHARS` characters of its slot pattern's fixed ends (parametric), so a lookup
+    reads only the entries that could match, however many plans are stored."""
     if not record.query:
         return
     pattern = _pattern(record.query, record.plan)
+    fingerprint, key = catalog_fingerprint(catalog), normalise_query(record.query)
+    keys = [_lookup_key("exact", fingerprint, key)]
+    if pattern is not None:
+        keys.append(_ends_key(fingerprint, pattern.prefix, pattern.suffix))
     store.put_record(
         INDEX,
         {
-            "fingerprint": catalog_fingerprint(catalog),
-            "key": normalise_query(record.query),
+            "fingerprint": fingerprint,
+            "key": key,
             "planId": record.plan_id,
             "query": record.query,
             "pattern": pattern.regex if pattern is not None else None,
@@ -304,6 +349,7 @@ def index_plan(store: Store, record: PlanRecord, catalog: ToolCatalog) -> None:
             "suffix": pattern.suffix if pattern is not None else None,
         },
         idempotency_key=record.plan_id,
+        lookup_keys=keys,
     )
 
 
@@ -324,18 +370,25 @@ def find_reusable(
     store: Store, query: str, catalog: ToolCatalog, mode: ReuseMode
 ) -> Reusable | None:
     """The newest indexed plan for the same catalog that answers ``query`` under ``mode`` and
-    whose last execution succeeded, or ``None``."""
+    whose last execution succeeded, or ``None``. The index is read by lookup keys: the entries
+    of the same normalised query, and (parametric) those whose pattern's fixed ends ``query``
+    starts and ends with; never the whole index."""
     if mode == "off":
         return None
     key = normalise_query(query)
     fingerprint = catalog_fingerprint(catalog)
+    exact = _lookup_key("exact", fingerprint, key)
     if mode == "exact":
-        entries = store.find_records(INDEX, {"fingerprint": fingerprint, "key": key})
+        entries = store.find_records(
+            INDEX, {"fingerprint": fingerprint, "key": key}, lookup_keys=[exact]
+        )
     else:
         text = _tidy(query)
+        prefixes, suffixes = _ends_candidates(text)
+        keys = {exact} | {_ends_key(fingerprint, p, s) for p in prefixes for s in suffixes}
         entries = [
             entry
-            for entry in store.find_records(INDEX, {"fingerprint": fingerprint})
+            for entry in store.find_records(INDEX, {"fingerprint": fingerprint}, lookup_keys=keys)
             if entry.get("key") == key or _may_match(entry, text, key)
         ]
         # exact matches first, then the newest

@@ -108,3 +108,12 @@ async def test_the_issue_14_measures_run_at_their_smallest_size() -> None:
     for spread in ("stable", "noisy"):
         (row,) = estimates[spread]["rows"]
         assert row["basis"] == "history" and row["estimate_ms"] > 0 and row["actual_ms"] > 0
+
+
+def test_reuse_lookup_runs_at_its_smallest_size() -> None:
+    from bench.reuse_lookup import lookup_costs
+
+    for kind in ("memory", "sqlite"):
+        rows = lookup_costs(kind, [3, 6], repeats=1)  # it asserts which lookups find a plan
+        assert list(rows) == ["3", "6"]
+        assert all(len(row) == 5 and min(row.values()) >= 0 for row in rows.values())

@@ -543,6 +543,31 @@ def test_find_records_plain_equality_oldest_first(store: Store) -> None:
     assert store.find_records("nothing", {}) == []
 
 
+def test_find_records_by_lookup_keys(store: Store, store_uri: str) -> None:
+    """Lookup keys select records through an index: any of the given keys, oldest first, each
+    record once, within the collection, and ``where`` still applies; they are not fields."""
+    tokyo = store.put_record("index", {"q": "tokyo"}, lookup_keys=["p:compare", "s:tokyo"])
+    paris = store.put_record("index", {"q": "paris"}, lookup_keys=["p:compare", "s:paris"])
+    plain = store.put_record("index", {"q": "plain"})
+    store.put_record("other", {"q": "tokyo"}, lookup_keys=["p:compare"])
+    assert "lookup_keys" not in tokyo and set(tokyo) == {"_id", "q"}
+    assert store.find_records("index", {}, lookup_keys=["p:compare"]) == [tokyo, paris]
+    assert store.find_records("index", {}, lookup_keys=["s:paris", "s:tokyo"]) == [tokyo, paris]
+    assert store.find_records("index", {}, lookup_keys=("p:compare", "s:tokyo")) == [tokyo, paris]
+    assert store.find_records("index", {"q": "paris"}, lookup_keys={"p:compare"}) == [paris]
+    assert store.find_records("index", {}, lookup_keys=["s:rome"]) == []
+    assert store.find_records("index", {}, lookup_keys=[]) == []
+    assert store.find_records("index", {}) == [tokyo, paris, plain]  # without keys: all
+    many = [f"k{i}" for i in range(1200)] + ["s:paris"]  # more than one query's worth
+    assert store.find_records("index", {}, lookup_keys=many) == [paris]
+    # an idempotent repeat returns the earlier record and does not add its keys
+    again = store.put_record("index", {"q": "x"}, idempotency_key="once", lookup_keys=["a"])
+    store.put_record("index", {"q": "y"}, idempotency_key="once", lookup_keys=["b"])
+    assert store.find_records("index", {}, lookup_keys=["a", "b"]) == [again]
+    with other_store(store_uri) as other:  # the keys are stored, not kept by one connection
+        assert other.find_records("index", {}, lookup_keys=["s:tokyo"]) == [tokyo]
+
+
 def test_concurrent_put_record_with_one_key_stores_one_record(store: Store, store_uri: str) -> None:
     results = in_threads(
         store_uri,

@@ -12,7 +12,8 @@ Collections, in the database named by the URI (``toolplan`` when it names none):
     one document per step of an execution (unique ``planId, stepId``). No document grows with the
     plan, and every step transition is a single-document ``update_one``.
 ``records``
-    toolset records (unique ``collection, key`` over idempotency keys).
+    toolset records (unique ``collection, key`` over idempotency keys; ``collection, lookup``
+    indexes the lookup keys, a multikey index).
 ``cache``
     cached outputs of read-only tools (unique ``key``); a TTL index on ``expiresAt`` lets the
     server delete expired entries, and reads skip any not yet deleted.
@@ -44,7 +45,7 @@ import contextlib
 import secrets
 import threading
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -184,6 +185,7 @@ class MongoStore(MongoControls):
                     partialFilterExpression={"key": {"$type": "string"}},
                 ),
                 IndexModel([("collection", 1), ("at", 1)]),
+                IndexModel([("collection", 1), ("lookup", 1)]),
             ]
         )
         self._cache.create_indexes(
@@ -614,7 +616,12 @@ class MongoStore(MongoControls):
 
     @guarded
     def put_record(
-        self, collection: str, record: dict[str, Any], *, idempotency_key: str | None = None
+        self,
+        collection: str,
+        record: dict[str, Any],
+        *,
+        idempotency_key: str | None = None,
+        lookup_keys: Sequence[str] = (),
     ) -> dict[str, Any]:
         if idempotency_key is not None:
             found = self._records.find_one({"collection": collection, "key": idempotency_key})
@@ -625,6 +632,8 @@ class MongoStore(MongoControls):
         entry: _Document = {"collection": collection, "doc": stored, "at": time.time()}
         if idempotency_key is not None:
             entry["key"] = idempotency_key
+        if lookup_keys:
+            entry["lookup"] = sorted(set(lookup_keys))  # a multikey index: one entry per key
         try:
             self._records.insert_one(entry)
         except DuplicateKeyError:
@@ -637,8 +646,16 @@ class MongoStore(MongoControls):
         return stored
 
     @guarded
-    def find_records(self, collection: str, where: Mapping[str, Any]) -> list[dict[str, Any]]:
+    def find_records(
+        self,
+        collection: str,
+        where: Mapping[str, Any],
+        *,
+        lookup_keys: Iterable[str] | None = None,
+    ) -> list[dict[str, Any]]:
         query: _Document = {"collection": collection}
+        if lookup_keys is not None:
+            query["lookup"] = {"$in": sorted(set(lookup_keys))}
         for name, value in where.items():
             # Only plain string equality is pushed to the server: MongoDB matches arrays by their
             # elements and never matches True to 1, unlike plain equality. The Python check

@@ -368,14 +368,29 @@ class RecordStore(_Role, Protocol):
     """Documents kept by the built-in toolsets, found through the tool call's run config."""
 
     def put_record(
-        self, collection: str, record: dict[str, Any], *, idempotency_key: str | None = None
+        self,
+        collection: str,
+        record: dict[str, Any],
+        *,
+        idempotency_key: str | None = None,
+        lookup_keys: Sequence[str] = (),
     ) -> dict[str, Any]:
         """Insert a toolset record with a fresh ``_id``. With an idempotency key already used in
-        that collection, return the earlier record instead of inserting."""
+        that collection, return the earlier record instead of inserting. ``lookup_keys`` are
+        indexed with the record (not stored in it) for :meth:`find_records`."""
         ...
 
-    def find_records(self, collection: str, where: Mapping[str, Any]) -> list[dict[str, Any]]:
-        """Records whose fields equal ``where`` (plain equality only), oldest first."""
+    def find_records(
+        self,
+        collection: str,
+        where: Mapping[str, Any],
+        *,
+        lookup_keys: Collection[str] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Records whose fields equal ``where`` (plain equality only), oldest first. With
+        ``lookup_keys``, only records put with at least one of those keys (none for an empty
+        collection), found through an index: the cost follows the records those keys select,
+        not the size of the collection."""
         ...
 
 

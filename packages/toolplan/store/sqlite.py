@@ -18,7 +18,7 @@ import secrets
 import sqlite3
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -116,6 +116,12 @@ CREATE TABLE IF NOT EXISTS tp_records (
     UNIQUE (collection, id),
     UNIQUE (collection, idempotency_key)
 );
+CREATE TABLE IF NOT EXISTS tp_record_keys (
+    collection TEXT NOT NULL,
+    lookup_key TEXT NOT NULL,
+    seq INTEGER NOT NULL REFERENCES tp_records(seq) ON DELETE CASCADE,
+    PRIMARY KEY (collection, lookup_key, seq)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS tp_cache (
     key TEXT PRIMARY KEY,
     tool TEXT NOT NULL,
@@ -128,6 +134,9 @@ CREATE INDEX IF NOT EXISTS tp_cache_by_tool ON tp_cache(tool);
 """
 
 _TABLES = _SCHEMA.count("CREATE TABLE")
+
+_KEYS_PER_QUERY = 500
+"""Lookup keys bound into one ``IN (...)`` (SQLite allows 32,766 variables; older builds 999)."""
 
 _JSON_STEP_FIELDS = frozenset({"resolved_parameters", "output"})
 
@@ -523,7 +532,12 @@ class SqliteStore(SqliteControls):
 
     @guarded
     def put_record(
-        self, collection: str, record: dict[str, Any], *, idempotency_key: str | None = None
+        self,
+        collection: str,
+        record: dict[str, Any],
+        *,
+        idempotency_key: str | None = None,
+        lookup_keys: Sequence[str] = (),
     ) -> dict[str, Any]:
         with self._transaction() as db:
             if idempotency_key is not None:
@@ -535,18 +549,41 @@ class SqliteStore(SqliteControls):
                     existing: dict[str, Any] = loads(row[0])
                     return existing
             stored = {"_id": secrets.token_hex(12), **record}
-            db.execute(
+            cursor = db.execute(
                 "INSERT INTO tp_records (collection, id, idempotency_key, doc) VALUES (?, ?, ?, ?)",
                 (collection, stored["_id"], idempotency_key, dumps(stored)),
+            )
+            db.executemany(
+                "INSERT INTO tp_record_keys (collection, lookup_key, seq) VALUES (?, ?, ?)",
+                [(collection, key, cursor.lastrowid) for key in sorted(set(lookup_keys))],
             )
             return stored
 
     @guarded
-    def find_records(self, collection: str, where: Mapping[str, Any]) -> list[dict[str, Any]]:
-        rows = self._query(
-            "SELECT doc FROM tp_records WHERE collection = ? ORDER BY seq", (collection,)
-        )
-        docs = [loads(row["doc"]) for row in rows]
+    def find_records(
+        self,
+        collection: str,
+        where: Mapping[str, Any],
+        *,
+        lookup_keys: Collection[str] | None = None,
+    ) -> list[dict[str, Any]]:
+        if lookup_keys is None:
+            rows = self._query(
+                "SELECT doc FROM tp_records WHERE collection = ? ORDER BY seq", (collection,)
+            )
+            docs = [loads(row["doc"]) for row in rows]
+        else:
+            found: dict[int, str] = {}
+            keys = sorted(set(lookup_keys))
+            for start in range(0, len(keys), _KEYS_PER_QUERY):
+                chunk = keys[start : start + _KEYS_PER_QUERY]
+                rows = self._query(
+                    "SELECT seq, doc FROM tp_records WHERE seq IN (SELECT seq FROM tp_record_keys"
+                    f" WHERE collection = ? AND lookup_key IN ({', '.join('?' * len(chunk))}))",
+                    (collection, *chunk),
+                )
+                found.update((row["seq"], row["doc"]) for row in rows)
+            docs = [loads(found[seq]) for seq in sorted(found)]
         return [d for d in docs if all(d.get(k) == v for k, v in where.items())]
 
     # -- checkpoints and lifecycle -------------------------------------------------------------

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import secrets
 import threading
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -20,9 +20,16 @@ class MemoryRecords:
         self._lock = threading.Lock()
         self._docs: dict[str, list[dict[str, Any]]] = {}
         self._keys: dict[tuple[str, str], dict[str, Any]] = {}
+        self._lookup: dict[tuple[str, str], list[tuple[int, dict[str, Any]]]] = {}
+        self._seq = 0
 
     def put_record(
-        self, collection: str, record: dict[str, Any], *, idempotency_key: str | None = None
+        self,
+        collection: str,
+        record: dict[str, Any],
+        *,
+        idempotency_key: str | None = None,
+        lookup_keys: Sequence[str] = (),
     ) -> dict[str, Any]:
         with self._lock:
             if idempotency_key is not None and (collection, idempotency_key) in self._keys:
@@ -31,11 +38,28 @@ class MemoryRecords:
             self._docs.setdefault(collection, []).append(stored)
             if idempotency_key is not None:
                 self._keys[(collection, idempotency_key)] = stored
+            self._seq += 1
+            for key in set(lookup_keys):
+                self._lookup.setdefault((collection, key), []).append((self._seq, stored))
             return stored
 
-    def find_records(self, collection: str, where: Mapping[str, Any]) -> list[dict[str, Any]]:
+    def find_records(
+        self,
+        collection: str,
+        where: Mapping[str, Any],
+        *,
+        lookup_keys: Collection[str] | None = None,
+    ) -> list[dict[str, Any]]:
         with self._lock:
-            docs = list(self._docs.get(collection, []))
+            if lookup_keys is None:
+                docs = list(self._docs.get(collection, []))
+            else:
+                found = {
+                    seq: doc
+                    for key in set(lookup_keys)
+                    for seq, doc in self._lookup.get((collection, key), [])
+                }
+                docs = [found[seq] for seq in sorted(found)]
         return [d for d in docs if all(d.get(k) == v for k, v in where.items())]
 
 
