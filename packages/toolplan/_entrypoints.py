@@ -277,8 +277,8 @@ async def answer_query(
     the results and answers, or asks for a new plan (at most ``max_replans`` times), stored as a
     new version of the same request. The first plan may reuse a stored one (``reuse``: ``off``,
     ``exact`` or ``parametric``; default ``TOOLPLAN_PLAN_REUSE``, else ``exact``). The outcome has
-    ``answer``, ``plans``, ``llm_calls``, ``usage``, ``reused_from`` and the last plan's execution
-    ``result``."""
+    ``answer``, ``plans``, ``llm_calls``, ``usage``, ``reused_from``, the last plan's ``estimate``
+    and its execution ``result``."""
     from toolplan.agent.graph import AgentContext
     from toolplan.agent.loop import run_agent
 
