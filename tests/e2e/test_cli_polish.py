@@ -81,7 +81,7 @@ def test_tools_at_80_columns_never_cut_a_name(cli80: Cli) -> None:
     for name in names:
         assert re.search(rf"│ {re.escape(name)} +│", listed.stdout), name
     # the description's first sentence, not one word per line
-    assert "Create an author." in listed.stdout
+    assert "Create an author" in listed.stdout
 
 
 def test_tools_name_shows_one_tool_in_full(cli80: Cli) -> None:

@@ -158,6 +158,20 @@ _EXAMPLE: dict[str, Any] = {
     "outputSteps": ["msg"],
 }
 
+_SINGLE_STEP_EXAMPLE: dict[str, Any] = {
+    "reasoning": "One send_message call with the given address and text.",
+    "steps": [
+        {
+            "id": "msg",
+            "tool": "send_message",
+            "parameters": {"to": "bob@example.com", "text": "lunch at noon"},
+        }
+    ],
+    "outputSteps": ["msg"],
+}
+"""The second example: a request that gives every value needs no lookup step. Small models
+otherwise copy the first example's shape and add lookups or creations nobody asked for."""
+
 
 def parameters_format(kind: SchemaKind) -> str:
     """How the plan format section describes ``parameters`` for the schema in use."""
@@ -169,19 +183,21 @@ def parameters_format(kind: SchemaKind) -> str:
     )
 
 
-def render_example(kind: SchemaKind) -> str:
-    """The prompt's example plan, with ``parameters`` written as the schema in use wants it."""
+def render_example(kind: SchemaKind, example: dict[str, Any] | None = None) -> str:
+    """An example plan of the prompt (by default the first), with ``parameters`` written as the
+    schema in use wants it."""
+    example = example or _EXAMPLE
     steps = []
-    for step in _EXAMPLE["steps"]:
+    for step in example["steps"]:
         parameters: Any = step["parameters"]
         if kind == "generic":
             parameters = json.dumps(parameters)
         full = {**step, "parameters": parameters, "dependsOn": [], "confidence": 0.9}
         steps.append("  " + json.dumps(full, ensure_ascii=False))
     return (
-        f'{{"reasoning": {json.dumps(_EXAMPLE["reasoning"])},\n "steps": [\n'
+        f'{{"reasoning": {json.dumps(example["reasoning"])},\n "steps": [\n'
         + ",\n".join(steps)
-        + f'],\n "outputSteps": {json.dumps(_EXAMPLE["outputSteps"])}}}'
+        + f'],\n "outputSteps": {json.dumps(example["outputSteps"])}}}'
     )
 
 
@@ -191,4 +207,5 @@ def render_system_prompt(prompt: Prompt, infos: list[ToolInfo], kind: SchemaKind
         catalog=render_catalog(infos),
         parameters_format=parameters_format(kind),
         example=render_example(kind),
+        single_step_example=render_example(kind, _SINGLE_STEP_EXAMPLE),
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import inspect
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -233,7 +234,7 @@ class ToolCatalog:
             metadata = tool.metadata or {}
             cached = ToolInfo(
                 name=tool.name,
-                description=(tool.description or "").strip(),
+                description=inspect.cleandoc(tool.description or ""),
                 parameters=_schema_of(tool),
                 tags=tuple(tool.tags or ()),
                 examples=tuple(metadata.get("examples", ())),

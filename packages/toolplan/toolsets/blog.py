@@ -54,7 +54,8 @@ class BlogList(TypedDict):
 
 @tool
 def createAuthor(name: str, email: str, config: RunnableConfig) -> Author:
-    """Create an author."""
+    """Create an author (a person who writes blog posts). Only when the request asks to create,
+    add or register an author."""
     if "@" not in email:
         raise ToolException(f"invalid email address {email!r}")
     return cast(Author, records_for(config).insert("authors", {"name": name, "email": email}))
@@ -62,7 +63,7 @@ def createAuthor(name: str, email: str, config: RunnableConfig) -> Author:
 
 @tool
 def getAuthor(authorId: str, config: RunnableConfig) -> Author:
-    """Get an author by `_id`."""
+    """Get an author by `_id`. Only when the request asks to get, fetch or look up an author."""
     found = records_for(config).find("authors", _id=authorId)
     if not found:
         raise ToolException(f"author {authorId!r} does not exist")
@@ -71,7 +72,9 @@ def getAuthor(authorId: str, config: RunnableConfig) -> Author:
 
 @tool
 def createBlog(authorId: str, title: str, content: str, config: RunnableConfig) -> Blog:
-    """Create a blog post by an existing author."""
+    """Publish a blog post by an author, given the author's `_id` (from createAuthor or
+    getAuthor). For any post, article or blog the request writes or publishes, unless it says
+    draft."""
     records = records_for(config)
     if not records.find("authors", _id=authorId):
         raise ToolException(f"author {authorId!r} does not exist; create the author first")
@@ -81,7 +84,8 @@ def createBlog(authorId: str, title: str, content: str, config: RunnableConfig) 
 
 @tool
 def createDraft(title: str, config: RunnableConfig, content: str = "") -> Draft:
-    """Save a draft blog post without an author."""
+    """Save a draft (a title and its content). Only when the request says draft; a draft needs
+    no other step."""
     draft = {"title": title, "content": content, "status": "draft"}
     return cast(Draft, records_for(config).insert("drafts", draft))
 
@@ -90,7 +94,7 @@ def createDraft(title: str, config: RunnableConfig, content: str = "") -> Draft:
 def createComment(
     blogId: str, text: str, config: RunnableConfig, author: str = "anonymous"
 ) -> Comment:
-    """Comment on an existing blog post."""
+    """Comment on a blog post, given the post's `_id` (from createBlog or listBlogs)."""
     records = records_for(config)
     if not records.find("blogs", _id=blogId):
         raise ToolException(f"blog {blogId!r} does not exist")
@@ -100,7 +104,8 @@ def createComment(
 
 @tool
 def listBlogs(config: RunnableConfig, authorId: str | None = None) -> BlogList:
-    """List blog posts, optionally only those of one author."""
+    """List the blog posts: all of them, or one author's. For any request to show, list or find
+    posts."""
     where = {"authorId": authorId} if authorId else {}
     blogs = records_for(config).find("blogs", **where)
     return {"blogs": cast(list[Blog], blogs), "count": len(blogs)}

@@ -85,7 +85,8 @@ _OPERATORS = {
 
 @tool
 def list_metrics(category: Category | None = None) -> MetricList:
-    """List available metrics, optionally of one category (compute, storage, application)."""
+    """List the monitoring metrics (name, category, unit), optionally of one category (compute,
+    storage, application)."""
     names = [n for n, m in _METRICS.items() if category in (None, m["category"])]
     if category is not None and not names:
         known = sorted({m["category"] for m in _METRICS.values()})
@@ -100,7 +101,8 @@ def list_metrics(category: Category | None = None) -> MetricList:
 
 @tool
 def query_metric(name: MetricName) -> MetricReading:
-    """Query a metric's current value and recent series."""
+    """Query a metric's current value and recent series. To ask whether it is above or below a
+    number, use check_threshold instead."""
     metric = _METRICS.get(name)
     if metric is None:
         raise ToolException(f"unknown metric {name!r}; known: {', '.join(_METRICS)}")
@@ -119,7 +121,8 @@ def check_threshold(
     operator: Literal["gt", "gte", "lt", "lte"] = "gt",
     value: float | None = None,
 ) -> ThresholdCheck:
-    """Check whether a metric's value (given, or its current value) crosses a threshold."""
+    """Check whether a metric's value (given, or its current value) crosses a threshold: the
+    answer to "is X above N?". It reads the current value itself: no query_metric step first."""
     if value is None:
         metric = _METRICS.get(metric_name)
         if metric is None:
