@@ -27,7 +27,9 @@ failure to the planner; the real model checks whether a small model can use it.
 A query **recovers** when the second plan version (``meta.replanOf`` = the first) ran to
 ``succeeded``, its outputs are right (each query's check), and there is an answer; it recovers
 **cleanly** when, besides, the second plan calls no tool with side effects (``createAuthor``...)
-that the fix does not need. The metric
+that the fix does not need. A designed first plan that the planner's own checks refuse (an id
+passed by name, :mod:`toolplan.id_by_name`) is repaired at planning time and never runs: the
+query counts as **caught at planning**, not as a replan recovery. The metric
 tools here take free-text names on purpose: the built-in ``query_metric`` declares its names as a
 closed set, so a wrong name is refused at planning time (and repaired there), never reaching a
 replan.
@@ -262,12 +264,14 @@ QUERIES: list[Query] = [
         _comment("Nice!"),
     ),
     Query(
-        "author_lookup_by_name",
+        # an id the model made up, not a name of this plan: that one the planner refuses
+        # (toolplan.id_by_name) before anything runs, so it would never reach a replan
+        "author_invented_id",
         "Create author Carol with email carol@test.com, then fetch her author record.",
         _plan(
             [
                 llm_step("author", "createAuthor", {"name": "Carol", "email": "carol@test.com"}),
-                llm_step("profile", "getAuthor", {"authorId": "Carol"}),
+                llm_step("profile", "getAuthor", {"authorId": "author_1"}),
             ],
             ["profile"],
         ),
@@ -278,7 +282,7 @@ QUERIES: list[Query] = [
             ],
             ["profile"],
         ),
-        "author 'Carol' does not exist",
+        "author 'author_1' does not exist",
         _author("Carol"),
     ),
 ]
@@ -408,8 +412,17 @@ async def _one(query: Query, server: FakeOpenAIServer, upstream: str | None) -> 
                 and outcome.answer.strip()
             )
             extra = _extra_tools(query.fixed, outcome.plan) if second is not None else []
+            # the designed first plan was refused at planning time (toolplan.id_by_name) and
+            # repaired there: the failure never ran, so there was nothing to replan
+            caught = bool(
+                second is None
+                and plans[0]["status"] == "succeeded"
+                and query.check(outputs)
+                and any(c["kind"] == "plan" and not c["designed"] for c in model.calls)
+            )
             row.update(
                 recovered=recovered,
+                caughtAtPlanning=caught,
                 extraTools=extra,
                 clean=recovered and not any(tool in _WRITES for tool in extra),
                 statuses=[p["status"] for p in plans],
@@ -491,6 +504,7 @@ async def run_recovery(
                 row = await _one(query, server, upstream)
                 log(
                     f"{query.name}: recovered={row['recovered']} clean={row['clean']} "
+                    f"caught at planning={row.get('caughtAtPlanning')} "
                     f"extra={row.get('extraTools')} "
                     f"first respond={row['firstRespond']} calls={row.get('llmCalls')} "
                     f"{row['seconds']} s {row.get('error', '')}"
@@ -508,6 +522,7 @@ async def run_recovery(
         "queries": len(rows),
         "recovered": recovered,
         "recoveredClean": sum(r["clean"] for r in rows),
+        "caughtAtPlanning": sum(bool(r.get("caughtAtPlanning")) for r in rows),
         "askedToReplan": sum(r["firstRespond"] == "replan" for r in rows),
         "medianLlmCalls": statistics.median(r["llmCalls"] for r in ok) if ok else None,
         "medianInputTokens": statistics.median(r["usage"]["inputTokens"] for r in ok)

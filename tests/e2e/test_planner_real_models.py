@@ -537,3 +537,40 @@ async def test_closed_sets_reach_the_model_as_enums_that_still_take_templates(
     assert {"$ref": "#/$defs/template"} in name["anyOf"]
     system = llm.requests[0]["messages"][0]["content"]
     assert "Returns: {metrics: [{name: " in system
+
+
+# -- after issue 11: an id passed by name ---------------------------------------------------------
+
+
+def test_an_id_passed_by_name_goes_back_to_the_model_before_any_tool_runs(
+    cli: Cli, llm: FakeOpenAIServer
+) -> None:
+    """Held-out h-4 with planner-v4: ``getAuthor(authorId="leo")`` after ``createAuthor(name=
+    "Leo")`` is valid by every schema and fails at run time; the planner sends it back."""
+    cli.env.update({"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": llm.base_url})
+    cli.env["TOOLPLAN_STRUCTURED_METHOD"] = "json_schema"
+
+    def plan(author_id: str) -> dict[str, Any]:
+        return {
+            "reasoning": "r",
+            "steps": [
+                typed_step("author", "createAuthor", {"name": "Leo", "email": "leo@test.com"}),
+                typed_step("leo_id", "getAuthor", {"authorId": author_id}),
+            ],
+            "outputSteps": ["leo_id"],
+        }
+
+    llm.script([Reply.structured(plan("leo")), Reply.structured(plan("{{author._id}}"))])
+    done = cli(
+        "run",
+        "Create author Leo (leo@test.com), then get him back by his id",
+        "--json",
+        "--no-answer",
+    )
+    assert done.code == 0, done.stderr
+    result = done.json()
+    assert result["status"] == "succeeded" and result["llmCalls"] == 2
+    assert (
+        "step 'leo_id': argument 'authorId' of tool 'getAuthor' is 'leo', the name that step "
+        "'author' (createAuthor) is given, not an id; pass the id it returns: \"{{author._id}}\""
+    ) in feedback(llm)

@@ -38,6 +38,7 @@ from toolplan.analysis import DEFAULT_MAX_STEPS, Analysis, analyze
 from toolplan.config import PlannerSettings, Settings, StructuredMethod, register_cache
 from toolplan.errors import InvalidInput, PlanInvalid
 from toolplan.estimates import EstimateSettings
+from toolplan.id_by_name import check_ids_by_name
 from toolplan.limits import InputLimits, check_json
 from toolplan.operations import plan_estimator, store_plan
 from toolplan.plan import parse_plan
@@ -314,6 +315,8 @@ async def analyze_dependencies(
             if not (issue.code == "arguments" and issue.step in unreadable)
         ]
         return {"errors": reading_errors + found, "plan": None, "analysis": None}
+    # a planner-only check: valid by every schema, and bound to fail at run time
+    reading_errors += [issue.message for issue in check_ids_by_name(plan, ctx.catalog)]
     if reading_errors:
         return {"errors": reading_errors, "plan": None, "analysis": None}
     return {"errors": [], "plan": plan.to_json(), "analysis": analysis.to_json()}

@@ -1,0 +1,102 @@
+"""An id passed by name: a planner check for a plan that refers to something it creates by the
+name it gave it, where the tool wants the id the creating step returns.
+
+``createAuthor(name="Leo")`` then ``getAuthor(authorId="leo")`` is valid by every schema, and
+fails at run time (no author has the id ``leo``). Small models write it often, and a replan seldom
+fixes it. The check is narrow, so that it never refuses a plan that could work:
+
+* the argument's name says it is an id (``id``, ``authorId``, ``blog_id``, ``userID``), and its
+  value is a literal string, not a template;
+* another step of the same plan passes that same string (case and surrounding space aside) to an
+  argument that is *not* an id (a ``name``, a ``title``), and not also to one that is (an id the
+  caller chose);
+* that step's tool declares a return shape with an ``_id`` or ``id`` field, the template to use.
+
+It runs on the planner's plans only (:mod:`toolplan.planning.graph`): a person's plan is theirs.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from toolplan.errors import ValidationIssue
+from toolplan.plan import Plan, Step
+from toolplan.tools.catalog import ToolCatalog
+
+__all__ = ["check_ids_by_name", "is_id_argument"]
+
+_CAMEL_ID = re.compile(r"[a-z0-9]I[dD]$")
+
+
+def is_id_argument(name: str) -> bool:
+    """Whether an argument's name says it takes an id: ``id``, ``blog_id``, ``authorId``,
+    ``userID`` (not ``paid`` or ``valid``)."""
+    lowered = name.lower()
+    return lowered in ("id", "_id") or lowered.endswith("_id") or bool(_CAMEL_ID.search(name))
+
+
+def _id_field(catalog: ToolCatalog, tool: str) -> str | None:
+    """The id field of what ``tool`` returns (``_id`` first), if it declares one."""
+    if tool not in catalog:
+        return None
+    returns = catalog.info(tool).returns or {}
+    properties = returns.get("properties") if isinstance(returns, dict) else None
+    if not isinstance(properties, dict):
+        return None
+    return next((field for field in ("_id", "id") if field in properties), None)
+
+
+def _key(value: Any) -> str | None:
+    return value.strip().casefold() if isinstance(value, str) and value.strip() else None
+
+
+def _names(step: Step) -> dict[str, str]:
+    """The step's literal non-id string arguments: folded value → argument name. A value the
+    step also passes as an id (``create_user(id="bob", name="Bob")``: the caller chose the id)
+    is left out."""
+    names: dict[str, str] = {}
+    ids: set[str] = set()
+    if isinstance(step.parameters, dict):
+        for name, value in step.parameters.items():
+            key = _key(value)
+            if key is None or "{{" in value:
+                continue
+            if is_id_argument(name):
+                ids.add(key)
+            else:
+                names.setdefault(key, name)
+    return {key: name for key, name in names.items() if key not in ids}
+
+
+def check_ids_by_name(plan: Plan, catalog: ToolCatalog) -> list[ValidationIssue]:
+    """One issue per id argument that is given the name of something this plan creates."""
+    creators = [
+        (step, field, _names(step))
+        for step in plan.steps
+        if (field := _id_field(catalog, step.tool)) is not None
+    ]
+    issues = []
+    for step in plan.steps:
+        if not isinstance(step.parameters, dict):
+            continue
+        for name, value in step.parameters.items():
+            key = _key(value)
+            if key is None or not is_id_argument(name) or "{{" in value:
+                continue
+            for creator, field, names in creators:
+                if creator.id == step.id or key not in names:
+                    continue
+                template = "{{" + f"{creator.id}.{field}" + "}}"
+                issues.append(
+                    ValidationIssue(
+                        "id-by-name",
+                        f"step {step.id!r}: argument {name!r} of tool {step.tool!r} is "
+                        f"{value!r}, the {names[key]} that step {creator.id!r} "
+                        f"({creator.tool}) is given, not an id; pass the id it returns: "
+                        f'"{template}"',
+                        step.id,
+                    )
+                )
+                break
+    return issues
