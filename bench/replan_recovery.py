@@ -412,6 +412,7 @@ async def _one(query: Query, server: FakeOpenAIServer, upstream: str | None) -> 
                 and outcome.answer.strip()
             )
             extra = _extra_tools(query.fixed, outcome.plan) if second is not None else []
+            writes = _writes()
             # the designed first plan was refused at planning time (toolplan.id_by_name) and
             # repaired there: the failure never ran, so there was nothing to replan
             caught = bool(
@@ -424,7 +425,7 @@ async def _one(query: Query, server: FakeOpenAIServer, upstream: str | None) -> 
                 recovered=recovered,
                 caughtAtPlanning=caught,
                 extraTools=extra,
-                clean=recovered and not any(tool in _WRITES for tool in extra),
+                clean=recovered and not any(tool in writes for tool in extra),
                 statuses=[p["status"] for p in plans],
                 exitCode=outcome.exit_code,
                 llmCalls=outcome.llm_calls,
@@ -447,9 +448,14 @@ async def _one(query: Query, server: FakeOpenAIServer, upstream: str | None) -> 
     return row
 
 
-_WRITES = frozenset({"createAuthor", "createBlog", "createDraft", "createComment"})
-"""Tools with side effects: a recovery whose plan calls one the fix does not need is not clean
-(the real model once added ``createAuthor("newAuthor")`` to a metric query)."""
+def _writes() -> frozenset[str]:
+    """Tools with side effects, as the toolset tags them (``write``): a recovery whose plan
+    calls one the fix does not need is not clean (the real model once added
+    ``createAuthor("newAuthor")`` to a metric query)."""
+    from toolplan.tools.catalog import ToolCatalog
+
+    catalog = ToolCatalog(_tools())
+    return frozenset(name for name in catalog.names if "write" in catalog.info(name).tags)
 
 
 def _extra_tools(fixed: dict[str, Any], plan: dict[str, Any]) -> list[str]:

@@ -48,7 +48,11 @@ def _id_field(catalog: ToolCatalog, tool: str) -> str | None:
 
 
 def _key(value: Any) -> str | None:
-    return value.strip().casefold() if isinstance(value, str) and value.strip() else None
+    """A literal string argument, folded for comparison; ``None`` for anything else (a
+    template, an empty string, a number)."""
+    if not isinstance(value, str) or not value.strip() or "{{" in value:
+        return None
+    return value.strip().casefold()
 
 
 def _names(step: Step) -> dict[str, str]:
@@ -60,7 +64,7 @@ def _names(step: Step) -> dict[str, str]:
     if isinstance(step.parameters, dict):
         for name, value in step.parameters.items():
             key = _key(value)
-            if key is None or "{{" in value:
+            if key is None:
                 continue
             if is_id_argument(name):
                 ids.add(key)
@@ -82,7 +86,7 @@ def check_ids_by_name(plan: Plan, catalog: ToolCatalog) -> list[ValidationIssue]
             continue
         for name, value in step.parameters.items():
             key = _key(value)
-            if key is None or not is_id_argument(name) or "{{" in value:
+            if key is None or not is_id_argument(name):
                 continue
             for creator, field, names in creators:
                 if creator.id == step.id or key not in names:
