@@ -12,7 +12,7 @@ import importlib
 import inspect
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from toolplan.errors import InvalidInput
 from toolplan.tools.returns import returns_schema
@@ -87,15 +87,28 @@ class ToolInfo:
         return data
 
 
+ToolT = TypeVar("ToolT", bound="BaseTool | Callable[..., Any]")
+
+_TAGS_ATTR = "__toolplan_tags__"
+_METADATA_ATTR = "__toolplan_metadata__"
+# A plain function is tagged in place, on these attributes, and wrapped into a LangChain tool only
+# when a catalog takes it (:func:`_as_tool`): so ``tagged(fn, "read-only")`` as a statement works
+# for functions as it does for tools.
+
+
 def tagged(
-    tool: BaseTool,
+    tool: ToolT,
     *tags: str,
     examples: Iterable[dict[str, Any]] = (),
     cache_ttl: float | None = None,
     returns: Any = None,
     cost_usd: float | None = None,
-) -> BaseTool:
+) -> ToolT:
     """Add capability tags and usage examples to a tool (``toolplan tools --tag`` filters on them).
+
+    ``tool`` is a LangChain tool or a plain function (tagged in place, wrapped into a tool when a
+    catalog takes it); it is returned, so both ``tagged(fn, "read-only")`` and
+    ``TOOLS = [tagged(fn, "read-only")]`` work.
 
     Examples are ``{"query": ..., "parameters": {...}}`` objects; planners show them to the model.
     The tag ``read-only`` makes the tool's results cacheable: a call with the same arguments
@@ -109,22 +122,38 @@ def tagged(
     ``cost_usd`` declares what one call costs, in US dollars (a paid API): plan estimates
     (``estimate.costUsd``) add it up per step.
     """
+    from langchain_core.tools import BaseTool
+
     if cost_usd is not None and (
         isinstance(cost_usd, bool) or not isinstance(cost_usd, int | float) or cost_usd < 0
     ):
         raise ValueError(f"cost_usd must be a non-negative number of dollars, got {cost_usd!r}")
     if cache_ttl is not None and (isinstance(cache_ttl, bool) or cache_ttl <= 0):
         raise ValueError(f"cache_ttl must be a positive number of seconds, got {cache_ttl!r}")
-    tool.tags = [*(tool.tags or []), *tags]
+    metadata: dict[str, Any] = {}
     examples = list(examples)
     if examples:
-        tool.metadata = {**(tool.metadata or {}), "examples": examples}
+        metadata["examples"] = examples
     if cache_ttl is not None:
-        tool.metadata = {**(tool.metadata or {}), "cache_ttl": float(cache_ttl)}
+        metadata["cache_ttl"] = float(cache_ttl)
     if returns is not None:
-        tool.metadata = {**(tool.metadata or {}), "returns": returns}
+        metadata["returns"] = returns
     if cost_usd is not None:
-        tool.metadata = {**(tool.metadata or {}), "cost_usd": float(cost_usd)}
+        metadata["cost_usd"] = float(cost_usd)
+    if isinstance(tool, BaseTool):
+        tool.tags = [*(tool.tags or []), *tags]
+        if metadata:
+            tool.metadata = {**(tool.metadata or {}), **metadata}
+        return tool
+    if not callable(tool):
+        raise TypeError(f"tagged() takes a LangChain tool or a function, got {tool!r}")
+    try:
+        setattr(tool, _TAGS_ATTR, [*getattr(tool, _TAGS_ATTR, []), *tags])
+        setattr(tool, _METADATA_ATTR, {**getattr(tool, _METADATA_ATTR, {}), **metadata})
+    except AttributeError:  # a bound method or a builtin holds no attributes
+        raise TypeError(
+            f"cannot tag {tool!r} in place; wrap it first: tagged(langchain_core.tools.tool(f), ...)"
+        ) from None
     return tool
 
 
@@ -143,12 +172,21 @@ def _as_tool(candidate: Any, source: str) -> BaseTool:
                 "add one: it becomes the description the planner reads"
             )
         try:
-            return as_langchain_tool(candidate)
+            tool = as_langchain_tool(candidate)
         except Exception as error:  # langchain raises several types for bad signatures
             name = getattr(candidate, "__name__", repr(candidate))
             raise InvalidInput(
                 f"cannot turn {name!r} from {source!r} into a tool: {error}"
             ) from None
+        tags, metadata = (
+            getattr(candidate, _TAGS_ATTR, None),
+            getattr(candidate, _METADATA_ATTR, None),
+        )
+        if tags:
+            tool.tags = [*(tool.tags or []), *tags]
+        if metadata:
+            tool.metadata = {**(tool.metadata or {}), **metadata}
+        return tool
     raise InvalidInput(
         f"{source!r} lists {candidate!r} in TOOLS; entries must be LangChain tools or functions"
     )
