@@ -10,15 +10,16 @@ import asyncio
 import os
 import time
 import weakref
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from toolplan.analysis import Analysis, analyze
+from toolplan.analysis import Analysis, analyze, check_tools
 from toolplan.config import register_cache
 from toolplan.engine.result import ExecutionResult
-from toolplan.errors import InvalidInput, StoreUnavailable
+from toolplan.errors import ExecutionGone, InvalidInput, StoreUnavailable
 from toolplan.estimates import Estimate, EstimateSettings, estimate_plan
 from toolplan.execution.backend import DetachedBackend
 from toolplan.execution.cancel import DEFAULT_CANCEL_WAIT, request_cancel
@@ -26,7 +27,8 @@ from toolplan.execution.context import ExecutionContext
 from toolplan.ids import is_valid_id, new_id, require_id
 from toolplan.limits import InputLimits, check_text
 from toolplan.lookup import find_plan, find_request, require_approval
-from toolplan.plan import Plan, Step, load_plan
+from toolplan.plan import Plan, Step, load_plan, parse_plan
+from toolplan.plan_meta import ESTIMATE_KEY, TOOL_SOURCES_KEY, caller_meta
 from toolplan.reuse import index_plan
 from toolplan.store.protocol import (
     TERMINAL_EXECUTION_STATUSES,
@@ -38,7 +40,6 @@ from toolplan.store.protocol import (
     utc_now,
 )
 from toolplan.tools.catalog import ToolCatalog, ToolInfo
-from toolplan.tools.sources import META_KEY as TOOL_SOURCES_KEY
 
 __all__ = [
     "PlanRef",
@@ -79,7 +80,6 @@ class PlanRef:
         return data
 
 
-ESTIMATE_KEY = "estimate"
 """Where a plan's estimate is stored in its ``meta``."""
 
 _STATS_TTL_SECONDS = 60.0
@@ -123,10 +123,11 @@ def submit_plan(
     request_id: str | None = None,
     max_steps: int,
     status: PlanStatus = "planned",
-    meta: dict[str, Any] | None = None,
+    meta: Mapping[str, Any] | None = None,
     limits: InputLimits | None = None,
     estimates: EstimateSettings | None = None,
     reusable: bool = False,
+    record_meta: Mapping[str, Any] | None = None,
 ) -> PlanRef:
     """Validate a plan and store it with new IDs; nothing runs.
 
@@ -151,6 +152,7 @@ def submit_plan(
         meta=meta,
         estimates=estimates,
         reusable=reusable,
+        record_meta=record_meta,
     )
 
 
@@ -163,9 +165,10 @@ def store_plan(
     query: str | None = None,
     request_id: str | None = None,
     status: PlanStatus = "planned",
-    meta: dict[str, Any] | None = None,
+    meta: Mapping[str, Any] | None = None,
     estimates: EstimateSettings | None = None,
     reusable: bool = False,
+    record_meta: Mapping[str, Any] | None = None,
 ) -> PlanRef:
     """Store a plan already validated and analysed (by :func:`submit_plan`, or the planner's
     analysis node with :func:`plan_estimator`) with new IDs, recording where ``catalog``'s tools
@@ -177,7 +180,12 @@ def store_plan(
     is also indexed for plan reuse (:func:`toolplan.reuse.index_plan`), whichever entry point
     stored it (``toolplan run``/``plan``, ``createPlanWithRequestId``, :func:`toolplan.create_plan`):
     a later query may reuse it once its last execution succeeded. A document the caller wrote
-    is not indexed: its query is a label, not what a planner answered."""
+    is not indexed: its query is a label, not what a planner answered.
+
+    ``meta`` is the caller's (labels; a key toolplan reserves is refused, see
+    :mod:`toolplan.plan_meta`); ``record_meta`` is toolplan's own record of how the plan was
+    made (the planning call, plan reuse), written over it. The tool sources and the estimate are
+    always this function's."""
     request: RequestRecord | None = None
     if request_id is not None:
         existing = find_request(store, request_id)
@@ -185,7 +193,10 @@ def store_plan(
     else:
         request = RequestRecord(new_id("req"), query, utc_now())
         request_id = request.request_id
-    meta = _with_tool_sources(meta, catalog)
+    meta = {**caller_meta(meta), **(record_meta or {})}
+    meta.pop(TOOL_SOURCES_KEY, None)
+    if catalog.origin is not None:
+        meta[TOOL_SOURCES_KEY] = catalog.origin.to_json()
     if estimates is None:
         from toolplan.config import Settings
 
@@ -208,13 +219,6 @@ def store_plan(
     return PlanRef(
         request_id, record.plan_id, status, plan=plan, analysis=analysis, estimate=estimate
     )
-
-
-def _with_tool_sources(meta: dict[str, Any] | None, catalog: ToolCatalog) -> dict[str, Any]:
-    meta = dict(meta or {})
-    if catalog.origin is not None:
-        meta.setdefault(TOOL_SOURCES_KEY, catalog.origin.to_json())
-    return meta
 
 
 def stored_result(store: Store, plan_id: str) -> ExecutionResult | None:
@@ -248,6 +252,8 @@ async def execute_stored_plan(
     execution = await asyncio.to_thread(ctx.store.get_execution, plan_id)
     if execution is not None and execution.status == "cancelled" and resume:
         require_approval(record.plan_id, record.status, record.plan, approve=approve)
+        # Refused before it is reopened: a resume that cannot run leaves it cancelled, as it was.
+        check_tools(parse_plan(record.plan), ctx.catalog)
         await asyncio.to_thread(ctx.store.reopen, plan_id)
         execution = await asyncio.to_thread(ctx.store.get_execution, plan_id)
     if execution is None or execution.status not in TERMINAL_EXECUTION_STATUSES:
@@ -260,6 +266,8 @@ async def execute_stored_plan(
                 await run_execution_graph(plan_id, ctx, approve=approve)
             else:
                 await ctx.backend.run(record, ctx)
+        except ExecutionGone:
+            raise  # nothing is left to resume
         except StoreUnavailable as error:
             # An infrastructure fault is not the plan's: nothing was recorded as failed, and the
             # execution stays unfinished, so running it again resumes it.

@@ -27,6 +27,7 @@ from toolplan.limits import InputLimits, check_text
 from toolplan.lookup import require_approval
 from toolplan.operations import PlanRef, execute_stored_plan, submit_plan
 from toolplan.plan import Plan
+from toolplan.plan_meta import caller_meta
 from toolplan.reuse import ReuseMode, find_reusable
 from toolplan.store.protocol import Store
 from toolplan.tools.catalog import ToolCatalog
@@ -61,7 +62,11 @@ class FromQuery:
     """More for the planner after the query (a replan: the previous plan, its results, what
     failed)."""
     meta: Mapping[str, Any] | None = None
-    """Stored with the plan, beside the planning record (e.g. ``{"replanOf": "plan_..."}``)."""
+    """Labels stored with the plan, beside the planning record (e.g. ``{"replanOf":
+    "plan_..."}``); a key toolplan sets itself is refused (:mod:`toolplan.plan_meta`)."""
+
+    def __post_init__(self) -> None:
+        caller_meta(self.meta)
 
 
 @dataclass(frozen=True)
@@ -72,7 +77,11 @@ class FromDocument:
     query: str | None = None
     request_id: str | None = None
     meta: Mapping[str, Any] | None = None
-    """Stored with the plan (e.g. ``{"source": "execute_plan"}``)."""
+    """Labels stored with the plan (e.g. ``{"source": "execute_plan"}``); a key toolplan sets
+    itself is refused (:mod:`toolplan.plan_meta`)."""
+
+    def __post_init__(self) -> None:
+        caller_meta(self.meta)
 
 
 PlanSource = FromQuery | FromDocument
@@ -233,14 +242,14 @@ async def _reuse(
     found = await asyncio.to_thread(find_reusable, store, source.query, catalog, source.reuse)
     if found is None:
         return None
-    meta = {
+    record_meta = {
         "reusedFrom": found.source.plan_id,
         "reuse": found.mode,
         "llmCalls": 0,
         "usage": {"inputTokens": 0, "outputTokens": 0},
     }
     if found.values:
-        meta["reuseValues"] = found.values
+        record_meta["reuseValues"] = found.values
     try:
         ref = await asyncio.to_thread(
             submit_plan,
@@ -249,7 +258,8 @@ async def _reuse(
             catalog=catalog,
             query=source.query,
             max_steps=max_steps,
-            meta=meta,
+            meta=source.meta,
+            record_meta=record_meta,
             limits=limits,
             reusable=True,
         )

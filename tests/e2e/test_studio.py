@@ -129,3 +129,31 @@ async def test_executor_without_input_says_what_it_needs(studio: str) -> None:
     joined = await client.runs.join(thread["thread_id"], run["run_id"])
     assert joined["__error__"]["error"] == "InvalidInput", joined
     assert '{"plan_id": "plan_..."}' in joined["__error__"]["message"]
+
+
+async def test_planner_input_cannot_choose_the_tools_workers_load(
+    studio: str, llm: FakeOpenAIServer
+) -> None:
+    """Whoever can call the served planner graph must not pick the code an operator's workers
+    import: ``toolSources`` (and every key toolplan records itself) is refused in ``meta``,
+    before the model is asked, and nothing is stored."""
+    llm.script([Reply.structured(blog_plan(), usage=(40, 12))])
+    calls_before = len(llm.requests)
+    client = get_client(url=studio)
+    thread = await client.threads.create()
+    hostile = {"toolSources": {"modules": ["evil_module"], "mcp": "/tmp/evil.json"}, "x": 1}
+    run = await client.runs.create(
+        thread["thread_id"], "planner", input={"query": QUERY, "meta": hostile}
+    )
+    joined = await client.runs.join(thread["thread_id"], run["run_id"])
+    assert joined["__error__"]["error"] == "InvalidInput", joined
+    assert "'toolSources'" in joined["__error__"]["message"]
+    assert len(llm.requests) == calls_before  # refused before any model call
+
+    # A caller's own labels are still stored, beside what toolplan records itself.
+    labelled = await client.runs.wait(
+        (await client.threads.create())["thread_id"],
+        "planner",
+        input={"query": QUERY, "meta": {"ticket": "OPS-1"}},
+    )
+    assert labelled["status"] == "planned", labelled

@@ -18,7 +18,7 @@ from toolplan.engine.result import ExecutionResult
 from toolplan.errors import InvalidInput
 from toolplan.limits import check_text
 from toolplan.lookup import find_plan
-from toolplan.operations import ESTIMATE_KEY
+from toolplan.plan_meta import ESTIMATE_KEY
 
 __all__ = ["AgentOutcome", "run_agent"]
 

@@ -42,6 +42,7 @@ from toolplan.id_by_name import check_ids_by_name
 from toolplan.limits import InputLimits, check_json
 from toolplan.operations import plan_estimator, store_plan
 from toolplan.plan import parse_plan
+from toolplan.plan_meta import caller_meta
 from toolplan.planning.call import ModelCall, StructuredRequest, call_model
 from toolplan.planning.parsing import message_payload, read_plan
 from toolplan.planning.prompts import (
@@ -116,7 +117,8 @@ class PlanningInput(TypedDict):
     context: NotRequired[str]
     """More for the model after the query: a replan's previous plan, results and failures."""
     meta: NotRequired[dict[str, Any]]
-    """Stored with the plan's planning record (e.g. ``replanOf``)."""
+    """Labels stored with the plan (e.g. ``replanOf``); keys toolplan sets itself
+    (``toolSources``, the planning record) are refused: :mod:`toolplan.plan_meta`."""
 
 
 class PlanningState(TypedDict, total=False):
@@ -233,6 +235,7 @@ async def select_tools(
     started_at = state.get("started_at") or time.time()  # before the first call: it is planning
     if not isinstance(state.get("query"), str) or not state["query"].strip():
         raise InvalidInput('the planner needs a request as input: {"query": "what to do"}')
+    caller_meta(state.get("meta"))  # refused before the model is called, not after
     ctx = await planner_context(runtime)
     prompt, repair_prompt = await asyncio.to_thread(lambda: _prompts(prompts_dir()))
     schema = ctx.plan_schema()
@@ -333,7 +336,7 @@ async def persist(state: PlanningState, runtime: Runtime[PlanningGraphContext]) 
     low = confidence is not None and confidence < ctx.confidence_threshold
     status = "needs_review" if low else "planned"
     planning_ms = round((time.time() - state.get("started_at", time.time())) * 1000, 1)
-    meta = {
+    record_meta = {
         "model": state.get("model"),
         "llmCalls": state.get("llm_calls", 0),
         "usage": state.get("usage"),
@@ -343,7 +346,6 @@ async def persist(state: PlanningState, runtime: Runtime[PlanningGraphContext]) 
         "confidence": confidence,
         "repairs": state.get("repairs", 0),
         "reasoning": plan.reasoning,
-        **(state.get("meta") or {}),
     }
     ref = await asyncio.to_thread(
         store_plan,
@@ -354,7 +356,8 @@ async def persist(state: PlanningState, runtime: Runtime[PlanningGraphContext]) 
         query=state["query"],
         request_id=state.get("request_id"),
         status=status,  # type: ignore[arg-type]
-        meta=meta,
+        meta=state.get("meta"),
+        record_meta=record_meta,
         estimates=ctx.estimates,
         reusable=True,
     )

@@ -1,0 +1,69 @@
+"""What a stored plan's ``meta`` may hold, and who may set it.
+
+A plan record's ``meta`` mixes two kinds of keys:
+
+- **toolplan's own record** of how the plan was made: where its tools came from
+  (``toolSources``, which a later ``toolplan execute``, a worker or a Temporal activity loads),
+  its estimate, the planning call (model, tokens, prompt version), plan reuse. Some of these
+  change what a worker does, so only toolplan writes them (:data:`RESERVED_META_KEYS`).
+- **a caller's labels**: anything else, such as ``{"source": "execute_plan"}`` or a replan's
+  ``replanOf``. They are shown, never acted on.
+
+Every entry point that takes ``meta`` from a caller (the planner and agent graphs, the Python
+API's :class:`~toolplan.pipeline.FromQuery` / :class:`~toolplan.pipeline.FromDocument`) passes it
+through :func:`caller_meta`, and :func:`toolplan.operations.store_plan`, the one place a plan is
+stored, does so again: a reserved key from a caller is an error, never stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from toolplan.errors import InvalidInput
+
+__all__ = ["ESTIMATE_KEY", "RESERVED_META_KEYS", "TOOL_SOURCES_KEY", "caller_meta"]
+
+TOOL_SOURCES_KEY = "toolSources"
+"""The tool modules and MCP config a plan's catalog was loaded from (``tools.sources``)."""
+ESTIMATE_KEY = "estimate"
+"""The plan's estimate, computed when it is stored."""
+
+RESERVED_META_KEYS: frozenset[str] = frozenset(
+    {
+        TOOL_SOURCES_KEY,
+        ESTIMATE_KEY,
+        # the planning record (planning/graph.py `persist`); model and usage price the estimate
+        "model",
+        "llmCalls",
+        "usage",
+        "planningMs",
+        "promptVersion",
+        "planSchema",
+        "confidence",
+        "repairs",
+        "reasoning",
+        # plan reuse (pipeline.py)
+        "reusedFrom",
+        "reuse",
+        "reuseValues",
+    }
+)
+"""Keys of a plan's ``meta`` that only toolplan sets."""
+
+
+def caller_meta(meta: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A copy of a caller's ``meta``, refused (:class:`~toolplan.errors.InvalidInput`, exit 2)
+    when it names a key toolplan sets itself: a stored record is data, and a caller must not
+    choose, say, the tool modules a worker imports to run the plan."""
+    if meta is None:
+        return {}
+    if not isinstance(meta, Mapping):
+        raise InvalidInput(f"meta must be a JSON object, got {type(meta).__name__}")
+    reserved = sorted(str(key) for key in meta if key in RESERVED_META_KEYS)
+    if reserved:
+        raise InvalidInput(
+            f"meta key(s) {', '.join(repr(key) for key in reserved)} are set by toolplan itself "
+            "and cannot come from a caller; remove them (labels under any other key are kept)"
+        )
+    return dict(meta)
