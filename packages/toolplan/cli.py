@@ -13,7 +13,7 @@ import sys
 import traceback
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import click
 import typer
@@ -29,6 +29,10 @@ from toolplan.limits import check_text
 from toolplan.store import Store, open_store
 from toolplan.tools.catalog import ToolCatalog
 from toolplan.tools.loading import load_catalog
+
+if TYPE_CHECKING:
+    from toolplan.store.protocol import PlanRecord
+    from toolplan.tools.sources import ToolSources
 
 __all__ = ["app", "main"]
 
@@ -185,21 +189,22 @@ class Session:
         return self._catalog
 
     def use_plan_tools(self, plan_id: str) -> None:
-        """When no tools were chosen, load the tools recorded with the stored plan, and say so."""
+        """When no tools were chosen, load the tools recorded with the stored plan, and say so
+        (:class:`~toolplan.tools.recorded.RecordedTools`: exit 3 when they cannot be loaded)."""
         from toolplan.lookup import find_plan
-        from toolplan.tools.sources import recorded_sources, settings_for_plan
+        from toolplan.tools.recorded import RecordedTools
 
         if self._catalog is not None or self.settings.tool_sources_given:
             return
-        record = find_plan(self.store, plan_id)
-        adjusted = settings_for_plan(self.settings, record)
-        if adjusted is not None:
-            sources = recorded_sources(record)
-            assert sources is not None
+
+        def say(record: PlanRecord, sources: ToolSources) -> None:
             stderr.print(
-                f"using the tools recorded with {plan_id}: {sources.describe()}", highlight=False
+                f"using the tools recorded with {record.plan_id}: {sources.describe()}",
+                highlight=False,
             )
-            self.settings = adjusted
+
+        recorded = RecordedTools(self.settings, on_load=say)
+        self._catalog = recorded.catalog_for_sync(find_plan(self.store, plan_id))
 
     def context(self, *, as_json: bool) -> ExecutionContext:
         listener = None if as_json else render.ProgressPrinter(stderr)
@@ -445,7 +450,9 @@ def execute(
         session = open_session()
         try:
             finished = operations.finished_status(session.store, plan_id)
-            if finished is not None:
+            if finished == "cancelled" and resume:
+                session.use_plan_tools(plan_id)  # it runs again: with the tools it was made with
+            elif finished is not None:
                 stderr.print(
                     f"{plan_id} already finished ({finished}): this is its stored result; "
                     "no tool was called (submit the plan again to run it anew)",

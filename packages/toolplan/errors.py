@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "ExecutionBusy",
+    "ExecutionGone",
     "InvalidInput",
     "LLMUnavailable",
     "NotFound",
@@ -32,6 +33,7 @@ __all__ = [
     "TemporalUnavailable",
     "ToolFailure",
     "ToolplanError",
+    "ToolsUnavailable",
     "Unavailable",
     "ValidationIssue",
 ]
@@ -135,9 +137,30 @@ class StoreUnavailable(Unavailable):
     """The configured store cannot be opened or reached."""
 
 
+class ExecutionGone(StoreUnavailable):
+    """The records of an execution vanished from the store while it ran (a database reset, an
+    in-memory server restarted empty): nothing more can be recorded, so the run stops."""
+
+    def __init__(self, plan_id: str, detail: str | None = None) -> None:
+        found = f" ({detail})" if detail else ""
+        super().__init__(
+            f"the execution of {plan_id} is gone from the store{found}: its records were deleted "
+            "while it ran (was the database reset, or an in-memory server restarted?), so "
+            "nothing more can be recorded; submit the plan again to run it anew",
+            details={"planId": plan_id, "resumable": False},
+        )
+
+
 class LLMUnavailable(Unavailable):
     """The configured model endpoint is unreachable, rejects the credentials or keeps failing."""
 
 
 class TemporalUnavailable(Unavailable):
     """The configured Temporal server cannot be reached (or refuses the namespace)."""
+
+
+class ToolsUnavailable(Unavailable):
+    """The tools recorded with a stored plan cannot be loaded in this process: a tool module is
+    not installed here, an MCP server does not start, or the record names an MCP config this
+    process was not configured with. A fault of this process's setup, not of the plan: nothing
+    is recorded as failed, and a process that has the tools runs it."""

@@ -185,6 +185,9 @@ def print_described(console: Console, data: dict[str, Any]) -> None:
                 _with_meaning(execution["status"], EXECUTION_STATUS_MEANING, plan_id),
             )
         )
+        if execution.get("error"):
+            # Why it ended so, or why it waits (a worker that lacked the plan's tools).
+            console.print(f"reason: {escape(execution['error'])}", highlight=False)
         actual = plan.get("actualDurationMs")
         console.print(
             f"duration: estimate {estimate_text(plan.get('estimate'))}"

@@ -33,15 +33,14 @@ from typing import Any, Literal
 
 from toolplan.config import Settings
 from toolplan.engine.policies import ExecutionOptions
-from toolplan.errors import ExecutionBusy, InvalidInput, StoreUnavailable
+from toolplan.errors import ExecutionBusy, InvalidInput, StoreUnavailable, ToolsUnavailable
 from toolplan.execution.runner import ExecutionContext, new_worker_id
 from toolplan.lookup import find_plan, require_approval
 from toolplan.operations import execute_stored_plan
 from toolplan.plan import parse_plan
 from toolplan.store.protocol import ExecutionRecord, Store, utc_now
 from toolplan.tools.catalog import ToolCatalog
-from toolplan.tools.loading import aload_catalog
-from toolplan.tools.sources import ToolSources, recorded_sources, settings_for_plan
+from toolplan.tools.recorded import RecordedTools
 
 __all__ = [
     "Worker",
@@ -125,7 +124,7 @@ class WorkerEvent:
 
 WorkerListener = Callable[[WorkerEvent], None]
 
-StopReason = Literal["idle", "max_plans", "signal"]
+StopReason = Literal["idle", "max_plans", "signal", "setup"]
 
 
 @dataclass
@@ -144,6 +143,9 @@ class WorkerReport:
     stopped_by: StopReason | None = None
     store_error: str | None = None
     """The store's error, if it was unreachable when the worker stopped."""
+    setup_error: str | None = None
+    """Why the worker stopped because it cannot load a plan's tools (the plan was queued
+    again for a worker that can)."""
 
     def to_json(self) -> dict[str, Any]:
         """camelCase JSON form."""
@@ -155,13 +157,17 @@ class WorkerReport:
             "lost": self.lost,
             "stoppedBy": self.stopped_by,
             "storeError": self.store_error,
+            "setupError": self.setup_error,
         }
 
     def check(self) -> None:
         """Raise :class:`~toolplan.errors.StoreUnavailable` if the worker stopped while the
-        store was unreachable (its work is not done; the exit code must say so)."""
+        store was unreachable, :class:`~toolplan.errors.ToolsUnavailable` if it stopped because
+        it cannot load a plan's tools (its work is not done; the exit code, 3, must say so)."""
         if self.store_error is not None:
             raise StoreUnavailable(self.store_error, details=self.to_json())
+        if self.setup_error is not None:
+            raise ToolsUnavailable(self.setup_error, details=self.to_json())
 
 
 class Worker:
@@ -182,7 +188,12 @@ class Worker:
         self.catalog = catalog
         self.settings = settings
         """When given and they choose no tools, each plan runs with the tools recorded with it."""
-        self._catalogs: dict[ToolSources, ToolCatalog] = {}
+        self._recorded = RecordedTools(
+            settings,
+            on_load=lambda record, sources: self._emit(
+                "tools", record.plan_id, f"loading the tools recorded with it: {sources.describe()}"
+            ),
+        )
         self.execution = execution or ExecutionOptions()
         self.options = options or WorkerOptions()
         self.worker_id = worker_id or new_worker_id()
@@ -310,18 +321,9 @@ class Worker:
     async def _catalog_for(self, plan_id: str) -> ToolCatalog:
         """The worker's catalog, or the tools recorded with the plan when none were chosen."""
         if self.settings is None or self.settings.tool_sources_given:
-            return self.catalog
+            return self.catalog  # no need to read the plan
         record = await asyncio.to_thread(find_plan, self.store, plan_id)
-        adjusted = settings_for_plan(self.settings, record)
-        sources = recorded_sources(record)
-        if adjusted is None or sources is None:
-            return self.catalog
-        if sources not in self._catalogs:
-            self._emit(
-                "tools", plan_id, f"loading the tools recorded with it: {sources.describe()}"
-            )
-            self._catalogs[sources] = await aload_catalog(adjusted)
-        return self._catalogs[sources]
+        return await self._recorded.catalog_for(record) or self.catalog
 
     async def _execute(self, plan_id: str) -> None:
         """Run one claimed execution; every outcome is reported, none escapes but cancellation."""
@@ -344,6 +346,12 @@ class Worker:
             self.report.store_error = error.message
             self._outage = True
             self._emit("unavailable", plan_id, error.message)
+        except ToolsUnavailable as error:
+            # This worker's setup lacks what the plan was made with (a module not installed
+            # here): not the plan's fault. It goes back to the queue, saying why, for a worker
+            # that has the tools; this one stops claiming (it would claim it again at once) and
+            # exits 3, as on a store outage.
+            await self._requeue(plan_id, error.message)
         except InvalidInput as error:
             # It cannot run here (e.g. a tool this worker lacks): fail it instead of letting
             # every worker claim it again forever.
@@ -356,6 +364,20 @@ class Worker:
             self._emit("finished", plan_id, result.status)
         finally:
             self._running.pop(plan_id, None)
+
+    async def _requeue(self, plan_id: str, message: str) -> None:
+        self.report.setup_error = message
+        self.report.released.append(plan_id)
+        self._emit("released", plan_id, message)
+        self.report.stopped_by = "setup"
+        with contextlib.suppress(StoreUnavailable):
+            # The reason is written while the lease is still ours, then the lease is given up:
+            # `toolplan show` says why it waits, and the worker that finishes it clears it.
+            await asyncio.to_thread(
+                self.store.set_execution_status, plan_id, "running", error=message
+            )
+            await asyncio.to_thread(self.store.release, plan_id, self.worker_id)
+        self.stop()
 
     async def _fail(self, plan_id: str, message: str) -> None:
         self.report.failed[plan_id] = message

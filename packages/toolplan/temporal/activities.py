@@ -38,7 +38,7 @@ from toolplan.engine.inputs import StoreInputs
 from toolplan.engine.recorder import Recorder
 from toolplan.engine.step import AttemptFailed, StepRunner
 from toolplan.engine.timeouts import EffectiveTimeout, load_step_timeouts
-from toolplan.errors import ExecutionBusy, InvalidInput, Unavailable
+from toolplan.errors import ExecutionBusy, InvalidInput, ToolsUnavailable, Unavailable
 from toolplan.execution.cancel import end_cancelled
 from toolplan.execution.lease import acquire_lease
 from toolplan.execution.runner import ResumeState, finish_execution, start_execution
@@ -63,8 +63,7 @@ from toolplan.temporal.messages import (
     workflow_id,
 )
 from toolplan.tools.catalog import ToolCatalog
-from toolplan.tools.loading import aload_catalog
-from toolplan.tools.sources import ToolSources, recorded_sources, settings_for_plan
+from toolplan.tools.recorded import RecordedTools
 
 __all__ = ["LEASE_SECONDS", "PlanActivities"]
 
@@ -114,7 +113,14 @@ class PlanActivities:
         self.catalog = catalog
         self.settings = settings
         self._plans: OrderedDict[str, tuple[PlanRecord, Plan]] = OrderedDict()
-        self._catalogs: dict[ToolSources, ToolCatalog] = {}
+        self._recorded = RecordedTools(
+            settings,
+            on_load=lambda record, sources: activity.logger.info(
+                "plan %s: loading the tools recorded with it: %s",
+                record.plan_id,
+                sources.describe(),
+            ),
+        )
 
     def definitions(self) -> list[Callable[..., Any]]:
         """Everything a worker registers."""
@@ -142,20 +148,7 @@ class PlanActivities:
 
     async def _catalog_for(self, record: PlanRecord) -> ToolCatalog:
         """The worker's catalog, or the tools recorded with the plan when none were chosen."""
-        if self.settings is None:
-            return self.catalog
-        adjusted = settings_for_plan(self.settings, record)
-        sources = recorded_sources(record)
-        if adjusted is None or sources is None:
-            return self.catalog
-        if sources not in self._catalogs:
-            activity.logger.info(
-                "plan %s: loading the tools recorded with it: %s",
-                record.plan_id,
-                sources.describe(),
-            )
-            self._catalogs[sources] = await aload_catalog(adjusted)
-        return self._catalogs[sources]
+        return await self._recorded.catalog_for(record) or self.catalog
 
     async def _runner(self, call: StepCall) -> tuple[StepRunner, Recorder]:
         record, plan = await self._plan(call.plan_id)
@@ -254,6 +247,14 @@ class PlanActivities:
                 plan, analysis, execution = await start_execution(
                     store, await self._catalog_for(record), record
                 )
+            except ToolsUnavailable as error:
+                # This worker lacks the tools the plan was made with: retried (by this or
+                # another worker) until one has them; `toolplan show` says why it waits.
+                if existing is not None:
+                    await asyncio.to_thread(
+                        store.set_execution_status, plan_id, existing.status, error=error.message
+                    )
+                raise
             except InvalidInput as error:
                 if existing is not None:  # queued by the starter: it will never run here
                     await asyncio.to_thread(

@@ -2,23 +2,27 @@
 
 ``toolplan submit --tools my_tools`` stores ``{"modules": ["my_tools"], "mcp": null}`` in the plan's
 ``meta.toolSources``; a later ``toolplan execute PLAN_ID`` (or a worker) that was given no tools
-loads the same ones, instead of failing on an unknown tool.
+loads the same ones (:mod:`toolplan.tools.recorded`), instead of failing on an unknown tool.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from toolplan.config import Settings
+from toolplan.plan_meta import TOOL_SOURCES_KEY
 from toolplan.store.protocol import PlanRecord
 
-__all__ = ["META_KEY", "ToolSources", "recorded_sources", "settings_for_plan"]
+__all__ = ["META_KEY", "ToolSources", "recorded_sources"]
 
-META_KEY = "toolSources"
-"""The key of a plan's ``meta`` that holds its :class:`ToolSources`."""
+META_KEY = TOOL_SOURCES_KEY
+"""The key of a plan's ``meta`` that holds its :class:`ToolSources` (set only by toolplan)."""
+
+_MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
 @dataclass(frozen=True)
@@ -42,12 +46,15 @@ class ToolSources:
 
     @classmethod
     def from_json(cls, data: Any) -> ToolSources | None:
-        """The sources stored by :meth:`to_json`; ``None`` for anything else."""
+        """The sources stored by :meth:`to_json`; ``None`` for anything else (a module entry
+        that is not a dotted Python name included: it is never imported)."""
         if not isinstance(data, Mapping):
             return None
         modules = data.get("modules")
         mcp = data.get("mcp")
-        if not isinstance(modules, list) or not all(isinstance(m, str) for m in modules):
+        if not isinstance(modules, list) or not all(
+            isinstance(m, str) and _MODULE_NAME.fullmatch(m) for m in modules
+        ):
             return None
         return cls(tuple(modules), mcp if isinstance(mcp, str) else None)
 
@@ -63,14 +70,3 @@ def recorded_sources(record: PlanRecord) -> ToolSources | None:
     """The tool sources stored with a plan, if any (plans stored before they were recorded,
     or built from Python tool objects, have none)."""
     return ToolSources.from_json((record.meta or {}).get(META_KEY))
-
-
-def settings_for_plan(settings: Settings, record: PlanRecord) -> Settings | None:
-    """``settings`` loading the plan's recorded tools, when no tools were chosen and the plan
-    recorded different ones; ``None`` when ``settings`` should be used as they are."""
-    if settings.tool_sources_given:
-        return None
-    sources = recorded_sources(record)
-    if sources is None or sources == ToolSources.of(settings):
-        return None
-    return replace(settings, tool_modules=sources.modules, mcp_config=sources.mcp)
