@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from toolplan.errors import ExecutionGone
 from toolplan.store.protocol import ExecutionLog, cap_output, utc_now
 
 if TYPE_CHECKING:
@@ -162,6 +163,10 @@ class Recorder:
             try:
                 if updates:
                     self.store.update_steps(self.plan_id, updates)
+            except KeyError as missing:
+                # A run writes only its own steps: a missing one means its records were
+                # deleted under it. A store fault (exit 3), never the step's failure.
+                error = ExecutionGone(self.plan_id, missing.args[0] if missing.args else None)
             except BaseException as failure:  # handed to every waiter of the batch
                 error = failure
             with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more

@@ -14,14 +14,18 @@ import contextlib
 import os
 import socket
 from collections.abc import Awaitable
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
-from toolplan.errors import ExecutionBusy
-from toolplan.store.protocol import ExecutionRecord, WorkQueue
+from toolplan.errors import ExecutionBusy, ExecutionGone
+from toolplan.store.protocol import ExecutionLog, ExecutionRecord, WorkQueue
 
 __all__ = ["ENGINE_HOLDER_PREFIX", "acquire_lease", "holder_is_dead", "while_holding"]
 
 T = TypeVar("T")
+
+
+class _Leases(WorkQueue, ExecutionLog, Protocol):
+    """Leases, and the execution records they sit on (to tell a lost lease from a lost record)."""
 
 
 ENGINE_HOLDER_PREFIX = "engine:"
@@ -61,20 +65,22 @@ async def acquire_lease(
         )
 
 
-async def _heartbeat(store: WorkQueue, plan_id: str, worker_id: str, lease: float) -> None:
+async def _heartbeat(store: _Leases, plan_id: str, worker_id: str, lease: float) -> None:
     while True:
         await asyncio.sleep(lease / 3)
         if not await asyncio.to_thread(store.renew_lease, plan_id, worker_id, lease):
+            if await asyncio.to_thread(store.get_execution, plan_id) is None:
+                raise ExecutionGone(plan_id, "its lease cannot be renewed")
             raise ExecutionBusy(
                 f"lost the lease on the execution of {plan_id!r} (another worker took it over)"
             )
 
 
 async def while_holding(
-    store: WorkQueue, plan_id: str, worker_id: str, lease_seconds: float, work: Awaitable[T]
+    store: _Leases, plan_id: str, worker_id: str, lease_seconds: float, work: Awaitable[T]
 ) -> T:
     """Await ``work`` while renewing the lease; cancel it and raise :class:`ExecutionBusy` if the
-    lease is lost. The lease is not released here: the caller releases it once the execution's
+    lease is lost (:class:`ExecutionGone` if the execution itself is). The lease is not released here: the caller releases it once the execution's
     final status is stored (or lets it expire when the run fails)."""
     task = asyncio.ensure_future(work)
     heartbeat = asyncio.ensure_future(_heartbeat(store, plan_id, worker_id, lease_seconds))
