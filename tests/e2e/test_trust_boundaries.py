@@ -22,6 +22,7 @@ import pytest
 
 from tests.e2e.conftest import REPO, Cli
 from tests.support.faults import GATED_PLAN, wait_for_call
+from tests.support.user_tools import ECHO, USER_TOOLS
 from toolplan import operations
 from toolplan.errors import InvalidInput
 from toolplan.ids import new_id
@@ -30,25 +31,6 @@ from toolplan.store import PlanRecord, RequestRecord, Store, open_store, utc_now
 from toolplan.tools import load_tool_modules
 
 pytestmark = pytest.mark.e2e
-
-ECHO = {"steps": [{"id": "said", "tool": "shout", "parameters": {"text": "hi"}}]}
-
-USER_TOOLS = '''
-"""A user's own tool module, importable only where its folder is on PYTHONPATH."""
-import json, os
-
-
-def shout(text: str) -> str:
-    """Say it louder."""
-    log = os.environ.get("TOOLPLAN_TEST_LOG")
-    if log:
-        with open(log, "a") as handle:
-            handle.write(json.dumps({"step": "shout", "event": "call", "pid": os.getpid()}) + "\\n")
-    return text.upper()
-
-
-TOOLS = [shout]
-'''
 
 
 @pytest.fixture(params=["sqlite", pytest.param("mongodb", marks=pytest.mark.mongodb)])

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import json
+import os
 import signal
 import subprocess
 import time
@@ -21,6 +22,7 @@ import pytest
 from tests.e2e.api_support import GraphQLClient, ServerFactory, server_factory
 from tests.e2e.conftest import Cli
 from tests.support.temporal_server import TemporalServer, free_port, temporal_binary
+from tests.support.user_tools import ECHO, USER_TOOLS
 from toolplan import operations
 from toolplan.config import Settings, TemporalSettings
 from toolplan.execution import ExecutionContext
@@ -95,7 +97,7 @@ class Worker:
         self._log_file = self.log.open("w")
         env = dict(cli.env)
         if not tools:  # no tools chosen: each plan runs with the tools recorded with it
-            del env["TOOLPLAN_TOOLS"]
+            env.pop("TOOLPLAN_TOOLS", None)
         self.process = subprocess.Popen(
             cli.argv("worker", "--temporal", "--json", *args),
             env=env,
@@ -433,3 +435,48 @@ def test_the_server_keeps_workflows_across_a_restart(
         assert done.code == 0, done.stderr
         assert done.json()["status"] == "succeeded"
         worker.stop()
+
+
+def test_a_worker_lacking_a_plans_module_leaves_it_waiting_for_one_that_has_it(
+    cli: Cli, store: Store, workers: Callable[..., Worker]
+) -> None:
+    """A setup fault of a worker is not the plan's: the start activity fails retryably (the
+    reason is on the execution record), nothing is recorded failed, and a worker that has the
+    module runs the plan (issue 29)."""
+    modules = cli.tmp / "user_modules"
+    modules.mkdir()
+    (modules / "tp_user_tools.py").write_text(USER_TOOLS)
+    del cli.env["TOOLPLAN_TOOLS"]
+    with_module = os.pathsep.join([str(REPO), str(modules)])
+    cli.env["PYTHONPATH"] = str(REPO)
+    lacking = workers("lacking", tools=False)  # its environment has no tp_user_tools
+    wait_until(lacking.started, "the worker without the module started")
+
+    cli.env["PYTHONPATH"] = with_module
+    submitted = cli("submit", "--file", cli.write_plan(ECHO), "--tools", "tp_user_tools", "--json")
+    assert submitted.code == 0, submitted.stderr
+    plan_id = submitted.json()["planId"]
+    assert cli("execute", plan_id, "--enqueue").code == 0
+
+    def waiting_with_the_reason() -> bool:
+        execution = store.get_execution(plan_id)
+        return execution is not None and "cannot load the tools recorded" in (execution.error or "")
+
+    wait_until(waiting_with_the_reason, "the worker recorded why it cannot run the plan")
+    execution = store.get_execution(plan_id)
+    assert execution is not None and execution.status not in TERMINAL_EXECUTION_STATUSES
+    assert {s.status for s in execution.steps} == {"pending"}
+    # While it lives, the worker that took the workflow retries its start (a local activity);
+    # it goes away (as a lost or reconfigured worker does) and the workflow moves on.
+    lacking.kill()
+
+    able = workers("able", tools=False)  # its environment has the module (cli.env now does)
+    wait_until(
+        lambda: (e := store.get_execution(plan_id)) is not None and e.status == "succeeded",
+        "the worker with the module ran the plan",
+        90,
+    )
+    execution = store.get_execution(plan_id)
+    assert execution is not None and execution.error is None
+    assert execution.step("said").output == "HI"
+    able.stop()
