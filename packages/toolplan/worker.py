@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from toolplan.config import Settings
+from toolplan.engine.observers import BestEffort
 from toolplan.engine.policies import ExecutionOptions
 from toolplan.errors import ExecutionBusy, InvalidInput, StoreUnavailable, ToolsUnavailable
 from toolplan.execution.runner import ExecutionContext, new_worker_id
@@ -198,6 +199,8 @@ class Worker:
         self.options = options or WorkerOptions()
         self.worker_id = worker_id or new_worker_id()
         self.listener = listener
+        self._notify = BestEffort(listener, what=f"worker {self.worker_id}")
+        """A failing listener (a closed stderr, say) never stops the worker or its runs."""
         self.report = WorkerReport(self.worker_id)
         self._running: dict[str, asyncio.Task[None]] = {}
         self._stopping = False
@@ -428,4 +431,4 @@ class Worker:
         self, kind: WorkerEventKind, plan_id: str | None = None, detail: str | None = None
     ) -> None:
         if self.listener is not None:
-            self.listener(WorkerEvent(kind, self.worker_id, plan_id, detail))
+            self._notify(WorkerEvent(kind, self.worker_id, plan_id, detail))

@@ -408,3 +408,33 @@ async def test_fail_fast_cancels_running_steps_as_in_process(
         results.append(outcomes(await execute_stored_plan(ref.plan_id, ctx)))
     assert results[0] == results[1]
     assert results[1]["slow"][0] == "skipped" and "--fail-fast" in (results[1]["slow"][2] or "")
+
+
+async def test_a_listener_that_raises_does_not_fail_a_run_on_temporal(
+    worker: None, store: SqliteStore, catalog: ToolCatalog, temporal_settings: TemporalSettings
+) -> None:
+    # The events of a Temporal run are read from the step records while it runs; a listener
+    # that fails on each of them (a progress printer whose pipe is gone) changes nothing.
+    heard: list[StepEvent] = []
+
+    def broken(event: StepEvent) -> None:
+        heard.append(event)
+        raise BrokenPipeError(32, "Broken pipe")
+
+    plan = {
+        "steps": [
+            {"id": "a", "tool": "echo", "parameters": {"value": "x"}},
+            {"id": "b", "tool": "echo", "parameters": {"value": "{{a}}"}},
+        ]
+    }
+    ref = submit_plan(plan, store=store, catalog=catalog, max_steps=50)
+    result = await execute_stored_plan(
+        ref.plan_id, temporal_ctx(store, catalog, temporal_settings, listener=broken)
+    )
+
+    assert result.status == "succeeded"
+    assert outcomes(result) == {
+        "a": ("succeeded", 1, None, False),
+        "b": ("succeeded", 1, None, False),
+    }
+    assert ("b", "succeeded") in {(e.step_id, e.kind) for e in heard}  # told of every event

@@ -101,8 +101,10 @@ class BackgroundRuns:
         started = asyncio.Event()
 
         def listener(event: StepEvent) -> None:
-            self._events.publish(event)
+            # First: the step record is stored, so the run has started whatever publishing does
+            # (the recorder ignores a failing listener; this one must not leave a caller waiting).
             started.set()
+            self._events.publish(event)
 
         context = self._make_context(listener)
         if no_cache:

@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from toolplan.engine.observers import BestEffort
 from toolplan.errors import ExecutionGone
 from toolplan.store.protocol import ExecutionLog, cap_output, utc_now
 
@@ -111,7 +112,11 @@ def _settle(waiters: list[asyncio.Future[None]], error: BaseException | None) ->
 
 
 class Recorder:
-    """Writes step transitions of one execution to the store and tells a listener."""
+    """Writes step transitions of one execution to the store and tells a listener.
+
+    The write comes first and is the truth; the listener is told afterwards, best-effort
+    (:class:`~toolplan.engine.observers.BestEffort`): whatever it raises is logged once and
+    ignored, so a broken progress printer or event subscriber never fails a step."""
 
     def __init__(
         self,
@@ -125,6 +130,7 @@ class Recorder:
         self.plan_id = plan_id
         self.output_limit_bytes = output_limit_bytes
         self.listener = listener
+        self._notify = BestEffort(listener, what=f"step events of {plan_id}")
         self._queued: list[_Queued] = []
         self._flushing = False
         """A writer thread is committing this execution's transitions (at most one at a time:
@@ -176,7 +182,7 @@ class Recorder:
         self, kind: StepEventKind, step_id: str, tool: str, attempt: int, **extra: Any
     ) -> None:
         if self.listener is not None:
-            self.listener(StepEvent(kind, self.plan_id, step_id, tool, attempt, utc_now(), **extra))
+            self._notify(StepEvent(kind, self.plan_id, step_id, tool, attempt, utc_now(), **extra))
 
     async def started(
         self,

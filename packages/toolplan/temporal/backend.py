@@ -28,6 +28,7 @@ from temporalio.exceptions import (
 )
 
 from toolplan.config import TemporalSettings
+from toolplan.engine.observers import BestEffort
 from toolplan.errors import ExecutionBusy, InvalidInput, ToolplanError
 from toolplan.execution.context import ExecutionContext
 from toolplan.execution.events import DEFAULT_POLL_SECONDS, watch_step_events
@@ -135,6 +136,8 @@ class TemporalBackend:
         return final
 
     async def _follow(self, ctx: ExecutionContext, plan_id: str) -> None:
-        assert ctx.listener is not None
+        # The workers' step records are the truth; the listener only watches them, and its
+        # failures must not fail a run whose workflow succeeded (as in the Recorder).
+        notify = BestEffort(ctx.listener, what=f"step events of {plan_id}")
         async for event in watch_step_events(ctx.store, plan_id, poll_seconds=self.poll_seconds):
-            ctx.listener(event)
+            notify(event)
