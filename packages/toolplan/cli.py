@@ -1,7 +1,10 @@
 """The ``toolplan`` command line: a thin layer over :mod:`toolplan.operations`.
 
 Exit codes: 0 all steps succeeded · 1 some step failed or was skipped · 2 invalid input, nothing
-executed · 3 infrastructure unavailable (store, LLM) · 130 interrupted.
+executed · 3 infrastructure unavailable (store, LLM) · 130 interrupted. A reader that goes away
+(``toolplan run ... | head -2``, or stderr closed) changes neither the run nor the exit code: the
+plan runs to its end, is recorded as it ended, and the command exits quietly with that outcome's
+code (:mod:`toolplan.console`).
 """
 
 from __future__ import annotations
@@ -17,12 +20,12 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import click
 import typer
-from rich.console import Console
 from rich.markup import escape
 
 from toolplan import operations, render
 from toolplan._help import use_metavars
 from toolplan.config import Settings
+from toolplan.console import PipeConsole, stop_writing
 from toolplan.errors import InvalidInput, ToolplanError
 from toolplan.execution.context import ExecutionContext
 from toolplan.limits import check_text
@@ -46,8 +49,8 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 use_metavars()
-stdout = Console(soft_wrap=True)
-stderr = Console(stderr=True, soft_wrap=True)
+stdout = PipeConsole(soft_wrap=True)
+stderr = PipeConsole(stderr=True, soft_wrap=True)
 
 T = TypeVar("T")
 
@@ -251,12 +254,15 @@ def _store_uri(flag: str | None) -> str:
 def _emit_json(data: Any) -> None:
     text = json.dumps(data, ensure_ascii=False, default=str)
     try:
-        sys.stdout.write(text + "\n")
-    except UnicodeEncodeError:
-        # A lone surrogate (from a tool's output, say) cannot be written as UTF-8; JSON escapes
-        # still carry it, so stdout stays one valid JSON object.
-        sys.stdout.write(json.dumps(data, ensure_ascii=True, default=str) + "\n")
-    sys.stdout.flush()
+        try:
+            sys.stdout.write(text + "\n")
+        except UnicodeEncodeError:
+            # A lone surrogate (from a tool's output, say) cannot be written as UTF-8; JSON
+            # escapes still carry it, so stdout stays one valid JSON object.
+            sys.stdout.write(json.dumps(data, ensure_ascii=True, default=str) + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader left (`| head`); the caller's exit code still holds
+        stop_writing(sys.stdout)
 
 
 def _one_line(text: str) -> str:
