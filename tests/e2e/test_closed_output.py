@@ -105,6 +105,19 @@ def test_stdout_closed_before_the_run_the_plan_still_runs_and_exits_0(cli: Cli) 
     )
 
 
+def test_json_on_a_closed_stdout_exits_with_the_runs_code(cli: Cli) -> None:
+    submitted = cli("submit", "--file", BLOG_PLAN, "--json")
+    assert submitted.code == 0, submitted.stderr
+    plan_id = submitted.json()["planId"]
+    process = _spawn(
+        cli, "execute", plan_id, "--json", stdout=_reader_gone(), stderr=subprocess.PIPE
+    )
+    code, stderr = _finish(process, process.stderr)
+
+    assert (code, stderr) == (0, "")
+    assert _stored(cli, plan_id) == ("succeeded", dict.fromkeys(BLOG_STEPS, "succeeded"))
+
+
 def test_stdout_reader_that_leaves_after_two_lines_like_head_2(cli: Cli) -> None:
     set_size = getattr(fcntl, "F_SETPIPE_SZ", None)
     if set_size is None:  # pragma: no cover - Linux has it
