@@ -5,7 +5,6 @@ what it records, on every store; the failure is logged once, not once per event.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from collections.abc import Iterator
@@ -14,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from toolplan.api.events import EventHub
+from tests.support.observers import OverflowingHub
 from toolplan.api.runs import BackgroundRuns
 from toolplan.engine.policies import ExecutionOptions, RetryPolicy
 from toolplan.engine.recorder import EventListener, StepEvent
@@ -136,15 +135,6 @@ async def test_a_failing_listener_does_not_hide_a_real_failure(
     assert result.status == "failed"
     assert "no such order" in (result.step("bad").error or "")
     assert result.step("after").error == "skipped because dependency 'bad' failed"
-
-
-class OverflowingHub(EventHub):
-    """An event hub whose fan-out fails after recording each event, as a subscriber queue that
-    is full (or any other subscriber failure) would make it."""
-
-    def publish(self, event: StepEvent) -> None:
-        super().publish(event)
-        raise asyncio.QueueFull(f"a subscriber of {event.plan_id} is not keeping up")
 
 
 async def test_the_api_runs_a_plan_whose_event_fan_out_fails(
