@@ -17,7 +17,7 @@ import os
 import re
 import subprocess
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import pytest
 
@@ -67,10 +67,15 @@ def _read_lines(fd: int, count: int) -> bytes:
     return data
 
 
-def _finish(process: subprocess.Popen[bytes], pipe: IO[bytes] | None) -> tuple[int, str]:
-    """Wait for the CLI to exit; its exit code and what it wrote on ``pipe``."""
-    text = pipe.read().decode() if pipe is not None else ""
-    return process.wait(timeout=120), text
+def _finish(process: subprocess.Popen[bytes]) -> tuple[int, str]:
+    """Wait for the CLI to exit; its exit code and what it wrote on the one pipe still read."""
+    try:
+        out, err = process.communicate(timeout=120)
+    except subprocess.TimeoutExpired:  # it hung (as it could before this fix): leave nothing behind
+        process.kill()
+        process.communicate()
+        raise
+    return process.returncode, (out or err or b"").decode()
 
 
 def _quiet(text: str) -> None:
@@ -94,7 +99,7 @@ def _only_plan_id(text: str) -> str:
 
 def test_stdout_closed_before_the_run_the_plan_still_runs_and_exits_0(cli: Cli) -> None:
     process = _spawn(cli, "run", "--file", BLOG_PLAN, stdout=_reader_gone(), stderr=subprocess.PIPE)
-    code, stderr = _finish(process, process.stderr)
+    code, stderr = _finish(process)
 
     assert code == 0, stderr
     _quiet(stderr)
@@ -112,7 +117,7 @@ def test_json_on_a_closed_stdout_exits_with_the_runs_code(cli: Cli) -> None:
     process = _spawn(
         cli, "execute", plan_id, "--json", stdout=_reader_gone(), stderr=subprocess.PIPE
     )
-    code, stderr = _finish(process, process.stderr)
+    code, stderr = _finish(process)
 
     assert (code, stderr) == (0, "")
     assert _stored(cli, plan_id) == ("succeeded", dict.fromkeys(BLOG_STEPS, "succeeded"))
@@ -137,7 +142,7 @@ def test_stdout_reader_that_leaves_after_two_lines_like_head_2(cli: Cli) -> None
         head = _read_lines(read_end, 2)
     finally:
         os.close(read_end)
-    code, stderr = _finish(process, process.stderr)
+    code, stderr = _finish(process)
 
     plan_id = _only_plan_id(head.decode())  # the table's title line names the plan
     assert code == 0, stderr
@@ -147,7 +152,7 @@ def test_stdout_reader_that_leaves_after_two_lines_like_head_2(cli: Cli) -> None
 
 def test_stderr_closed_before_the_run_the_plan_still_runs_and_exits_0(cli: Cli) -> None:
     process = _spawn(cli, "run", "--file", BLOG_PLAN, stdout=subprocess.PIPE, stderr=_reader_gone())
-    code, stdout = _finish(process, process.stdout)
+    code, stdout = _finish(process)
 
     assert code == 0, stdout
     _quiet(stdout)
@@ -180,7 +185,7 @@ def test_stderr_reader_that_leaves_mid_run_like_2_to_1_head(cli: Cli) -> None:
         seen += line
     process.stderr.close()
     cli.gate.touch()
-    code, stdout = _finish(process, process.stdout)
+    code, stdout = _finish(process)
 
     assert code == 0, stdout
     _quiet(stdout)
