@@ -108,8 +108,8 @@ def _execute(store: Store, catalog: Any, query: str, a: str, b: str) -> None:
 def lookup_costs(kind: str, sizes: list[int], repeats: int) -> dict[str, dict[str, float]]:
     """``find_reusable``'s median ms per case, per index size, on a store of ``kind``."""
     from bench.backends import store_factory
+    from toolplan.client import resolve_catalog
     from toolplan.reuse import find_reusable
-    from toolplan.tools.loading import resolve_catalog
 
     catalog = resolve_catalog(["weather"])
     rows: dict[str, dict[str, float]] = {}

@@ -302,8 +302,8 @@ class Workers:
 def throughput(
     workdir: Path, address: str, backend: str, workers: int, plans: int
 ) -> dict[str, Any]:
+    from toolplan.client import execution_context
     from toolplan.config import Settings
-    from toolplan.execution import ExecutionContext
     from toolplan.operations import enqueue_execution, submit_plan
     from toolplan.store import open_store
     from toolplan.tools import load_tool_modules
@@ -336,7 +336,7 @@ def throughput(
             pool.wait_started()
             began = time.time()
             if backend == "temporal":
-                ctx = ExecutionContext.from_settings(
+                ctx = execution_context(
                     Settings.from_env(env, project=False), store=store, catalog=catalog
                 )
 

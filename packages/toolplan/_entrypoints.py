@@ -15,19 +15,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolplan.analysis import Analysis, analyze
+from toolplan.client import ToolsArg, backend_for, resolve_catalog
 from toolplan.config import PlanReuse, Settings
 from toolplan.engine.policies import ExecutionOptions
 from toolplan.engine.recorder import StepEvent
 from toolplan.engine.result import ExecutionResult
 from toolplan.execution.cancel import DEFAULT_CANCEL_WAIT
-from toolplan.execution.context import ExecutionContext, backend_for
+from toolplan.execution.context import ExecutionContext
 from toolplan.operations import PlanRef, execute_stored_plan
 from toolplan.operations import cancel_execution as _cancel
 from toolplan.operations import submit_plan as _submit
 from toolplan.plan import Plan, load_plan
 from toolplan.planning.planner import PlanningOutcome
 from toolplan.store import Store, open_store
-from toolplan.tools.loading import ToolsArg, resolve_catalog
 
 __all__ = [
     "answer_query",
@@ -46,7 +46,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from toolplan.agent.loop import AgentOutcome
-    from toolplan.planning.graph import PlannerContext
+    from toolplan.planning.context import PlannerContext
 
 PlanSource = str | Path | dict[str, Any] | Plan
 
@@ -207,7 +207,7 @@ async def _planner_context(
     confidence_threshold: float,
     settings: Settings,
 ) -> PlannerContext:
-    from toolplan.planning.graph import PlannerContext
+    from toolplan.planning.context import PlannerContext
     from toolplan.planning.setup import planner_context_from_env
 
     catalog, resolved = (

@@ -28,7 +28,7 @@ from typing import Any
 from toolplan.errors import InvalidInput, ToolplanError
 from toolplan.execution.runner import ExecutionContext
 from toolplan.pipeline import FromQuery, Planned, obtain_plan, plan_then_execute
-from toolplan.planning.graph import PlannerContext
+from toolplan.planning.context import PlannerContext
 from toolplan.planning.planner import PlanningFailed
 from toolplan.reuse import ReuseMode, reuse_mode
 

@@ -24,6 +24,7 @@ from rich.markup import escape
 
 from toolplan import operations, render
 from toolplan._help import use_metavars
+from toolplan.client import execution_context
 from toolplan.config import Settings
 from toolplan.console import PipeConsole, stop_writing
 from toolplan.errors import InvalidInput, ToolplanError
@@ -211,7 +212,7 @@ class Session:
 
     def context(self, *, as_json: bool) -> ExecutionContext:
         listener = None if as_json else render.ProgressPrinter(stderr)
-        return ExecutionContext.from_settings(
+        return execution_context(
             self.settings, store=self.store, catalog=self.catalog, listener=listener
         )
 

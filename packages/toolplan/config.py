@@ -3,21 +3,23 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from toolplan._caches import clear_caches, register_cache
 from toolplan.analysis import DEFAULT_MAX_STEPS
 from toolplan.engine.policies import ExecutionOptions, RetryPolicy, TimeoutPolicy
 from toolplan.errors import InvalidInput
 from toolplan.estimates import EstimateSettings
 from toolplan.limits import InputLimits
-from toolplan.planning.schema import DEFAULT_TYPED_SCHEMA_MAX_TOOLS
+from toolplan.reuse import ReuseMode, reuse_mode
 from toolplan.store import DEFAULT_STORE_URI
 
 __all__ = [
     "DEFAULT_MODEL",
     "DEFAULT_TOOL_MODULES",
+    "DEFAULT_TYPED_SCHEMA_MAX_TOOLS",
     "PlannerSettings",
     "Settings",
     "StructuredMethod",
@@ -29,12 +31,16 @@ __all__ = [
 DEFAULT_TOOL_MODULES: tuple[str, ...] = ("blog", "metrics", "weather")
 """Tool modules loaded when neither ``--tools`` nor ``TOOLPLAN_TOOLS`` is given."""
 
+DEFAULT_TYPED_SCHEMA_MAX_TOOLS = 64
+"""Catalogs with more tools get the generic schema (``TOOLPLAN_TYPED_SCHEMA_MAX_TOOLS``).
+BENCHMARKS.md ("Planning with a real model") shows how the schema grows with the catalog."""
+
 DEFAULT_MODEL = "openai:gpt-4o-mini"
 """Used when neither ``--model`` nor ``TOOLPLAN_MODEL`` is set."""
 
 StructuredMethod = Literal["function_calling", "json_schema"]
 """How the plan is requested: tool calling (widest support) or strict ``json_schema``."""
-PlanReuse = Literal["off", "exact", "parametric"]
+PlanReuse = ReuseMode
 """Plan reuse before planning a query (:mod:`toolplan.reuse`)."""
 
 
@@ -315,7 +321,7 @@ class Settings:
             tool_sources_given=bool(modules or mcp),
             project_file=str(config.path) if config else None,
             temporal=TemporalSettings.from_env(env),
-            plan_reuse=_reuse_mode(env.get("TOOLPLAN_PLAN_REUSE")),
+            plan_reuse=reuse_mode(env.get("TOOLPLAN_PLAN_REUSE")),
             estimates=_estimate_settings(env, execution.concurrency),
         )
 
@@ -357,31 +363,3 @@ class Settings:
             if temporal_address
             else self.temporal,
         )
-
-
-_CACHE_CLEARERS: list[Callable[[], None]] = []
-
-
-def register_cache(clear: Callable[[], None]) -> None:
-    """Register the ``clear`` function of a process-wide cache, so :func:`clear_caches` empties it.
-
-    Every such cache must be keyed by what it depends on (the :class:`Settings`, a store object,
-    a directory), never by nothing: a changed environment must give a fresh entry, not a stale one.
-    """
-    _CACHE_CLEARERS.append(clear)
-
-
-def clear_caches() -> None:
-    """Empty every process-wide cache (default graph contexts, prompts, tool statistics).
-
-    For tests and long-lived hosts that change configuration; objects the caches held (stores
-    opened for default contexts) are not closed.
-    """
-    for clear in _CACHE_CLEARERS:
-        clear()
-
-
-def _reuse_mode(value: str | None) -> PlanReuse:
-    from toolplan.reuse import reuse_mode
-
-    return reuse_mode(value)

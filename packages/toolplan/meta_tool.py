@@ -23,10 +23,10 @@ from langchain_core.tools import BaseTool, ToolException
 from pydantic import ConfigDict, PrivateAttr
 
 from toolplan._blocking import run_blocking
+from toolplan.client import execution_context, resolve_catalog
 from toolplan.config import Settings
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import InvalidInput, PlanInvalid, ToolplanError, ValidationIssue
-from toolplan.execution.runner import ExecutionContext
 from toolplan.limits import InputLimits, check_json, parse_json_text
 from toolplan.pipeline import FromDocument, plan_then_execute
 from toolplan.planning.parsing import to_plan_data
@@ -34,7 +34,6 @@ from toolplan.planning.prompts import load_prompt
 from toolplan.store import Store, open_store
 from toolplan.store.protocol import StepRecord
 from toolplan.tools.catalog import ToolCatalog, ToolInfo
-from toolplan.tools.loading import resolve_catalog
 from toolplan.tools.returns import shown_shape
 
 __all__ = [
@@ -272,7 +271,7 @@ class PlanTool(BaseTool):
             limits = self.settings.limits
             data = await asyncio.to_thread(_plan_data, plan, extra, limits)
             store = await asyncio.to_thread(lambda: self.store)
-            ctx = ExecutionContext.from_settings(self.settings, store=store, catalog=self.catalog)
+            ctx = execution_context(self.settings, store=store, catalog=self.catalog)
             outcome = await plan_then_execute(
                 FromDocument(data, meta={"source": "execute_plan"}),
                 ctx,

@@ -16,14 +16,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from toolplan._caches import register_cache
 from toolplan.analysis import Analysis, analyze, check_tools
-from toolplan.config import register_cache
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import ExecutionGone, InvalidInput, StoreUnavailable
 from toolplan.estimates import Estimate, EstimateSettings, estimate_plan
-from toolplan.execution.backend import DetachedBackend
+from toolplan.execution.backend import DetachedBackend, backend_of
 from toolplan.execution.cancel import DEFAULT_CANCEL_WAIT, request_cancel
 from toolplan.execution.context import ExecutionContext
+from toolplan.execution.queue import enqueue_plan
 from toolplan.ids import is_valid_id, new_id, require_id
 from toolplan.limits import InputLimits, check_text
 from toolplan.lookup import find_plan, find_request, require_approval
@@ -265,7 +266,7 @@ async def execute_stored_plan(
 
                 await run_execution_graph(plan_id, ctx, approve=approve)
             else:
-                await ctx.backend.run(record, ctx)
+                await backend_of(ctx).run(record, ctx)
         except ExecutionGone:
             raise  # nothing is left to resume
         except StoreUnavailable as error:
@@ -288,13 +289,11 @@ async def enqueue_execution(
 
     A backend with workers of its own (Temporal) starts the plan there; otherwise the plan goes
     to the store's lease queue, which ``toolplan worker`` processes drain
-    (:func:`toolplan.worker.enqueue_plan`). Queueing a plan that is already running or finished
+    (:func:`toolplan.execution.queue.enqueue_plan`). Queueing a plan that is already running or finished
     returns its record unchanged; a ``cancelled`` one is continued only with ``resume``. A
     ``needs_review`` plan is refused unless ``approve``.
     """
     if not isinstance(ctx.backend, DetachedBackend):
-        from toolplan.worker import enqueue_plan
-
         return await asyncio.to_thread(
             enqueue_plan, ctx.store, plan_id, approve=approve, resume=resume
         )

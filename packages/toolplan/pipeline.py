@@ -33,7 +33,7 @@ from toolplan.store.protocol import Store
 from toolplan.tools.catalog import ToolCatalog
 
 if TYPE_CHECKING:
-    from toolplan.planning.graph import PlannerContext
+    from toolplan.planning.context import PlannerContext
     from toolplan.planning.planner import PlanningOutcome
 
 __all__ = [

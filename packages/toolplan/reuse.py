@@ -31,7 +31,6 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from toolplan.config import PlanReuse as ReuseMode
 from toolplan.store.protocol import PlanRecord, Store
 from toolplan.templates import strings_in
 from toolplan.tools.catalog import ToolCatalog
@@ -47,6 +46,10 @@ __all__ = [
     "normalise_query",
     "reuse_mode",
 ]
+
+ReuseMode = Literal["off", "exact", "parametric"]
+"""Plan reuse before planning a query: ``off``, ``exact`` (the same query) or ``parametric``
+(the same text with other values)."""
 
 REUSE_MODES: tuple[str, ...] = ("off", "exact", "parametric")
 INDEX = "toolplan_plan_index"

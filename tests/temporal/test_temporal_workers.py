@@ -24,8 +24,8 @@ from tests.e2e.conftest import Cli
 from tests.support.temporal_server import TemporalServer, free_port, temporal_binary
 from tests.support.user_tools import ECHO, USER_TOOLS
 from toolplan import operations
+from toolplan.client import execution_context
 from toolplan.config import Settings, TemporalSettings
-from toolplan.execution import ExecutionContext
 from toolplan.store import Store, open_store
 from toolplan.store.protocol import TERMINAL_EXECUTION_STATUSES
 from toolplan.tools import ToolCatalog, load_tool_modules
@@ -161,7 +161,7 @@ def epoch(iso: str) -> float:
 
 async def enqueue(cli: Cli, store: Store, catalog: ToolCatalog, plan_ids: list[str]) -> None:
     settings = Settings.from_env(cli.env)
-    ctx = ExecutionContext.from_settings(settings, store=store, catalog=catalog)
+    ctx = execution_context(settings, store=store, catalog=catalog)
     for plan_id in plan_ids:
         assert (await operations.enqueue_execution(plan_id, ctx)).status == "queued"
 

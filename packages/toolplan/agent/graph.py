@@ -29,14 +29,16 @@ from pydantic import BaseModel, ConfigDict, InstanceOf
 from pydantic.json_schema import SkipJsonSchema
 from typing_extensions import TypedDict
 
+from toolplan._caches import register_cache
 from toolplan.agent.respond import DEFAULT_RESPOND_BUDGET, decide, replan_context
-from toolplan.config import Settings, register_cache
+from toolplan.client import execution_context
+from toolplan.config import Settings
 from toolplan.engine.result import ExecutionResult
 from toolplan.execution.context import ExecutionContext
 from toolplan.lookup import find_plan
 from toolplan.operations import ANSWERS, PlanRef
 from toolplan.pipeline import FromQuery, Planned, execute_planned, obtain_plan
-from toolplan.planning.graph import PlannerContext
+from toolplan.planning.context import PlannerContext
 from toolplan.reuse import ReuseMode
 
 __all__ = [
@@ -121,9 +123,7 @@ def _default_context(settings: Settings) -> AgentContext:
     from toolplan.planning.setup import planner_context_from_env
 
     planner = planner_context_from_env(settings=settings)
-    execution = ExecutionContext.from_settings(
-        settings, store=planner.store, catalog=planner.catalog
-    )
+    execution = execution_context(settings, store=planner.store, catalog=planner.catalog)
     return AgentContext(planner, execution, reuse=settings.plan_reuse)
 
 

@@ -17,7 +17,7 @@ from langchain_core.runnables import RunnableConfig
 from toolplan.agent.budget import truncate_tokens
 from toolplan.engine.result import ExecutionResult
 from toolplan.planning.call import StructuredRequest, call_model
-from toolplan.planning.graph import PlannerContext
+from toolplan.planning.context import PlannerContext
 from toolplan.planning.llm_errors import LLMOutputTruncated
 from toolplan.planning.parsing import message_payload
 from toolplan.planning.prompts import Prompt, load_prompt

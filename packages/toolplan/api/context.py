@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
+from toolplan import client
 from toolplan.api.events import EventHub
 from toolplan.api.runs import BackgroundRuns
 from toolplan.config import Settings
@@ -14,7 +15,7 @@ from toolplan.store.protocol import Store
 from toolplan.tools.catalog import ToolCatalog
 
 if TYPE_CHECKING:
-    from toolplan.planning.graph import PlannerContext
+    from toolplan.planning.context import PlannerContext
 
 __all__ = ["ApiContext"]
 
@@ -37,7 +38,7 @@ class ApiContext:
 
     def execution_context(self, listener: EventListener | None = None) -> ExecutionContext:
         """The context of one execution, as the CLI builds it, with ``listener`` for its events."""
-        return ExecutionContext.from_settings(
+        return client.execution_context(
             self.settings,
             store=self.store,
             catalog=self.catalog,

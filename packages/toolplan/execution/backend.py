@@ -36,38 +36,26 @@ Temporal workers in their step activities) and records the execution ``cancelled
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
-
+from toolplan.execution.context import (
+    DetachedBackend,
+    ExecutionBackend,
+    ExecutionContext,
+)
 from toolplan.store.protocol import ExecutionRecord, PlanRecord
 
-if TYPE_CHECKING:
-    from toolplan.execution.context import ExecutionContext
-
-__all__ = ["DetachedBackend", "ExecutionBackend", "InProcessBackend"]
-
-
-@runtime_checkable
-class ExecutionBackend(Protocol):
-    """Runs (or resumes) the unfinished steps of one stored plan to a final status."""
-
-    async def run(self, record: PlanRecord, ctx: ExecutionContext) -> ExecutionRecord:
-        """Run the plan's unfinished steps; return the final execution record."""
-        ...
-
-
-@runtime_checkable
-class DetachedBackend(ExecutionBackend, Protocol):
-    """A backend whose workers run plans elsewhere, so a plan can be handed over without waiting."""
-
-    async def start(self, record: PlanRecord, ctx: ExecutionContext) -> ExecutionRecord:
-        """Queue the plan for the backend's workers; return its execution record at once."""
-        ...
+__all__ = ["DetachedBackend", "ExecutionBackend", "InProcessBackend", "backend_of"]
 
 
 class InProcessBackend:
     """The steps run as asyncio tasks of this process, under the execution's lease."""
 
     async def run(self, record: PlanRecord, ctx: ExecutionContext) -> ExecutionRecord:
+        # The engine (and LangChain under it) loads when a plan runs, not when the CLI starts.
         from toolplan.execution.runner import run_plan_steps
 
         return await run_plan_steps(ctx, record)
+
+
+def backend_of(ctx: ExecutionContext) -> ExecutionBackend:
+    """The backend that runs ``ctx``'s plans: its own, else this process."""
+    return ctx.backend if ctx.backend is not None else InProcessBackend()

@@ -6,18 +6,14 @@ import os
 import secrets
 import socket
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol, runtime_checkable
 
 from toolplan.engine.policies import ExecutionOptions
 from toolplan.engine.recorder import EventListener
-from toolplan.store.protocol import Store
+from toolplan.store.protocol import ExecutionRecord, PlanRecord, Store
 from toolplan.tools.catalog import ToolCatalog
 
-if TYPE_CHECKING:
-    from toolplan.config import Settings
-    from toolplan.execution.backend import ExecutionBackend
-
-__all__ = ["ExecutionContext", "backend_for", "new_worker_id"]
+__all__ = ["DetachedBackend", "ExecutionBackend", "ExecutionContext", "new_worker_id"]
 
 
 def new_worker_id() -> str:
@@ -25,27 +21,22 @@ def new_worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
 
 
-def _in_process() -> ExecutionBackend:
-    from toolplan.execution.backend import InProcessBackend
+@runtime_checkable
+class ExecutionBackend(Protocol):
+    """Runs (or resumes) the unfinished steps of one stored plan to a final status."""
 
-    return InProcessBackend()
+    async def run(self, record: PlanRecord, ctx: ExecutionContext) -> ExecutionRecord:
+        """Run the plan's unfinished steps; return the final execution record."""
+        ...
 
 
-def backend_for(settings: Settings) -> ExecutionBackend:
-    """The backend the settings choose: Temporal when ``TOOLPLAN_TEMPORAL_ADDRESS`` (or
-    ``--temporal-address``) is set, else this process."""
-    if not settings.temporal.enabled:
-        return _in_process()
-    try:
-        from toolplan.temporal import temporal_backend
-    except ImportError as error:
-        from toolplan.errors import InvalidInput
+@runtime_checkable
+class DetachedBackend(ExecutionBackend, Protocol):
+    """A backend whose workers run plans elsewhere, so a plan can be handed over without waiting."""
 
-        raise InvalidInput(
-            f"TOOLPLAN_TEMPORAL_ADDRESS is set but the Temporal SDK is missing ({error}); "
-            "install it with: pip install 'toolplan[temporal]'"
-        ) from None
-    return temporal_backend(settings.temporal)
+    async def start(self, record: PlanRecord, ctx: ExecutionContext) -> ExecutionRecord:
+        """Queue the plan for the backend's workers; return its execution record at once."""
+        ...
 
 
 @dataclass
@@ -59,31 +50,6 @@ class ExecutionContext:
     listener: EventListener | None = None
     """Told about every step transition of runs in this process (progress, the API's events)."""
     worker_id: str = field(default_factory=new_worker_id)
-    backend: ExecutionBackend = field(default_factory=_in_process)
-    """Runs the steps: in this process by default."""
-
-    @classmethod
-    def from_settings(
-        cls,
-        settings: Settings,
-        *,
-        store: Store,
-        catalog: ToolCatalog,
-        listener: EventListener | None = None,
-        worker_id: str | None = None,
-        backend: ExecutionBackend | None = None,
-    ) -> ExecutionContext:
-        """The context every entry point uses: the settings' execution options and limits, and
-        the backend they choose (:func:`backend_for`) unless ``backend`` is given.
-
-        A long-lived process (the API server) passes one ``worker_id`` for all its runs, so that
-        after a store outage it can take back the lease its own failed run still holds.
-        """
-        return cls(
-            store=store,
-            catalog=catalog,
-            options=settings.execution,
-            listener=listener,
-            worker_id=worker_id or new_worker_id(),
-            backend=backend or backend_for(settings),
-        )
+    backend: ExecutionBackend | None = None
+    """Runs the steps; ``None``: in this process
+    (:func:`~toolplan.execution.backend.backend_of`)."""

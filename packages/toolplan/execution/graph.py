@@ -22,9 +22,12 @@ from pydantic import BaseModel, ConfigDict, InstanceOf
 from pydantic.json_schema import SkipJsonSchema
 from typing_extensions import TypedDict
 
-from toolplan.config import Settings, register_cache
+from toolplan._caches import register_cache
+from toolplan.client import execution_context
+from toolplan.config import Settings
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import InvalidInput
+from toolplan.execution.backend import backend_of
 from toolplan.execution.context import ExecutionContext
 from toolplan.lookup import find_plan, require_approval
 from toolplan.store.protocol import TERMINAL_EXECUTION_STATUSES, ExecutionRecord, PlanRecord
@@ -65,7 +68,7 @@ def _default_context(settings: Settings) -> ExecutionContext:
     from toolplan.store import open_store
     from toolplan.tools.loading import load_catalog
 
-    return ExecutionContext.from_settings(
+    return execution_context(
         settings, store=open_store(settings.store_uri), catalog=load_catalog(settings)
     )
 
@@ -133,7 +136,7 @@ async def run_steps(
     """Run or resume every unfinished step, eagerly, recording each transition durably."""
     ctx = await context_from(runtime)
     record = await asyncio.to_thread(find_plan, ctx.store, state["plan_id"])
-    execution = await ctx.backend.run(record, ctx)
+    execution = await backend_of(ctx).run(record, ctx)
     return _result_state(record, execution)
 
 

@@ -21,11 +21,10 @@ import asyncio
 import functools
 import json
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, NotRequired
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langgraph.config import get_config
 from langgraph.graph import END, START, StateGraph
@@ -34,16 +33,17 @@ from pydantic import BaseModel, ConfigDict, InstanceOf
 from pydantic.json_schema import SkipJsonSchema
 from typing_extensions import TypedDict
 
-from toolplan.analysis import DEFAULT_MAX_STEPS, Analysis, analyze
-from toolplan.config import PlannerSettings, Settings, StructuredMethod, register_cache
+from toolplan._caches import register_cache
+from toolplan.analysis import Analysis, analyze
+from toolplan.config import PlannerSettings, Settings
 from toolplan.errors import InvalidInput, PlanInvalid
-from toolplan.estimates import EstimateSettings
 from toolplan.id_by_name import check_ids_by_name
-from toolplan.limits import InputLimits, check_json
+from toolplan.limits import check_json
 from toolplan.operations import plan_estimator, store_plan
 from toolplan.plan import parse_plan
 from toolplan.plan_meta import caller_meta
-from toolplan.planning.call import ModelCall, StructuredRequest, call_model
+from toolplan.planning.call import StructuredRequest, call_model
+from toolplan.planning.context import PlannerContext
 from toolplan.planning.parsing import message_payload, read_plan
 from toolplan.planning.prompts import (
     Prompt,
@@ -53,13 +53,8 @@ from toolplan.planning.prompts import (
     render_system_prompt,
 )
 from toolplan.planning.schema import (
-    DEFAULT_TYPED_SCHEMA_MAX_TOOLS,
     PlanSchema,
-    generic_plan_schema,
-    plan_schema,
 )
-from toolplan.store.protocol import Store
-from toolplan.tools.catalog import ToolCatalog
 
 __all__ = [
     "PlannerContext",
@@ -68,43 +63,6 @@ __all__ = [
     "PlanningState",
     "build_planning_graph",
 ]
-
-
-@dataclass
-class PlannerContext:
-    """What the planning nodes need."""
-
-    store: Store
-    catalog: ToolCatalog
-    model: BaseChatModel
-    model_name: str
-    method: StructuredMethod = "function_calling"
-    max_repairs: int = 2
-    confidence_threshold: float = 0.5
-    max_steps: int = DEFAULT_MAX_STEPS
-    tool_stats: dict[str, Any] = field(default_factory=dict)
-    endpoint: str | None = None
-    """The model's endpoint, named in error messages (``OPENAI_BASE_URL``)."""
-    max_tokens: int | None = None
-    """The model's output-token limit per call, named when an answer is cut off."""
-    typed_schema_max_tools: int = DEFAULT_TYPED_SCHEMA_MAX_TOOLS
-    """Catalogs with more tools (or 0) are planned with the generic schema."""
-    schema_fallback: bool = False
-    """Set when the endpoint rejected the typed schema: later calls use the generic one."""
-    limits: InputLimits = field(default_factory=InputLimits)
-    estimates: EstimateSettings | None = None
-    """How the stored plan is estimated (``None``: the environment's settings)."""
-    """The input limits the model's plan must meet, like any other plan."""
-
-    def model_call(self) -> ModelCall:
-        """How this planner calls its model (for :func:`~toolplan.planning.call.call_model`)."""
-        return ModelCall(self.model, self.model_name, self.method, self.endpoint, self.max_tokens)
-
-    def plan_schema(self) -> PlanSchema:
-        """The schema the model answers in (typed, unless too large or rejected)."""
-        if self.schema_fallback:
-            return generic_plan_schema()
-        return _schema_for(self.catalog, self.typed_schema_max_tools, self.method)
 
 
 class PlanningInput(TypedDict):
@@ -198,19 +156,6 @@ def _prompts(directory: Path) -> tuple[Prompt, Prompt]:
 
 
 register_cache(_prompts.cache_clear)
-
-
-@functools.lru_cache(maxsize=16)
-def _schema_cached(catalog_id: int, catalog: ToolCatalog, limit: int, strict: bool) -> PlanSchema:
-    return plan_schema(catalog, max_typed_tools=limit, strict=strict)
-
-
-def _schema_for(catalog: ToolCatalog, limit: int, method: StructuredMethod) -> PlanSchema:
-    # keyed by the catalog object: a catalog is built once per process and not changed after
-    return _schema_cached(id(catalog), catalog, limit, method == "json_schema")
-
-
-register_cache(_schema_cached.cache_clear)
 
 
 def planner_messages(

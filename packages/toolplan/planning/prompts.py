@@ -10,6 +10,7 @@ import json
 import re
 import string
 from dataclasses import dataclass
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -41,9 +42,8 @@ def prompts_dir(settings: PlannerSettings | None = None) -> Path:
     override = (settings or Settings.from_env().planner).prompts_dir
     if override:
         return Path(override)
-    import toolplan.prompts
-
-    return Path(toolplan.prompts.__file__).resolve().parent
+    # By name, not an import statement: the data package sits beside the code, not below it.
+    return Path(str(files("toolplan.prompts"))).resolve()
 
 
 @dataclass(frozen=True)

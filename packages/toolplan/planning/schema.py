@@ -23,6 +23,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from toolplan.config import DEFAULT_TYPED_SCHEMA_MAX_TOOLS
 from toolplan.json_schema import inline_refs
 from toolplan.tools.catalog import ToolCatalog, ToolInfo
 
@@ -38,10 +39,6 @@ __all__ = [
 
 SchemaKind = Literal["typed", "generic"]
 """``typed``: one branch per tool with typed parameters; ``generic``: parameters as a string."""
-
-DEFAULT_TYPED_SCHEMA_MAX_TOOLS = 64
-"""Catalogs with more tools get the generic schema (``TOOLPLAN_TYPED_SCHEMA_MAX_TOOLS``).
-BENCHMARKS.md ("Planning with a real model") shows how the schema grows with the catalog."""
 
 TEMPLATE_PATTERN = r"^\{\{[A-Za-z_][A-Za-z0-9_-]*([.][A-Za-z0-9_-]+|\[[0-9]+\])*\}\}$"
 """A whole-value template as the typed schema accepts it for a non-string argument. Narrower

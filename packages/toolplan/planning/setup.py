@@ -1,9 +1,9 @@
-"""Build a :class:`~toolplan.planning.graph.PlannerContext` from :class:`~toolplan.config.Settings`."""
+"""Build a :class:`~toolplan.planning.context.PlannerContext` from :class:`~toolplan.config.Settings`."""
 
 from __future__ import annotations
 
 from toolplan.config import Settings
-from toolplan.planning.graph import PlannerContext
+from toolplan.planning.context import PlannerContext
 from toolplan.planning.model import create_chat_model, default_max_tokens
 from toolplan.store import Store, open_store
 from toolplan.tools.catalog import ToolCatalog

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import re
-
+from toolplan.store._uris import redact_uri
 from toolplan.store.protocol import (
     TERMINAL_EXECUTION_STATUSES,
     CheckpointStore,
@@ -49,11 +48,6 @@ DEFAULT_STORE_URI = "sqlite:///./.toolplan/toolplan.db"
 """The embedded default's shape: a SQLite file under ``.toolplan/``. Which folder's is decided
 per command (:func:`toolplan.project.default_store_uri`): the project's, else the nearest one
 upwards that exists, else the current folder's."""
-
-
-def redact_uri(uri: str) -> str:
-    """``uri`` with any password replaced by ``***`` (safe for messages and logs)."""
-    return re.sub(r"(?<=://)([^:/@]+):([^@]*)@", r"\1:***@", uri)
 
 
 def open_store(uri: str | None = None) -> Store:

@@ -82,7 +82,7 @@ class MongoConnection:
     """A ``MongoClient`` and the database of one store URI; ``uri`` is safe to print."""
 
     def __init__(self, uri: str, *, env: Mapping[str, str] | None = None) -> None:
-        from toolplan.store import redact_uri
+        from toolplan.store._uris import redact_uri
 
         self.uri = redact_uri(uri)
         self._password = urlsplit(uri).password

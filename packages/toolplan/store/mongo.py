@@ -71,11 +71,11 @@ from toolplan.store.protocol import (
     PlanRecord,
     RequestRecord,
     StepRecord,
+    ToolStats,
     cap_output,
     lease_holder,
     utc_now,
 )
-from toolplan.tools.catalog import ToolStats
 
 if TYPE_CHECKING:
     from pymongo.collection import Collection

@@ -29,7 +29,6 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from toolplan.store.codec import dumps
-from toolplan.tools.catalog import ToolStats
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -53,6 +52,7 @@ __all__ = [
     "StepStatus",
     "Store",
     "TimeoutSource",
+    "ToolStats",
     "WorkQueue",
     "cap_output",
     "lease_holder",
@@ -83,6 +83,15 @@ CANCELLED_WHILE_RUNNING = "cancelled while running: its tool call was cancelled"
 TimeoutSource = Literal["plan", "history", "default"]
 """Where a step's effective timeout came from: its ``timeout`` in the plan, the tool's observed
 durations, or the default (``TOOLPLAN_TIMEOUT``)."""
+
+
+@dataclass(frozen=True)
+class ToolStats:
+    """Observed behaviour of a tool over past executions (:meth:`ExecutionLog.tool_stats`)."""
+
+    calls: int
+    avg_duration_ms: float | None
+    failure_rate: float | None
 
 
 def utc_now() -> str:

@@ -20,8 +20,9 @@ from collections.abc import Callable
 from importlib.metadata import entry_points
 from pathlib import Path
 
-from toolplan.config import register_cache
+from toolplan._caches import register_cache
 from toolplan.errors import InvalidInput
+from toolplan.store._uris import redact_uri
 from toolplan.store.protocol import Store
 
 __all__ = [
@@ -115,8 +116,6 @@ def opener_for(uri: str) -> StoreOpener:
         return opener
     target = _entry_points().get(scheme)
     if target is None:
-        from toolplan.store import redact_uri
-
         bare = "" if "://" in uri else f" (or a path ending in {', '.join(SQLITE_SUFFIXES)})"
         raise InvalidInput(
             f"unsupported store URI {redact_uri(uri)!r}; use sqlite:///path/to/file.db{bare} or "

@@ -42,10 +42,10 @@ from toolplan.store.protocol import (
     PlanRecord,
     RequestRecord,
     StepRecord,
+    ToolStats,
     lease_holder,
     utc_now,
 )
-from toolplan.tools.catalog import ToolStats
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import functools
 
-from toolplan.config import TemporalSettings, register_cache
+from toolplan._caches import register_cache
+from toolplan.config import TemporalSettings
 from toolplan.temporal.backend import TemporalBackend
 from toolplan.temporal.messages import workflow_id
 

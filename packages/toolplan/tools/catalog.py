@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from toolplan.errors import InvalidInput
+from toolplan.store.protocol import ToolStats
 from toolplan.tools.returns import returns_schema
 
 if TYPE_CHECKING:
@@ -41,15 +42,6 @@ BUILTIN_TOOLSETS: dict[str, str] = {
 
 RESERVED_TOOL_NAMES: frozenset[str] = frozenset({"execute_plan", "execute_tool_plan"})
 """Names of the plan executor itself; a plan may never call them."""
-
-
-@dataclass(frozen=True)
-class ToolStats:
-    """Observed behaviour of a tool over past executions."""
-
-    calls: int
-    avg_duration_ms: float | None
-    failure_rate: float | None
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,6 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 
 from toolplan._blocking import run_blocking
 from toolplan.errors import InvalidInput, ToolFailure, Unavailable
-from toolplan.tools.loading import DEFAULT_STARTUP_TIMEOUT
 
 __all__ = [
     "MCP_TAG",
@@ -47,6 +46,9 @@ __all__ = [
     "load_mcp_tools",
     "mcp_output",
 ]
+
+DEFAULT_STARTUP_TIMEOUT = 30.0
+"""Seconds an MCP server may take to start and list its tools."""
 
 MCP_TAG = "mcp"
 """Tag on every MCP tool; each also carries ``mcp:<server>``."""

@@ -17,11 +17,11 @@ What a record says is data, so loading it is bounded:
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
 
 from toolplan._blocking import run_blocking
-from toolplan.config import Settings
 from toolplan.errors import InvalidInput, ToolsUnavailable, Unavailable
 from toolplan.store.protocol import PlanRecord
 from toolplan.tools.catalog import ToolCatalog
@@ -29,6 +29,28 @@ from toolplan.tools.loading import aload_catalog
 from toolplan.tools.sources import ToolSources, recorded_sources
 
 __all__ = ["RecordedTools"]
+
+
+class ProcessTools(Protocol):
+    """What a process was told about its tools (:class:`~toolplan.config.Settings` says it)."""
+
+    @property
+    def tool_modules(self) -> Sequence[str]: ...
+
+    @property
+    def mcp_config(self) -> str | None: ...
+
+    @property
+    def tool_sources_given(self) -> bool:
+        """Whether the tools were chosen (flags, environment, project config), not defaulted."""
+        ...
+
+
+@dataclass(frozen=True)
+class _Modules:
+    tool_modules: tuple[str, ...]
+    mcp_config: None = None
+
 
 OnLoad = Callable[[PlanRecord, ToolSources], None]
 """Told once per distinct set of sources, before they are loaded (to say so in a log)."""
@@ -42,7 +64,7 @@ class RecordedTools:
     project config), every plan runs with those, and nothing recorded is loaded.
     """
 
-    def __init__(self, settings: Settings | None, *, on_load: OnLoad | None = None) -> None:
+    def __init__(self, settings: ProcessTools | None, *, on_load: OnLoad | None = None) -> None:
         self.settings = settings
         self.on_load = on_load
         self._catalogs: dict[ToolSources, ToolCatalog] = {}
@@ -54,7 +76,7 @@ class RecordedTools:
         if settings is None or settings.tool_sources_given:
             return None
         sources = recorded_sources(record)
-        if sources is None or sources == ToolSources.of(settings):
+        if sources is None or sources == ToolSources.of(settings.tool_modules, settings.mcp_config):
             return None
         return sources
 
@@ -68,7 +90,6 @@ class RecordedTools:
         cached = self._catalogs.get(sources)
         if cached is not None:
             return cached
-        assert self.settings is not None  # sources_for returns None without settings
         if sources.mcp is not None:
             raise ToolsUnavailable(
                 f"plan {record.plan_id} was made with the tools of the MCP config {sources.mcp!r}; "
@@ -78,9 +99,8 @@ class RecordedTools:
             )
         if self.on_load is not None:
             self.on_load(record, sources)
-        settings = replace(self.settings, tool_modules=sources.modules, mcp_config=None)
         try:
-            catalog = await aload_catalog(settings, strict=True)
+            catalog = await aload_catalog(_Modules(sources.modules), strict=True)
         except (InvalidInput, ImportError, Unavailable) as error:
             reason = getattr(error, "message", None) or f"{type(error).__name__}: {error}"
             raise ToolsUnavailable(

@@ -8,12 +8,11 @@ loads the same ones (:mod:`toolplan.tools.recorded`), instead of failing on an u
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolplan.config import Settings
 from toolplan.plan_meta import TOOL_SOURCES_KEY
 from toolplan.store.protocol import PlanRecord
 
@@ -33,12 +32,12 @@ class ToolSources:
     mcp: str | None = None
 
     @classmethod
-    def of(cls, settings: Settings, mcp_config: Any = None) -> ToolSources:
-        """The sources :func:`~toolplan.tools.loading.load_catalog` reads for ``settings``.
-        An ``mcpServers`` mapping (not a file) cannot be recorded and is left out."""
-        mcp = settings.mcp_config if mcp_config is None else mcp_config
+    def of(cls, modules: Iterable[str], mcp: Any = None) -> ToolSources:
+        """The sources of a catalog loaded from ``modules`` and the ``mcpServers`` file ``mcp``
+        (made absolute). An ``mcpServers`` mapping (not a file) cannot be recorded and is left
+        out."""
         path = str(Path(mcp).resolve()) if isinstance(mcp, str | Path) else None
-        return cls(tuple(settings.tool_modules), path)
+        return cls(tuple(modules), path)
 
     def to_json(self) -> dict[str, Any]:
         """``{"modules": [...], "mcp": path or null}``."""

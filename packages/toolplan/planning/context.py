@@ -1,0 +1,77 @@
+"""What the planning nodes need: store, catalog, model and planning options
+(:class:`PlannerContext`), built from settings by :mod:`toolplan.planning.setup` or by a caller."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+
+from toolplan._caches import register_cache
+from toolplan.analysis import DEFAULT_MAX_STEPS
+from toolplan.config import StructuredMethod
+from toolplan.estimates import EstimateSettings
+from toolplan.limits import InputLimits
+from toolplan.planning.call import ModelCall
+from toolplan.planning.schema import (
+    DEFAULT_TYPED_SCHEMA_MAX_TOOLS,
+    PlanSchema,
+    generic_plan_schema,
+    plan_schema,
+)
+from toolplan.store.protocol import Store
+from toolplan.tools.catalog import ToolCatalog
+
+__all__ = ["PlannerContext"]
+
+
+@dataclass
+class PlannerContext:
+    """What the planning nodes need."""
+
+    store: Store
+    catalog: ToolCatalog
+    model: BaseChatModel
+    model_name: str
+    method: StructuredMethod = "function_calling"
+    max_repairs: int = 2
+    confidence_threshold: float = 0.5
+    max_steps: int = DEFAULT_MAX_STEPS
+    tool_stats: dict[str, Any] = field(default_factory=dict)
+    endpoint: str | None = None
+    """The model's endpoint, named in error messages (``OPENAI_BASE_URL``)."""
+    max_tokens: int | None = None
+    """The model's output-token limit per call, named when an answer is cut off."""
+    typed_schema_max_tools: int = DEFAULT_TYPED_SCHEMA_MAX_TOOLS
+    """Catalogs with more tools (or 0) are planned with the generic schema."""
+    schema_fallback: bool = False
+    """Set when the endpoint rejected the typed schema: later calls use the generic one."""
+    limits: InputLimits = field(default_factory=InputLimits)
+    estimates: EstimateSettings | None = None
+    """How the stored plan is estimated (``None``: the environment's settings)."""
+    """The input limits the model's plan must meet, like any other plan."""
+
+    def model_call(self) -> ModelCall:
+        """How this planner calls its model (for :func:`~toolplan.planning.call.call_model`)."""
+        return ModelCall(self.model, self.model_name, self.method, self.endpoint, self.max_tokens)
+
+    def plan_schema(self) -> PlanSchema:
+        """The schema the model answers in (typed, unless too large or rejected)."""
+        if self.schema_fallback:
+            return generic_plan_schema()
+        return _schema_for(self.catalog, self.typed_schema_max_tools, self.method)
+
+
+@functools.lru_cache(maxsize=16)
+def _schema_cached(catalog_id: int, catalog: ToolCatalog, limit: int, strict: bool) -> PlanSchema:
+    return plan_schema(catalog, max_typed_tools=limit, strict=strict)
+
+
+def _schema_for(catalog: ToolCatalog, limit: int, method: StructuredMethod) -> PlanSchema:
+    # keyed by the catalog object: a catalog is built once per process and not changed after
+    return _schema_cached(id(catalog), catalog, limit, method == "json_schema")
+
+
+register_cache(_schema_cached.cache_clear)
