@@ -24,7 +24,10 @@ the import. The URI's scheme must be registered (:mod:`toolplan.store.registry`:
 in the ``toolplan.stores`` group, or ``register_store`` in a fixture). Tests that need another
 process's view (concurrent claims and writes, reopening after a crash) open more stores on the
 same URI, each with its own connection, so an in-process backend shares one state between the
-stores it opens for one URI. The async tests are marked ``pytest.mark.asyncio``.
+stores it opens for one URI. The async tests are marked ``pytest.mark.asyncio``. For pytest's
+detailed assertion messages in the suite's tests, call
+``pytest.register_assert_rewrite("toolplan_conformance")`` in a ``conftest.py``: pytest rewrites
+the asserts of test modules only, and this package is imported as a library.
 
 What it covers: round trips and immutability of requests and plans, atomic step transitions and
 batched ``update_steps``, the lease state machine and the work queue under concurrent claims,
