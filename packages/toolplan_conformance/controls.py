@@ -231,4 +231,4 @@ def test_concurrent_cache_puts_of_one_key_keep_one_entry(store: Store, store_uri
 
 
 __all__ = sorted(name for name in globals() if name.startswith("test_"))
-"""Every test of this module (collected by ``from toolplan.store.conformance import *`` too)."""
+"""Every test of this module (collected by ``from toolplan_conformance import *`` too)."""
