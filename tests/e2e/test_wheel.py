@@ -4,7 +4,8 @@ The wheel is built from a copy of the sources (so the checkout stays clean) and 
 ``--no-deps`` into a new venv whose dependencies come from this test run's own site-packages
 (one ``.pth`` line): what is under test is the wheel's contents, not PyPI. The test then plans
 through the scripted OpenAI server with the wheel's console script, from a directory outside
-the repository and without ``PYTHONPATH``, so nothing can be read from the checkout.
+the repository and without ``PYTHONPATH``, so nothing can be read from the checkout. The store
+conformance suite is in the same wheel, a package of its own that importing toolplan never loads.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+import toolplan_conformance
 from tests.support.fake_openai import FakeOpenAIServer, Reply
 from tests.support.plans import QUERY, blog_plan
 
@@ -70,6 +72,19 @@ def test_wheel_ships_the_prompts_and_examples(wheel: Path) -> None:
     for prompt in (REPO / "prompts").glob("*.md"):
         assert f"toolplan/prompts/{prompt.name}" in names
     assert "toolplan/examples/blog_chain.json" in names and "toolplan/py.typed" in names
+
+
+def test_wheel_ships_the_conformance_suite_as_its_own_package(wheel: Path) -> None:
+    """Store authors import ``toolplan_conformance`` from the installed wheel, beside toolplan."""
+    archive = zipfile.ZipFile(wheel)
+    names = set(archive.namelist())
+    suite = REPO / "packages" / "toolplan_conformance"
+    for module in suite.glob("*.py"):
+        assert f"toolplan_conformance/{module.name}" in names
+    assert "toolplan_conformance/py.typed" in names
+    assert not any(name.startswith("toolplan/store/") and "conformance" in name for name in names)
+    (metadata,) = (name for name in names if name.endswith(".dist-info/METADATA"))
+    assert "Provides-Extra: conformance" in archive.read(metadata).decode().splitlines()
 
 
 @pytest.fixture(scope="module")
@@ -156,3 +171,32 @@ def test_installed_wheel_plans_through_an_openai_server(venv: Path, tmp_path: Pa
         check=True,
     ).stdout
     assert first_line("execute-plan") in described
+
+
+def test_installed_toolplan_does_not_import_the_conformance_suite(
+    venv: Path, tmp_path: Path
+) -> None:
+    """The suite is importable from the wheel, and importing toolplan never loads it."""
+    script = (
+        "import json, sys\n"
+        "import toolplan, toolplan.store\n"
+        "toolplan.store.open_store('sqlite:///' + sys.argv[1]).close()\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] == 'toolplan_conformance')\n"
+        "import toolplan_conformance as suite\n"
+        "tests = [n for n in suite.__all__ if n.startswith('test_')]\n"
+        "print(json.dumps({'loaded': loaded, 'file': suite.__file__, 'tests': len(tests)}))\n"
+    )
+    done = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", script, str(tmp_path / "tp.db")],
+        cwd=tmp_path,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    found = json.loads(done.stdout)
+    assert found["loaded"] == []
+    assert found["file"].startswith(str(venv)), found["file"]  # the wheel's copy
+    assert found["tests"] == len(
+        [name for name in toolplan_conformance.__all__ if name.startswith("test_")]
+    )

@@ -15,8 +15,8 @@ import pytest
 
 from toolplan.engine.recorder import Recorder
 from toolplan.errors import StoreUnavailable
-from toolplan.store._conformance_helpers import started_execution
 from toolplan.store.sqlite import SqliteStore
+from toolplan_conformance import started_execution
 
 
 class GatedStore:

@@ -1,4 +1,4 @@
-"""The store conformance suite (:mod:`toolplan.store.conformance`) on every backend.
+"""The store conformance suite (:mod:`toolplan_conformance`) on every backend.
 
 ``sqlite`` runs on a file in the test's temporary directory; ``mongodb`` on a fresh database of
 the session's MongoDB server (jongodb, or ``TOOLPLAN_TEST_MONGODB_URI``); ``memory`` on the
@@ -23,16 +23,16 @@ from pymongo.errors import AutoReconnect
 from toolplan.errors import InvalidInput, StoreUnavailable
 from toolplan.store import Store, mongo, open_store
 from toolplan.store._mongo_client import database_name
-from toolplan.store.conformance import *  # noqa: F403
-from toolplan.store.conformance import (
+from toolplan.store.mongo import DEFAULT_DATABASE, TIMEOUT_ENV, MongoStore, client_options
+from toolplan.store.registry import register_store
+from toolplan_conformance import *  # noqa: F403
+from toolplan_conformance import (
     new_plan,
     new_request,
     started_execution,
     step_pairs,
     stored_plan,
 )
-from toolplan.store.mongo import DEFAULT_DATABASE, TIMEOUT_ENV, MongoStore, client_options
-from toolplan.store.registry import register_store
 
 _MEMORY: dict[str, MemoryStore] = {}
 

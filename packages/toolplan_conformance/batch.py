@@ -3,7 +3,7 @@ the engine's writer commits every step transition queued since its last write in
 batch must behave exactly like the same ``update_step`` calls in order, and be durable when it
 returns), and a checkpointer kept open for long-lived callers (``keep_checkpointer``).
 
-``from toolplan.store.conformance import *`` collects these with the rest of the suite; the
+``from toolplan_conformance import *`` collects these with the rest of the suite; the
 fixtures are the same (``store_uri`` and ``store``).
 """
 
@@ -16,7 +16,8 @@ import pytest
 
 from toolplan.ids import new_id
 from toolplan.store import Store
-from toolplan.store._conformance_helpers import in_threads, other_store, started_execution
+from toolplan_conformance.connections import in_threads, other_store
+from toolplan_conformance.records import started_execution
 
 
 def test_update_steps_applies_a_batch_in_order(store: Store) -> None:
@@ -123,3 +124,6 @@ async def test_a_kept_checkpointer_is_shared_and_stays_usable(store: Store, stor
         async with reopened.checkpointer() as saver:
             graph = builder.compile(checkpointer=saver)
             assert [(await graph.aget_state(c)).values["n"] for c in threads] == [1, 11, 21]
+
+
+__all__ = sorted(name for name in globals() if name.startswith("test_"))

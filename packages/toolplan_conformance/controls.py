@@ -2,7 +2,7 @@
 (and reopening a cancelled execution), the durations the adaptive timeouts and estimates read,
 and the shared result cache of read-only tools.
 
-``from toolplan.store.conformance import *`` collects these with the rest of the suite; the
+``from toolplan_conformance import *`` collects these with the rest of the suite; the
 fixtures are the same (``store_uri`` and ``store``).
 """
 
@@ -13,15 +13,9 @@ import time
 import pytest
 
 from toolplan.store import Store
-from toolplan.store._conformance_helpers import (
-    in_threads,
-    other_store,
-    queued,
-    started_execution,
-    step_pairs,
-    stored_plan,
-)
 from toolplan.store.protocol import CANCELLED_BEFORE_START
+from toolplan_conformance.connections import in_threads, other_store
+from toolplan_conformance.records import queued, started_execution, step_pairs, stored_plan
 
 # -- cancel requests ------------------------------------------------------------------------------
 
@@ -237,4 +231,4 @@ def test_concurrent_cache_puts_of_one_key_keep_one_entry(store: Store, store_uri
 
 
 __all__ = sorted(name for name in globals() if name.startswith("test_"))
-"""Every test of this module (collected by ``from toolplan.store.conformance import *`` too)."""
+"""Every test of this module (collected by ``from toolplan_conformance import *`` too)."""

@@ -1,24 +1,10 @@
-"""The store conformance suite: every :class:`~toolplan.store.Store` backend must pass it.
+"""Conformance tests of the roles of :class:`~toolplan.store.Store`: requests and plans (round
+trips, immutability, a plan and its new request stored whole or not at all), executions and atomic
+step transitions, the lease state machine and the work queue under concurrent claims, toolset
+records and the LangGraph checkpointer.
 
-It ships with toolplan so that a backend in another package runs the same tests (it needs
-``pytest`` and ``pytest-asyncio``). A test module imports the tests and provides two fixtures::
-
-    from toolplan.store.conformance import *  # noqa: F403  (collects every test_*)
-
-    @pytest.fixture
-    def store_uri(tmp_path) -> str:            # the URI of an empty store of the backend
-        return "redis://localhost/15"
-
-    @pytest.fixture
-    def store(store_uri):                      # open_store(store_uri), closed after the test
-        with contextlib.closing(open_store(store_uri)) as opened:
-            yield opened
-
-The URI's scheme must be registered (:mod:`toolplan.store.registry`: an entry point, or
-``register_store`` in a fixture). Tests that need a second process's view (concurrency,
-reopening after a crash) open more stores on the same URI, each with its own connection, as
-separate processes would. It covers round trips, immutability, atomic step transitions, the work
-queue and its lease state machine under concurrent claims, toolset records and the checkpointer.
+``from toolplan_conformance import *`` collects these with the rest of the suite; the fixtures
+are ``store_uri`` and ``store`` (see :mod:`toolplan_conformance`).
 """
 
 from __future__ import annotations
@@ -36,17 +22,16 @@ from toolplan.store import (
     Store,
     utc_now,
 )
-from toolplan.store._conformance_helpers import (
-    in_threads,
+from toolplan.store.protocol import cap_output, lease_holder
+from toolplan_conformance.connections import in_threads, other_store
+from toolplan_conformance.records import (
     new_plan,
     new_request,
-    other_store,
     queued,
     started_execution,
     step_pairs,
     stored_plan,
 )
-from toolplan.store.protocol import cap_output, lease_holder
 
 # -- requests and plans ---------------------------------------------------------------------------
 
@@ -608,10 +593,4 @@ async def test_checkpointer_keeps_graph_state_across_reopen(store: Store, store_
             assert await graph.ainvoke(None, config) == {"trail": ["first", "second"]}
 
 
-# The orchestration controls (cancel requests, tool durations, the result cache) have their own
-# module; importing this one collects their tests too.
-from toolplan.store.conformance_batch import *  # noqa: E402, F403
-from toolplan.store.conformance_controls import *  # noqa: E402, F403
-
 __all__ = sorted(name for name in globals() if name.startswith("test_"))
-"""Every conformance test: ``from toolplan.store.conformance import *`` collects them."""

@@ -1,22 +1,16 @@
-"""Helpers of the store conformance suite: records to store, and other connections to a store
-as other processes would have them (:mod:`toolplan.store.conformance` and
-:mod:`toolplan.store.conformance_controls` use them; a backend's own tests may too)."""
+"""Records to store: requests, plans and executions of a known shape, built and saved in one call.
+
+The conformance tests use them, and a backend's own tests may too (``from toolplan_conformance
+import started_execution``)."""
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import closing, contextmanager
-from typing import Any
-
 from toolplan.ids import new_id
-from toolplan.store import ExecutionRecord, PlanRecord, RequestRecord, Store, open_store, utc_now
+from toolplan.store import ExecutionRecord, PlanRecord, RequestRecord, Store, utc_now
 
 __all__ = [
-    "in_threads",
     "new_plan",
     "new_request",
-    "other_store",
     "queued",
     "started_execution",
     "step_pairs",
@@ -25,10 +19,13 @@ __all__ = [
 
 
 def new_request(query: str | None = "make a blog") -> RequestRecord:
+    """A new request (not stored), with ``query`` as its text."""
     return RequestRecord(new_id("req"), query, utc_now())
 
 
 def new_plan(request_id: str, *, steps: int = 3, query: str | None = "make a blog") -> PlanRecord:
+    """A new ``planned`` plan (not stored) of ``request_id``: ``steps`` ``echo`` steps ``s0``,
+    ``s1``, ..., each in its own layer, with an analysis and planner metadata."""
     return PlanRecord(
         plan_id=new_id("plan"),
         request_id=request_id,
@@ -47,6 +44,7 @@ def new_plan(request_id: str, *, steps: int = 3, query: str | None = "make a blo
 
 
 def stored_plan(store: Store, *, steps: int = 3) -> PlanRecord:
+    """A plan of ``steps`` steps saved in ``store`` with its new request."""
     request = new_request()
     plan = new_plan(request.request_id, steps=steps)
     store.save_plan(plan, request)
@@ -54,53 +52,22 @@ def stored_plan(store: Store, *, steps: int = 3) -> PlanRecord:
 
 
 def step_pairs(plan: PlanRecord) -> list[tuple[str, str]]:
+    """``(step ID, tool)`` of each step of ``plan``, as ``create_execution`` and ``enqueue``
+    take them."""
     return [(step["id"], step["tool"]) for step in plan.plan["steps"]]
 
 
 def started_execution(store: Store, *, steps: int = 3) -> ExecutionRecord:
+    """The execution of a new stored plan, created ``running`` as a direct run creates it."""
     plan = stored_plan(store, steps=steps)
     return store.create_execution(plan.plan_id, step_pairs(plan), status="running")
 
 
 def queued(store: Store, count: int) -> list[str]:
+    """The plan IDs of ``count`` stored two-step plans enqueued in that order (oldest first)."""
     plan_ids = []
     for _ in range(count):
         plan = stored_plan(store, steps=2)
         store.enqueue(plan.plan_id, step_pairs(plan))
         plan_ids.append(plan.plan_id)
     return plan_ids
-
-
-@contextmanager
-def other_store(uri: str) -> Iterator[Store]:
-    """Another connection to the same store, as another process would have."""
-    with closing(open_store(uri)) as store:
-        yield store
-
-
-def in_threads(uri: str, count: int, work: Callable[[Store, int], Any]) -> list[Any]:
-    """Run ``work(store, i)`` in ``count`` threads, each on its own store, released together."""
-    stores = [open_store(uri) for _ in range(count)]
-    barrier = threading.Barrier(count)
-    results: list[Any] = [None] * count
-    errors: list[BaseException] = []
-
-    def run(i: int) -> None:
-        barrier.wait()
-        try:
-            results[i] = work(stores[i], i)
-        except BaseException as error:
-            errors.append(error)
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
-    try:
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(60)
-    finally:
-        for store in stores:
-            store.close()
-    if errors:
-        raise errors[0]
-    return results
