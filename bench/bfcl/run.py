@@ -187,7 +187,8 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def markdown(summary: dict[str, Any]) -> str:
-    """The summary as a table: right answers per category and contestant."""
+    """The summary as tables: right answers per category and contestant, then the failures
+    by BFCL's error type."""
     lines = [
         "| category | set | n | toolplan | native tool calls | native reply read leniently |",
         "|---|---|---|---|---|---|",
@@ -199,4 +200,12 @@ def markdown(summary: dict[str, Any]) -> str:
         lines.append(
             f"| {category} | {data['set']} | {data['entries']} | " + " | ".join(cells) + " |"
         )
+    lines += ["", "Failures by BFCL error type:", ""]
+    lines += ["| category | contestant | failures |", "|---|---|---|"]
+    for category, data in summary.items():
+        for c in CONTESTANTS:
+            failures = data.get(c, {}).get("failures")
+            if failures:
+                listed = ", ".join(f"{kind}: {n}" for kind, n in failures.items())
+                lines.append(f"| {category} | {c} | {listed} |")
     return "\n".join(lines) + "\n"
