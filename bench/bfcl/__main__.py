@@ -4,7 +4,9 @@ Plans every sampled BFCL entry with toolplan and asks the same model natively, a
 configured the usual way (``OPENAI_BASE_URL``, ``TOOLPLAN_MODEL``, ``TOOLPLAN_STRUCTURED_METHOD``,
 ``TOOLPLAN_LLM_TIMEOUT``; ``eval "$(bash ../shared/real-llm/serve.sh)"`` sets them). Prints the
 table by category; with ``--out``, writes ``entries.jsonl`` (one row per entry, as it is
-scored, so an interrupted run keeps what it did), ``summary.json`` and ``summary.md``.
+scored, so an interrupted run keeps what it did; the categories take turns, so it covers
+each of them), ``summary.json`` and ``summary.md``. ``--summarize DIR/entries.jsonl`` prints the tables of
+what a run wrote.
 
 Tune only on simple_python, multiple and parallel; every other category is a test set.
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime
+import itertools
 import json
 import sys
 from importlib import metadata
@@ -78,19 +81,33 @@ def main(argv: list[str] | None = None) -> int:
         help="toolplan, native, text (native and text share one call)",
     )
     parser.add_argument("--out", type=Path, help="write entries.jsonl, summary.json, summary.md")
+    parser.add_argument(
+        "--summarize",
+        type=Path,
+        metavar="JSONL",
+        help="print the tables of an entries.jsonl (e.g. of a run cut short); no model needed",
+    )
     args = parser.parse_args(argv)
+    if args.summarize:
+        rows = [json.loads(line) for line in args.summarize.read_text().splitlines() if line]
+        print(markdown(summarize(rows)))
+        return 0
     categories = _names(args.categories, CATEGORIES, "category", parser)
     contestants = _names(args.only, CONTESTANTS, "contestant", parser)
     ids = set(args.ids.split(",")) if args.ids else None
     argv = argv if argv is not None else sys.argv[1:]
 
     try:
-        entries = [
-            entry
-            for category in categories
-            for entry in sample(load_category(category), args.sample, args.seed)
-            if ids is None or entry.id in ids
+        chosen = [
+            [
+                e
+                for e in sample(load_category(c), args.sample, args.seed)
+                if ids is None or e.id in ids
+            ]
+            for c in categories
         ]
+        # round-robin over the categories: a slow run cut short still covers each of them
+        entries = [e for group in itertools.zip_longest(*chosen) for e in group if e is not None]
         settings = Settings.from_env()
     except (BfclMissing, ToolplanError) as error:
         _log(f"error: {error}")
