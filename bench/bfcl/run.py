@@ -1,0 +1,211 @@
+"""One BFCL run: every entry planned by toolplan and answered natively by the same model, scored.
+
+Per entry, two model calls:
+
+* **toolplan** — the real planner (:func:`toolplan.planning.planner.create_plan`: one planning
+  call plus its bounded repairs, the prompts and schema as they stand) over a catalog built from
+  the entry's function docs, with a fresh in-memory store; nothing is executed. The plan's steps,
+  in order, are the answer: ``[{tool: parameters}]`` with BFCL's names. A plan that could not
+  be made is no answer.
+* **native** — the same chat model (same settings, temperature 0) with the entry's messages and
+  ``tools=`` (LangChain ``bind_tools``, ``tool_choice`` left to the model, as BFCL's function-
+  calling mode does). Two readings of that one reply: **native** takes its ``tool_calls`` only;
+  **text** takes its tool calls, or when there are none, reads its text leniently
+  (:mod:`bench.bfcl.lenient`), as a harness would that parses the text itself.
+
+Each answer goes through :func:`bench.bfcl.checker.check` (the official AST checker).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from bench.bfcl.checker import Verdict, check
+from bench.bfcl.data import TUNING_CATEGORIES, Entry
+from bench.bfcl.functions import Toolbox
+from bench.bfcl.lenient import read_calls
+from toolplan.config import Settings
+
+__all__ = ["CONTESTANTS", "Attempt", "run_entries", "summarize"]
+
+Contestant = Literal["toolplan", "native", "text"]
+CONTESTANTS: tuple[Contestant, ...] = ("toolplan", "native", "text")
+"""Columns of the summary, in order."""
+
+NATIVE_MAX_TOKENS = 1024
+"""Output limit of the native call: far above any right answer here, and it bounds a runaway."""
+
+
+@dataclass
+class Attempt:
+    """One contestant's answer to one entry, and its verdict."""
+
+    calls: list[dict[str, Any]] | None
+    """``[{bfcl_name: {arg: value}}]``; ``None`` when no answer could be had (no plan)."""
+    verdict: Verdict
+    seconds: float
+    detail: dict[str, Any] = field(default_factory=dict)
+    """llmCalls, usage, the raw reply, or the error that prevented an answer."""
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form for the per-entry rows."""
+        return {
+            **self.verdict.to_json(),
+            "calls": self.calls,
+            "seconds": round(self.seconds, 2),
+            **self.detail,
+        }
+
+
+async def _plan(entry: Entry, box: Toolbox, settings: Settings) -> Attempt:
+    from bench.memstore import MemoryStore
+    from toolplan.errors import LLMUnavailable, ToolplanError
+    from toolplan.planning.planner import create_plan
+    from toolplan.planning.setup import planner_context_from_env
+
+    started = time.perf_counter()
+    store = MemoryStore()  # a fresh store: no plan history leaks from one entry into the next
+    try:
+        ctx = planner_context_from_env(settings=settings, store=store, catalog=box.catalog())
+        outcome = await create_plan(entry.query, ctx)
+    except LLMUnavailable:
+        raise  # the server, not the model: a run without a model measures nothing
+    except ToolplanError as error:
+        seconds = time.perf_counter() - started
+        detail = {"error": error.message, "llmCalls": getattr(error, "llm_calls", None)}
+        if getattr(error, "usage", None):
+            detail["usage"] = error.usage  # type: ignore[attr-defined]
+        return Attempt(None, check(entry, None), seconds, detail)
+    finally:
+        store.close()
+    steps = outcome.plan.get("steps", [])
+    calls = [{box.bfcl_name(s["tool"]): dict(s.get("parameters") or {})} for s in steps]
+    return Attempt(
+        calls,
+        check(entry, calls),
+        time.perf_counter() - started,
+        {"llmCalls": outcome.llm_calls, "usage": outcome.usage, "status": outcome.ref.status},
+    )
+
+
+def native_model(settings: Settings) -> Any:
+    """The planner's chat model (same provider, endpoint, temperature 0), for the baselines."""
+    from toolplan.planning.model import create_chat_model
+
+    return create_chat_model(settings.planner, max_tokens=NATIVE_MAX_TOKENS)
+
+
+async def _native(entry: Entry, box: Toolbox, model: Any) -> tuple[Attempt, Attempt]:
+    started = time.perf_counter()
+    reply = await model.bind_tools(box.openai_tools()).ainvoke(
+        [{"role": m["role"], "content": m["content"]} for m in entry.messages]
+    )
+    seconds = time.perf_counter() - started
+    text = reply.content if isinstance(reply.content, str) else json.dumps(reply.content)
+    tool_calls = [{box.bfcl_name(c["name"]): dict(c["args"])} for c in reply.tool_calls]
+    usage = reply.usage_metadata or {}
+    detail = {
+        "usage": {
+            "inputTokens": usage.get("input_tokens", 0),
+            "outputTokens": usage.get("output_tokens", 0),
+        },
+        "reply": text[:2000],
+        "invalidToolCalls": len(reply.invalid_tool_calls),
+    }
+    native = Attempt(tool_calls, check(entry, tool_calls), seconds, detail)
+    read = tool_calls or read_calls(text, box)
+    lenient = Attempt(
+        read, check(entry, read), seconds, {"readFrom": "tool_calls" if tool_calls else "text"}
+    )
+    return native, lenient
+
+
+async def run_entries(
+    entries: Iterable[Entry],
+    settings: Settings,
+    *,
+    contestants: Iterable[str] = CONTESTANTS,
+    on_row: Callable[[dict[str, Any]], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Answer and score every entry, one at a time (a local server has one slot); returns the
+    per-entry rows (``id``, ``category``, one object per contestant run)."""
+    chosen = set(contestants)
+    model = native_model(settings) if chosen & {"native", "text"} else None
+    rows = []
+    for entry in entries:
+        box = Toolbox.of(entry.functions)
+        row: dict[str, Any] = {"id": entry.id, "category": entry.category, "query": entry.query}
+        if "toolplan" in chosen:
+            row["toolplan"] = (await _plan(entry, box, settings)).to_json()
+        if model is not None:
+            native, lenient = await _native(entry, box, model)
+            row["native"], row["text"] = native.to_json(), lenient.to_json()
+        rows.append(row)
+        if on_row is not None:
+            on_row(row)
+    return rows
+
+
+def _median(values: list[float]) -> float | None:
+    return round(statistics.median(values), 2) if values else None
+
+
+def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per category and contestant: entries, right answers, the failure types, median seconds
+    and tokens. Categories other than the tuning ones are marked as test sets."""
+    categories: dict[str, Any] = {}
+    for category in dict.fromkeys(r["category"] for r in rows):
+        mine = [r for r in rows if r["category"] == category]
+        per: dict[str, Any] = {}
+        for name in CONTESTANTS:
+            answers = [r[name] for r in mine if name in r]
+            if not answers:
+                continue
+            per[name] = {
+                "correct": sum(a["valid"] for a in answers),
+                "entries": len(answers),
+                "failures": dict(
+                    Counter(a["errorType"] or "?" for a in answers if not a["valid"]).most_common()
+                ),
+                "medianSeconds": _median([a["seconds"] for a in answers]),
+                "medianInputTokens": _median(
+                    [a["usage"]["inputTokens"] for a in answers if a.get("usage")]
+                ),
+            }
+        categories[category] = {
+            "entries": len(mine),
+            "set": "tuning" if category in TUNING_CATEGORIES else "test",
+            **per,
+        }
+    return categories
+
+
+def markdown(summary: dict[str, Any]) -> str:
+    """The summary as tables: right answers per category and contestant, then the failures
+    by BFCL's error type."""
+    lines = [
+        "| category | set | n | toolplan | native tool calls | native reply read leniently |",
+        "|---|---|---|---|---|---|",
+    ]
+    for category, data in summary.items():
+        cells = [
+            f"{data[c]['correct']}/{data[c]['entries']}" if c in data else "-" for c in CONTESTANTS
+        ]
+        lines.append(
+            f"| {category} | {data['set']} | {data['entries']} | " + " | ".join(cells) + " |"
+        )
+    lines += ["", "Failures by BFCL error type:", ""]
+    lines += ["| category | contestant | failures |", "|---|---|---|"]
+    for category, data in summary.items():
+        for c in CONTESTANTS:
+            failures = data.get(c, {}).get("failures")
+            if failures:
+                listed = ", ".join(f"{kind}: {n}" for kind, n in failures.items())
+                lines.append(f"| {category} | {c} | {listed} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,171 @@
+"""The BFCL bench at its smallest size, against a scripted OpenAI-compatible server.
+
+Every answer goes through the official checker from ``bfcl-eval`` (installed by
+``scripts/setup.sh``), so these tests fail if a right plan is scored wrong, a wrong one right,
+or dotted names are not mapped back.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bench.bfcl.__main__ import main
+from bench.bfcl.checker import check, reference_answer
+from bench.bfcl.data import CATEGORIES, load_category, sample
+from bench.bfcl.functions import Toolbox, to_json_schema
+from bench.bfcl.lenient import read_calls
+
+from tests.support.fake_openai import FakeOpenAIServer, Reply
+
+
+def _entry(category: str, entry_id: str) -> Any:
+    return next(e for e in load_category(category) if e.id == entry_id)
+
+
+def test_the_official_checker_tells_right_from_wrong() -> None:
+    factorial = _entry("simple_python", "simple_python_1")  # math.factorial(number=5)
+    assert check(factorial, [{"math.factorial": {"number": 5}}]).valid
+    wrong = check(factorial, [{"math.factorial": {"number": 6}}])
+    assert not wrong.valid and wrong.error_type == "value_error:others"
+    # the API-safe name is not BFCL's: unmapped, it is wrong
+    assert not check(factorial, [{"math_factorial": {"number": 5}}]).valid
+    assert not check(factorial, None).valid and not check(factorial, []).valid
+
+    spotify = _entry("parallel", "parallel_0")  # two spotify.play calls, any order
+    both = reference_answer(spotify)
+    assert len(both) == 2 and check(spotify, both[::-1]).valid
+    assert not check(spotify, both[:1]).valid
+
+    irrelevant = load_category("irrelevance")[0]
+    assert check(irrelevant, []).valid and check(irrelevant, None).valid
+    assert not check(irrelevant, [{"determine_body_mass_index": {"weight": 1, "height": 2}}]).valid
+
+
+def test_samples_are_seeded_per_category() -> None:
+    assert set(CATEGORIES) >= {"simple_python", "multiple", "parallel", "live_simple"}
+    multiple = sample(load_category("multiple"), 5, seed=3)
+    assert [e.id for e in multiple] == [e.id for e in sample(load_category("multiple"), 5, seed=3)]
+    assert [e.id for e in multiple] != [e.id for e in sample(load_category("multiple"), 5, seed=4)]
+    parallel = sample(load_category("parallel"), 5, seed=3)
+    assert [e.id.split("_")[-1] for e in multiple] != [e.id.split("_")[-1] for e in parallel]
+
+
+def test_function_docs_become_json_schema_under_api_names() -> None:
+    schema = to_json_schema(
+        {
+            "type": "dict",
+            "properties": {
+                "point": {"type": "tuple", "items": {"type": "float"}},
+                "opts": {"type": "dict", "properties": {"x": {"type": "any"}}, "optional": True},
+            },
+        }
+    )
+    assert schema["type"] == "object"
+    assert schema["properties"]["point"] == {
+        "type": "array",
+        "items": {"type": "number", "description": " This is a float type value."},
+    }
+    assert schema["properties"]["opts"] == {
+        "type": "object",
+        "properties": {"x": {"type": "string"}},
+    }
+    box = Toolbox.of([{"name": "a.b", "parameters": {}}, {"name": "a_b", "parameters": {}}])
+    assert box.api_names == ("a_b", "a_b_2")
+    assert [box.bfcl_name(n) for n in ("a_b", "a_b_2", "a.b", "zzz")] == [
+        "a.b",
+        "a_b",
+        "a.b",
+        "zzz",
+    ]
+    assert box.catalog().names == ["a_b", "a_b_2"]
+
+
+def test_text_replies_are_read_leniently() -> None:
+    box = Toolbox.of(_entry("simple_python", "simple_python_1").functions)
+    want = [{"math.factorial": {"number": 5}}]
+    for text in (
+        '```json\n{"name": "math_factorial", "arguments": {"number": 5}}\n```',
+        '<tool_call>\n{"name": "math_factorial", "arguments": "{\\"number\\": 5}"}\n</tool_call>',
+        "[math.factorial(number=5)]",
+        "Here you go:\nmath.factorial(5)",
+        '[{"math.factorial": {"number": 5}}]',
+    ):
+        assert read_calls(text, box) == want, text
+    assert read_calls("The factorial of 5 is 120.", box) == []
+
+
+def _server_for(plan_params: dict[str, Any], native: Reply) -> Any:
+    """Planning requests (json_schema) get a plan calling math_factorial; the rest ``native``."""
+
+    def answer(request: dict[str, Any]) -> Reply:
+        if "response_format" in request:
+            step = {
+                "id": "fact",
+                "tool": "math_factorial",
+                "parameters": plan_params,
+                "dependsOn": [],
+                "confidence": 0.9,
+            }
+            return Reply.structured({"reasoning": "r", "steps": [step], "outputSteps": ["fact"]})
+        return native
+
+    return answer
+
+
+@pytest.mark.parametrize(
+    ("plan_number", "native", "expected"),
+    [
+        # right plan; the native reply is a fenced JSON text: no tool call, readable text
+        (
+            5,
+            Reply.content('```json\n{"name": "math_factorial", "arguments": {"number": 5}}\n```'),
+            {"toolplan": True, "native": False, "text": True},
+        ),
+        # wrong plan; a real tool call, with the API-safe name mapped back
+        (
+            6,
+            Reply.tool_call("math_factorial", {"number": 5}),
+            dict.fromkeys(("toolplan", "native", "text"), True) | {"toolplan": False},
+        ),
+    ],
+)
+def test_a_run_at_the_smallest_size(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    plan_number: int,
+    native: Reply,
+    expected: dict[str, bool],
+) -> None:
+    with FakeOpenAIServer(api_key="unused") as server:
+        server.script([_server_for({"number": plan_number}, native)] * 2)
+        for name, value in {
+            "OPENAI_BASE_URL": server.base_url,
+            "OPENAI_API_KEY": "unused",
+            "TOOLPLAN_MODEL": "openai:gpt-4o-mini",
+            "TOOLPLAN_STRUCTURED_METHOD": "json_schema",
+            "TOOLPLAN_LLM_RETRIES": "0",
+            "TOOLPLAN_MAX_REPAIRS": "0",
+        }.items():
+            monkeypatch.setenv(name, value)
+        code = main(
+            ["--categories", "simple_python", "--ids", "simple_python_1", "--out", str(tmp_path)]
+        )
+        requests = server.requests
+    assert code == 0
+    planning, asked = requests
+    assert planning["response_format"]["type"] == "json_schema"
+    assert [t["function"]["name"] for t in asked["tools"]] == ["math_factorial"]
+
+    (row,) = [json.loads(line) for line in (tmp_path / "entries.jsonl").read_text().splitlines()]
+    assert {name: row[name]["valid"] for name in expected} == expected
+    assert row["toolplan"]["calls"] == [{"math.factorial": {"number": plan_number}}]
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    counts = summary["categories"]["simple_python"]
+    assert {name: counts[name]["correct"] for name in expected} == {
+        name: int(ok) for name, ok in expected.items()
+    }
+    assert counts["set"] == "tuning"
+    assert "| simple_python | tuning | 1 |" in (tmp_path / "summary.md").read_text()
