@@ -12,7 +12,7 @@
 
 :class:`Store` is all six plus ``uri`` and ``close``: what ``open_store`` returns. Code that needs
 one role asks for that role, so a narrower backend (or a test double) can serve it. Backends
-(SQLite, MongoDB) pass :mod:`toolplan.store.conformance`.
+(SQLite, MongoDB) pass :mod:`toolplan_conformance`.
 
 The protocol is synchronous: the CLI, the API and workers call it directly; the async engine calls
 it from a dedicated writer thread so the event loop never blocks on I/O.

@@ -9,7 +9,7 @@ without touching toolplan::
 The built-in ``sqlite``, ``mongodb`` and ``mongodb+srv`` schemes are declared the same way in
 toolplan's own metadata, with the same openers also known here for a source checkout that was
 never installed. :func:`register_store` adds one at run time (tests, embedding applications).
-A new backend must pass :mod:`toolplan.store.conformance`.
+A new backend must pass :mod:`toolplan_conformance`.
 """
 
 from __future__ import annotations
