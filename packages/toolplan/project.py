@@ -18,8 +18,12 @@ from __future__ import annotations
 
 import sys
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass
+from importlib.abc import MetaPathFinder
+from importlib.machinery import ModuleSpec, PathFinder
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from toolplan.errors import InvalidInput
@@ -119,7 +123,35 @@ def default_store_uri(project: ProjectConfig | None, start: Path | None = None) 
     return f"sqlite:///{here / DATA_DIR / 'toolplan.db'}"
 
 
+class _ProjectModules(MetaPathFinder):
+    """Finds top-level modules in a project folder, asked only after every other finder.
+
+    Not a ``sys.path`` entry, even a last one: a folder there takes part in the search for every
+    name, and a regular package (``langgraph/__init__.py``) on any ``sys.path`` entry wins over
+    an installed *namespace* package (``langgraph`` is one, spread over several distributions).
+    Asked last, this finder only sees names nothing installed provides.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
+        if path is not None:  # a submodule: its package's own __path__ finds it
+            return None
+        return PathFinder.find_spec(fullname, [str(self.folder)])
+
+
 def make_importable(project: ProjectConfig | None) -> None:
-    """Let the project's own tool modules be imported by name, as in the project folder."""
-    if project is not None and str(project.folder) not in sys.path:
-        sys.path.insert(0, str(project.folder))
+    """Let the project's own tool modules be imported by name, as if from the project folder.
+
+    Only names that no installed package (nor ``PYTHONPATH``) provides come from the project
+    folder: a folder in it that happens to be named like an installed distribution
+    (``langgraph/``, ``pydantic/``) never replaces it.
+    """
+    if project is None:
+        return
+    if any(isinstance(f, _ProjectModules) and f.folder == project.folder for f in sys.meta_path):
+        return
+    sys.meta_path.append(_ProjectModules(project.folder))
