@@ -9,16 +9,21 @@ A project is the nearest folder, from the current one upwards, that holds a ``to
     store = "sqlite:///.toolplan/toolplan.db"   # relative SQLite paths: from the project folder
 
 Without a project, the default store is ``.toolplan/toolplan.db`` in the nearest folder upwards
-that already has a ``.toolplan/`` folder (your home folder's is not used from below it), else in
-the current folder. So ``toolplan show`` in a subfolder finds the plans made at the top, instead
-of silently opening a new, empty store.
+that already has a ``.toolplan/`` folder, else in the current folder. So ``toolplan show`` in a
+subfolder finds the plans made at the top, instead of silently opening a new, empty store.
+
+Both searches stop at the repository root (the first folder upwards with a ``.git``, which is
+still searched) and never reach the home folder from below it, nor anything above it: a config
+or a store left in a parent folder outside the repository or the home folder (``/home``, ``/``)
+belongs to someone else, and must not change what a command run below it imports or where it
+writes.
 """
 
 from __future__ import annotations
 
 import sys
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from importlib.abc import MetaPathFinder
 from importlib.machinery import ModuleSpec, PathFinder
@@ -28,7 +33,14 @@ from typing import Any
 
 from toolplan.errors import InvalidInput
 
-__all__ = ["CONFIG_FILE", "DATA_DIR", "ProjectConfig", "default_store_uri", "find_project"]
+__all__ = [
+    "CONFIG_FILE",
+    "DATA_DIR",
+    "ProjectConfig",
+    "default_store_uri",
+    "find_project",
+    "search_folders",
+]
 
 CONFIG_FILE = "toolplan.toml"
 DATA_DIR = ".toolplan"
@@ -96,10 +108,36 @@ def _absolute_sqlite(uri: str, base: Path) -> str:
     return f"sqlite:///{(base / target).resolve()}"
 
 
-def find_project(start: Path | None = None) -> ProjectConfig | None:
-    """The config of the project ``start`` (default: the current folder) belongs to, or ``None``."""
+def _home() -> Path | None:
+    try:
+        return Path.home().resolve()
+    except RuntimeError:  # no HOME and no password entry: there is no home folder to stop at
+        return None
+
+
+def search_folders(start: Path | None = None) -> Iterator[Path]:
+    """The folders searched for a project config or a ``.toolplan/`` folder, nearest first.
+
+    From ``start`` (default: the current folder) upwards, up to and including the repository root
+    (a folder holding ``.git``: a folder, or a file in a worktree or submodule). The home folder is
+    searched only when ``start`` is the home folder itself, and nothing above it ever is.
+    """
     here = (start or Path.cwd()).resolve()
+    home = _home()
     for folder in (here, *here.parents):
+        if folder == home and here != home:
+            return  # the home folder's files are for commands run in it, not below it
+        yield folder
+        if folder == home or (folder / ".git").exists():
+            return
+
+
+def find_project(start: Path | None = None) -> ProjectConfig | None:
+    """The config of the project ``start`` (default: the current folder) belongs to, or ``None``.
+
+    Looks in :func:`search_folders` only, nearest first.
+    """
+    for folder in search_folders(start):
         for name in (CONFIG_FILE, "pyproject.toml"):
             candidate = folder / name
             if candidate.is_file():
@@ -114,10 +152,7 @@ def default_store_uri(project: ProjectConfig | None, start: Path | None = None) 
     if project is not None:
         return f"sqlite:///{project.folder / DATA_DIR / 'toolplan.db'}"
     here = (start or Path.cwd()).resolve()
-    home = Path.home().resolve()
-    for folder in (here, *here.parents):
-        if folder == home and here != home:
-            break
+    for folder in search_folders(here):
         if (folder / DATA_DIR).is_dir():
             return f"sqlite:///{folder / DATA_DIR / 'toolplan.db'}"
     return f"sqlite:///{here / DATA_DIR / 'toolplan.db'}"

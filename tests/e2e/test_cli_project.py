@@ -3,6 +3,7 @@ a shared parent folder must not change what the command imports (issue 29, item 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from tests.e2e.conftest import Cli
@@ -51,3 +52,15 @@ def test_a_project_folder_never_shadows_an_installed_package(cli: Cli) -> None:
     assert ran.code == 0, ran.stderr  # the installed langgraph ran the plan
     assert "langgraph/ folder of the project" not in ran.stderr
     assert ran.json()["outputs"] == {"loud": "HI"}  # and the project's own module still imports
+
+
+def test_a_project_above_the_repository_root_is_not_used(cli: Cli) -> None:
+    _project_with_a_fake_langgraph(cli.tmp)
+    (cli.tmp / "repo" / ".git").mkdir(parents=True)
+    below = _below(cli, "repo", "src")
+    ran = below("run", "--file", below.write_plan(SHOUT), "--json")
+    assert ran.code == 2, ran.stderr
+    assert "unknown tool 'shout'" in ran.stdout  # my_tools was never loaded: no project here
+    listed = below("tools", "--json")
+    assert listed.code == 0, listed.stderr
+    assert "shout" not in {t["name"] for t in json.loads(listed.stdout)["tools"]}

@@ -10,7 +10,7 @@ import pytest
 
 from toolplan.config import Settings
 from toolplan.errors import InvalidInput
-from toolplan.project import default_store_uri, find_project, make_importable
+from toolplan.project import default_store_uri, find_project, make_importable, search_folders
 
 
 def test_toolplan_toml_keys_at_the_top_level_with_paths_from_its_folder(tmp_path: Path) -> None:
@@ -78,6 +78,45 @@ def test_environment_wins_over_the_project_and_marks_tools_as_chosen(
     assert Settings.from_env().store_uri == "sqlite:///env.db"
     (tmp_path / "toolplan.toml").write_text("")
     assert not Settings.from_env().tool_sources_given  # the built-in defaults are not a choice
+
+
+def test_the_search_stops_at_the_repository_root(tmp_path: Path) -> None:
+    (tmp_path / "toolplan.toml").write_text('tools = ["blog"]\n')
+    (tmp_path / ".toolplan").mkdir()
+    repo = tmp_path / "repo"
+    deep = repo / "src" / "pkg"
+    deep.mkdir(parents=True)
+    assert find_project(deep) is not None  # no repository yet: the shared parent's config
+    (repo / ".git").mkdir()
+    assert find_project(deep) is None
+    assert default_store_uri(None, deep) == f"sqlite:///{deep / '.toolplan' / 'toolplan.db'}"
+    assert list(search_folders(deep)) == [deep, deep.parent, repo]
+    # the repository root itself is searched; a worktree's or submodule's .git is a file
+    (repo / "toolplan.toml").write_text('tools = ["weather"]\n')
+    (repo / ".toolplan").mkdir()
+    assert find_project(deep) == find_project(repo) != find_project(tmp_path)
+    (repo / ".git").rmdir()
+    (repo / ".git").write_text("gitdir: /elsewhere\n")
+    (repo / "toolplan.toml").unlink()
+    assert find_project(deep) is None
+    assert default_store_uri(None, deep) == f"sqlite:///{repo / '.toolplan' / 'toolplan.db'}"
+
+
+def test_the_search_never_reaches_the_home_folder_from_below_nor_above_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    deep = home / "work" / "pkg"
+    deep.mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    for folder in (tmp_path, home):
+        (folder / "toolplan.toml").write_text('tools = ["blog"]\n')
+    assert list(search_folders(deep)) == [deep, deep.parent]
+    assert find_project(deep) is None
+    project = find_project(home)  # in the home folder itself, its own config is used
+    assert project is not None and project.folder == home
+    (home / "toolplan.toml").unlink()
+    assert find_project(home) is None  # but nothing above it
 
 
 def test_project_modules_never_shadow_installed_ones(
