@@ -13,14 +13,16 @@ that already has a ``.toolplan/`` folder, else in the current folder. So ``toolp
 subfolder finds the plans made at the top, instead of silently opening a new, empty store.
 
 Both searches stop at the repository root (the first folder upwards with a ``.git``, which is
-still searched) and never reach the home folder from below it, nor anything above it: a config
-or a store left in a parent folder outside the repository or the home folder (``/home``, ``/``)
-belongs to someone else, and must not change what a command run below it imports or where it
-writes.
+still searched) and never reach the home folder from below it, nor anything above it, nor a
+folder anyone may write to (the system temporary folder): a config or a store left in such a
+parent folder belongs to someone else, and must not change what a command run below it imports
+or where it writes.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 import tomllib
 from collections.abc import Iterator, Sequence
@@ -115,18 +117,31 @@ def _home() -> Path | None:
         return None
 
 
+def _shared(folder: Path) -> bool:
+    """Whether anyone may create files in ``folder`` (``/tmp``, ``/var/tmp``)."""
+    if os.name != "posix":
+        return False  # Windows folders report no such bit
+    try:
+        return bool(folder.stat().st_mode & stat.S_IWOTH)
+    except OSError:  # unreadable: nothing in it can be read either
+        return True
+
+
 def search_folders(start: Path | None = None) -> Iterator[Path]:
     """The folders searched for a project config or a ``.toolplan/`` folder, nearest first.
 
     From ``start`` (default: the current folder) upwards, up to and including the repository root
     (a folder holding ``.git``: a folder, or a file in a worktree or submodule). The home folder is
-    searched only when ``start`` is the home folder itself, and nothing above it ever is.
+    searched only when ``start`` is the home folder itself, and nothing above it ever is; nor is a
+    world-writable folder, where any user may have left a ``toolplan.toml`` for others to run.
     """
     here = (start or Path.cwd()).resolve()
     home = _home()
     for folder in (here, *here.parents):
         if folder == home and here != home:
             return  # the home folder's files are for commands run in it, not below it
+        if _shared(folder):
+            return
         yield folder
         if folder == home or (folder / ".git").exists():
             return

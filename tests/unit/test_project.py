@@ -147,3 +147,17 @@ def test_project_modules_never_shadow_installed_ones(
     finders = len(sys.meta_path)
     make_importable(find_project(folder))  # once is enough, however often settings are read
     assert len(sys.meta_path) == finders
+
+
+def test_the_search_never_enters_a_folder_anyone_may_write_to(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"  # as the system temporary folder is
+    deep = shared / "proj" / "src"
+    deep.mkdir(parents=True)
+    (shared / "toolplan.toml").write_text('tools = ["their_tools"]\n')
+    (shared / ".toolplan").mkdir()
+    assert find_project(deep) is not None
+    shared.chmod(0o1777)
+    assert list(search_folders(deep)) == [deep, deep.parent]
+    assert find_project(deep) is None
+    assert default_store_uri(None, deep) == f"sqlite:///{deep / '.toolplan' / 'toolplan.db'}"
+    assert find_project(shared) is None  # not even when run in it
