@@ -27,6 +27,13 @@ Only a guard against hangs, never a timing assertion: tests wait for events (a l
 record), and on a busy 2-core CI machine one CLI start alone takes 10-20 s (it imports
 LangChain), so a bound of 30 s failed slow runs that would have passed."""
 
+# A shell without job control starts background commands (`pytest ... &` in a script) with SIGINT
+# ignored, and a child inherits an ignored signal: the Ctrl-C tests' SIGINT would then reach no
+# one, and the CLI would run on as if it had never come. A caught signal reverts to the default
+# in a child, so catching it here gives every CLI process the Ctrl-C a terminal would.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
 
 @dataclass
 class Completed:
