@@ -1,5 +1,6 @@
-"""Fixtures shared by every test directory: a MongoDB server for the session, and the rule that a
-MongoDB test which skips in CI is a failure.
+"""Fixtures shared by every test directory: a MongoDB server for the session, the rule that a
+MongoDB test which skips in CI is a failure, and a guard against stores leaked into the shared
+temporary folder.
 
 The server is jongodb (an in-memory MongoDB wire-protocol server, see
 ``tests/support/mongo_server.py``), or the real MongoDB named by ``TOOLPLAN_TEST_MONGODB_URI``.
@@ -11,12 +12,20 @@ from __future__ import annotations
 
 import contextlib
 import os
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.support.mongo_server import MongoTestServer, fresh_db_name, mongodb_test_server
+from toolplan.project import DATA_DIR
+
+SHARED_STORE = Path(tempfile.gettempdir()) / DATA_DIR
+"""The default store a command would make when run in the temporary folder itself. Every test's
+``tmp_path`` lies below that folder, so a store there is found by later tests that rely on the
+default store (issue 29, item 9): no test may leave one."""
 
 
 def _truthy(name: str) -> bool:
@@ -38,6 +47,24 @@ def mongodb_uri(mongo_test_server: MongoTestServer) -> Iterator[str]:
     if not mongo_test_server.supports_control:  # a real server: clean up after ourselves
         with contextlib.suppress(Exception), mongo_test_server.client() as client:
             client.drop_database(name)
+
+
+@pytest.fixture(autouse=True)
+def _no_store_in_the_shared_temp_folder() -> Iterator[None]:
+    """Fail the test during which a ``.toolplan/`` appears in the temporary folder itself.
+
+    Checked around every test, not once per session, so the failure names the test that leaked.
+    One that was there before the test is left alone: it may belong to someone else's run.
+    """
+    existed = SHARED_STORE.exists()
+    yield
+    if not existed and SHARED_STORE.exists():
+        pytest.fail(
+            f"this test left a store in the shared temporary folder: {str(SHARED_STORE)!r}. "
+            "Give every command the test runs a store of its own (TOOLPLAN_STORE, or a cwd "
+            "inside tmp_path), then delete that folder.",
+            pytrace=False,
+        )
 
 
 @pytest.hookimpl(hookwrapper=True)

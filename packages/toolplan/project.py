@@ -9,22 +9,40 @@ A project is the nearest folder, from the current one upwards, that holds a ``to
     store = "sqlite:///.toolplan/toolplan.db"   # relative SQLite paths: from the project folder
 
 Without a project, the default store is ``.toolplan/toolplan.db`` in the nearest folder upwards
-that already has a ``.toolplan/`` folder (your home folder's is not used from below it), else in
-the current folder. So ``toolplan show`` in a subfolder finds the plans made at the top, instead
-of silently opening a new, empty store.
+that already has a ``.toolplan/`` folder, else in the current folder. So ``toolplan show`` in a
+subfolder finds the plans made at the top, instead of silently opening a new, empty store.
+
+Both searches stop at the repository root (the first folder upwards with a ``.git``, which is
+still searched) and never reach the home folder from below it, nor anything above it, nor a
+folder anyone may write to (the system temporary folder): a config or a store left in such a
+parent folder belongs to someone else, and must not change what a command run below it imports
+or where it writes.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 import tomllib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from importlib.abc import MetaPathFinder
+from importlib.machinery import ModuleSpec, PathFinder
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from toolplan.errors import InvalidInput
 
-__all__ = ["CONFIG_FILE", "DATA_DIR", "ProjectConfig", "default_store_uri", "find_project"]
+__all__ = [
+    "CONFIG_FILE",
+    "DATA_DIR",
+    "ProjectConfig",
+    "default_store_uri",
+    "find_project",
+    "search_folders",
+]
 
 CONFIG_FILE = "toolplan.toml"
 DATA_DIR = ".toolplan"
@@ -92,10 +110,49 @@ def _absolute_sqlite(uri: str, base: Path) -> str:
     return f"sqlite:///{(base / target).resolve()}"
 
 
-def find_project(start: Path | None = None) -> ProjectConfig | None:
-    """The config of the project ``start`` (default: the current folder) belongs to, or ``None``."""
+def _home() -> Path | None:
+    try:
+        return Path.home().resolve()
+    except RuntimeError:  # no HOME and no password entry: there is no home folder to stop at
+        return None
+
+
+def _shared(folder: Path) -> bool:
+    """Whether anyone may create files in ``folder`` (``/tmp``, ``/var/tmp``)."""
+    if os.name != "posix":
+        return False  # Windows folders report no such bit
+    try:
+        return bool(folder.stat().st_mode & stat.S_IWOTH)
+    except OSError:  # unreadable: nothing in it can be read either
+        return True
+
+
+def search_folders(start: Path | None = None) -> Iterator[Path]:
+    """The folders searched for a project config or a ``.toolplan/`` folder, nearest first.
+
+    From ``start`` (default: the current folder) upwards, up to and including the repository root
+    (a folder holding ``.git``: a folder, or a file in a worktree or submodule). The home folder is
+    searched only when ``start`` is the home folder itself, and nothing above it ever is; nor is a
+    world-writable folder, where any user may have left a ``toolplan.toml`` for others to run.
+    """
     here = (start or Path.cwd()).resolve()
+    home = _home()
     for folder in (here, *here.parents):
+        if folder == home and here != home:
+            return  # the home folder's files are for commands run in it, not below it
+        if _shared(folder):
+            return
+        yield folder
+        if folder == home or (folder / ".git").exists():
+            return
+
+
+def find_project(start: Path | None = None) -> ProjectConfig | None:
+    """The config of the project ``start`` (default: the current folder) belongs to, or ``None``.
+
+    Looks in :func:`search_folders` only, nearest first.
+    """
+    for folder in search_folders(start):
         for name in (CONFIG_FILE, "pyproject.toml"):
             candidate = folder / name
             if candidate.is_file():
@@ -110,16 +167,41 @@ def default_store_uri(project: ProjectConfig | None, start: Path | None = None) 
     if project is not None:
         return f"sqlite:///{project.folder / DATA_DIR / 'toolplan.db'}"
     here = (start or Path.cwd()).resolve()
-    home = Path.home().resolve()
-    for folder in (here, *here.parents):
-        if folder == home and here != home:
-            break
+    for folder in search_folders(here):
         if (folder / DATA_DIR).is_dir():
             return f"sqlite:///{folder / DATA_DIR / 'toolplan.db'}"
     return f"sqlite:///{here / DATA_DIR / 'toolplan.db'}"
 
 
+class _ProjectModules(MetaPathFinder):
+    """Finds top-level modules in a project folder, asked only after every other finder.
+
+    Not a ``sys.path`` entry, even a last one: a folder there takes part in the search for every
+    name, and a regular package (``langgraph/__init__.py``) on any ``sys.path`` entry wins over
+    an installed *namespace* package (``langgraph`` is one, spread over several distributions).
+    Asked last, this finder only sees names nothing installed provides.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
+        if path is not None:  # a submodule: its package's own __path__ finds it
+            return None
+        return PathFinder.find_spec(fullname, [str(self.folder)])
+
+
 def make_importable(project: ProjectConfig | None) -> None:
-    """Let the project's own tool modules be imported by name, as in the project folder."""
-    if project is not None and str(project.folder) not in sys.path:
-        sys.path.insert(0, str(project.folder))
+    """Let the project's own tool modules be imported by name, as if from the project folder.
+
+    Only names that no installed package (nor ``PYTHONPATH``) provides come from the project
+    folder: a folder in it that happens to be named like an installed distribution
+    (``langgraph/``, ``pydantic/``) never replaces it.
+    """
+    if project is None:
+        return
+    if any(isinstance(f, _ProjectModules) and f.folder == project.folder for f in sys.meta_path):
+        return
+    sys.meta_path.append(_ProjectModules(project.folder))

@@ -3,11 +3,9 @@ all through the real ``toolplan`` console script."""
 
 from __future__ import annotations
 
-import signal
-import time
 from pathlib import Path
 
-from tests.e2e.conftest import Cli
+from tests.e2e.conftest import Cli, interrupt
 
 GATED = {
     "steps": [
@@ -30,14 +28,9 @@ def test_a_plan_submitted_with_tools_resumes_with_a_bare_execute(cli: Cli) -> No
     plan_id = submitted.stdout.split("stored plan ")[1].split()[0]
 
     process = cli.popen("execute", plan_id)
-    deadline = time.monotonic() + 30
-    while not any(c["step"] == "a" for c in cli.calls()):
-        assert process.poll() is None, process.communicate()
-        assert time.monotonic() < deadline, "the gate step never started"
-        time.sleep(0.02)
-    process.send_signal(signal.SIGINT)
-    _, err = process.communicate(timeout=30)
-    assert process.returncode == 130
+    cli.wait_for_call("a", process)  # the gate step is running: Ctrl-C interrupts it
+    _, err = interrupt(process)
+    assert process.returncode == 130, err
     assert f"resume with `toolplan execute {plan_id}`" in err
     assert "PLAN_ID" not in err
     assert "using the tools recorded with" in err
