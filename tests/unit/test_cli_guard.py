@@ -7,7 +7,7 @@ import json
 import pytest
 import typer
 
-from toolplan import cli
+from toolplan.cli import output
 
 
 def _boom() -> None:
@@ -17,22 +17,22 @@ def _boom() -> None:
 def test_an_unexpected_exception_is_one_line_and_one_json_object(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv(cli.DEBUG_ENV, raising=False)
+    monkeypatch.delenv(output.DEBUG_ENV, raising=False)
     with pytest.raises(typer.Exit) as caught:
-        cli._guard(_boom, as_json=True)
+        output.guard(_boom, as_json=True)
     assert caught.value.exit_code == 1
     out, err = capsys.readouterr()
     payload = json.loads(out)
     assert out.count("\n") == 1 and payload["exitCode"] == 1
     assert "internal error: RuntimeError: something unexpected" in payload["error"]
-    assert "Traceback" not in err and cli.DEBUG_ENV in err
+    assert "Traceback" not in err and output.DEBUG_ENV in err
 
-    monkeypatch.setenv(cli.DEBUG_ENV, "1")
+    monkeypatch.setenv(output.DEBUG_ENV, "1")
     with pytest.raises(typer.Exit):
-        cli._guard(_boom, as_json=False)
+        output.guard(_boom, as_json=False)
     assert "Traceback" in capsys.readouterr().err
 
 
 def test_json_output_survives_lone_surrogates(capsys: pytest.CaptureFixture[str]) -> None:
-    cli._emit_json({"output": "bad \udcff byte"})
+    output.emit_json({"output": "bad \udcff byte"})
     assert json.loads(capsys.readouterr().out) == {"output": "bad \udcff byte"}

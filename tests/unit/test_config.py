@@ -68,7 +68,7 @@ OTHER_HOMES = {
     "TOOLPLAN_STORE_BUSY_TIMEOUT": "toolplan.store._sqlite_faults (the SQLite store's lock wait)",
     "TOOLPLAN_TEST_MONGODB_URI": "tests only",
     "TOOLPLAN_FUZZ_SEED": "tests only (replays a fuzz run)",
-    "TOOLPLAN_DEBUG": "toolplan.cli (prints an internal error's traceback)",
+    "TOOLPLAN_DEBUG": "toolplan.cli.output (prints an internal error's traceback)",
     "TOOLPLAN_TEST_LLM_BASE_URL": "tests only (the real_llm tests)",
     "TOOLPLAN_ERROR": "not a variable: an API error code (the README's GraphQL table)",
 }

@@ -6,31 +6,27 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from toolplan.cli import (
+from toolplan.cli.options import (
     JsonOption,
     McpOption,
     StoreOption,
     TemporalAddressOption,
     ToolsOption,
-    _emit_json,
-    _guard,
-    _run_async,
-    _session,
-    app,
-    stderr,
 )
+from toolplan.cli.output import emit_json, guard, run_async, stderr
+from toolplan.cli.session import Session, new_session
 from toolplan.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from toolplan.cli import Session
     from toolplan.temporal.worker import TemporalWorkerReport
     from toolplan.worker import WorkerReport
+
+__all__ = ["worker"]
 
 TEMPORAL_CONCURRENCY = 10
 """Steps a Temporal worker runs at once unless --concurrency says otherwise."""
 
 
-@app.command()
 def worker(
     tools: ToolsOption = None,
     mcp: McpOption = None,
@@ -101,9 +97,9 @@ def worker(
             )
             if given
         ]
-        report_t = _guard(
+        report_t = guard(
             lambda: _temporal_worker(
-                _session(store, tools, mcp=mcp, temporal_address=temporal_address),
+                new_session(store, tools, mcp=mcp, temporal_address=temporal_address),
                 refused,
                 concurrency=concurrency or TEMPORAL_CONCURRENCY,
                 grace=grace,
@@ -111,7 +107,7 @@ def worker(
             as_json=as_json,
         )
         if as_json:
-            _emit_json(report_t.to_json())
+            emit_json(report_t.to_json())
         return
 
     def body() -> WorkerReport:
@@ -125,7 +121,7 @@ def worker(
             )
         except ValueError as error:
             raise InvalidInput(str(error)) from None
-        session = _session(store, tools, mcp=mcp)
+        session = new_session(store, tools, mcp=mcp)
         try:
             runner = Worker(
                 session.store,
@@ -135,15 +131,15 @@ def worker(
                 listener=lambda event: stderr.print(str(event), highlight=False),
                 settings=session.settings,
             )
-            report = _run_async(runner.serve())
+            report = run_async(runner.serve())
         finally:
             session.close()
         report.check()
         return report
 
-    report = _guard(body, as_json=as_json)
+    report = guard(body, as_json=as_json)
     if as_json:
-        _emit_json(report.to_json())
+        emit_json(report.to_json())
 
 
 def _temporal_worker(
@@ -172,7 +168,7 @@ def _temporal_worker(
         )
 
     try:
-        report = _run_async(
+        report = run_async(
             run_temporal_worker(
                 settings,
                 session.store,

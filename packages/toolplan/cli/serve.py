@@ -7,14 +7,8 @@ from typing import Annotated, Any
 
 import typer
 
-from toolplan.cli import (
-    StoreOption,
-    TemporalAddressOption,
-    ToolsOption,
-    _guard,
-    app,
-    stderr,
-)
+from toolplan.cli.options import StoreOption, TemporalAddressOption, ToolsOption
+from toolplan.cli.output import guard, stderr
 
 __all__ = ["serve"]
 
@@ -32,7 +26,6 @@ def _log_config() -> dict[str, Any]:
     return config
 
 
-@app.command("serve")
 def serve(
     host: Annotated[
         str,
@@ -110,4 +103,4 @@ def serve(
         finally:
             opened.close()
 
-    _guard(body, as_json=False)
+    guard(body, as_json=False)

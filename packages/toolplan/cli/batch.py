@@ -9,22 +9,13 @@ from typing import Annotated, Any
 
 import typer
 
-from toolplan.cli import (
-    JsonOption,
-    McpOption,
-    ModelOption,
-    StoreOption,
-    ToolsOption,
-    _emit_json,
-    _guard,
-    _session,
-    app,
-    stderr,
-    stdout,
-)
+from toolplan.cli.options import JsonOption, McpOption, ModelOption, StoreOption, ToolsOption
+from toolplan.cli.output import emit_json, guard, stderr, stdout
+from toolplan.cli.session import new_session
+
+__all__ = ["batch"]
 
 
-@app.command()
 def batch(
     file: Annotated[
         Path, typer.Argument(help="Queries: .txt (one per line) or .jsonl ({id, query, expected}).")
@@ -77,7 +68,7 @@ def batch(
 
     def body() -> dict[str, Any]:
         items = load_queries(file)
-        session = _session(store, tools, mcp=mcp)
+        session = new_session(store, tools, mcp=mcp)
         try:
             planner = planner_context_from_env(
                 settings=session.settings, store=session.store, catalog=session.catalog, model=model
@@ -113,12 +104,12 @@ def batch(
         finally:
             session.close()
 
-    summary = _guard(body, as_json=as_json)
+    summary = guard(body, as_json=as_json)
     summary["results"] = str(results_path)
     if summary_json is not None:
         summary_json.write_text(json.dumps(summary, indent=2) + "\n")
     if as_json:
-        _emit_json(summary)
+        emit_json(summary)
     else:
         _print_summary(summary)
 

@@ -1,0 +1,38 @@
+"""``toolplan show ID``: a plan with its latest execution, or a request with its plans."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from toolplan import operations, render
+from toolplan.cli.options import JsonOption, StoreOption
+from toolplan.cli.output import emit_json, guard, stdout
+from toolplan.cli.session import new_session
+
+__all__ = ["show"]
+
+
+def show(
+    identifier: Annotated[
+        str,
+        typer.Argument(metavar="ID", help="A plan ID (plan_...) or request ID (req_...)."),
+    ],
+    store: StoreOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Print a plan with its latest execution, or a request with its plans."""
+
+    def body() -> dict[str, Any]:
+        session = new_session(store, None)
+        try:
+            return operations.describe(session.store, identifier)
+        finally:
+            session.close()
+
+    data = guard(body, as_json=as_json)
+    if as_json:
+        emit_json(data)
+        return
+    render.print_described(stdout, data)

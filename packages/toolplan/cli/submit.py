@@ -1,0 +1,59 @@
+"""``toolplan submit --file PLAN.json``: validate a plan and store it; nothing runs."""
+
+from __future__ import annotations
+
+from toolplan import operations, render
+from toolplan.cli.options import (
+    FileOption,
+    JsonOption,
+    MaxStepsOption,
+    McpOption,
+    QueryOption,
+    StoreOption,
+    ToolsOption,
+)
+from toolplan.cli.output import emit_json, guard, stdout
+from toolplan.cli.session import new_session
+from toolplan.errors import InvalidInput
+
+__all__ = ["submit"]
+
+
+def submit(
+    file: FileOption = None,
+    query: QueryOption = None,
+    tools: ToolsOption = None,
+    mcp: McpOption = None,
+    store: StoreOption = None,
+    max_steps: MaxStepsOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Validate a plan file and store it; prints its request and plan IDs. Nothing runs."""
+
+    def body() -> None:
+        if file is None:
+            raise InvalidInput("give the plan with --file PLAN.json")
+        session = new_session(store, tools, max_steps=max_steps, mcp=mcp)
+        try:
+            ref = operations.submit_plan(
+                file,
+                store=session.store,
+                catalog=session.catalog,
+                query=query,
+                max_steps=session.settings.max_steps,
+                limits=session.settings.limits,
+                estimates=session.settings.estimates,
+            )
+        finally:
+            session.close()
+        if as_json:
+            emit_json(ref.to_json())
+        else:
+            stdout.print(
+                f"stored plan [bold]{ref.plan_id}[/] (request {ref.request_id}) in {session.store.uri}"
+            )
+            estimate = ref.estimate.to_json() if ref.estimate else None
+            stdout.print(f"estimate: {render.estimate_text(estimate)}", highlight=False)
+            stdout.print(f"run it with: toolplan execute {ref.plan_id}")
+
+    guard(body, as_json=as_json)
