@@ -11,7 +11,7 @@ Exit codes: 0 all steps succeeded · 1 some step failed or was skipped · 2 inva
 executed · 3 infrastructure unavailable (store, LLM) · 130 interrupted. A reader that goes away
 (``toolplan run ... | head -2``, or stderr closed) changes neither the run nor the exit code: the
 plan runs to its end, is recorded as it ended, and the command exits quietly with that outcome's
-code (:mod:`toolplan.console`).
+code (:mod:`toolplan.cli.console`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from typing import Annotated
 
 import typer
 
-from toolplan._help import use_metavars
 from toolplan.cli import (
     batch,
     cache,
@@ -34,6 +33,7 @@ from toolplan.cli import (
     tools,
     worker,
 )
+from toolplan.cli._help import use_metavars
 from toolplan.cli.output import stdout
 
 __all__ = ["app", "main"]

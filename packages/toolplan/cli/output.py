@@ -15,8 +15,8 @@ import click
 import typer
 from rich.markup import escape
 
-from toolplan import render
-from toolplan.console import PipeConsole, stop_writing
+from toolplan.cli import render
+from toolplan.cli.console import PipeConsole, stop_writing
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import ToolplanError
 

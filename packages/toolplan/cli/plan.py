@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
-from toolplan import render
+from toolplan.cli import render
 from toolplan.cli.options import (
     JsonOption,
     MaxRepairsOption,

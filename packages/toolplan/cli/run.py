@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.markup import escape
 
-from toolplan import operations, render
+from toolplan import operations
+from toolplan.cli import render
 from toolplan.cli.options import (
     ConcurrencyOption,
     FailFastOption,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toolplan import render
+from toolplan.cli import render
 from toolplan.cli.output import stderr
 from toolplan.client import execution_context
 from toolplan.config import Settings

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from toolplan import operations, render
+from toolplan import operations
+from toolplan.cli import render
 from toolplan.cli.options import (
     FileOption,
     JsonOption,
