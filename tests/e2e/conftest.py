@@ -1,12 +1,24 @@
-"""Helpers to run the real ``toolplan`` console script in subprocesses."""
+"""Helpers to run the real ``toolplan`` CLI: in-process by default, in subprocesses on request.
+
+``cli(...)`` runs a command in this process with Typer's ``CliRunner``, set up as the subprocess
+it stands for would see the world (:meth:`Cli.in_process`); ``cli.subprocess(...)`` and
+``cli.popen(...)`` start the real console script, for tests that need a process: signals, kills,
+start-up, closed pipes, interpreter shutdown. ``TOOLPLAN_TEST_CLI=subprocess`` runs every command
+in a subprocess (to compare the two, or to rule the harness out).
+"""
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import json
+import logging
 import os
 import shutil
 import subprocess
 import sys
+import traceback
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +29,19 @@ import pytest
 from tests.support.fake_openai import FakeOpenAIServer
 
 REPO = Path(__file__).resolve().parents[2]
+
+MODE_ENV = "TOOLPLAN_TEST_CLI"
+"""``subprocess``: every ``cli(...)`` starts the console script, as before in-process runs."""
+
+# The warning filters of a fresh interpreter (python -W / PYTHONWARNINGS aside): what a
+# subprocess would have printed on its stderr.
+_INTERPRETER_WARNING_FILTERS = [
+    ("default", DeprecationWarning, "__main__"),
+    ("ignore", DeprecationWarning, None),
+    ("ignore", PendingDeprecationWarning, None),
+    ("ignore", ImportWarning, None),
+    ("ignore", ResourceWarning, None),
+]
 
 
 @dataclass
@@ -32,8 +57,12 @@ class Completed:
 class Cli:
     """Runs ``toolplan`` with an isolated store, test tools and a call log."""
 
-    def __init__(self, tmp: Path, store_uri: str | None = None) -> None:
+    def __init__(
+        self, tmp: Path, store_uri: str | None = None, *, in_process: bool = True
+    ) -> None:
         self.tmp = tmp
+        self.in_process = in_process and os.environ.get(MODE_ENV) != "subprocess"
+        """Run ``cli(...)`` in this process (unless a ``prefix`` is set); else in a subprocess."""
         self.log = tmp / "calls.jsonl"
         self.gate = tmp / "gate.open"
         self.env = {
@@ -55,6 +84,14 @@ class Cli:
         return [*self.prefix, *self.command, *args]
 
     def __call__(self, *args: str, timeout: float = 60) -> Completed:
+        """Run ``toolplan *args`` to its end: in this process unless the test asked for a
+        subprocess (``Cli(in_process=False)``) or set a ``prefix``, which needs a process."""
+        if self.in_process and not self.prefix:
+            return self.run_in_process(*args)
+        return self.subprocess(*args, timeout=timeout)
+
+    def subprocess(self, *args: str, timeout: float = 60) -> Completed:
+        """Run ``toolplan *args`` in a subprocess of its own."""
         done = subprocess.run(
             self.argv(*args),
             env=self.env,
@@ -75,6 +112,39 @@ class Cli:
             text=True,
         )
 
+    def run_in_process(self, *args: str) -> Completed:
+        """Run ``toolplan *args`` in this process with Typer's ``CliRunner``, as the subprocess
+        would: its environment exactly (variables it would not inherit removed), its working
+        directory, its ``PYTHONPATH`` entries importable (and the modules found there forgotten
+        afterwards), fresh process-wide caches and consoles, separate stdout and stderr, the
+        traceback of an uncaught exception and the warnings a fresh interpreter would print on
+        stderr, and logging with no handler (the interpreter's last resort: WARNING on stderr).
+
+        No timeout: a command that hangs hangs the test."""
+        from typer.testing import CliRunner
+
+        from toolplan.cli import app
+
+        saved_env = dict(os.environ)
+        env: dict[str, str | None] = {name: None for name in os.environ if name not in self.env}
+        env.update(self.env)
+        with _process_state(self.tmp, self.env.get("PYTHONPATH", "")):
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.resetwarnings()
+                for action, category, module in _INTERPRETER_WARNING_FILTERS:
+                    warnings.filterwarnings(action, category=category, module=module or "")
+                result = _Runner(env=env).invoke(app, list(args), catch_exceptions=True)
+        os.environ.clear()
+        os.environ.update(saved_env)
+        stderr = result.stderr
+        for warning in caught:
+            stderr += warnings.formatwarning(
+                warning.message, warning.category, warning.filename, warning.lineno, warning.line
+            )
+        if result.exception is not None and not isinstance(result.exception, SystemExit):
+            stderr += "".join(traceback.format_exception(result.exception))
+        return Completed(result.exit_code, result.stdout, stderr)
+
     def calls(self) -> list[dict[str, Any]]:
         if not self.log.exists():
             return []
@@ -84,6 +154,110 @@ class Cli:
         path = self.tmp / name
         path.write_text(json.dumps(plan))
         return str(path)
+
+
+def _runner_class() -> type[Any]:
+    from typer.testing import CliRunner
+
+    class Runner(CliRunner):
+        """``CliRunner`` without Click's help width fixed at 80 (a process's help follows
+        ``COLUMNS``, capped at 78 columns), whose commands start with fresh process-wide caches
+        and consoles."""
+
+        @contextlib.contextmanager
+        def isolation(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
+            import click.formatting
+
+            from toolplan.config import clear_caches
+            from toolplan.console import PipeConsole
+
+            with super().isolation(*args, **kwargs) as streams:
+                forced = click.formatting.FORCED_WIDTH
+                click.formatting.FORCED_WIDTH = None
+                # Caches and consoles read the environment when built: build them in this one.
+                clear_caches()
+                _clear_library_caches()
+                for console in _consoles(PipeConsole):
+                    console.reset()
+                try:
+                    yield streams
+                finally:
+                    click.formatting.FORCED_WIDTH = forced
+
+    return Runner
+
+
+def _Runner(**kwargs: Any) -> Any:  # noqa: N802 - stands for the class, built on first use
+    global _RUNNER
+    if _RUNNER is None:
+        _RUNNER = _runner_class()
+    return _RUNNER(**kwargs)
+
+
+_RUNNER: type[Any] | None = None
+
+
+@contextlib.contextmanager
+def _process_state(cwd: Path, pythonpath: str) -> Iterator[None]:
+    """What a new process starts with, for one in-process command; the test's own state after."""
+    from toolplan.config import clear_caches
+
+    entries = [entry for entry in pythonpath.split(os.pathsep) if entry]
+    added = [entry for entry in entries if entry not in sys.path]
+    saved_path = list(sys.path)
+    sys.path[:0] = added
+    importlib.invalidate_caches()
+    before = set(sys.modules)
+    root = logging.getLogger()
+    handlers = list(root.handlers)
+    for handler in handlers:  # pytest's capture; a process has none (the last resort prints)
+        root.removeHandler(handler)
+    previous = Path.cwd()
+    os.chdir(cwd)
+    try:
+        yield
+    finally:
+        os.chdir(previous)
+        for handler in handlers:
+            root.addHandler(handler)
+        sys.path[:] = saved_path
+        for name in set(sys.modules) - before:  # the next command imports them afresh
+            if _under(getattr(sys.modules[name], "__file__", None), added):
+                del sys.modules[name]
+        for entry in added:
+            sys.path_importer_cache.pop(entry, None)
+        clear_caches()
+
+
+def _clear_library_caches() -> None:
+    """Forget what libraries keep per process and a new process would not have.
+
+    langchain-openai shares one httpx client per base URL across the process; its pooled
+    connections belong to the event loop of the command that opened them, which ``asyncio.run``
+    has closed since ("RuntimeError: Event loop is closed" on the next command's call)."""
+    utils = sys.modules.get("langchain_openai.chat_models._client_utils")
+    for name in ("_cached_async_httpx_client", "_cached_sync_httpx_client"):
+        cached = getattr(utils, name, None)
+        if cached is not None and hasattr(cached, "cache_clear"):
+            cached.cache_clear()
+
+
+def _consoles(kind: type[Any]) -> list[Any]:
+    """The CLI's consoles (module globals of toolplan's modules), each once."""
+    found: dict[int, Any] = {}
+    for name, module in list(sys.modules.items()):
+        if name == "toolplan" or name.startswith("toolplan."):
+            for value in list(vars(module).values()):
+                if isinstance(value, kind):
+                    found[id(value)] = value
+    return list(found.values())
+
+
+def _under(path: str | None, folders: list[str]) -> bool:
+    if not path or not folders:
+        return False
+    resolved = Path(path).resolve()
+    return any(resolved.is_relative_to(Path(folder).resolve()) for folder in folders)
 
 
 @pytest.fixture
