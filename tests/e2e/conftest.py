@@ -10,6 +10,8 @@ in a subprocess (to compare the two, or to rule the harness out).
 from __future__ import annotations
 
 import contextlib
+import functools
+import gc
 import importlib
 import json
 import logging
@@ -57,9 +59,7 @@ class Completed:
 class Cli:
     """Runs ``toolplan`` with an isolated store, test tools and a call log."""
 
-    def __init__(
-        self, tmp: Path, store_uri: str | None = None, *, in_process: bool = True
-    ) -> None:
+    def __init__(self, tmp: Path, store_uri: str | None = None, *, in_process: bool = True) -> None:
         self.tmp = tmp
         self.in_process = in_process and os.environ.get(MODE_ENV) != "subprocess"
         """Run ``cli(...)`` in this process (unless a ``prefix`` is set); else in a subprocess."""
@@ -121,19 +121,21 @@ class Cli:
         stderr, and logging with no handler (the interpreter's last resort: WARNING on stderr).
 
         No timeout: a command that hangs hangs the test."""
-        from typer.testing import CliRunner
-
         from toolplan.cli import app
 
         saved_env = dict(os.environ)
         env: dict[str, str | None] = {name: None for name in os.environ if name not in self.env}
         env.update(self.env)
-        with _process_state(self.tmp, self.env.get("PYTHONPATH", "")):
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.resetwarnings()
-                for action, category, module in _INTERPRETER_WARNING_FILTERS:
-                    warnings.filterwarnings(action, category=category, module=module or "")
-                result = _Runner(env=env).invoke(app, list(args), catch_exceptions=True)
+        # bytes arguments arrive in a process's sys.argv as os.fsdecode makes them
+        argv = [os.fsdecode(arg) for arg in args]
+        with (
+            _process_state(self.tmp, self.env.get("PYTHONPATH", "")),
+            warnings.catch_warnings(record=True) as caught,
+        ):
+            warnings.resetwarnings()
+            for action, category, module in _INTERPRETER_WARNING_FILTERS:
+                warnings.filterwarnings(action, category=category, module=module or "")
+            result = _runner_class()(env=env).invoke(app, argv, catch_exceptions=True)
         os.environ.clear()
         os.environ.update(saved_env)
         stderr = result.stderr
@@ -156,6 +158,7 @@ class Cli:
         return str(path)
 
 
+@functools.cache
 def _runner_class() -> type[Any]:
     from typer.testing import CliRunner
 
@@ -176,7 +179,7 @@ def _runner_class() -> type[Any]:
                 click.formatting.FORCED_WIDTH = None
                 # Caches and consoles read the environment when built: build them in this one.
                 clear_caches()
-                _clear_library_caches()
+                _clear_library_caches()  # a test's own model calls, before its first command
                 for console in _consoles(PipeConsole):
                     console.reset()
                 try:
@@ -185,16 +188,6 @@ def _runner_class() -> type[Any]:
                     click.formatting.FORCED_WIDTH = forced
 
     return Runner
-
-
-def _Runner(**kwargs: Any) -> Any:  # noqa: N802 - stands for the class, built on first use
-    global _RUNNER
-    if _RUNNER is None:
-        _RUNNER = _runner_class()
-    return _RUNNER(**kwargs)
-
-
-_RUNNER: type[Any] | None = None
 
 
 @contextlib.contextmanager
@@ -227,6 +220,7 @@ def _process_state(cwd: Path, pythonpath: str) -> Iterator[None]:
         for entry in added:
             sys.path_importer_cache.pop(entry, None)
         clear_caches()
+        _clear_library_caches()
 
 
 def _clear_library_caches() -> None:
@@ -234,12 +228,18 @@ def _clear_library_caches() -> None:
 
     langchain-openai shares one httpx client per base URL across the process; its pooled
     connections belong to the event loop of the command that opened them, which ``asyncio.run``
-    has closed since ("RuntimeError: Event loop is closed" on the next command's call)."""
+    has closed since ("RuntimeError: Event loop is closed" on the next command's call). Called
+    after a command, with no event loop running: a dropped client's ``__del__`` schedules its
+    ``aclose()`` on the running loop if there is one, where it would fail on the closed one."""
     utils = sys.modules.get("langchain_openai.chat_models._client_utils")
+    dropped = False
     for name in ("_cached_async_httpx_client", "_cached_sync_httpx_client"):
         cached = getattr(utils, name, None)
-        if cached is not None and hasattr(cached, "cache_clear"):
+        if cached is not None and hasattr(cached, "cache_clear") and cached.cache_info().currsize:
             cached.cache_clear()
+            dropped = True
+    if dropped:
+        gc.collect()  # now, while no loop runs, not in the middle of the next command
 
 
 def _consoles(kind: type[Any]) -> list[Any]:
