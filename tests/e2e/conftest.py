@@ -17,8 +17,10 @@ import json
 import logging
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 import traceback
 import warnings
 from collections.abc import Callable, Iterator
@@ -87,7 +89,7 @@ class Cli:
         """Run ``toolplan *args`` to its end: in this process unless the test asked for a
         subprocess (``Cli(in_process=False)``) or set a ``prefix``, which needs a process."""
         if self.in_process and not self.prefix:
-            return self.run_in_process(*args)
+            return self.run_in_process(*args, timeout=timeout)
         return self.subprocess(*args, timeout=timeout)
 
     def subprocess(self, *args: str, timeout: float = 60) -> Completed:
@@ -112,7 +114,7 @@ class Cli:
             text=True,
         )
 
-    def run_in_process(self, *args: str) -> Completed:
+    def run_in_process(self, *args: str, timeout: float = 60) -> Completed:
         """Run ``toolplan *args`` in this process with Typer's ``CliRunner``, as the subprocess
         would: its environment exactly (variables it would not inherit removed), its working
         directory, its ``PYTHONPATH`` entries importable (and the modules found there forgotten
@@ -120,7 +122,9 @@ class Cli:
         traceback of an uncaught exception and the warnings a fresh interpreter would print on
         stderr, and logging with no handler (the interpreter's last resort: WARNING on stderr).
 
-        No timeout: a command that hangs hangs the test."""
+        A command still running after ``timeout`` seconds raises ``subprocess.TimeoutExpired``
+        as ``subprocess.run`` would, as soon as Python code runs again (a SIGALRM cannot cut a
+        long C call short, as a kill would: hang guards around one stay in subprocesses)."""
         from toolplan.cli import app
 
         saved_env = dict(os.environ)
@@ -128,16 +132,19 @@ class Cli:
         env.update(self.env)
         # bytes arguments arrive in a process's sys.argv as os.fsdecode makes them
         argv = [os.fsdecode(arg) for arg in args]
-        with (
-            _process_state(self.tmp, self.env.get("PYTHONPATH", "")),
-            warnings.catch_warnings(record=True) as caught,
-        ):
-            warnings.resetwarnings()
-            for action, category, module in _INTERPRETER_WARNING_FILTERS:
-                warnings.filterwarnings(action, category=category, module=module or "")
-            result = _runner_class()(env=env).invoke(app, argv, catch_exceptions=True)
-        os.environ.clear()
-        os.environ.update(saved_env)
+        try:
+            with (
+                _process_state(self.tmp, self.env.get("PYTHONPATH", "")),
+                warnings.catch_warnings(record=True) as caught,
+            ):
+                warnings.resetwarnings()
+                for action, category, module in _INTERPRETER_WARNING_FILTERS:
+                    warnings.filterwarnings(action, category=category, module=module or "")
+                with _deadline([*self.command, *args], timeout):
+                    result = _runner_class()(env=env).invoke(app, argv, catch_exceptions=True)
+        finally:  # also what the command itself set (os.environ.setdefault, say)
+            os.environ.clear()
+            os.environ.update(saved_env)
         stderr = result.stderr
         for warning in caught:
             stderr += warnings.formatwarning(
@@ -156,6 +163,31 @@ class Cli:
         path = self.tmp / name
         path.write_text(json.dumps(plan))
         return str(path)
+
+
+class _TimedOut(BaseException):
+    """Raised by the SIGALRM handler: a BaseException, so that neither the CLI's handler of
+    unexpected errors nor ``CliRunner`` turns it into an exit code."""
+
+
+@contextlib.contextmanager
+def _deadline(argv: list[str], timeout: float) -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signals reach the main thread only
+        return
+
+    def expire(signum: int, frame: Any) -> None:
+        raise _TimedOut
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, timeout)
+    try:
+        yield
+    except _TimedOut:
+        raise subprocess.TimeoutExpired(argv, timeout) from None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 @functools.cache
