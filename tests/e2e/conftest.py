@@ -202,9 +202,9 @@ def _runner_class() -> type[Any]:
         @contextlib.contextmanager
         def isolation(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
             import click.formatting
+            from rich.console import Console
 
             from toolplan.config import clear_caches
-            from toolplan.console import PipeConsole
 
             with super().isolation(*args, **kwargs) as streams:
                 forced = click.formatting.FORCED_WIDTH
@@ -212,8 +212,9 @@ def _runner_class() -> type[Any]:
                 # Caches and consoles read the environment when built: build them in this one.
                 clear_caches()
                 _clear_library_caches()  # a test's own model calls, before its first command
-                for console in _consoles(PipeConsole):
-                    console.reset()
+                for console in _consoles(Console):
+                    if hasattr(console, "reset"):  # PipeConsole.reset, wherever it lives
+                        console.reset()
                 try:
                     yield streams
                 finally:
@@ -275,7 +276,8 @@ def _clear_library_caches() -> None:
 
 
 def _consoles(kind: type[Any]) -> list[Any]:
-    """The CLI's consoles (module globals of toolplan's modules), each once."""
+    """The CLI's consoles (module globals of toolplan's modules, wherever the CLI keeps them),
+    each once."""
     found: dict[int, Any] = {}
     for name, module in list(sys.modules.items()):
         if name == "toolplan" or name.startswith("toolplan."):
