@@ -1,4 +1,6 @@
-"""The CLI contract end to end, in subprocesses, on the embedded SQLite store."""
+"""The CLI contract end to end on the embedded SQLite store: in-process, as its subprocess would
+run (``tests/e2e/conftest.py``), and in subprocesses where a process is the point (start-up,
+signals)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The CLI contract end to end, in subprocesses, with ``TOOLPLAN_STORE`` pointing at MongoDB.
+"""The CLI contract end to end, with ``TOOLPLAN_STORE`` pointing at MongoDB: in-process, and in
+subprocesses for the runs that are interrupted.
 
 The shared cases (``cli_cases``) run on the session's MongoDB server (jongodb, or the real server
 named by ``TOOLPLAN_TEST_MONGODB_URI``). The outage tests start a jongodb of their own, because

@@ -6,8 +6,8 @@ valid plans (:func:`fuzz_cases`; ``TOOLPLAN_FUZZ_SEED`` replays a run) go throug
 - in process, all of them: :func:`toolplan.operations.submit_plan`, the function behind
   ``toolplan submit``/``run --file`` (given the file), the GraphQL ``submitPlan`` and the Python
   API (given the object), on a real SQLite store;
-- a sample, through real ``toolplan submit --file ... --json`` subprocesses, the GraphQL API on
-  a real uvicorn server, and the ``execute_plan`` meta-tool.
+- a sample, through the real ``toolplan submit --file ... --json`` (the end-to-end ``cli``), the
+  GraphQL API on a real uvicorn server, and the ``execute_plan`` meta-tool.
 
 Each must either store the plan (then it reads back as validated) or refuse it with exit code 2
 (``PLAN_INVALID``/``BAD_USER_INPUT`` in the API, an error tool message in the meta-tool),

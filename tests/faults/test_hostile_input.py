@@ -143,7 +143,7 @@ def test_unclosed_template_braces_are_parsed_in_linear_time(cli: Cli) -> None:
     """49,000 unclosed ``{{`` (98 KB): the old quadratic regex needed minutes for 20,000. The
     60 s subprocess timeout is a hang guard, not a speed assertion."""
     flood = json.dumps(BLOG).replace('"Alice"', json.dumps("{{" * 49_000))
-    done = cli("run", "--file", _file(cli, flood.encode()), "--json", timeout=60)
+    done = cli.subprocess("run", "--file", _file(cli, flood.encode()), "--json", timeout=60)
     assert done.code == 0, done.stderr[
         -1000:
     ]  # literal text: nothing closes, nothing is a template
@@ -154,7 +154,7 @@ def test_unclosed_template_braces_are_parsed_in_linear_time(cli: Cli) -> None:
 
 def _refused_after(cli: Cli, text: str) -> dict[str, Any]:
     before = _plans_stored(cli)
-    done = cli("submit", "--file", _file(cli, text.encode()), "--json", timeout=60)
+    done = cli.subprocess("submit", "--file", _file(cli, text.encode()), "--json", timeout=60)
     assert done.code == 2 and "Traceback" not in done.stderr, done.stderr[-1000:]
     assert _plans_stored(cli) == before
     payload: dict[str, Any] = json.loads(done.stdout)

@@ -12,7 +12,7 @@ BrokenPipeError"), later writes vanish, and the command ends quietly with its ow
 from __future__ import annotations
 
 import os
-from typing import IO
+from typing import IO, Any
 
 from rich.console import Console
 
@@ -41,6 +41,17 @@ class PipeConsole(Console):
     rich's default (``Console.on_broken_pipe``) raises ``SystemExit(1)`` from inside whatever was
     printing, and silences stdout even when the pipe that broke is stderr: a progress line
     printed in the middle of a run ended the process there, with steps left ``running``."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self._options = options
+
+    def reset(self) -> None:
+        """Read the environment (``COLUMNS``, ``NO_COLOR``, ``TERM``...) and the terminal again,
+        as a new process would: rich reads them once, when the console is built, and the CLI
+        builds its consoles at import. For hosts that run the CLI more than once in one process
+        (the end-to-end tests run it in-process)."""
+        Console.__init__(self, **self._options)
 
     def on_broken_pipe(self) -> None:
         """Stop writing to this console's stream; the command goes on."""
