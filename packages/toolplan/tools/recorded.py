@@ -17,7 +17,7 @@ What a record says is data, so loading it is bounded:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -25,20 +25,14 @@ from toolplan._blocking import run_blocking
 from toolplan.errors import InvalidInput, ToolsUnavailable, Unavailable
 from toolplan.store.protocol import PlanRecord
 from toolplan.tools.catalog import ToolCatalog
-from toolplan.tools.loading import aload_catalog
+from toolplan.tools.loading import ToolSettings, aload_catalog
 from toolplan.tools.sources import ToolSources, recorded_sources
 
 __all__ = ["RecordedTools"]
 
 
-class ProcessTools(Protocol):
+class ProcessTools(ToolSettings, Protocol):
     """What a process was told about its tools (:class:`~toolplan.config.Settings` says it)."""
-
-    @property
-    def tool_modules(self) -> Sequence[str]: ...
-
-    @property
-    def mcp_config(self) -> str | None: ...
 
     @property
     def tool_sources_given(self) -> bool:
