@@ -304,7 +304,7 @@ class Worker:
 
     async def _catalog_for(self, plan_id: str) -> ToolCatalog:
         """The worker's catalog, or the tools recorded with the plan when none were chosen."""
-        if self.settings is None or self.settings.tool_sources_given:
+        if not self._recorded.active:
             return self.catalog  # no need to read the plan
         record = await asyncio.to_thread(find_plan, self.store, plan_id)
         return await self._recorded.catalog_for(record) or self.catalog

@@ -48,7 +48,7 @@ class Session:
         from toolplan.lookup import find_plan
         from toolplan.tools.recorded import RecordedTools
 
-        if self._catalog is not None or self.settings.tool_sources_given:
+        if self._catalog is not None:
             return
 
         def say(record: PlanRecord, sources: ToolSources) -> None:
@@ -58,7 +58,8 @@ class Session:
             )
 
         recorded = RecordedTools(self.settings, on_load=say)
-        self._catalog = recorded.catalog_for_sync(find_plan(self.store, plan_id))
+        if recorded.active:
+            self._catalog = recorded.catalog_for_sync(find_plan(self.store, plan_id))
 
     def context(self, *, as_json: bool) -> ExecutionContext:
         listener = None if as_json else render.ProgressPrinter(stderr)

@@ -80,8 +80,9 @@ async def while_holding(
     store: _Leases, plan_id: str, worker_id: str, lease_seconds: float, work: Awaitable[T]
 ) -> T:
     """Await ``work`` while renewing the lease; cancel it and raise :class:`ExecutionBusy` if the
-    lease is lost (:class:`ExecutionGone` if the execution itself is). The lease is not released here: the caller releases it once the execution's
-    final status is stored (or lets it expire when the run fails)."""
+    lease is lost (:class:`ExecutionGone` if the execution itself is). The lease is not
+    released here: the caller releases it once the execution's final status is stored (or lets
+    it expire when the run fails)."""
     task = asyncio.ensure_future(work)
     heartbeat = asyncio.ensure_future(_heartbeat(store, plan_id, worker_id, lease_seconds))
     try:

@@ -63,11 +63,17 @@ class RecordedTools:
         self.on_load = on_load
         self._catalogs: dict[ToolSources, ToolCatalog] = {}
 
+    @property
+    def active(self) -> bool:
+        """Whether recorded tools may be loaded at all: the process chose no tools of its own
+        (when not, there is no need even to read a plan)."""
+        return self.settings is not None and not self.settings.tool_sources_given
+
     def sources_for(self, record: PlanRecord) -> ToolSources | None:
         """The recorded sources this process would load for ``record``; ``None`` when it uses
         its own catalog (tools were chosen, nothing was recorded, or the same were)."""
         settings = self.settings
-        if settings is None or settings.tool_sources_given:
+        if settings is None or not self.active:
             return None
         sources = recorded_sources(record)
         if sources is None or sources == ToolSources.of(settings.tool_modules, settings.mcp_config):
