@@ -30,10 +30,10 @@ from typing import Any
 from langchain_core.tools import BaseTool, StructuredTool
 
 from bench.dags import SHAPES, random_dag
+from toolplan.analysis.estimates import EstimateSettings, schedule_length
 from toolplan.engine.policies import ExecutionOptions
-from toolplan.estimates import EstimateSettings, schedule_length
 from toolplan.execution.runner import ExecutionContext
-from toolplan.operations import actual_duration_ms, execute_stored_plan, submit_plan
+from toolplan.service.operations import actual_duration_ms, execute_stored_plan, submit_plan
 from toolplan.store.sqlite import SqliteStore
 from toolplan.tools import ToolCatalog
 

@@ -27,8 +27,8 @@ from bench.stats import median, percentile
 from toolplan.analysis import Analysis, analyze
 from toolplan.engine.recorder import Recorder
 from toolplan.execution.runner import ExecutionContext
-from toolplan.operations import execute_stored_plan, submit_plan
-from toolplan.plan import load_plan
+from toolplan.plans.plan import load_plan
+from toolplan.service.operations import execute_stored_plan, submit_plan
 from toolplan.store.sqlite import SqliteStore
 
 __all__ = ["run_experiments"]

@@ -20,7 +20,7 @@ from bench.stats import median
 from toolplan.engine.policies import ExecutionOptions
 from toolplan.engine.scheduler import StepOutcome, schedule
 from toolplan.execution.runner import ExecutionContext, run_plan_steps
-from toolplan.operations import execute_stored_plan, submit_plan
+from toolplan.service.operations import execute_stored_plan, submit_plan
 from toolplan.store.protocol import Store
 
 __all__ = ["GOAL_DURABLE_MS", "GOAL_MEMORY_MS", "ROW_LABELS", "run_overhead"]

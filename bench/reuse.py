@@ -11,7 +11,7 @@
    differing outside the slots, values in the plan that are not whole literals, a value twice,
    numbers, phrases and lists where a name was. A false reuse is one that happens where it
    should not, or with other values; the substituted plan must also validate (as in
-   :func:`toolplan.pipeline.obtain_plan`).
+   :func:`toolplan.pipeline.flow.obtain_plan`).
 """
 
 from __future__ import annotations
@@ -332,11 +332,11 @@ HELD_OUT: list[tuple[str, str, dict[str, Any], str, dict[str, str] | None]] = [
 
 
 def held_out() -> dict[str, Any]:
-    """Run :data:`HELD_OUT` through :func:`toolplan.reuse.match_plan` and the validator."""
+    """Run :data:`HELD_OUT` through :func:`toolplan.analysis.reuse.match_plan` and the validator."""
     from toolplan.analysis import analyze
     from toolplan.config import Settings
     from toolplan.errors import PlanInvalid
-    from toolplan.plan import load_plan
+    from toolplan.plans.plan import load_plan
     from toolplan.store.protocol import PlanRecord
     from toolplan.tools.loading import load_catalog
 
@@ -345,7 +345,7 @@ def held_out() -> dict[str, Any]:
     for kind, stored_query, plan, query, want in HELD_OUT:
         steps = [{**s, "parameters": json.loads(s["parameters"])} for s in plan["steps"]]
         record = PlanRecord("p", "r", {**plan, "steps": steps}, {}, "planned", "now", stored_query)
-        from toolplan.reuse import match_plan
+        from toolplan.analysis.reuse import match_plan
 
         found = match_plan(query, record)
         got: dict[str, str] | None = None

@@ -32,9 +32,9 @@ from toolplan.agent.graph import AgentContext
 from toolplan.agent.loop import run_agent
 from toolplan.execution.runner import ExecutionContext
 from toolplan.planning.graph import PlannerContext
+from toolplan.plans.templates import resolve
 from toolplan.store.protocol import Store
 from toolplan.store.sqlite import SqliteStore
-from toolplan.templates import resolve
 
 __all__ = ["AGENTS", "REACT_PROMPT", "run_round_trips", "run_scenario"]
 

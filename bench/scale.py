@@ -26,8 +26,8 @@ from bench.simtools import plan_from_dag, sim_catalog
 from bench.stats import median
 from toolplan.analysis import analyze
 from toolplan.execution.runner import ExecutionContext
-from toolplan.operations import execute_stored_plan, submit_plan
-from toolplan.plan import load_plan
+from toolplan.plans.plan import load_plan
+from toolplan.service.operations import execute_stored_plan, submit_plan
 from toolplan.store.sqlite import SqliteStore
 
 __all__ = ["run_scale", "scale_plan"]

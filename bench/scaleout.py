@@ -152,7 +152,7 @@ async def overhead(workdir: Path, address: str, repeats: int) -> dict[str, Any]:
     from toolplan.config import TemporalSettings
     from toolplan.engine.policies import ExecutionOptions
     from toolplan.execution import ExecutionContext
-    from toolplan.operations import execute_stored_plan, submit_plan
+    from toolplan.service.operations import execute_stored_plan, submit_plan
     from toolplan.store.sqlite import SqliteStore
     from toolplan.temporal import TemporalBackend
     from toolplan.temporal.client import connect
@@ -216,7 +216,7 @@ async def cancel_notice(workdir: Path, address: str, trials: int) -> dict[str, A
     from toolplan.config import TemporalSettings
     from toolplan.engine.policies import ExecutionOptions
     from toolplan.execution import ExecutionContext
-    from toolplan.operations import cancel_execution, execute_stored_plan, submit_plan
+    from toolplan.service.operations import cancel_execution, execute_stored_plan, submit_plan
     from toolplan.store.sqlite import SqliteStore
     from toolplan.temporal import TemporalBackend
     from toolplan.temporal.client import connect
@@ -302,12 +302,12 @@ class Workers:
 def throughput(
     workdir: Path, address: str, backend: str, workers: int, plans: int
 ) -> dict[str, Any]:
-    from toolplan.client import execution_context
     from toolplan.config import Settings
-    from toolplan.operations import enqueue_execution, submit_plan
+    from toolplan.service.operations import enqueue_execution, submit_plan
+    from toolplan.service.queue_worker import enqueue_plan
+    from toolplan.service.wiring import execution_context
     from toolplan.store import open_store
     from toolplan.tools import load_tool_modules
-    from toolplan.worker import enqueue_plan
 
     run_dir = workdir / f"{backend}-{workers}"
     run_dir.mkdir()

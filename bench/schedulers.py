@@ -29,7 +29,7 @@ from bench.simtools import plan_from_dag, sim_catalog
 from toolplan.engine.policies import ExecutionOptions
 from toolplan.engine.scheduler import StepOutcome, schedule
 from toolplan.execution.runner import ExecutionContext, run_plan_steps
-from toolplan.operations import submit_plan
+from toolplan.service.operations import submit_plan
 
 __all__ = [
     "run_langgraph_functional",

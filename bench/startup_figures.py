@@ -24,7 +24,7 @@ from bench.simtools import plan_from_dag
 from bench.stats import median, percentile
 from toolplan.engine.policies import ExecutionOptions
 from toolplan.execution.runner import ExecutionContext
-from toolplan.operations import execute_stored_plan, submit_plan
+from toolplan.service.operations import execute_stored_plan, submit_plan
 from toolplan.tools import ToolCatalog
 
 STARTS: list[float] = []

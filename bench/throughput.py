@@ -20,8 +20,8 @@ from bench.simtools import plan_from_dag, sim_catalog
 from bench.stats import median, percentile
 from toolplan.engine.policies import ExecutionOptions
 from toolplan.execution.runner import ExecutionContext, new_worker_id
-from toolplan.operations import execute_stored_plan, submit_plan
-from toolplan.plan import parse_plan
+from toolplan.plans.plan import parse_plan
+from toolplan.service.operations import execute_stored_plan, submit_plan
 from toolplan.store.protocol import Store, utc_now
 
 __all__ = ["run_store_throughput", "workload_dag"]

@@ -22,7 +22,7 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from toolplan.meta_tool import plan_tool
+from toolplan.agent.plan_tool import plan_tool
 from toolplan.planning.model import create_chat_model, model_spec
 from toolplan.toolsets.weather import TOOLS
 

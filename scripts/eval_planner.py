@@ -16,9 +16,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from toolplan.batch import load_queries, read_results, run_batch, summarize
 from toolplan.config import Settings
 from toolplan.errors import ToolplanError
+from toolplan.pipeline.batch import load_queries, read_results, run_batch, summarize
 from toolplan.planning.setup import planner_context_from_env
 
 

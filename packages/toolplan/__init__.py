@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         validate_plan,
     )
     from toolplan.agent.loop import AgentOutcome
+    from toolplan.agent.plan_tool import plan_tool
     from toolplan.analysis import Analysis
     from toolplan.engine.policies import ExecutionOptions, RetryPolicy
     from toolplan.engine.recorder import StepEvent
@@ -39,10 +40,9 @@ if TYPE_CHECKING:
         ToolplanError,
         Unavailable,
     )
-    from toolplan.meta_tool import plan_tool
-    from toolplan.operations import PlanRef
-    from toolplan.plan import Plan, Step, load_plan
     from toolplan.planning.planner import PlanningOutcome
+    from toolplan.plans.plan import Plan, Step, load_plan
+    from toolplan.service.operations import PlanRef
     from toolplan.store import Store, open_store
     from toolplan.tools import ToolCatalog, load_tool_modules, tagged
 
@@ -58,12 +58,12 @@ _LAZY: dict[str, str] = {
     "InvalidInput": "toolplan.errors",
     "LLMUnavailable": "toolplan.errors",
     "NotFound": "toolplan.errors",
-    "Plan": "toolplan.plan",
+    "Plan": "toolplan.plans.plan",
     "PlanInvalid": "toolplan.errors",
-    "PlanRef": "toolplan.operations",
+    "PlanRef": "toolplan.service.operations",
     "PlanningOutcome": "toolplan.planning.planner",
     "RetryPolicy": "toolplan.engine.policies",
-    "Step": "toolplan.plan",
+    "Step": "toolplan.plans.plan",
     "StepEvent": "toolplan.engine.recorder",
     "Store": "toolplan.store",
     "StoreUnavailable": "toolplan.errors",
@@ -77,10 +77,10 @@ _LAZY: dict[str, str] = {
     "create_plan": "toolplan._entrypoints",
     "execute_plan": "toolplan._entrypoints",
     "execute_plan_sync": "toolplan._entrypoints",
-    "load_plan": "toolplan.plan",
+    "load_plan": "toolplan.plans.plan",
     "load_tool_modules": "toolplan.tools",
     "open_store": "toolplan.store",
-    "plan_tool": "toolplan.meta_tool",
+    "plan_tool": "toolplan.agent.plan_tool",
     "run_plan": "toolplan._entrypoints",
     "run_plan_sync": "toolplan._entrypoints",
     "submit_plan": "toolplan._entrypoints",

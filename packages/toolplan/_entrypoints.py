@@ -15,18 +15,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolplan.analysis import Analysis, analyze
-from toolplan.client import ToolsArg, backend_for, resolve_catalog
 from toolplan.config import PlanReuse, Settings
 from toolplan.engine.policies import ExecutionOptions
 from toolplan.engine.recorder import StepEvent
 from toolplan.engine.result import ExecutionResult
 from toolplan.execution.cancel import DEFAULT_CANCEL_WAIT
 from toolplan.execution.context import ExecutionContext
-from toolplan.operations import PlanRef, execute_stored_plan
-from toolplan.operations import cancel_execution as _cancel
-from toolplan.operations import submit_plan as _submit
-from toolplan.plan import Plan, load_plan
 from toolplan.planning.planner import PlanningOutcome
+from toolplan.plans.plan import Plan, load_plan
+from toolplan.service.operations import PlanRef, execute_stored_plan
+from toolplan.service.operations import cancel_execution as _cancel
+from toolplan.service.operations import submit_plan as _submit
+from toolplan.service.wiring import ToolsArg, backend_for, resolve_catalog
 from toolplan.store import Store, open_store
 
 __all__ = [
@@ -164,7 +164,7 @@ async def run_plan(
     on_event: Callable[[StepEvent], None] | None = None,
 ) -> ExecutionResult:
     """Validate, store and execute a plan in one call."""
-    from toolplan.pipeline import FromDocument, plan_then_execute
+    from toolplan.pipeline.flow import FromDocument, plan_then_execute
 
     settings = Settings.from_env()
     ctx = _execution_context(tools, store, options, concurrency, fail_fast, on_event, settings)

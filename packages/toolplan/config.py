@@ -9,11 +9,11 @@ from typing import Any, Literal
 
 from toolplan._caches import clear_caches, register_cache
 from toolplan.analysis import DEFAULT_MAX_STEPS
+from toolplan.analysis.estimates import EstimateSettings
+from toolplan.analysis.reuse import ReuseMode, reuse_mode
 from toolplan.engine.policies import ExecutionOptions, RetryPolicy, TimeoutPolicy
 from toolplan.errors import InvalidInput
-from toolplan.estimates import EstimateSettings
-from toolplan.limits import InputLimits
-from toolplan.reuse import ReuseMode, reuse_mode
+from toolplan.plans.limits import InputLimits
 from toolplan.store import DEFAULT_STORE_URI
 
 __all__ = [
@@ -41,7 +41,7 @@ DEFAULT_MODEL = "openai:gpt-4o-mini"
 StructuredMethod = Literal["function_calling", "json_schema"]
 """How the plan is requested: tool calling (widest support) or strict ``json_schema``."""
 PlanReuse = ReuseMode
-"""Plan reuse before planning a query (:mod:`toolplan.reuse`)."""
+"""Plan reuse before planning a query (:mod:`toolplan.analysis.reuse`)."""
 
 
 def _number(env: Mapping[str, str], name: str, kind: type[float] | type[int]) -> Any:
@@ -230,14 +230,14 @@ class Settings:
     (seconds a read-only tool's result is reused), the adaptive timeouts
     (:class:`~toolplan.engine.policies.TimeoutPolicy`): ``TOOLPLAN_ADAPTIVE_TIMEOUTS``,
     ``TOOLPLAN_TIMEOUT_MIN_OBSERVATIONS``, ``TOOLPLAN_TIMEOUT_FACTOR``,
-    ``TOOLPLAN_TIMEOUT_HISTORY``, plan estimates (:class:`~toolplan.estimates.EstimateSettings`):
+    ``TOOLPLAN_TIMEOUT_HISTORY``, plan estimates (:class:`~toolplan.analysis.estimates.EstimateSettings`):
     ``TOOLPLAN_ESTIMATE_DEFAULT_MS``, ``TOOLPLAN_PRICES``, and the planner's
     (:class:`PlannerSettings`): ``TOOLPLAN_MODEL``, ``TOOLPLAN_MAX_REPAIRS``,
     ``TOOLPLAN_CONFIDENCE_THRESHOLD``, ``TOOLPLAN_STRUCTURED_METHOD``, ``TOOLPLAN_LLM_TIMEOUT``,
     ``TOOLPLAN_LLM_RETRIES``, ``TOOLPLAN_LLM_MAX_TOKENS``, ``TOOLPLAN_TYPED_SCHEMA_MAX_TOOLS``,
     ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``TOOLPLAN_PROMPTS_DIR``, the input limits
     ``TOOLPLAN_MAX_PLAN_BYTES``, ``TOOLPLAN_MAX_STRING_CHARS``, ``TOOLPLAN_MAX_DEPTH``,
-    ``TOOLPLAN_MAX_NUMBER_DIGITS`` (:class:`~toolplan.limits.InputLimits`),
+    ``TOOLPLAN_MAX_NUMBER_DIGITS`` (:class:`~toolplan.plans.limits.InputLimits`),
     ``TOOLPLAN_PLAN_REUSE`` (off, exact, parametric), and Temporal's
     (:class:`TemporalSettings`): ``TOOLPLAN_TEMPORAL_ADDRESS``, ``TOOLPLAN_TEMPORAL_NAMESPACE``,
     ``TOOLPLAN_TEMPORAL_TASK_QUEUE``, ``TOOLPLAN_TEMPORAL_HEARTBEAT``.
@@ -263,7 +263,7 @@ class Settings:
     """Whether (and where) plans run as Temporal workflows."""
     plan_reuse: PlanReuse = "exact"
     """Plan reuse before planning a query (``TOOLPLAN_PLAN_REUSE``): off, exact or parametric
-    (:mod:`toolplan.reuse`)."""
+    (:mod:`toolplan.analysis.reuse`)."""
     estimates: EstimateSettings = field(default_factory=EstimateSettings)
     """How plan estimates are made: ``TOOLPLAN_ESTIMATE_DEFAULT_MS``, ``TOOLPLAN_PRICES``."""
 

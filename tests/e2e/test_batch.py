@@ -14,10 +14,10 @@ import pytest
 from tests.e2e.conftest import Cli, interrupt, wait_for
 from tests.support.fake_openai import FakeOpenAIServer, Reply
 from tests.support.plans import blog_plan, broken_blog_plan, llm_step
-from toolplan.batch import load_queries, read_results, run_batch, summarize
 from toolplan.config import Settings
 from toolplan.errors import InvalidInput
 from toolplan.execution.runner import ExecutionContext
+from toolplan.pipeline.batch import load_queries, read_results, run_batch, summarize
 from toolplan.planning.setup import planner_context_from_env
 from toolplan.store import open_store
 from toolplan.tools import load_tool_modules

@@ -21,15 +21,15 @@ from langchain_core.messages import AIMessage, ToolMessage
 from tests.support.fake_models import ToolCallingFake
 from tests.support.mcp_http import SERVER, HttpServer, free_port, start_http_server
 from tests.support.plans import QUERY
+from toolplan.agent.plan_tool import plan_tool
 from toolplan.config import Settings
 from toolplan.engine.policies import ExecutionOptions, RetryPolicy
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import InvalidInput
 from toolplan.execution.runner import ExecutionContext
-from toolplan.meta_tool import plan_tool
-from toolplan.operations import execute_stored_plan, submit_plan
 from toolplan.planning.graph import PlannerContext
 from toolplan.planning.planner import create_plan
+from toolplan.service.operations import execute_stored_plan, submit_plan
 from toolplan.store.sqlite import SqliteStore
 from toolplan.tools import ToolCatalog
 from toolplan.tools.loading import aload_catalog, load_catalog

@@ -23,10 +23,10 @@ import pytest
 from tests.e2e.conftest import REPO, Cli
 from tests.support.faults import GATED_PLAN, wait_for_call
 from tests.support.user_tools import ECHO, USER_TOOLS
-from toolplan import operations
 from toolplan.errors import InvalidInput
-from toolplan.ids import new_id
-from toolplan.pipeline import FromDocument, FromQuery
+from toolplan.pipeline.flow import FromDocument, FromQuery
+from toolplan.plans.ids import new_id
+from toolplan.service import operations
 from toolplan.store import PlanRecord, RequestRecord, Store, open_store, utc_now
 from toolplan.tools import load_tool_modules
 

@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import Cli
-from toolplan import operations
+from toolplan.service import operations
+from toolplan.service.queue_worker import enqueue_plan
 from toolplan.store import Store, open_store
 from toolplan.tools.catalog import ToolCatalog, load_tool_modules
-from toolplan.worker import enqueue_plan
 
 pytestmark = [pytest.mark.e2e]
 mongodb = pytest.mark.mongodb

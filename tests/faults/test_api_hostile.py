@@ -15,7 +15,7 @@ import pytest
 
 from tests.e2e.api_support import ServerFactory, server_factory, wait_for
 from tests.support.faults import GATED_PLAN
-from toolplan import operations
+from toolplan.service import operations
 
 pytestmark = pytest.mark.e2e
 

@@ -3,7 +3,7 @@
 Every hostile class from the fault report (:func:`hostile_cases`) plus 300 seeded mutations of
 valid plans (:func:`fuzz_cases`; ``TOOLPLAN_FUZZ_SEED`` replays a run) go through:
 
-- in process, all of them: :func:`toolplan.operations.submit_plan`, the function behind
+- in process, all of them: :func:`toolplan.service.operations.submit_plan`, the function behind
   ``toolplan submit``/``run --file`` (given the file), the GraphQL ``submitPlan`` and the Python
   API (given the object), on a real SQLite store;
 - a sample, through the real ``toolplan submit --file ... --json`` (the end-to-end ``cli``), the
@@ -30,10 +30,10 @@ import pytest
 from tests.e2e.api_support import ServerFactory, server_factory
 from tests.e2e.conftest import Cli
 from tests.support.hostile import Case, fuzz_cases, hostile_cases
-from toolplan import operations
 from toolplan.errors import ToolplanError
-from toolplan.limits import InputLimits
-from toolplan.plan import load_plan
+from toolplan.plans.limits import InputLimits
+from toolplan.plans.plan import load_plan
+from toolplan.service import operations
 from toolplan.store import open_store
 from toolplan.tools.loading import load_tool_modules
 

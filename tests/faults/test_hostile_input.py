@@ -18,8 +18,8 @@ import toolplan
 from tests.e2e import cli_cases
 from tests.e2e.conftest import Cli
 from toolplan.errors import InvalidInput, PlanInvalid
-from toolplan.limits import InputLimits, check_json, check_text
-from toolplan.templates import find_templates, malformed_templates, resolve
+from toolplan.plans.limits import InputLimits, check_json, check_text
+from toolplan.plans.templates import find_templates, malformed_templates, resolve
 
 pytestmark = pytest.mark.e2e
 

@@ -215,7 +215,7 @@ def test_store_file_removed_mid_run_exit_3_with_the_cause(cli: Cli) -> None:
 
 
 def _open_and_submit(path: str, barrier: Any, results: Any) -> None:
-    from toolplan.operations import submit_plan
+    from toolplan.service.operations import submit_plan
     from toolplan.store import open_store
 
     plan = {"steps": [{"id": "w", "tool": "get_weather", "parameters": {"location": "Paris"}}]}

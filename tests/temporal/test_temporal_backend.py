@@ -1,6 +1,6 @@
 """The Temporal backend against a real Temporal server, with a worker in this process.
 
-Each test runs plans through :func:`toolplan.operations.execute_stored_plan` with the Temporal
+Each test runs plans through :func:`toolplan.service.operations.execute_stored_plan` with the Temporal
 backend (the same call the CLI, the API and the Python API make) and a worker built by
 ``toolplan.temporal.worker.build_worker``; tools log their calls to ``$TOOLPLAN_TEST_LOG``.
 Semantics are compared with the in-process engine on the same plans.
@@ -24,7 +24,7 @@ from toolplan.config import TemporalSettings
 from toolplan.engine.policies import ExecutionOptions, RetryPolicy, TimeoutPolicy
 from toolplan.engine.recorder import StepEvent
 from toolplan.execution import ExecutionContext
-from toolplan.operations import (
+from toolplan.service.operations import (
     cancel_execution,
     describe,
     enqueue_execution,

@@ -23,9 +23,9 @@ from tests.e2e.api_support import GraphQLClient, ServerFactory, server_factory
 from tests.e2e.conftest import Cli
 from tests.support.temporal_server import TemporalServer, free_port, temporal_binary
 from tests.support.user_tools import ECHO, USER_TOOLS
-from toolplan import operations
-from toolplan.client import execution_context
 from toolplan.config import Settings, TemporalSettings
+from toolplan.service import operations
+from toolplan.service.wiring import execution_context
 from toolplan.store import Store, open_store
 from toolplan.store.protocol import TERMINAL_EXECUTION_STATUSES
 from toolplan.tools import ToolCatalog, load_tool_modules

@@ -27,7 +27,7 @@ from toolplan.execution import (
     finish_execution,
     start_execution,
 )
-from toolplan.operations import execute_stored_plan, submit_plan
+from toolplan.service.operations import execute_stored_plan, submit_plan
 from toolplan.store.protocol import ExecutionRecord, PlanRecord
 from toolplan.store.sqlite import SqliteStore
 from toolplan.tools import ToolCatalog, load_tool_modules

@@ -11,9 +11,7 @@ import pytest
 from langchain_core.tools import tool
 
 from toolplan.analysis import analyze
-from toolplan.config import Settings
-from toolplan.errors import InvalidInput
-from toolplan.estimates import (
+from toolplan.analysis.estimates import (
     Estimate,
     EstimateSettings,
     estimate_plan,
@@ -21,7 +19,9 @@ from toolplan.estimates import (
     planning_cost,
     schedule_length,
 )
-from toolplan.plan import parse_plan
+from toolplan.config import Settings
+from toolplan.errors import InvalidInput
+from toolplan.plans.plan import parse_plan
 from toolplan.tools import ToolCatalog, tagged
 
 

@@ -8,8 +8,8 @@ from typing import Any
 from langchain_core.tools import tool
 from typing_extensions import TypedDict
 
-from toolplan.id_by_name import check_ids_by_name, is_id_argument
-from toolplan.plan import parse_plan
+from toolplan.analysis.id_by_name import check_ids_by_name, is_id_argument
+from toolplan.plans.plan import parse_plan
 from toolplan.tools.catalog import ToolCatalog
 from toolplan.toolsets import blog
 

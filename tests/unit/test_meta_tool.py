@@ -20,17 +20,17 @@ from langgraph.prebuilt import create_react_agent
 
 from tests.support.fake_models import ToolCallingFake
 from tests.support.fake_openai import FakeOpenAIServer, Reply
-from toolplan.config import Settings
-from toolplan.engine.policies import ExecutionOptions, RetryPolicy
-from toolplan.errors import InvalidInput
-from toolplan.meta_tool import (
+from toolplan.agent.plan_tool import (
     PLAN_ARGUMENT_SCHEMA,
     PLAN_STRING_SCHEMA,
     PlanTool,
     describe_tools,
     plan_tool,
 )
-from toolplan.plan import Step
+from toolplan.config import Settings
+from toolplan.engine.policies import ExecutionOptions, RetryPolicy
+from toolplan.errors import InvalidInput
+from toolplan.plans.plan import Step
 from toolplan.store.sqlite import SqliteStore
 from toolplan.tools import ToolCatalog
 

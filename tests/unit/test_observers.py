@@ -18,10 +18,10 @@ from toolplan.api.runs import BackgroundRuns
 from toolplan.engine.policies import ExecutionOptions, RetryPolicy
 from toolplan.engine.recorder import EventListener, StepEvent
 from toolplan.execution.context import ExecutionContext
-from toolplan.operations import execute_stored_plan, submit_plan
+from toolplan.service.operations import execute_stored_plan, submit_plan
+from toolplan.service.queue_worker import Worker, WorkerEvent, WorkerOptions, enqueue_plan
 from toolplan.store import Store, open_store
 from toolplan.tools import ToolCatalog, load_tool_modules
-from toolplan.worker import Worker, WorkerEvent, WorkerOptions, enqueue_plan
 
 FAST = ExecutionOptions(retry=RetryPolicy(initial_backoff=0.001, jitter=0), default_timeout=10)
 

@@ -12,10 +12,10 @@ from tests.support.fake_models import ToolCallingFake
 from tests.support.plans import QUERY, blog_plan
 from toolplan.errors import InvalidInput, NotFound, PlanNeedsReview
 from toolplan.execution.runner import ExecutionContext
-from toolplan.ids import new_id
-from toolplan.lookup import find_plan, find_request, require_approval
-from toolplan.pipeline import FromDocument, FromQuery, Planned, plan_then_execute
+from toolplan.pipeline.flow import FromDocument, FromQuery, Planned, plan_then_execute
 from toolplan.planning.graph import PlannerContext
+from toolplan.plans.ids import new_id
+from toolplan.store.lookup import find_plan, find_request, require_approval
 from toolplan.store.sqlite import SqliteStore
 from toolplan.tools import load_tool_modules
 

@@ -202,8 +202,8 @@ def test_prompt_snapshot() -> None:
 async def test_a_plan_is_analysed_once_and_stored_as_analysed(
     store: SqliteStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import toolplan.operations
     import toolplan.planning.graph
+    import toolplan.service.operations
     from toolplan.analysis import analyze
 
     calls: list[str] = []
@@ -213,7 +213,7 @@ async def test_a_plan_is_analysed_once_and_stored_as_analysed(
         return analyze(*args, **kwargs)
 
     monkeypatch.setattr(toolplan.planning.graph, "analyze", counting)
-    monkeypatch.setattr(toolplan.operations, "analyze", counting)
+    monkeypatch.setattr(toolplan.service.operations, "analyze", counting)
     outcome = await create_plan(QUERY, context(store, reply(blog_plan())))
     assert calls == ["analyze"]  # persist stores the analysis node's result, not a second one
     record = store.get_plan(outcome.ref.plan_id)

@@ -8,7 +8,7 @@ from typing import Any
 from toolplan.agent.budget import count_tokens, truncate_tokens
 from toolplan.agent.respond import read_decision, replan_context, respond_messages, unanswered
 from toolplan.engine.result import ExecutionResult
-from toolplan.plan import parse_plan
+from toolplan.plans.plan import parse_plan
 from toolplan.store.protocol import StepRecord
 
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from toolplan.errors import TemplateError
-from toolplan.templates import find_templates, malformed_templates, references, resolve
+from toolplan.plans.templates import find_templates, malformed_templates, references, resolve
 
 OUTPUTS: dict[str, Any] = {
     "author": {"_id": "a1", "name": "Alice", "age": 30, "active": True, "tags": ["x", "y"]},

@@ -5,7 +5,7 @@
        └───────────────────────────────────────────────────────┘
 
 ``planner`` and ``executor`` are the core's two halves of plan-then-execute
-(:func:`toolplan.pipeline.obtain_plan`, :func:`toolplan.pipeline.execute_planned`); ``respond``
+(:func:`toolplan.pipeline.flow.obtain_plan`, :func:`toolplan.pipeline.flow.execute_planned`); ``respond``
 reads the results (:mod:`toolplan.agent.respond`) and answers or asks for a new plan. A new plan
 is a new version of the same request, with ``meta.replanOf`` naming the plan it replaces. When the
 replans (``max_replans``, default 1) are spent, the answer says what failed.
@@ -31,15 +31,15 @@ from typing_extensions import TypedDict
 
 from toolplan._caches import register_cache
 from toolplan.agent.respond import DEFAULT_RESPOND_BUDGET, decide, replan_context
-from toolplan.client import execution_context
+from toolplan.analysis.reuse import ReuseMode
 from toolplan.config import Settings
 from toolplan.engine.result import ExecutionResult
 from toolplan.execution.context import ExecutionContext
-from toolplan.lookup import find_plan
-from toolplan.operations import ANSWERS, PlanRef
-from toolplan.pipeline import FromQuery, Planned, execute_planned, obtain_plan
+from toolplan.pipeline.flow import FromQuery, Planned, execute_planned, obtain_plan
 from toolplan.planning.context import PlannerContext
-from toolplan.reuse import ReuseMode
+from toolplan.service.operations import ANSWERS, PlanRef
+from toolplan.service.wiring import execution_context
+from toolplan.store.lookup import find_plan
 
 __all__ = [
     "DEFAULT_MAX_REPLANS",
@@ -63,7 +63,7 @@ class AgentContext:
     approve: bool = False
     """Run plans stored as ``needs_review``."""
     reuse: ReuseMode = "off"
-    """Reuse a stored plan for the first version (:mod:`toolplan.reuse`) instead of planning."""
+    """Reuse a stored plan for the first version (:mod:`toolplan.analysis.reuse`) instead of planning."""
     respond_budget: int = DEFAULT_RESPOND_BUDGET
     on_planned: Callable[[Planned], None] | None = field(default=None, repr=False)
     """Sees every stored plan version before it runs (the CLI prints it)."""

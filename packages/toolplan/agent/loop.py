@@ -16,9 +16,9 @@ from toolplan.agent.graph import (
 )
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import InvalidInput
-from toolplan.limits import check_text
-from toolplan.lookup import find_plan
-from toolplan.plan_meta import ESTIMATE_KEY
+from toolplan.plans.limits import check_text
+from toolplan.plans.meta import ESTIMATE_KEY
+from toolplan.store.lookup import find_plan
 
 __all__ = ["AgentOutcome", "run_agent"]
 

@@ -1,4 +1,4 @@
-"""The GraphQL API (``toolplan serve``): a thin layer over :mod:`toolplan.operations`.
+"""The GraphQL API (``toolplan serve``): a thin layer over :mod:`toolplan.service.operations`.
 
 Build the ASGI app with :func:`create_app` (uvicorn serves it; tests build it in-process) or the
 bare schema with :func:`build_schema`. Needs strawberry's ASGI extra (starlette).

@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from toolplan import client
 from toolplan.api.events import EventHub
 from toolplan.api.runs import BackgroundRuns
 from toolplan.config import Settings
 from toolplan.engine.recorder import EventListener
 from toolplan.execution.context import ExecutionContext, new_worker_id
+from toolplan.service import wiring
 from toolplan.store.protocol import Store
 from toolplan.tools.catalog import ToolCatalog
 
@@ -38,7 +38,7 @@ class ApiContext:
 
     def execution_context(self, listener: EventListener | None = None) -> ExecutionContext:
         """The context of one execution, as the CLI builds it, with ``listener`` for its events."""
-        return client.execution_context(
+        return wiring.execution_context(
             self.settings,
             store=self.store,
             catalog=self.catalog,

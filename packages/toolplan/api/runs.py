@@ -22,7 +22,7 @@ from toolplan.engine.result import ExecutionResult
 from toolplan.errors import ToolplanError
 from toolplan.execution.backend import DetachedBackend
 from toolplan.execution.runner import ExecutionContext
-from toolplan.operations import enqueue_execution, execute_stored_plan, stored_result
+from toolplan.service.operations import enqueue_execution, execute_stored_plan, stored_result
 from toolplan.store.protocol import Store
 
 __all__ = ["BackgroundRuns"]

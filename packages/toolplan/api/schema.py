@@ -15,7 +15,6 @@ from graphql import GraphQLError
 from strawberry.scalars import JSON
 from strawberry.types.execution import ExecutionContext as StrawberryExecutionContext
 
-from toolplan import operations
 from toolplan.api.context import ApiContext
 from toolplan.api.limits import limit_extensions
 from toolplan.api.settings import ApiSettings
@@ -30,8 +29,9 @@ from toolplan.api.types import (
 )
 from toolplan.errors import PlanInvalid, ValidationIssue
 from toolplan.execution.events import watch_step_events
-from toolplan.ids import require_id
-from toolplan.limits import check_text
+from toolplan.plans.ids import require_id
+from toolplan.plans.limits import check_text
+from toolplan.service import operations
 
 __all__ = ["Mutation", "Query", "Subscription", "build_schema"]
 

@@ -8,7 +8,7 @@ import strawberry
 from strawberry.scalars import JSON
 
 from toolplan.engine.recorder import StepEvent
-from toolplan.operations import PlanRef
+from toolplan.service.operations import PlanRef
 from toolplan.tools.catalog import ToolInfo
 
 __all__ = [
@@ -68,7 +68,7 @@ class PlanRefType:
 
     @classmethod
     def from_ref(cls, ref: PlanRef) -> PlanRefType:
-        """From the core :class:`~toolplan.operations.PlanRef`."""
+        """From the core :class:`~toolplan.service.operations.PlanRef`."""
         return cls(
             request_id=ref.request_id,
             plan_id=ref.plan_id,
@@ -212,7 +212,7 @@ class PlanType:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PlanType:
-        """From a plan entry of :func:`toolplan.operations.describe`."""
+        """From a plan entry of :func:`toolplan.service.operations.describe`."""
         plan = data["plan"]
         execution = data.get("execution")
         return cls(
@@ -243,7 +243,7 @@ class RequestType:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RequestType:
-        """From a request of :func:`toolplan.operations.describe`."""
+        """From a request of :func:`toolplan.service.operations.describe`."""
         plans = [PlanType.from_json(plan) for plan in data["plans"]]
         return cls(
             request_id=data["requestId"],

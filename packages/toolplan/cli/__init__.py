@@ -1,4 +1,4 @@
-"""The ``toolplan`` command line: a thin layer over :mod:`toolplan.operations`.
+"""The ``toolplan`` command line: a thin layer over :mod:`toolplan.service.operations`.
 
 One module per command (``submit.py``, ``execute.py``, ``run.py``, ...; the ``cache`` group in
 ``cache.py``), registered here, in the order ``toolplan --help`` lists them, on the one Typer

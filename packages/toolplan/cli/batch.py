@@ -51,7 +51,7 @@ def batch(
     """Plan every query of FILE (and run them with --execute); one output line per query."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from toolplan.batch import load_queries, read_results, run_batch, summarize
+    from toolplan.pipeline.batch import load_queries, read_results, run_batch, summarize
     from toolplan.planning.setup import planner_context_from_env
 
     results_path = out or file.with_name(f"{file.stem}.results.jsonl")

@@ -6,10 +6,10 @@ from typing import Annotated
 
 import typer
 
-from toolplan import operations
 from toolplan.cli.options import JsonOption, StoreOption
 from toolplan.cli.output import emit_json, guard, run_async, stdout
 from toolplan.cli.session import new_session
+from toolplan.service import operations
 
 __all__ = ["cancel"]
 

@@ -7,7 +7,6 @@ from typing import Annotated, Any
 
 import typer
 
-from toolplan import operations
 from toolplan.cli.options import (
     ConcurrencyOption,
     FailFastOption,
@@ -21,6 +20,7 @@ from toolplan.cli.options import (
 )
 from toolplan.cli.output import emit_json, finish_execution, guard, run_async, stderr, stdout
 from toolplan.cli.session import Session, new_session, shown_store_uri
+from toolplan.service import operations
 
 __all__ = ["execute"]
 
@@ -123,7 +123,7 @@ def _enqueue(
                     )
                 )
                 return record, f"on Temporal ({session.settings.temporal.address})"
-            from toolplan.worker import enqueue_plan
+            from toolplan.service.queue_worker import enqueue_plan
 
             record = enqueue_plan(session.store, plan_id, approve=yes, resume=resume)
             return record, f"in {shown_store_uri(session.settings.store_uri)}"

@@ -20,7 +20,7 @@ from toolplan.cli.options import (
 )
 from toolplan.cli.output import emit_json, guard, run_async, stdout
 from toolplan.cli.session import new_session, planner_context
-from toolplan.limits import check_text
+from toolplan.plans.limits import check_text
 
 __all__ = ["plan"]
 

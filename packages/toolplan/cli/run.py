@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.markup import escape
 
-from toolplan import operations
 from toolplan.cli import render
 from toolplan.cli.options import (
     ConcurrencyOption,
@@ -33,11 +32,12 @@ from toolplan.cli.options import (
 from toolplan.cli.output import emit_json, finish_execution, guard, run_async, stderr, stdout
 from toolplan.cli.session import Session, new_session, planner_context, shown_store_uri
 from toolplan.errors import InvalidInput
-from toolplan.limits import check_text
+from toolplan.plans.limits import check_text
+from toolplan.service import operations
 
 if TYPE_CHECKING:
     from toolplan.agent.loop import AgentOutcome
-    from toolplan.pipeline import Planned
+    from toolplan.pipeline.flow import Planned
 
 __all__ = ["run"]
 
@@ -114,7 +114,7 @@ def run(
     planning: dict[str, Any] = {}
 
     def body() -> operations.ExecutionResult:
-        from toolplan.pipeline import FromDocument, FromQuery, plan_then_execute
+        from toolplan.pipeline.flow import FromDocument, FromQuery, plan_then_execute
 
         if (file is None) == (query_text is None):
             raise InvalidInput(

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 from toolplan.cli import render
 from toolplan.cli.output import stderr
-from toolplan.client import execution_context
 from toolplan.config import Settings
 from toolplan.execution.context import ExecutionContext
+from toolplan.service.wiring import execution_context
 from toolplan.store import Store, open_store
 from toolplan.tools.catalog import ToolCatalog
 from toolplan.tools.loading import load_catalog
@@ -45,7 +45,7 @@ class Session:
     def use_plan_tools(self, plan_id: str) -> None:
         """When no tools were chosen, load the tools recorded with the stored plan, and say so
         (:class:`~toolplan.tools.recorded.RecordedTools`: exit 3 when they cannot be loaded)."""
-        from toolplan.lookup import find_plan
+        from toolplan.store.lookup import find_plan
         from toolplan.tools.recorded import RecordedTools
 
         if self._catalog is not None:

@@ -6,11 +6,11 @@ from typing import Annotated, Any
 
 import typer
 
-from toolplan import operations
 from toolplan.cli import render
 from toolplan.cli.options import JsonOption, StoreOption
 from toolplan.cli.output import emit_json, guard, stdout
 from toolplan.cli.session import new_session
+from toolplan.service import operations
 
 __all__ = ["show"]
 

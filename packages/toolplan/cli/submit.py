@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from toolplan import operations
 from toolplan.cli import render
 from toolplan.cli.options import (
     FileOption,
@@ -16,6 +15,7 @@ from toolplan.cli.options import (
 from toolplan.cli.output import emit_json, guard, stdout
 from toolplan.cli.session import new_session
 from toolplan.errors import InvalidInput
+from toolplan.service import operations
 
 __all__ = ["submit"]
 

@@ -1,4 +1,4 @@
-"""``toolplan worker``: run queued executions; a thin layer over :mod:`toolplan.worker`."""
+"""``toolplan worker``: run queued executions; a thin layer over :mod:`toolplan.service.queue_worker`."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from toolplan.cli.session import Session, new_session
 from toolplan.errors import InvalidInput
 
 if TYPE_CHECKING:
+    from toolplan.service.queue_worker import WorkerReport
     from toolplan.temporal.worker import TemporalWorkerReport
-    from toolplan.worker import WorkerReport
 
 __all__ = ["worker"]
 
@@ -85,7 +85,7 @@ def worker(
     of the store's lease queue, until SIGTERM or Ctrl-C (running steps get --grace seconds, then
     Temporal retries them elsewhere). Exit code 3 if the Temporal server cannot be reached.
     """
-    from toolplan.worker import Worker, WorkerOptions
+    from toolplan.service.queue_worker import Worker, WorkerOptions
 
     if temporal:
         refused = [

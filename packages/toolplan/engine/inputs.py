@@ -14,9 +14,9 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from toolplan.plan import Step
+from toolplan.plans.plan import Step
+from toolplan.plans.templates import references
 from toolplan.store.protocol import ExecutionLog, ExecutionRecord
-from toolplan.templates import references
 
 __all__ = ["MemoryInputs", "StepInputs", "StoreInputs", "stored_outputs"]
 

@@ -24,10 +24,10 @@ from toolplan.engine.scheduler import StepOutcome
 from toolplan.engine.timeouts import EffectiveTimeout
 from toolplan.engine.toolcall import callbacks_configured, invoke_tool
 from toolplan.errors import TemplateError, Unavailable
-from toolplan.json_schema import inline_refs
-from toolplan.plan import Plan, Step
+from toolplan.plans.json_schema import inline_refs
+from toolplan.plans.plan import Plan, Step
+from toolplan.plans.templates import resolve
 from toolplan.store.protocol import RecordStore, ResultCache, cap_output, utc_now
-from toolplan.templates import resolve
 from toolplan.tools.catalog import ToolCatalog
 
 __all__ = [

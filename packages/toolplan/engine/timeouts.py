@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from toolplan.engine.policies import TimeoutPolicy
-from toolplan.plan import Plan
+from toolplan.plans.plan import Plan
 from toolplan.store.protocol import ExecutionLog, TimeoutSource
 
 __all__ = ["EffectiveTimeout", "TimeoutPolicy", "load_step_timeouts", "step_timeouts"]

@@ -1,6 +1,6 @@
 """Execution backends: what actually runs the steps of a stored plan.
 
-:func:`toolplan.operations.execute_stored_plan` does everything that is the same for every
+:func:`toolplan.service.operations.execute_stored_plan` does everything that is the same for every
 backend (find the plan, return a finished execution as stored, the needs-review gate, the
 optional LangGraph checkpoint layer), then hands the plan to ``ctx.backend``.
 

@@ -41,7 +41,7 @@ class DetachedBackend(ExecutionBackend, Protocol):
 
 @dataclass
 class ExecutionContext:
-    """What :func:`~toolplan.operations.execute_stored_plan`, the execution graph's nodes and an
+    """What :func:`~toolplan.service.operations.execute_stored_plan`, the execution graph's nodes and an
     :class:`~toolplan.execution.backend.ExecutionBackend` work with."""
 
     store: Store

@@ -23,13 +23,13 @@ from pydantic.json_schema import SkipJsonSchema
 from typing_extensions import TypedDict
 
 from toolplan._caches import register_cache
-from toolplan.client import execution_context
 from toolplan.config import Settings
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import InvalidInput
 from toolplan.execution.backend import backend_of
 from toolplan.execution.context import ExecutionContext
-from toolplan.lookup import find_plan, require_approval
+from toolplan.service.wiring import execution_context
+from toolplan.store.lookup import find_plan, require_approval
 from toolplan.store.protocol import TERMINAL_EXECUTION_STATUSES, ExecutionRecord, PlanRecord
 
 __all__ = [

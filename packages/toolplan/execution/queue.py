@@ -1,10 +1,10 @@
 """The lease queue's entry: an execution queued for ``toolplan worker`` processes
-(:mod:`toolplan.worker` claims and runs them)."""
+(:mod:`toolplan.service.queue_worker` claims and runs them)."""
 
 from __future__ import annotations
 
-from toolplan.lookup import find_plan, require_approval
-from toolplan.plan import parse_plan
+from toolplan.plans.plan import parse_plan
+from toolplan.store.lookup import find_plan, require_approval
 from toolplan.store.protocol import ExecutionRecord, Store
 
 __all__ = ["enqueue_plan"]

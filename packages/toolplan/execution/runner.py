@@ -36,7 +36,7 @@ from toolplan.errors import ExecutionBusy
 from toolplan.execution.cancel import end_cancelled, run_until_cancelled
 from toolplan.execution.context import ExecutionContext, new_worker_id
 from toolplan.execution.lease import acquire_lease, while_holding
-from toolplan.plan import Plan, parse_plan
+from toolplan.plans.plan import Plan, parse_plan
 from toolplan.store.protocol import (
     TERMINAL_EXECUTION_STATUSES,
     ExecutionLog,

@@ -11,9 +11,8 @@ from langchain_core.language_models import BaseChatModel
 
 from toolplan._caches import register_cache
 from toolplan.analysis import DEFAULT_MAX_STEPS
+from toolplan.analysis.estimates import EstimateSettings
 from toolplan.config import StructuredMethod
-from toolplan.estimates import EstimateSettings
-from toolplan.limits import InputLimits
 from toolplan.planning.call import ModelCall
 from toolplan.planning.schema import (
     DEFAULT_TYPED_SCHEMA_MAX_TOOLS,
@@ -21,6 +20,7 @@ from toolplan.planning.schema import (
     generic_plan_schema,
     plan_schema,
 )
+from toolplan.plans.limits import InputLimits
 from toolplan.store.protocol import Store
 from toolplan.tools.catalog import ToolCatalog
 

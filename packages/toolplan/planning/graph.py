@@ -7,7 +7,7 @@
 The model writes the whole plan in one structured-output call, in the catalog-typed schema (or the
 generic one: :mod:`toolplan.planning.schema`). Its answer is read leniently where that is safe
 (:mod:`toolplan.planning.parsing`); the dependency-analysis node is the engine's validator
-(:func:`toolplan.analysis.analyze`), and every problem of every step goes back to the model in one
+(:func:`toolplan.analysis.dag.analyze`), and every problem of every step goes back to the model in one
 repair round. Invalid plans are never stored.
 
 The system prompt depends only on the catalog and the schema kind, so it is byte-identical from
@@ -35,13 +35,9 @@ from typing_extensions import TypedDict
 
 from toolplan._caches import register_cache
 from toolplan.analysis import Analysis, analyze
+from toolplan.analysis.id_by_name import check_ids_by_name
 from toolplan.config import PlannerSettings, Settings
 from toolplan.errors import InvalidInput, PlanInvalid
-from toolplan.id_by_name import check_ids_by_name
-from toolplan.limits import check_json
-from toolplan.operations import plan_estimator, store_plan
-from toolplan.plan import parse_plan
-from toolplan.plan_meta import caller_meta
 from toolplan.planning.call import StructuredRequest, call_model
 from toolplan.planning.context import PlannerContext
 from toolplan.planning.parsing import message_payload, read_plan
@@ -55,6 +51,10 @@ from toolplan.planning.prompts import (
 from toolplan.planning.schema import (
     PlanSchema,
 )
+from toolplan.plans.limits import check_json
+from toolplan.plans.meta import caller_meta
+from toolplan.plans.plan import parse_plan
+from toolplan.service.operations import plan_estimator, store_plan
 
 __all__ = [
     "PlannerContext",
@@ -76,7 +76,7 @@ class PlanningInput(TypedDict):
     """More for the model after the query: a replan's previous plan, results and failures."""
     meta: NotRequired[dict[str, Any]]
     """Labels stored with the plan (e.g. ``replanOf``); keys toolplan sets itself
-    (``toolSources``, the planning record) are refused: :mod:`toolplan.plan_meta`."""
+    (``toolSources``, the planning record) are refused: :mod:`toolplan.plans.meta`."""
 
 
 class PlanningState(TypedDict, total=False):

@@ -6,17 +6,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from toolplan.analysis.estimates import Estimate
 from toolplan.errors import InvalidInput, PlanInvalid, ValidationIssue
-from toolplan.estimates import Estimate
-from toolplan.limits import InputLimits, check_text
-from toolplan.lookup import find_request
-from toolplan.operations import PlanRef
 from toolplan.planning.graph import (
     PlannerContext,
     PlanningGraphContext,
     PlanningInput,
     build_planning_graph,
 )
+from toolplan.plans.limits import InputLimits, check_text
+from toolplan.service.operations import PlanRef
+from toolplan.store.lookup import find_request
 
 __all__ = ["PlanningOutcome", "create_plan"]
 

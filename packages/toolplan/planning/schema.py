@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from toolplan.config import DEFAULT_TYPED_SCHEMA_MAX_TOOLS
-from toolplan.json_schema import inline_refs
+from toolplan.plans.json_schema import inline_refs
 from toolplan.tools.catalog import ToolCatalog, ToolInfo
 
 __all__ = [

@@ -29,7 +29,7 @@ def planner_context_from_env(
     catalog = catalog or load_catalog(settings)
     if settings.estimates.prices_file:
         # A broken price table is found before the model is paid for a plan.
-        from toolplan.estimates import load_prices
+        from toolplan.analysis.estimates import load_prices
 
         load_prices(settings.estimates.prices_file)
     spec = model or planner.model

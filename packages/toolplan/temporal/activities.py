@@ -42,8 +42,8 @@ from toolplan.errors import ExecutionBusy, InvalidInput, ToolsUnavailable, Unava
 from toolplan.execution.cancel import end_cancelled
 from toolplan.execution.lease import acquire_lease
 from toolplan.execution.runner import ResumeState, finish_execution, start_execution
-from toolplan.lookup import find_plan
-from toolplan.plan import Plan, parse_plan
+from toolplan.plans.plan import Plan, parse_plan
+from toolplan.store.lookup import find_plan
 from toolplan.store.protocol import (
     TERMINAL_EXECUTION_STATUSES,
     PlanRecord,

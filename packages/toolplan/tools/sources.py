@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolplan.plan_meta import TOOL_SOURCES_KEY
+from toolplan.plans.meta import TOOL_SOURCES_KEY
 from toolplan.store.protocol import PlanRecord
 
 __all__ = ["META_KEY", "ToolSources", "recorded_sources"]

@@ -18,7 +18,7 @@ of more than three letters; the substituted plan is validated against the catalo
 other; and a plan is never reused across catalog fingerprints. Numbers are never slots.
 
 Every plan the planner stores, and every reused plan, is indexed in the store's record collection
-:data:`INDEX` by :func:`toolplan.operations.store_plan` (with the slot pattern of the query, so a
+:data:`INDEX` by :func:`toolplan.service.operations.store_plan` (with the slot pattern of the query, so a
 lookup reads only the plans whose pattern matches); the reused plan is stored under a new request
 with ``meta.reusedFrom``.
 """
@@ -31,8 +31,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from toolplan.plans.templates import strings_in
 from toolplan.store.protocol import PlanRecord, Store
-from toolplan.templates import strings_in
 from toolplan.tools.catalog import ToolCatalog
 
 __all__ = [

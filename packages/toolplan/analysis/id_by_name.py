@@ -21,7 +21,7 @@ import re
 from typing import Any
 
 from toolplan.errors import ValidationIssue
-from toolplan.plan import Plan, Step
+from toolplan.plans.plan import Plan, Step
 from toolplan.tools.catalog import ToolCatalog
 
 __all__ = ["check_ids_by_name", "is_id_argument"]

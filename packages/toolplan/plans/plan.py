@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from toolplan.errors import InvalidInput, PlanInvalid, ValidationIssue
-from toolplan.limits import InputLimits, check_json, decode_utf8, parse_json_text
+from toolplan.plans.limits import InputLimits, check_json, decode_utf8, parse_json_text
 
 __all__ = ["Fallback", "Plan", "Step", "load_plan", "parse_plan"]
 

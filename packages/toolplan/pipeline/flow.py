@@ -6,9 +6,9 @@ meta-tool and ``toolplan batch --execute`` all call :func:`plan_then_execute`; a
 
 1. obtain a stored plan (:func:`obtain_plan`): validate and store a document, or plan a query
    with the LLM (planning stores the plan itself);
-2. the "needs review" gate (:func:`toolplan.lookup.require_approval`): refuse, or skip, a plan
+2. the "needs review" gate (:func:`toolplan.store.lookup.require_approval`): refuse, or skip, a plan
    stored as ``needs_review`` unless approved;
-3. execute it with the context's execution backend (:func:`toolplan.operations.execute_stored_plan`).
+3. execute it with the context's execution backend (:func:`toolplan.service.operations.execute_stored_plan`).
 """
 
 from __future__ import annotations
@@ -20,15 +20,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from toolplan.analysis.reuse import ReuseMode, find_reusable
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import InvalidInput, PlanInvalid
 from toolplan.execution.runner import ExecutionContext
-from toolplan.limits import InputLimits, check_text
-from toolplan.lookup import require_approval
-from toolplan.operations import PlanRef, execute_stored_plan, submit_plan
-from toolplan.plan import Plan
-from toolplan.plan_meta import caller_meta
-from toolplan.reuse import ReuseMode, find_reusable
+from toolplan.plans.limits import InputLimits, check_text
+from toolplan.plans.meta import caller_meta
+from toolplan.plans.plan import Plan
+from toolplan.service.operations import PlanRef, execute_stored_plan, submit_plan
+from toolplan.store.lookup import require_approval
 from toolplan.store.protocol import Store
 from toolplan.tools.catalog import ToolCatalog
 
@@ -57,13 +57,13 @@ class FromQuery:
     request_id: str | None = None
     """Store the plan as a new version of this request."""
     reuse: ReuseMode = "off"
-    """Look for a stored plan to reuse first (:mod:`toolplan.reuse`): 0 LLM calls when found."""
+    """Look for a stored plan to reuse first (:mod:`toolplan.analysis.reuse`): 0 LLM calls when found."""
     context: str | None = None
     """More for the planner after the query (a replan: the previous plan, its results, what
     failed)."""
     meta: Mapping[str, Any] | None = None
     """Labels stored with the plan, beside the planning record (e.g. ``{"replanOf":
-    "plan_..."}``); a key toolplan sets itself is refused (:mod:`toolplan.plan_meta`)."""
+    "plan_..."}``); a key toolplan sets itself is refused (:mod:`toolplan.plans.meta`)."""
 
     def __post_init__(self) -> None:
         caller_meta(self.meta)
@@ -78,7 +78,7 @@ class FromDocument:
     request_id: str | None = None
     meta: Mapping[str, Any] | None = None
     """Labels stored with the plan (e.g. ``{"source": "execute_plan"}``); a key toolplan sets
-    itself is refused (:mod:`toolplan.plan_meta`)."""
+    itself is refused (:mod:`toolplan.plans.meta`)."""
 
     def __post_init__(self) -> None:
         caller_meta(self.meta)

@@ -18,19 +18,19 @@ from typing import Any
 
 from toolplan._caches import register_cache
 from toolplan.analysis import Analysis, analyze, check_tools
+from toolplan.analysis.estimates import Estimate, EstimateSettings, estimate_plan
+from toolplan.analysis.reuse import index_plan
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import ExecutionGone, InvalidInput, StoreUnavailable
-from toolplan.estimates import Estimate, EstimateSettings, estimate_plan
 from toolplan.execution.backend import DetachedBackend, backend_of
 from toolplan.execution.cancel import DEFAULT_CANCEL_WAIT, request_cancel
 from toolplan.execution.context import ExecutionContext
 from toolplan.execution.queue import enqueue_plan
-from toolplan.ids import is_valid_id, new_id, require_id
-from toolplan.limits import InputLimits, check_text
-from toolplan.lookup import find_plan, find_request, require_approval
-from toolplan.plan import Plan, Step, load_plan, parse_plan
-from toolplan.plan_meta import ESTIMATE_KEY, TOOL_SOURCES_KEY, caller_meta
-from toolplan.reuse import index_plan
+from toolplan.plans.ids import is_valid_id, new_id, require_id
+from toolplan.plans.limits import InputLimits, check_text
+from toolplan.plans.meta import ESTIMATE_KEY, TOOL_SOURCES_KEY, caller_meta
+from toolplan.plans.plan import Plan, Step, load_plan, parse_plan
+from toolplan.store.lookup import find_plan, find_request, require_approval
 from toolplan.store.protocol import (
     TERMINAL_EXECUTION_STATUSES,
     ExecutionRecord,
@@ -67,7 +67,7 @@ class PlanRef:
     plan: Plan | None = field(default=None, compare=False)
     analysis: Analysis | None = field(default=None, compare=False)
     estimate: Estimate | None = field(default=None, compare=False)
-    """Expected duration and cost (:mod:`toolplan.estimates`), stored with the plan."""
+    """Expected duration and cost (:mod:`toolplan.analysis.estimates`), stored with the plan."""
 
     def to_json(self) -> dict[str, Any]:
         """``{"requestId", "planId", "status", "estimate"}``."""
@@ -104,7 +104,7 @@ def _recent_tool_stats(store: Store) -> dict[str, Any]:
 
 
 def plan_estimator(store: Store) -> Any:
-    """Step-duration estimates for :func:`~toolplan.analysis.analyze`'s critical path: each
+    """Step-duration estimates for :func:`~toolplan.analysis.dag.analyze`'s critical path: each
     tool's recent average duration in ``store`` (1 ms for a tool never seen)."""
     stats = _recent_tool_stats(store)
 
@@ -178,13 +178,13 @@ def store_plan(
     version of that existing request.
 
     With ``reusable`` (a plan the planner made for ``query``, or one reused for it), the plan
-    is also indexed for plan reuse (:func:`toolplan.reuse.index_plan`), whichever entry point
+    is also indexed for plan reuse (:func:`toolplan.analysis.reuse.index_plan`), whichever entry point
     stored it (``toolplan run``/``plan``, ``createPlanWithRequestId``, :func:`toolplan.create_plan`):
     a later query may reuse it once its last execution succeeded. A document the caller wrote
     is not indexed: its query is a label, not what a planner answered.
 
     ``meta`` is the caller's (labels; a key toolplan reserves is refused, see
-    :mod:`toolplan.plan_meta`); ``record_meta`` is toolplan's own record of how the plan was
+    :mod:`toolplan.plans.meta`); ``record_meta`` is toolplan's own record of how the plan was
     made (the planning call, plan reuse), written over it. The tool sources and the estimate are
     always this function's."""
     request: RequestRecord | None = None

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from toolplan.errors import NotFound, PlanNeedsReview
-from toolplan.ids import require_id
+from toolplan.plans.ids import require_id
 from toolplan.store.protocol import PlanRecord, PlanRepository, PlanStatus, RequestRecord
 
 __all__ = ["GatedAction", "find_plan", "find_request", "require_approval"]

@@ -2,7 +2,7 @@
 
 ``toolplan execute PLAN_ID --enqueue`` queues an execution (:func:`enqueue_plan`). ``toolplan
 worker`` runs a :class:`Worker`: it claims queued executions atomically (``Store.claim`` takes a
-lease), runs each through :func:`toolplan.operations.execute_stored_plan` (the same core as
+lease), runs each through :func:`toolplan.service.operations.execute_stored_plan` (the same core as
 ``toolplan execute``) under its own worker ID, so the lease the claim took is the lease the runner
 holds and heartbeats, and claims more until told to stop.
 
@@ -37,8 +37,8 @@ from toolplan.engine.policies import ExecutionOptions
 from toolplan.errors import ExecutionBusy, InvalidInput, StoreUnavailable, ToolsUnavailable
 from toolplan.execution.queue import enqueue_plan
 from toolplan.execution.runner import ExecutionContext, new_worker_id
-from toolplan.lookup import find_plan
-from toolplan.operations import execute_stored_plan
+from toolplan.service.operations import execute_stored_plan
+from toolplan.store.lookup import find_plan
 from toolplan.store.protocol import Store, utc_now
 from toolplan.tools.catalog import ToolCatalog
 from toolplan.tools.recorded import RecordedTools

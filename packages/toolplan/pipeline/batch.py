@@ -25,12 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from toolplan.analysis.reuse import ReuseMode, reuse_mode
 from toolplan.errors import InvalidInput, ToolplanError
 from toolplan.execution.runner import ExecutionContext
-from toolplan.pipeline import FromQuery, Planned, obtain_plan, plan_then_execute
+from toolplan.pipeline.flow import FromQuery, Planned, obtain_plan, plan_then_execute
 from toolplan.planning.context import PlannerContext
 from toolplan.planning.planner import PlanningFailed
-from toolplan.reuse import ReuseMode, reuse_mode
 
 __all__ = [
     "BatchItem",
@@ -221,7 +221,7 @@ async def run_batch(
 ) -> list[dict[str, Any]]:
     """Plan (and with ``executor``, execute) each item not yet in ``out``; append results to it.
 
-    Before planning, each query looks for a stored plan to reuse (:mod:`toolplan.reuse`; ``reuse``
+    Before planning, each query looks for a stored plan to reuse (:mod:`toolplan.analysis.reuse`; ``reuse``
     defaults to ``TOOLPLAN_PLAN_REUSE``, itself ``exact``): a reused query's line has
     ``reusedFrom``, ``reuse`` and ``llmCalls: 0``.
 

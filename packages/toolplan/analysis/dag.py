@@ -15,11 +15,16 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from toolplan.analysis.types import check_template_types
 from toolplan.errors import PlanInvalid, ValidationIssue
-from toolplan.json_schema import accepted_types
-from toolplan.plan import Plan, Step
-from toolplan.template_types import check_template_types
-from toolplan.templates import Template, contains_template, find_templates, malformed_templates
+from toolplan.plans.json_schema import accepted_types
+from toolplan.plans.plan import Plan, Step
+from toolplan.plans.templates import (
+    Template,
+    contains_template,
+    find_templates,
+    malformed_templates,
+)
 from toolplan.tools.catalog import RESERVED_TOOL_NAMES, ToolCatalog
 
 __all__ = ["DEFAULT_MAX_STEPS", "Analysis", "analyze", "check_arguments", "check_tools"]

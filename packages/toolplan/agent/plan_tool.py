@@ -2,7 +2,7 @@
 
 The agent keeps its single tools and gains a meta-tool: the model writes a whole plan in one tool
 call, toolplan validates it, stores it with request/plan IDs and runs it with the durable engine
-(:func:`toolplan.operations.submit_plan` + :func:`toolplan.operations.execute_stored_plan`).
+(:func:`toolplan.service.operations.submit_plan` + :func:`toolplan.service.operations.execute_stored_plan`).
 
 The result is dual: the model reads a short summary (each output step's status and output, cut to
 ``output_limit`` characters, plus errors and skipped steps), while the tool message's ``artifact``
@@ -23,14 +23,14 @@ from langchain_core.tools import BaseTool, ToolException
 from pydantic import ConfigDict, PrivateAttr
 
 from toolplan._blocking import run_blocking
-from toolplan.client import execution_context, resolve_catalog
 from toolplan.config import Settings
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import InvalidInput, PlanInvalid, ToolplanError, ValidationIssue
-from toolplan.limits import InputLimits, check_json, parse_json_text
-from toolplan.pipeline import FromDocument, plan_then_execute
+from toolplan.pipeline.flow import FromDocument, plan_then_execute
 from toolplan.planning.parsing import to_plan_data
 from toolplan.planning.prompts import load_prompt
+from toolplan.plans.limits import InputLimits, check_json, parse_json_text
+from toolplan.service.wiring import execution_context, resolve_catalog
 from toolplan.store import Store, open_store
 from toolplan.store.protocol import StepRecord
 from toolplan.tools.catalog import ToolCatalog, ToolInfo
@@ -103,8 +103,8 @@ PLAN_ARGUMENT_SCHEMA: dict[str, Any] = {
 
 No ``$ref``, no nullable types and one required field, so providers with a restricted schema
 dialect accept it; the plan may also travel as a JSON string, which small models handle better.
-Arguments are not validated against it before the tool runs: :func:`toolplan.plan.parse_plan` and
-:func:`toolplan.analysis.analyze` report every problem at once, in words the model can act on.
+Arguments are not validated against it before the tool runs: :func:`toolplan.plans.plan.parse_plan` and
+:func:`toolplan.analysis.dag.analyze` report every problem at once, in words the model can act on.
 """
 
 PLAN_STRING_SCHEMA: dict[str, Any] = {

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolplan.errors import TemplateError
-from toolplan.json_schema import accepted_types
+from toolplan.plans.json_schema import accepted_types
 
 __all__ = [
     "Template",

@@ -29,9 +29,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from toolplan.analysis import Analysis
+from toolplan.analysis.dag import Analysis
 from toolplan.errors import InvalidInput
-from toolplan.plan import Plan
+from toolplan.plans.plan import Plan
 from toolplan.tools.catalog import ToolCatalog
 
 __all__ = [

@@ -10,8 +10,8 @@ A plan record's ``meta`` mixes two kinds of keys:
   ``replanOf``. They are shown, never acted on.
 
 Every entry point that takes ``meta`` from a caller (the planner and agent graphs, the Python
-API's :class:`~toolplan.pipeline.FromQuery` / :class:`~toolplan.pipeline.FromDocument`) passes it
-through :func:`caller_meta`, and :func:`toolplan.operations.store_plan`, the one place a plan is
+API's :class:`~toolplan.pipeline.flow.FromQuery` / :class:`~toolplan.pipeline.flow.FromDocument`) passes it
+through :func:`caller_meta`, and :func:`toolplan.service.operations.store_plan`, the one place a plan is
 stored, does so again: a reserved key from a caller is an error, never stored.
 """
 

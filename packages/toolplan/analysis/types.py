@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolplan.errors import ValidationIssue
-from toolplan.json_schema import accepted_types, inline_refs
-from toolplan.plan import Plan, Step
-from toolplan.templates import PathSegment, Template, find_templates
+from toolplan.plans.json_schema import accepted_types, inline_refs
+from toolplan.plans.plan import Plan, Step
+from toolplan.plans.templates import PathSegment, Template, find_templates
 from toolplan.tools.catalog import ToolCatalog
 
 __all__ = ["check_template_types"]
@@ -184,7 +184,7 @@ def _type_issue(
     if actual is None or _compatible(kinds, actual):
         return None
     if "string" in kinds and actual in ("number", "integer", "boolean"):
-        return None  # resolved as its text (toolplan.templates.resolve)
+        return None  # resolved as its text (toolplan.plans.templates.resolve)
     wanted = " or ".join(_KIND_NAMES.get(k, k) for k in sorted(kinds - {"null"}) or sorted(kinds))
     message = f"argument {argument} takes {wanted}, but {template.text!r} is {_describe(shape)}"
     fields = _fields_of(template.step, template.path, shape, kinds) if actual == "object" else []
