@@ -302,9 +302,9 @@ class Workers:
 def throughput(
     workdir: Path, address: str, backend: str, workers: int, plans: int
 ) -> dict[str, Any]:
+    from toolplan.adapters.queue_worker import enqueue_plan
     from toolplan.config import Settings
     from toolplan.service.operations import enqueue_execution, submit_plan
-    from toolplan.service.queue_worker import enqueue_plan
     from toolplan.service.wiring import execution_context
     from toolplan.store import open_store
     from toolplan.tools import load_tool_modules

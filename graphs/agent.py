@@ -7,6 +7,6 @@ checkpointer: ``langgraph dev`` and LangGraph Platform bring their own. Model, t
 come from the environment, as for the ``planner`` graph.
 """
 
-from toolplan.agent.graph import build_agent_graph
+from toolplan.adapters.studio import agent_graph
 
-graph = build_agent_graph().compile(name="agent")
+graph = agent_graph()

@@ -5,6 +5,6 @@ LangGraph Platform bring their own. Tools and the store come from ``TOOLPLAN_TOO
 ``TOOLPLAN_STORE``.
 """
 
-from toolplan.execution.graph import build_execution_graph
+from toolplan.adapters.studio import executor_graph
 
-graph = build_execution_graph().compile(name="executor")
+graph = executor_graph()

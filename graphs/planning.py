@@ -6,6 +6,6 @@ LangGraph Platform bring their own. Model, tools and store come from ``TOOLPLAN_
 ``OPENAI_API_KEY``/``OPENAI_BASE_URL``, ``TOOLPLAN_TOOLS`` and ``TOOLPLAN_STORE``.
 """
 
-from toolplan.planning.graph import build_planning_graph
+from toolplan.adapters.studio import planner_graph
 
-graph = build_planning_graph().compile(name="planner")
+graph = planner_graph()

@@ -22,7 +22,8 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from toolplan.agent.plan_tool import plan_tool
+from toolplan.adapters.plan_tool import plan_tool
+from toolplan.config import Settings
 from toolplan.planning.model import create_chat_model, model_spec
 from toolplan.toolsets.weather import TOOLS
 
@@ -82,7 +83,8 @@ def main() -> None:
     args = parser.parse_args()
 
     real = bool(os.environ.get("OPENAI_API_KEY")) and not args.fake
-    model: BaseChatModel = create_chat_model() if real else ScriptedModel()
+    planner = Settings.from_env().planner
+    model: BaseChatModel = create_chat_model(planner) if real else ScriptedModel()
     meta = plan_tool(TOOLS)  # opt-in: without it, the agent is exactly what it was
     agent = create_agent(model, [*TOOLS, meta], system_prompt=SYSTEM)
     try:
@@ -90,7 +92,7 @@ def main() -> None:
     finally:
         meta.close()
 
-    print(f"model: {model_spec() if real else 'scripted (offline)'}\n")
+    print(f"model: {model_spec(None, planner) if real else 'scripted (offline)'}\n")
     for message in state["messages"]:
         label = getattr(message, "name", None) or message.type
         calls = getattr(message, "tool_calls", None)

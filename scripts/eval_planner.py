@@ -16,10 +16,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+from toolplan.client import Toolplan
 from toolplan.config import Settings
 from toolplan.errors import ToolplanError
 from toolplan.pipeline.batch import load_queries, read_results, run_batch, summarize
-from toolplan.planning.setup import planner_context_from_env
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
         items = load_queries(args.file)
         with tempfile.TemporaryDirectory() as scratch:
             settings = Settings.from_env().with_overrides(store_uri=f"sqlite:///{scratch}/eval.db")
-            planner = planner_context_from_env(settings=settings, model=args.model)
+            planner = Toolplan(settings=settings, model=args.model).planner_context()
             out = Path(scratch) / "results.jsonl"
             asyncio.run(
                 run_batch(items, planner, out=out, concurrency=args.concurrency, reuse="off")

@@ -445,10 +445,10 @@ def schema_sizes(out: Path, env: dict[str, str], log: Path, sizes: list[int]) ->
     with the typed and with the generic schema."""
     import asyncio
 
+    from toolplan.client import Toolplan
     from toolplan.config import Settings
     from toolplan.planning.planner import create_plan
     from toolplan.planning.schema import generic_plan_schema, typed_plan_schema
-    from toolplan.planning.setup import planner_context_from_env
 
     rows = []
     method = env.get("TOOLPLAN_STRUCTURED_METHOD") or "function_calling"
@@ -463,7 +463,7 @@ def schema_sizes(out: Path, env: dict[str, str], log: Path, sizes: list[int]) ->
             os.environ.update(env)
             os.environ["TOOLPLAN_TYPED_SCHEMA_MAX_TOOLS"] = str(size if kind == "typed" else 0)
             settings = Settings.from_env().with_overrides(store_uri=f"sqlite:///{out}/sizes.db")
-            ctx = planner_context_from_env(settings=settings, catalog=catalog, max_repairs=0)
+            ctx = Toolplan(settings=settings, tools=catalog).planner_context(max_repairs=0)
             before = len(read_log(log))
             started = time.time()
             try:

@@ -65,14 +65,14 @@ class Attempt:
 
 async def _plan(entry: Entry, box: Toolbox, settings: Settings) -> Attempt:
     from bench.memstore import MemoryStore
+    from toolplan.client import Toolplan
     from toolplan.errors import LLMUnavailable, ToolplanError
     from toolplan.planning.planner import create_plan
-    from toolplan.planning.setup import planner_context_from_env
 
     started = time.perf_counter()
     store = MemoryStore()  # a fresh store: no plan history leaks from one entry into the next
     try:
-        ctx = planner_context_from_env(settings=settings, store=store, catalog=box.catalog())
+        ctx = Toolplan(settings=settings, store=store, tools=box.catalog()).planner_context()
         outcome = await create_plan(entry.query, ctx)
     except LLMUnavailable:
         raise  # the server, not the model: a run without a model measures nothing

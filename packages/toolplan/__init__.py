@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from toolplan._lazy import lazy_getattr
 
 if TYPE_CHECKING:
-    from toolplan._entrypoints import (
+    from toolplan.adapters.functions import (
         answer_query,
         cancel_execution,
         clear_cache,
@@ -24,9 +24,10 @@ if TYPE_CHECKING:
         submit_plan,
         validate_plan,
     )
+    from toolplan.adapters.plan_tool import plan_tool
     from toolplan.agent.loop import AgentOutcome
-    from toolplan.agent.plan_tool import plan_tool
     from toolplan.analysis import Analysis
+    from toolplan.client import Toolplan
     from toolplan.engine.policies import ExecutionOptions, RetryPolicy
     from toolplan.engine.recorder import StepEvent
     from toolplan.engine.result import ExecutionResult
@@ -69,23 +70,24 @@ _LAZY: dict[str, str] = {
     "StoreUnavailable": "toolplan.errors",
     "ToolCatalog": "toolplan.tools",
     "ToolFailure": "toolplan.errors",
+    "Toolplan": "toolplan.client",
     "ToolplanError": "toolplan.errors",
     "Unavailable": "toolplan.errors",
-    "answer_query": "toolplan._entrypoints",
-    "cancel_execution": "toolplan._entrypoints",
-    "clear_cache": "toolplan._entrypoints",
-    "create_plan": "toolplan._entrypoints",
-    "execute_plan": "toolplan._entrypoints",
-    "execute_plan_sync": "toolplan._entrypoints",
+    "answer_query": "toolplan.adapters.functions",
+    "cancel_execution": "toolplan.adapters.functions",
+    "clear_cache": "toolplan.adapters.functions",
+    "create_plan": "toolplan.adapters.functions",
+    "execute_plan": "toolplan.adapters.functions",
+    "execute_plan_sync": "toolplan.adapters.functions",
     "load_plan": "toolplan.plans.plan",
     "load_tool_modules": "toolplan.tools",
     "open_store": "toolplan.store",
-    "plan_tool": "toolplan.agent.plan_tool",
-    "run_plan": "toolplan._entrypoints",
-    "run_plan_sync": "toolplan._entrypoints",
-    "submit_plan": "toolplan._entrypoints",
+    "plan_tool": "toolplan.adapters.plan_tool",
+    "run_plan": "toolplan.adapters.functions",
+    "run_plan_sync": "toolplan.adapters.functions",
+    "submit_plan": "toolplan.adapters.functions",
     "tagged": "toolplan.tools",
-    "validate_plan": "toolplan._entrypoints",
+    "validate_plan": "toolplan.adapters.functions",
 }
 
 __all__ = [
@@ -107,6 +109,7 @@ __all__ = [
     "StoreUnavailable",
     "ToolCatalog",
     "ToolFailure",
+    "Toolplan",
     "ToolplanError",
     "Unavailable",
     "answer_query",

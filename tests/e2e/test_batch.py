@@ -14,11 +14,11 @@ import pytest
 from tests.e2e.conftest import Cli, interrupt, wait_for
 from tests.support.fake_openai import FakeOpenAIServer, Reply
 from tests.support.plans import blog_plan, broken_blog_plan, llm_step
+from toolplan.client import Toolplan
 from toolplan.config import Settings
 from toolplan.errors import InvalidInput
 from toolplan.execution.runner import ExecutionContext
 from toolplan.pipeline.batch import load_queries, read_results, run_batch, summarize
-from toolplan.planning.setup import planner_context_from_env
 from toolplan.store import open_store
 from toolplan.tools import load_tool_modules
 
@@ -116,7 +116,7 @@ async def test_summary_numbers_on_a_crafted_file_with_a_failing_line(
 ) -> None:
     items = load_queries(write_jsonl(tmp_path / "crafted.jsonl", CRAFTED))
     settings = Settings.from_env().with_overrides(store_uri=f"sqlite:///{tmp_path / 'tp.db'}")
-    planner = planner_context_from_env(settings=settings)
+    planner = Toolplan(settings=settings).planner_context()
     out = tmp_path / "results.jsonl"
     written = await run_batch(items, planner, out=out, concurrency=2)
     assert sorted(line["id"] for line in written) == ["a", "b", "c", "d"]
@@ -161,7 +161,7 @@ async def test_resumable_and_execute(llm: FakeOpenAIServer, tmp_path: Path) -> N
     items = load_queries(write_jsonl(tmp_path / "crafted.jsonl", CRAFTED))
     settings = Settings.from_env().with_overrides(store_uri=f"sqlite:///{tmp_path / 'tp.db'}")
     store = open_store(settings.store_uri)
-    planner = planner_context_from_env(settings=settings, store=store)
+    planner = Toolplan(settings=settings, store=store).planner_context()
     executor = ExecutionContext(store=store, catalog=load_tool_modules(settings.tool_modules))
     out = tmp_path / "results.jsonl"
     await run_batch(items[:2], planner, out=out, executor=executor)

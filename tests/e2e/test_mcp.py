@@ -21,7 +21,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from tests.support.fake_models import ToolCallingFake
 from tests.support.mcp_http import SERVER, HttpServer, free_port, start_http_server
 from tests.support.plans import QUERY
-from toolplan.agent.plan_tool import plan_tool
+from toolplan.adapters.plan_tool import plan_tool
 from toolplan.config import Settings
 from toolplan.engine.policies import ExecutionOptions, RetryPolicy
 from toolplan.engine.result import ExecutionResult

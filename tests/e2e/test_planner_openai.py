@@ -17,11 +17,11 @@ import pytest
 from tests.e2e.conftest import Cli
 from tests.support.fake_openai import FakeOpenAIServer, Reply
 from tests.support.plans import QUERY, blog_plan, broken_blog_plan
+from toolplan.client import Toolplan
 from toolplan.config import Settings
 from toolplan.errors import LLMUnavailable
 from toolplan.planning.graph import PlannerContext, PlanningGraphContext, build_planning_graph
 from toolplan.planning.planner import PlanningFailed, create_plan
-from toolplan.planning.setup import planner_context_from_env
 from toolplan.tools import load_tool_modules
 
 
@@ -37,7 +37,7 @@ def llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAIServer]:
 
 def make_context(tmp_path: Path, **kwargs: Any) -> PlannerContext:
     settings = Settings.from_env().with_overrides(store_uri=f"sqlite:///{tmp_path / 'tp.db'}")
-    return planner_context_from_env(settings=settings, **kwargs)
+    return Toolplan(settings=settings).planner_context(**kwargs)
 
 
 def typed(plan: dict[str, Any]) -> dict[str, Any]:

@@ -19,11 +19,11 @@ import pytest
 from tests.e2e.conftest import REPO, Cli
 from tests.support.fake_openai import FakeOpenAIServer, Reply
 from tests.support.plans import QUERY, blog_plan, llm_step
+from toolplan.client import Toolplan
 from toolplan.config import Settings
 from toolplan.errors import LLMUnavailable
 from toolplan.planning.graph import PlannerContext
 from toolplan.planning.planner import PlanningFailed, create_plan
-from toolplan.planning.setup import planner_context_from_env
 
 
 @pytest.fixture
@@ -39,7 +39,7 @@ def llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAIServer]:
 
 def make_context(tmp_path: Path, **kwargs: Any) -> PlannerContext:
     settings = Settings.from_env().with_overrides(store_uri=f"sqlite:///{tmp_path / 'tp.db'}")
-    return planner_context_from_env(settings=settings, **kwargs)
+    return Toolplan(settings=settings).planner_context(**kwargs)
 
 
 def weather_plan(compare_parameters: str) -> dict[str, Any]:

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import Cli
+from toolplan.adapters.queue_worker import enqueue_plan
 from toolplan.service import operations
-from toolplan.service.queue_worker import enqueue_plan
 from toolplan.store import Store, open_store
 from toolplan.tools.catalog import ToolCatalog, load_tool_modules
 

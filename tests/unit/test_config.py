@@ -32,7 +32,7 @@ SAMPLES: dict[str, tuple[str, Callable[[Settings], Any], Any]] = {
     "TOOLPLAN_TIMEOUT_HISTORY": ("50", lambda s: s.execution.timeouts.history, 50),
     "TOOLPLAN_OUTPUT_LIMIT_BYTES": ("1234", lambda s: s.execution.output_limit_bytes, 1234),
     "TOOLPLAN_MCP": ("servers.json", lambda s: s.mcp_config, "servers.json"),
-    "TOOLPLAN_GRAPH_CHECKPOINTS": ("0", lambda s: s.execution.graph_checkpoints, False),
+    "TOOLPLAN_GRAPH_CHECKPOINTS": ("1", lambda s: s.execution.graph_checkpoints, True),
     "TOOLPLAN_MODEL": ("openai:gpt-4o", lambda s: s.planner.model, "openai:gpt-4o"),
     "TOOLPLAN_MAX_REPAIRS": ("4", lambda s: s.planner.max_repairs, 4),
     "TOOLPLAN_CONFIDENCE_THRESHOLD": ("0.7", lambda s: s.planner.confidence_threshold, 0.7),
@@ -106,21 +106,23 @@ def test_settings_are_values_usable_as_cache_keys() -> None:
     assert Settings.from_env(env) != Settings.from_env({**env, "TOOLPLAN_MODEL": "openai:o"})
 
 
-async def test_default_graph_contexts_follow_the_environment(
+def test_default_graph_contexts_follow_the_environment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from toolplan.execution.graph import context_from
+    from toolplan.adapters.studio import execution_context
 
     monkeypatch.setenv("TOOLPLAN_TOOLS", "weather")
     monkeypatch.setenv("TOOLPLAN_STORE", f"sqlite:///{tmp_path / 'a.db'}")
-    first = await context_from(None)
-    assert await context_from(None) is first  # cached
+    first = execution_context()
+    assert execution_context().store is first.store  # one client per distinct settings
     monkeypatch.setenv("TOOLPLAN_STORE", f"sqlite:///{tmp_path / 'b.db'}")
-    second = await context_from(None)
-    assert second is not first and second.store.uri.endswith("b.db")
+    second = execution_context()
+    assert second.store is not first.store and second.store.uri.endswith("b.db")
+    assert "get_weather" in second.catalog.names and "createAuthor" not in second.catalog
     clear_caches()
-    assert await context_from(None) is not second
-    for ctx in (first, second):
+    third = execution_context()
+    assert third.store is not second.store
+    for ctx in (first, second, third):
         ctx.store.close()
 
 

@@ -20,7 +20,7 @@ from langgraph.prebuilt import create_react_agent
 
 from tests.support.fake_models import ToolCallingFake
 from tests.support.fake_openai import FakeOpenAIServer, Reply
-from toolplan.agent.plan_tool import (
+from toolplan.adapters.plan_tool import (
     PLAN_ARGUMENT_SCHEMA,
     PLAN_STRING_SCHEMA,
     PlanTool,

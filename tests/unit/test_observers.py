@@ -14,12 +14,14 @@ from typing import Any
 import pytest
 
 from tests.support.observers import OverflowingHub
+from toolplan.adapters.queue_worker import Worker, WorkerEvent, WorkerOptions, enqueue_plan
 from toolplan.api.runs import BackgroundRuns
+from toolplan.client import Toolplan
+from toolplan.config import Settings
 from toolplan.engine.policies import ExecutionOptions, RetryPolicy
 from toolplan.engine.recorder import EventListener, StepEvent
 from toolplan.execution.context import ExecutionContext
 from toolplan.service.operations import execute_stored_plan, submit_plan
-from toolplan.service.queue_worker import Worker, WorkerEvent, WorkerOptions, enqueue_plan
 from toolplan.store import Store, open_store
 from toolplan.tools import ToolCatalog, load_tool_modules
 
@@ -180,13 +182,8 @@ async def test_a_worker_whose_listener_raises_runs_the_queue_all_the_same(
 
     ref = submit_plan(PLAN, store=store, catalog=catalog, max_steps=50)
     enqueue_plan(store, ref.plan_id)
-    worker = Worker(
-        store,
-        catalog,
-        execution=FAST,
-        options=WorkerOptions(max_plans=1, poll_interval=0.01),
-        listener=broken,
-    )
+    client = Toolplan(store=store, tools=catalog, settings=Settings(execution=FAST))
+    worker = Worker(client, options=WorkerOptions(max_plans=1, poll_interval=0.01), listener=broken)
     report = await worker.run()
 
     assert report.stopped_by == "max_plans"

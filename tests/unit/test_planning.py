@@ -8,14 +8,12 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage
-from langgraph.runtime import Runtime
 
 from tests.support.fake_models import ToolCallingFake
 from tests.support.plans import QUERY, blog_plan, broken_blog_plan
 from toolplan.errors import InvalidInput, NotFound
 from toolplan.planning.graph import (
     PlannerContext,
-    PlanningGraphContext,
     analyze_dependencies,
     build_planning_graph,
 )
@@ -163,9 +161,7 @@ async def test_analysis_node_reports_validation_errors(store: SqliteStore) -> No
     ctx = context(store)
     data, issues = to_plan_data(broken_blog_plan())
     assert issues == [] and data is not None
-    state = await analyze_dependencies(
-        {"candidate": data}, Runtime(context=PlanningGraphContext(planner=ctx))
-    )
+    state = await analyze_dependencies({"candidate": data}, ctx)
     assert state["plan"] is None and any("createAuthr" in e for e in state["errors"])
 
 

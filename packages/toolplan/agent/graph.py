@@ -17,28 +17,24 @@ invokes it with an :class:`AgentGraphContext`. Step records are the durable trut
 from __future__ import annotations
 
 import asyncio
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NotRequired
 
 from langgraph.config import get_config
 from langgraph.graph import END, START, StateGraph
-from langgraph.runtime import Runtime
 from pydantic import BaseModel, ConfigDict, InstanceOf
 from pydantic.json_schema import SkipJsonSchema
 from typing_extensions import TypedDict
 
-from toolplan._caches import register_cache
 from toolplan.agent.respond import DEFAULT_RESPOND_BUDGET, decide, replan_context
 from toolplan.analysis.reuse import ReuseMode
-from toolplan.config import Settings
 from toolplan.engine.result import ExecutionResult
 from toolplan.execution.context import ExecutionContext
+from toolplan.execution.graph import bind_context, context_resolver
 from toolplan.pipeline.flow import FromQuery, Planned, execute_planned, obtain_plan
 from toolplan.planning.context import PlannerContext
 from toolplan.service.operations import ANSWERS, PlanRef
-from toolplan.service.wiring import execution_context
 from toolplan.store.lookup import find_plan
 
 __all__ = [
@@ -71,7 +67,7 @@ class AgentContext:
 
 class AgentGraphContext(BaseModel):
     """The agent graph's runtime context: ``context=AgentGraphContext(agent=ctx)``. LangGraph
-    Studio leaves ``agent`` unset: the nodes then build one from the environment."""
+    Studio leaves ``agent`` unset: the nodes then use the graph's default context."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="ignore", frozen=True)
 
@@ -117,26 +113,6 @@ class AgentState(TypedDict, total=False):
     """``exact`` or ``parametric`` when the first version was reused."""
 
 
-@functools.lru_cache(maxsize=4)
-def _default_context(settings: Settings) -> AgentContext:
-    """For LangGraph Studio / ``langgraph dev``."""
-    from toolplan.planning.setup import planner_context_from_env
-
-    planner = planner_context_from_env(settings=settings)
-    execution = execution_context(settings, store=planner.store, catalog=planner.catalog)
-    return AgentContext(planner, execution, reuse=settings.plan_reuse)
-
-
-register_cache(_default_context.cache_clear)
-
-
-async def agent_context(runtime: Runtime[AgentGraphContext] | None) -> AgentContext:
-    given = runtime.context if runtime is not None else None
-    if given is not None and given.agent is not None:
-        return given.agent
-    return await asyncio.to_thread(lambda: _default_context(Settings.from_env()))
-
-
 def _add(usage: dict[str, int] | None, more: dict[str, int]) -> dict[str, int]:
     total = dict(usage or {"inputTokens": 0, "outputTokens": 0})
     for key, value in more.items():
@@ -144,10 +120,9 @@ def _add(usage: dict[str, int] | None, more: dict[str, int]) -> dict[str, int]:
     return total
 
 
-async def planner(state: AgentState, runtime: Runtime[AgentGraphContext]) -> AgentState:
+async def planner(state: AgentState, ctx: AgentContext) -> AgentState:
     """Plan the query (a replan: with the previous plan, its results and the reason). The first
     plan may reuse a stored one (``AgentContext.reuse``): 0 LLM calls; a replan never does."""
-    ctx = await agent_context(runtime)
     replan_of = state.get("replan_of")
     meta = {"replanOf": replan_of, "replanReason": state.get("reason")} if replan_of else None
     source = FromQuery(
@@ -164,6 +139,7 @@ async def planner(state: AgentState, runtime: Runtime[AgentGraphContext]) -> Age
         max_steps=ctx.planner.max_steps,
         planner=ctx.planner,
         limits=ctx.planner.limits,
+        estimates=ctx.planner.estimates,
     )
     if ctx.on_planned is not None:
         ctx.on_planned(planned)
@@ -196,9 +172,8 @@ async def planner(state: AgentState, runtime: Runtime[AgentGraphContext]) -> Age
     return update
 
 
-async def executor(state: AgentState, runtime: Runtime[AgentGraphContext]) -> AgentState:
+async def executor(state: AgentState, ctx: AgentContext) -> AgentState:
     """The review gate, then the execution, through the core."""
-    ctx = await agent_context(runtime)
     ref = PlanRef(state["request_id"], state["plan_id"], state["plan_status"])  # type: ignore[arg-type]
     run = await execute_planned(Planned(ref, None, 0.0), ctx.execution, approve=ctx.approve)
     assert run.result is not None  # review="refuse": a refused plan raised instead
@@ -217,9 +192,8 @@ async def _result(ctx: AgentContext, plan_id: str) -> ExecutionResult:
     return await asyncio.to_thread(read)
 
 
-async def respond(state: AgentState, runtime: Runtime[AgentGraphContext]) -> AgentState:
+async def respond(state: AgentState, ctx: AgentContext) -> AgentState:
     """Answer from the results, or ask for a new plan while replans are left."""
-    ctx = await agent_context(runtime)
     result = await _result(ctx, state["plan_id"])
     replans = state.get("replans", 0)
     allowed = replans < state.get("max_replans", DEFAULT_MAX_REPLANS)
@@ -241,7 +215,11 @@ async def respond(state: AgentState, runtime: Runtime[AgentGraphContext]) -> Age
     }
     if decision.action == "replan":
         update["context"] = replan_context(
-            state["query"], state.get("plan") or {}, result, decision.text
+            state["query"],
+            state.get("plan") or {},
+            result,
+            decision.text,
+            prompts_dir=ctx.planner.prompts_dir,
         )
         update["reason"] = decision.text
         update["replan_of"] = state["plan_id"]
@@ -269,17 +247,21 @@ def _after_respond(state: AgentState) -> str:
     return "planner" if state.get("action") == "replan" else END
 
 
-def build_agent_graph() -> StateGraph[AgentState, AgentGraphContext, AgentInput, AgentState]:
-    """The uncompiled agent graph."""
+def build_agent_graph(
+    default_context: Callable[[], AgentContext] | None = None,
+) -> StateGraph[AgentState, AgentGraphContext, AgentInput, AgentState]:
+    """The uncompiled agent graph. Its runtime context is an :class:`AgentGraphContext`;
+    invoked without one (LangGraph Studio), the nodes use ``default_context()``."""
+    resolve = context_resolver("agent", default_context, graph="agent")
     builder: StateGraph[AgentState, AgentGraphContext, AgentInput, AgentState] = StateGraph(
         AgentState,
         context_schema=AgentGraphContext,
         input_schema=AgentInput,
         output_schema=AgentState,
     )
-    builder.add_node("planner", planner)
-    builder.add_node("executor", executor)
-    builder.add_node("respond", respond)
+    builder.add_node("planner", bind_context(planner, resolve))
+    builder.add_node("executor", bind_context(executor, resolve))
+    builder.add_node("respond", bind_context(respond, resolve))
     builder.add_edge(START, "planner")
     builder.add_edge("planner", "executor")
     builder.add_edge("executor", "respond")

@@ -102,10 +102,14 @@ def respond_messages(
     replan_allowed: bool,
     budget: int = DEFAULT_RESPOND_BUDGET,
     prompts: tuple[Prompt, Prompt] | None = None,
+    prompts_dir: str | None = None,
 ) -> tuple[list[BaseMessage], bool]:
     """The respond call's messages and whether anything was truncated. Outputs get three
     quarters of ``budget``, failures the rest; a cut says so, in the text and in a note."""
-    system, template = prompts or (load_prompt("respond"), load_prompt("respond-input"))
+    system, template = prompts or (
+        load_prompt("respond", settings=prompts_dir),
+        load_prompt("respond-input", settings=prompts_dir),
+    )
     outputs = [f"- {step}: {_json(value)}" for step, value in result.outputs.items()]
     failures = [f"- {step}: {line}" for step, line in _problems(result)]
     shown_outputs, cut_outputs = _bounded(outputs, budget * 3 // 4)
@@ -136,7 +140,14 @@ def _paths(step_id: str, output: Any) -> str:
     return "{{" + step_id + "}}"
 
 
-def replan_context(query: str, plan: dict[str, Any], result: ExecutionResult, reason: str) -> str:
+def replan_context(
+    query: str,
+    plan: dict[str, Any],
+    result: ExecutionResult,
+    reason: str,
+    *,
+    prompts_dir: str | None = None,
+) -> str:
     """The planner's extra message for a replan (``prompts/replan.md``): the previous plan, what
     each step did (bounded: outputs with the templates that reach them, errors with the arguments
     that caused them), why a new plan is needed, and the request again, last, so that a small
@@ -157,7 +168,7 @@ def replan_context(query: str, plan: dict[str, Any], result: ExecutionResult, re
             lines.append(f"{head}: {step.error or ''}")
     results, _ = truncate_tokens("\n".join(lines), DEFAULT_RESPOND_BUDGET)
     previous, _ = truncate_tokens(_json(plan), DEFAULT_RESPOND_BUDGET)
-    return load_prompt("replan").render(
+    return load_prompt("replan", settings=prompts_dir).render(
         previous_plan=previous, results=results, reason=reason, query=query
     )
 
@@ -223,7 +234,9 @@ async def decide(
 ) -> Decision:
     """Ask the model to answer or to replan; a replan when none is allowed becomes an answer
     that says what failed."""
-    messages, cut = respond_messages(query, result, replan_allowed=replan_allowed, budget=budget)
+    messages, cut = respond_messages(
+        query, result, replan_allowed=replan_allowed, budget=budget, prompts_dir=ctx.prompts_dir
+    )
     payload, total = await _call(ctx, messages, usage=usage, calls=calls, config=config)
     action, text = read_decision(payload)
     if action == "replan" and not replan_allowed:

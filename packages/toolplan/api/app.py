@@ -31,10 +31,10 @@ from toolplan.api.errors import ErrorCode, present_errors, send_error
 from toolplan.api.limits import BodySizeLimit
 from toolplan.api.schema import build_schema
 from toolplan.api.settings import ApiSettings
+from toolplan.client import Toolplan
 from toolplan.config import Settings
-from toolplan.store import Store, open_store
+from toolplan.store import Store
 from toolplan.tools.catalog import ToolCatalog
-from toolplan.tools.loading import load_catalog
 
 __all__ = ["GRAPHQL_PATH", "create_app"]
 
@@ -110,19 +110,21 @@ def create_app(
     api: ApiSettings | None = None,
     store: Store | None = None,
     catalog: ToolCatalog | None = None,
+    client: Toolplan | None = None,
 ) -> Starlette:
     """The GraphQL server as an ASGI app (serve it with uvicorn, or mount it in another app).
 
-    ``store`` and ``catalog`` default to those named by ``settings``; a store opened here is
-    closed at shutdown, a store given here is left to its owner. Shutdown cancels executions still
-    running in the server (each resumes with ``executePlan``).
+    It serves one :class:`~toolplan.client.Toolplan`: ``client``, or one built from
+    ``settings`` (default the environment's), ``store`` and ``catalog``. A store the client
+    opened is closed at shutdown, a store given here is left to its owner. Shutdown cancels
+    executions still running in the server (each resumes with ``executePlan``).
     """
-    settings = settings or Settings.from_env()
+    if client is None:
+        client = Toolplan(store=store, tools=catalog, settings=settings or Settings.from_env())
     api = api or ApiSettings.from_env()
-    owned = store is None
-    store = store if store is not None else open_store(settings.store_uri)
-    catalog = catalog if catalog is not None else load_catalog(settings)
-    context = ApiContext(settings, store, catalog)
+    store = client.store
+    client.catalog  # noqa: B018 - the tools load now: a broken tool module fails start-up
+    context = ApiContext(client)
     view = _GraphQLView(context, api)
 
     @asynccontextmanager
@@ -135,8 +137,7 @@ def create_app(
                 finally:
                     await context.close()
         finally:
-            if owned:
-                store.close()
+            await client.aclose()
 
     guard = Middleware(BearerAuth, token=api.token) if api.token else Middleware(LoopbackHostOnly)
     app = Starlette(

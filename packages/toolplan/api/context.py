@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING
 
 from toolplan.api.events import EventHub
 from toolplan.api.runs import BackgroundRuns
+from toolplan.client import Toolplan
 from toolplan.config import Settings
 from toolplan.engine.recorder import EventListener
-from toolplan.execution.context import ExecutionContext, new_worker_id
-from toolplan.service import wiring
+from toolplan.execution.context import ExecutionContext
 from toolplan.store.protocol import Store
 from toolplan.tools.catalog import ToolCatalog
 
@@ -21,30 +21,34 @@ __all__ = ["ApiContext"]
 
 
 class ApiContext:
-    """The server's settings, store, tool catalog, running executions and (lazily) its planner."""
+    """The server's client (settings, store, tools, planner), its running executions and their
+    event streams."""
 
-    def __init__(self, settings: Settings, store: Store, catalog: ToolCatalog) -> None:
-        self.settings = settings
-        self.store = store
-        self.catalog = catalog
-        self.worker_id = new_worker_id()
-        """One lease owner for every run of this server: a run stopped by a store outage leaves
-        its lease behind, and ``executePlan`` takes it back at once instead of waiting for it to
-        expire. (Two runs of one plan never overlap here: :class:`BackgroundRuns` joins them.)"""
+    def __init__(self, client: Toolplan) -> None:
+        self.client = client
+        """Built once for the server. Its worker ID owns every run here: a run stopped by a
+        store outage leaves its lease behind, and ``executePlan`` takes it back at once instead
+        of waiting for it to expire. (Two runs of one plan never overlap here:
+        :class:`BackgroundRuns` joins them.)"""
         self.events = EventHub()
-        self.runs = BackgroundRuns(self.execution_context, store, self.events)
-        self._planner: PlannerContext | None = None
+        self.runs = BackgroundRuns(self.execution_context, client.store, self.events)
         self._planner_lock = asyncio.Lock()
+
+    @property
+    def settings(self) -> Settings:
+        return self.client.settings
+
+    @property
+    def store(self) -> Store:
+        return self.client.store
+
+    @property
+    def catalog(self) -> ToolCatalog:
+        return self.client.catalog
 
     def execution_context(self, listener: EventListener | None = None) -> ExecutionContext:
         """The context of one execution, as the CLI builds it, with ``listener`` for its events."""
-        return wiring.execution_context(
-            self.settings,
-            store=self.store,
-            catalog=self.catalog,
-            listener=listener,
-            worker_id=self.worker_id,
-        )
+        return self.client.execution_context(listener=listener)
 
     async def planner(self) -> PlannerContext:
         """The planner context, built on first use and then reused.
@@ -53,16 +57,7 @@ class ApiContext:
         :class:`~toolplan.errors.LLMUnavailable` with the reason (and tries again next time).
         """
         async with self._planner_lock:
-            if self._planner is None:
-                from toolplan.planning.setup import planner_context_from_env
-
-                self._planner = await asyncio.to_thread(
-                    planner_context_from_env,
-                    settings=self.settings,
-                    store=self.store,
-                    catalog=self.catalog,
-                )
-            return self._planner
+            return await asyncio.to_thread(self.client.planner_context)
 
     async def close(self) -> None:
         """Stop the executions running here and end every event subscription."""

@@ -11,7 +11,7 @@ import typer
 
 from toolplan.cli.options import JsonOption, McpOption, ModelOption, StoreOption, ToolsOption
 from toolplan.cli.output import emit_json, guard, stderr, stdout
-from toolplan.cli.session import new_session
+from toolplan.cli.session import new_client
 
 __all__ = ["batch"]
 
@@ -52,7 +52,6 @@ def batch(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from toolplan.pipeline.batch import load_queries, read_results, run_batch, summarize
-    from toolplan.planning.setup import planner_context_from_env
 
     results_path = out or file.with_name(f"{file.stem}.results.jsonl")
     progress = Progress(
@@ -68,12 +67,10 @@ def batch(
 
     def body() -> dict[str, Any]:
         items = load_queries(file)
-        session = new_session(store, tools, mcp=mcp)
+        client = new_client(store, tools, mcp=mcp, model=model)
         try:
-            planner = planner_context_from_env(
-                settings=session.settings, store=session.store, catalog=session.catalog, model=model
-            )
-            executor = session.context(as_json=True) if execute else None
+            planner = client.planner_context()
+            executor = client.execution_context() if execute else None
             already = len([i for i in items if i.id in read_results(results_path)])
             with progress:
                 task = progress.add_task("batch", total=len(items), completed=already, last="")
@@ -90,7 +87,7 @@ def batch(
                             executor=executor,
                             concurrency=concurrency,
                             on_result=advance,
-                            reuse="off" if no_reuse else session.settings.plan_reuse,
+                            reuse="off" if no_reuse else client.settings.plan_reuse,
                         )
                     )
                 except KeyboardInterrupt:
@@ -102,7 +99,7 @@ def batch(
                     raise typer.Exit(130) from None
             return summarize(items, read_results(results_path))
         finally:
-            session.close()
+            client.close()
 
     summary = guard(body, as_json=as_json)
     summary["results"] = str(results_path)

@@ -8,7 +8,7 @@ import typer
 
 from toolplan.cli.options import JsonOption, StoreOption
 from toolplan.cli.output import emit_json, guard, stdout
-from toolplan.cli.session import new_session
+from toolplan.cli.session import new_client
 
 __all__ = ["cache_app"]
 
@@ -28,11 +28,8 @@ def cache_clear(
     """Empty the result cache (every tool's, or one tool's): the next calls run the tools."""
 
     def body() -> int:
-        session = new_session(store, None)
-        try:
-            return session.store.cache_clear(tool)
-        finally:
-            session.close()
+        with new_client(store, None) as client:
+            return client.clear_cache(tool=tool)
 
     removed = guard(body, as_json=as_json)
     if as_json:

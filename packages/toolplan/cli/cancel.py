@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from toolplan.cli.options import JsonOption, StoreOption
 from toolplan.cli.output import emit_json, guard, run_async, stdout
-from toolplan.cli.session import new_session
-from toolplan.service import operations
+from toolplan.cli.session import new_client
+
+if TYPE_CHECKING:
+    from toolplan.engine.result import ExecutionResult
 
 __all__ = ["cancel"]
 
@@ -35,19 +37,9 @@ def cancel(
     code 0 unless the plan is unknown (2) or the store is unreachable (3).
     """
 
-    def body() -> operations.ExecutionResult:
-        session = new_session(store, None)
-        try:
-            return run_async(
-                operations.cancel_execution(
-                    plan_id,
-                    session.store,
-                    wait=wait,
-                    lease_seconds=session.settings.execution.lease_seconds,
-                )
-            )
-        finally:
-            session.close()
+    def body() -> ExecutionResult:
+        with new_client(store, None) as client:
+            return run_async(client.cancel(plan_id, wait=wait))
 
     result = guard(body, as_json=as_json)
     if as_json:

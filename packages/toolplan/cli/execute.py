@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -19,8 +19,12 @@ from toolplan.cli.options import (
     YesOption,
 )
 from toolplan.cli.output import emit_json, finish_execution, guard, run_async, stderr, stdout
-from toolplan.cli.session import Session, new_session, shown_store_uri
-from toolplan.service import operations
+from toolplan.cli.session import new_client, progress, say_recorded_tools, shown_store_uri
+
+if TYPE_CHECKING:
+    from toolplan.client import Toolplan
+    from toolplan.engine.result import ExecutionResult
+    from toolplan.store.protocol import ExecutionRecord
 
 __all__ = ["execute"]
 
@@ -60,8 +64,8 @@ def execute(
     processes, and this command waits for it (or only queues it, with --enqueue).
     """
 
-    def open_session() -> Session:
-        return new_session(
+    def open_client() -> Toolplan:
+        return new_client(
             store,
             tools,
             concurrency=concurrency,
@@ -72,63 +76,51 @@ def execute(
         )
 
     if enqueue:
-        _enqueue(plan_id, open_session, yes=yes, as_json=as_json, resume=resume)
+        _enqueue(plan_id, open_client, yes=yes, as_json=as_json, resume=resume)
         return
+    shown: list[str] = []
 
-    def body() -> operations.ExecutionResult:
-        session = open_session()
-        try:
-            finished = operations.finished_status(session.store, plan_id)
-            if finished == "cancelled" and resume:
-                session.use_plan_tools(plan_id)  # it runs again: with the tools it was made with
-            elif finished is not None:
-                stderr.print(
-                    f"{plan_id} already finished ({finished}): this is its stored result; "
-                    "no tool was called (submit the plan again to run it anew)",
-                    highlight=False,
-                )
-            else:
-                session.use_plan_tools(plan_id)
-            return run_async(
-                operations.execute_stored_plan(
-                    plan_id, session.context(as_json=as_json), approve=yes, resume=resume
+    def body() -> ExecutionResult:
+        with open_client() as client:
+            shown.append(shown_store_uri(client.store_uri))
+            result = run_async(
+                client.execute(
+                    plan_id,
+                    approve=yes,
+                    resume=resume,
+                    on_event=progress(as_json),
+                    on_tools=say_recorded_tools,
                 )
             )
-        finally:
-            session.close()
+        if result.stored:
+            stderr.print(
+                f"{plan_id} already finished ({result.status}): this is its stored result; "
+                "no tool was called (submit the plan again to run it anew)",
+                highlight=False,
+            )
+        return result
 
-    finish_execution(
-        guard(body, as_json=as_json, plan_id=lambda: plan_id),
-        as_json=as_json,
-        store_uri=shown_store_uri(store),
-    )
+    result = guard(body, as_json=as_json, plan_id=lambda: plan_id)
+    finish_execution(result, as_json=as_json, store_uri=shown[0])
 
 
 def _enqueue(
     plan_id: str,
-    open_session: Callable[[], Session],
+    open_client: Callable[[], Toolplan],
     *,
     yes: bool,
     as_json: bool,
     resume: bool,
 ) -> None:
-    def body() -> tuple[Any, str]:
-        session = open_session()
-        try:
-            if session.settings.temporal.enabled:
-                session.use_plan_tools(plan_id)
-                record = run_async(
-                    operations.enqueue_execution(
-                        plan_id, session.context(as_json=True), approve=yes, resume=resume
-                    )
-                )
-                return record, f"on Temporal ({session.settings.temporal.address})"
-            from toolplan.service.queue_worker import enqueue_plan
-
-            record = enqueue_plan(session.store, plan_id, approve=yes, resume=resume)
-            return record, f"in {shown_store_uri(session.settings.store_uri)}"
-        finally:
-            session.close()
+    def body() -> tuple[ExecutionRecord, str]:
+        with open_client() as client:
+            record = run_async(
+                client.enqueue(plan_id, approve=yes, resume=resume, on_tools=say_recorded_tools)
+            )
+            temporal = client.settings.temporal
+            if temporal.enabled:
+                return record, f"on Temporal ({temporal.address})"
+            return record, f"in {shown_store_uri(client.store_uri)}"
 
     record, where = guard(body, as_json=as_json)
     if as_json:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -19,8 +19,10 @@ from toolplan.cli.options import (
     ToolsOption,
 )
 from toolplan.cli.output import emit_json, guard, run_async, stdout
-from toolplan.cli.session import new_session, planner_context
-from toolplan.plans.limits import check_text
+from toolplan.cli.session import new_client
+
+if TYPE_CHECKING:
+    from toolplan.planning.planner import PlanningOutcome
 
 __all__ = ["plan"]
 
@@ -41,16 +43,16 @@ def plan(
 ) -> None:
     """Plan a query with the LLM (one call, plus bounded repairs), validate and store it."""
 
-    def body() -> Any:
-        from toolplan.planning.planner import create_plan
-
-        session = new_session(store, tools, max_steps=max_steps, mcp=mcp)
-        try:
-            check_text(query_text, "the query", session.settings.limits)
-            planner = planner_context(session, model, max_repairs, confidence_threshold)
-            return run_async(create_plan(query_text, planner, request_id=request_id))
-        finally:
-            session.close()
+    def body() -> PlanningOutcome:
+        with new_client(store, tools, max_steps=max_steps, mcp=mcp, model=model) as client:
+            return run_async(
+                client.plan(
+                    query_text,
+                    request_id=request_id,
+                    max_repairs=max_repairs,
+                    confidence_threshold=confidence_threshold,
+                )
+            )
 
     outcome = guard(body, as_json=as_json)
     if as_json:

@@ -30,13 +30,13 @@ from toolplan.cli.options import (
     YesOption,
 )
 from toolplan.cli.output import emit_json, finish_execution, guard, run_async, stderr, stdout
-from toolplan.cli.session import Session, new_session, planner_context, shown_store_uri
+from toolplan.cli.session import new_client, progress, shown_store_uri
 from toolplan.errors import InvalidInput
-from toolplan.plans.limits import check_text
-from toolplan.service import operations
 
 if TYPE_CHECKING:
     from toolplan.agent.loop import AgentOutcome
+    from toolplan.client import Toolplan
+    from toolplan.engine.result import ExecutionResult
     from toolplan.pipeline.flow import Planned
 
 __all__ = ["run"]
@@ -85,8 +85,8 @@ def run(
     """Plan a query with the LLM, execute it and answer (replanning after failures); or run a
     plan --file."""
 
-    def open_session() -> Session:
-        return new_session(
+    def open_client() -> Toolplan:
+        return new_client(
             store,
             tools,
             concurrency=concurrency,
@@ -95,33 +95,35 @@ def run(
             mcp=mcp,
             no_cache=no_cache,
             temporal_address=temporal_address,
+            model=model,
         )
 
     if query_text is not None and file is None and not no_answer:
         _run_with_answer(
             query_text,
-            open_session,
-            planner=lambda session: planner_context(
-                session, model, max_repairs, confidence_threshold
-            ),
+            open_client,
             request_id=request_id,
             max_replans=max_replans,
             approve=yes,
             as_json=as_json,
             no_reuse=no_reuse,
+            max_repairs=max_repairs,
+            confidence_threshold=confidence_threshold,
         )
         return
     planning: dict[str, Any] = {}
+    shown: list[str] = []
 
-    def body() -> operations.ExecutionResult:
-        from toolplan.pipeline.flow import FromDocument, FromQuery, plan_then_execute
+    def body() -> ExecutionResult:
+        from toolplan.pipeline.flow import FromDocument, FromQuery
 
         if (file is None) == (query_text is None):
             raise InvalidInput(
                 'give either a query (toolplan run "create author Alice ...") or a plan file '
                 "(toolplan run --file plan.json)"
             )
-        session = open_session()
+        client = open_client()
+        shown.append(shown_store_uri(client.store_uri))
 
         def show(planned: Planned) -> None:
             planning["planId"] = planned.ref.plan_id
@@ -143,34 +145,30 @@ def run(
             elif not as_json:
                 ref = planned.ref
                 stderr.print(
-                    f"stored {ref.plan_id} (request {ref.request_id}) in {session.store.uri}"
+                    f"stored {ref.plan_id} (request {ref.request_id}) in {client.store.uri}"
                 )
             if not as_json:
                 stderr.print(f"estimate: {render.estimate_text(estimate)}", highlight=False)
 
         try:
             if query_text is not None:
-                # The query is checked before a model is even set up: bad input is exit 2.
-                check_text(query_text, "the query", session.settings.limits)
-                reuse = "off" if no_reuse else session.settings.plan_reuse
+                reuse = "off" if no_reuse else client.settings.plan_reuse
                 source: FromQuery | FromDocument = FromQuery(query_text, request_id, reuse)
-                planner = planner_context(session, model, max_repairs, confidence_threshold)
             else:
                 assert file is not None
-                source, planner = FromDocument(file, query=query, request_id=request_id), None
+                source = FromDocument(file, query=query, request_id=request_id)
             outcome = run_async(
-                plan_then_execute(
+                client.run(
                     source,
-                    session.context(as_json=as_json),
-                    max_steps=session.settings.max_steps,
-                    planner=planner,
                     approve=yes,
                     on_planned=show,
-                    limits=session.settings.limits,
+                    on_event=progress(as_json),
+                    max_repairs=max_repairs,
+                    confidence_threshold=confidence_threshold,
                 )
             )
         finally:
-            session.close()
+            client.close()
         assert outcome.result is not None  # review="refuse": a refused plan raised instead
         return outcome.result
 
@@ -201,19 +199,20 @@ def run(
             }
         )
         raise typer.Exit(result.exit_code)
-    finish_execution(result, as_json=as_json, store_uri=shown_store_uri(store))
+    finish_execution(result, as_json=as_json, store_uri=shown[0])
 
 
 def _run_with_answer(
     query: str,
-    open_session: Callable[[], Session],
+    open_client: Callable[[], Toolplan],
     *,
-    planner: Callable[[Session], Any],
     request_id: str | None,
     max_replans: int,
     approve: bool,
     as_json: bool,
     no_reuse: bool = False,
+    max_repairs: int | None = None,
+    confidence_threshold: float | None = None,
 ) -> None:
     """Plan, execute, answer (replanning at most ``max_replans`` times); print the answer last.
     Exits with the last plan's execution code (0 succeeded, 1 partial or failed)."""
@@ -237,23 +236,21 @@ def _run_with_answer(
             )
 
     def body() -> AgentOutcome:
-        from toolplan.agent.graph import AgentContext
-        from toolplan.agent.loop import run_agent
-
-        session = open_session()
-        store_uri.append(shown_store_uri(session.settings.store_uri))
-        try:
-            check_text(query, "the query", session.settings.limits)  # before any model setup
-            ctx = AgentContext(
-                planner(session),
-                session.context(as_json=as_json),
-                approve=approve,
-                reuse="off" if no_reuse else session.settings.plan_reuse,
-                on_planned=show,
+        with open_client() as client:
+            store_uri.append(shown_store_uri(client.store_uri))
+            return run_async(
+                client.answer(
+                    query,
+                    request_id=request_id,
+                    max_replans=max_replans,
+                    approve=approve,
+                    reuse="off" if no_reuse else None,
+                    on_event=progress(as_json),
+                    on_planned=show,
+                    max_repairs=max_repairs,
+                    confidence_threshold=confidence_threshold,
+                )
             )
-            return run_async(run_agent(query, ctx, request_id=request_id, max_replans=max_replans))
-        finally:
-            session.close()
 
     outcome = guard(body, as_json=as_json)
     if as_json:

@@ -46,10 +46,8 @@ def serve(
     """
 
     def body() -> None:
-        from toolplan.config import Settings
+        from toolplan.cli.session import new_client
         from toolplan.errors import ToolplanError
-        from toolplan.store import open_store
-        from toolplan.tools.loading import load_catalog
 
         try:
             import uvicorn
@@ -63,13 +61,9 @@ def serve(
 
         api = ApiSettings.from_env(host=host, port=port)
         check_bind(api)
-        settings = Settings.from_env().with_overrides(
-            store_uri=store, tool_modules=tools, temporal_address=temporal_address
-        )
-        opened = open_store(settings.store_uri)
-        try:
-            catalog = load_catalog(settings)
-            application = create_app(settings, api=api, store=opened, catalog=catalog)
+        with new_client(store, tools, temporal_address=temporal_address) as client:
+            settings, opened, catalog = client.settings, client.store, client.catalog
+            application = create_app(api=api, client=client)
             shown = f"[{host}]" if ":" in host else host
             stderr.print(
                 f"toolplan API: http://{shown}:{port}/graphql (GraphiQL in a browser); "
@@ -100,7 +94,5 @@ def serve(
                 )
             except KeyboardInterrupt:
                 raise typer.Exit(130) from None
-        finally:
-            opened.close()
 
     guard(body, as_json=False)

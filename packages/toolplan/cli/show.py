@@ -9,8 +9,7 @@ import typer
 from toolplan.cli import render
 from toolplan.cli.options import JsonOption, StoreOption
 from toolplan.cli.output import emit_json, guard, stdout
-from toolplan.cli.session import new_session
-from toolplan.service import operations
+from toolplan.cli.session import new_client
 
 __all__ = ["show"]
 
@@ -26,11 +25,8 @@ def show(
     """Print a plan with its latest execution, or a request with its plans."""
 
     def body() -> dict[str, Any]:
-        session = new_session(store, None)
-        try:
-            return operations.describe(session.store, identifier)
-        finally:
-            session.close()
+        with new_client(store, None) as client:
+            return client.show(identifier)
 
     data = guard(body, as_json=as_json)
     if as_json:

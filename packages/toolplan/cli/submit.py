@@ -12,10 +12,9 @@ from toolplan.cli.options import (
     StoreOption,
     ToolsOption,
 )
-from toolplan.cli.output import emit_json, guard, stdout
-from toolplan.cli.session import new_session
+from toolplan.cli.output import emit_json, guard, run_async, stdout
+from toolplan.cli.session import new_client
 from toolplan.errors import InvalidInput
-from toolplan.service import operations
 
 __all__ = ["submit"]
 
@@ -34,25 +33,13 @@ def submit(
     def body() -> None:
         if file is None:
             raise InvalidInput("give the plan with --file PLAN.json")
-        session = new_session(store, tools, max_steps=max_steps, mcp=mcp)
-        try:
-            ref = operations.submit_plan(
-                file,
-                store=session.store,
-                catalog=session.catalog,
-                query=query,
-                max_steps=session.settings.max_steps,
-                limits=session.settings.limits,
-                estimates=session.settings.estimates,
-            )
-        finally:
-            session.close()
+        with new_client(store, tools, max_steps=max_steps, mcp=mcp) as client:
+            ref = run_async(client.submit(file, query=query))
+            uri = client.store.uri
         if as_json:
             emit_json(ref.to_json())
         else:
-            stdout.print(
-                f"stored plan [bold]{ref.plan_id}[/] (request {ref.request_id}) in {session.store.uri}"
-            )
+            stdout.print(f"stored plan [bold]{ref.plan_id}[/] (request {ref.request_id}) in {uri}")
             estimate = ref.estimate.to_json() if ref.estimate else None
             stdout.print(f"estimate: {render.estimate_text(estimate)}", highlight=False)
             stdout.print(f"run it with: toolplan execute {ref.plan_id}")

@@ -9,8 +9,7 @@ import typer
 from toolplan.cli import render
 from toolplan.cli.options import JsonOption, McpOption, StoreOption, ToolsOption
 from toolplan.cli.output import emit_json, guard, stdout
-from toolplan.cli.session import new_session
-from toolplan.service import operations
+from toolplan.cli.session import new_client
 
 __all__ = ["list_tools"]
 
@@ -33,11 +32,8 @@ def list_tools(
     NAME, show one tool in full."""
 
     def body() -> list[Any]:
-        session = new_session(store, tools, mcp=mcp)
-        try:
-            return operations.list_tools(session.store, session.catalog, tag=tag, name=name)
-        finally:
-            session.close()
+        with new_client(store, tools, mcp=mcp) as client:
+            return client.tools(tag=tag, name=name)
 
     infos = guard(body, as_json=as_json)
     if as_json:

@@ -1,4 +1,4 @@
-"""``toolplan worker``: run queued executions; a thin layer over :mod:`toolplan.service.queue_worker`."""
+"""``toolplan worker``: run queued executions; a thin layer over :mod:`toolplan.adapters.queue_worker`."""
 
 from __future__ import annotations
 
@@ -14,11 +14,12 @@ from toolplan.cli.options import (
     ToolsOption,
 )
 from toolplan.cli.output import emit_json, guard, run_async, stderr
-from toolplan.cli.session import Session, new_session
+from toolplan.cli.session import new_client
 from toolplan.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from toolplan.service.queue_worker import WorkerReport
+    from toolplan.adapters.queue_worker import WorkerReport
+    from toolplan.client import Toolplan
     from toolplan.temporal.worker import TemporalWorkerReport
 
 __all__ = ["worker"]
@@ -85,7 +86,7 @@ def worker(
     of the store's lease queue, until SIGTERM or Ctrl-C (running steps get --grace seconds, then
     Temporal retries them elsewhere). Exit code 3 if the Temporal server cannot be reached.
     """
-    from toolplan.service.queue_worker import Worker, WorkerOptions
+    from toolplan.adapters.queue_worker import Worker, WorkerOptions
 
     if temporal:
         refused = [
@@ -99,7 +100,7 @@ def worker(
         ]
         report_t = guard(
             lambda: _temporal_worker(
-                new_session(store, tools, mcp=mcp, temporal_address=temporal_address),
+                new_client(store, tools, mcp=mcp, temporal_address=temporal_address),
                 refused,
                 concurrency=concurrency or TEMPORAL_CONCURRENCY,
                 grace=grace,
@@ -121,19 +122,13 @@ def worker(
             )
         except ValueError as error:
             raise InvalidInput(str(error)) from None
-        session = new_session(store, tools, mcp=mcp)
-        try:
+        with new_client(store, tools, mcp=mcp) as client:
             runner = Worker(
-                session.store,
-                session.catalog,
-                execution=session.settings.execution,
+                client,
                 options=options,
                 listener=lambda event: stderr.print(str(event), highlight=False),
-                settings=session.settings,
             )
             report = run_async(runner.serve())
-        finally:
-            session.close()
         report.check()
         return report
 
@@ -143,10 +138,10 @@ def worker(
 
 
 def _temporal_worker(
-    session: Session, refused: list[str], *, concurrency: int, grace: float
+    client: Toolplan, refused: list[str], *, concurrency: int, grace: float
 ) -> TemporalWorkerReport:
     """``toolplan worker --temporal``: serve until a signal stops it."""
-    settings = session.settings.temporal
+    settings = client.settings.temporal
     if refused:
         raise InvalidInput(
             f"{', '.join(refused)} apply to the store's lease queue, not to --temporal workers "
@@ -162,7 +157,7 @@ def _temporal_worker(
     def started(worker_id: str) -> None:
         stderr.print(
             f"worker {worker_id}: started: temporal {settings.address} namespace "
-            f"{settings.namespace} task queue {settings.task_queue}, store {session.store.uri}, "
+            f"{settings.namespace} task queue {settings.task_queue}, store {client.store.uri}, "
             f"{concurrency} steps at once",
             highlight=False,
         )
@@ -171,15 +166,15 @@ def _temporal_worker(
         report = run_async(
             run_temporal_worker(
                 settings,
-                session.store,
-                session.catalog,
+                client.store,
+                client.catalog,
                 concurrency=concurrency,
                 grace=grace,
                 on_started=started,
-                tool_settings=session.settings,
+                tool_settings=client.settings,
             )
         )
     finally:
-        session.close()
+        client.close()
     stderr.print(f"worker {report.worker_id}: stopped: {report.stopped_by}", highlight=False)
     return report

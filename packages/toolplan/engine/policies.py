@@ -113,11 +113,11 @@ class ExecutionOptions:
     """Answer calls of read-only tools from the store's result cache (``--no-cache``: never)."""
     cache_ttl: float = 300.0
     """Seconds a cached result is reused, for a read-only tool without its own ``cache_ttl``."""
-    graph_checkpoints: bool = True
+    graph_checkpoints: bool = False
     """Also run the execution graph under the store's LangGraph checkpointer (thread = plan ID),
-    so LangGraph tooling sees each execution's node boundaries. The step records are the source
-    of truth for resuming either way; without this layer an execution skips opening the
-    checkpointer and compiling the graph."""
+    so LangGraph tooling sees each execution's node boundaries (``TOOLPLAN_GRAPH_CHECKPOINTS=1``).
+    Off by default: the step records are the source of truth for resuming either way, and the
+    layer costs most of a short plan's fixed cost."""
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:

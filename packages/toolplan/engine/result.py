@@ -67,6 +67,9 @@ class ExecutionResult:
     error: str | None = None
     cancel_requested_at: str | None = None
     """When a cancel was requested (``toolplan cancel``), if one was."""
+    stored: bool = False
+    """Whether the execution had finished before and this is its stored result: executing it
+    called no tool."""
 
     @property
     def finished(self) -> bool:

@@ -6,15 +6,18 @@ scheduler). Every step transition is written durably to the store as it happens 
 resumes from them without calling finished steps again. The graph's checkpointer only records the
 node boundaries, for LangGraph tooling.
 
-The graph is compiled without a checkpointer for ``langgraph.json``; :func:`run_execution_graph`
-compiles it with the store's own checkpointer and uses the plan ID as the thread ID.
+It is an adapter for LangGraph Studio and for graphs that compose it: ``toolplan execute``, the
+API and workers call the backend directly (:func:`toolplan.service.operations.execute_stored_plan`).
+It is compiled without a checkpointer for ``langgraph.json``; :func:`run_execution_graph` compiles
+it with the store's own checkpointer and uses the plan ID as the thread ID.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
-from typing import Any, NotRequired
+from collections.abc import Awaitable, Callable
+from typing import Any, NotRequired, TypeVar, cast
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
@@ -22,13 +25,10 @@ from pydantic import BaseModel, ConfigDict, InstanceOf
 from pydantic.json_schema import SkipJsonSchema
 from typing_extensions import TypedDict
 
-from toolplan._caches import register_cache
-from toolplan.config import Settings
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import InvalidInput
 from toolplan.execution.backend import backend_of
 from toolplan.execution.context import ExecutionContext
-from toolplan.service.wiring import execution_context
 from toolplan.store.lookup import find_plan, require_approval
 from toolplan.store.protocol import TERMINAL_EXECUTION_STATUSES, ExecutionRecord, PlanRecord
 
@@ -62,26 +62,13 @@ class ExecutionState(TypedDict, total=False):
     error: str | None
 
 
-@functools.lru_cache(maxsize=4)
-def _default_context(settings: Settings) -> ExecutionContext:
-    """For LangGraph Studio / ``langgraph dev``: one context per distinct settings."""
-    from toolplan.store import open_store
-    from toolplan.tools.loading import load_catalog
-
-    return execution_context(
-        settings, store=open_store(settings.store_uri), catalog=load_catalog(settings)
-    )
-
-
-register_cache(_default_context.cache_clear)
-
-
 class ExecutionGraphContext(BaseModel):
     """The execution graph's runtime context (LangGraph ``context_schema``): invoke the graph
     with ``context=ExecutionGraphContext(execution=ctx)``.
 
     LangGraph Studio passes its own (JSON) context, which leaves ``execution`` unset: the nodes
-    then build an :class:`ExecutionContext` from the environment's settings.
+    then use the graph's default context (:mod:`toolplan.adapters.studio` builds it from the
+    environment).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="ignore", frozen=True)
@@ -90,14 +77,47 @@ class ExecutionGraphContext(BaseModel):
     """Store, catalog, options, listener and backend of this execution."""
 
 
-async def context_from(runtime: Runtime[ExecutionGraphContext] | None) -> ExecutionContext:
-    """The :class:`ExecutionContext` the graph was invoked with, or one built from the
-    environment's settings (in a thread: opening the store and importing tools must not block
-    the event loop)."""
-    given = runtime.context if runtime is not None else None
-    if given is not None and given.execution is not None:
-        return given.execution
-    return await asyncio.to_thread(lambda: _default_context(Settings.from_env()))
+C = TypeVar("C")
+S = TypeVar("S")
+R = TypeVar("R")
+
+
+def context_resolver(
+    attribute: str, default: Callable[[], C] | None, *, graph: str
+) -> Callable[[Runtime[Any] | None], Awaitable[C]]:
+    """How a graph's nodes find their context: the ``attribute`` of the runtime context they
+    were invoked with, else ``default()`` (LangGraph Studio passes a JSON context that leaves it
+    unset). ``default`` runs in a thread: building a context opens the store and imports tools,
+    and the nodes are async (``langgraph dev`` forbids blocking the event loop)."""
+
+    async def resolve(runtime: Runtime[Any] | None) -> C:
+        given = runtime.context if runtime is not None else None
+        found = getattr(given, attribute, None) if given is not None else None
+        if found is not None:
+            return cast(C, found)
+        if default is None:
+            raise InvalidInput(
+                f"the {graph} graph was invoked without its context: pass "
+                f"context=...(**{{{attribute!r}: ...}}), or build the graph with a "
+                "default_context (toolplan.adapters.studio does, from the environment)"
+            )
+        return await asyncio.to_thread(default)
+
+    return resolve
+
+
+def bind_context(
+    node: Callable[[S, C], Awaitable[R]], resolve: Callable[[Runtime[Any] | None], Awaitable[C]]
+) -> Any:
+    """``node(state, ctx)`` as a LangGraph node ``(state, runtime)`` whose context ``resolve``
+    finds. (Typed ``Any``: LangGraph's node protocols do not describe a wrapper.)"""
+
+    async def run(state: S, runtime: Runtime[Any]) -> R:
+        return await node(state, await resolve(runtime))
+
+    run.__name__ = run.__qualname__ = node.__name__
+    run.__doc__ = node.__doc__
+    return run
 
 
 def _result_state(plan: PlanRecord, execution: ExecutionRecord) -> ExecutionState:
@@ -111,9 +131,7 @@ def _result_state(plan: PlanRecord, execution: ExecutionRecord) -> ExecutionStat
     }
 
 
-async def load_plan(
-    state: ExecutionState, runtime: Runtime[ExecutionGraphContext]
-) -> ExecutionState:
+async def load_plan(state: ExecutionState, ctx: ExecutionContext) -> ExecutionState:
     """Find the plan; a finished execution is returned as stored, without calling any tool."""
     plan_id = state.get("plan_id")
     if not isinstance(plan_id, str) or not plan_id:
@@ -121,7 +139,6 @@ async def load_plan(
             'the executor needs the plan to run as input: {"plan_id": "plan_..."}; store one '
             "with the planner graph or `toolplan submit --file plan.json`"
         )
-    ctx = await context_from(runtime)
     record = await asyncio.to_thread(find_plan, ctx.store, plan_id)
     execution = await asyncio.to_thread(ctx.store.get_execution, record.plan_id)
     if execution is not None and execution.status in TERMINAL_EXECUTION_STATUSES:
@@ -130,11 +147,8 @@ async def load_plan(
     return {"request_id": record.request_id, "status": "running"}
 
 
-async def run_steps(
-    state: ExecutionState, runtime: Runtime[ExecutionGraphContext]
-) -> ExecutionState:
+async def run_steps(state: ExecutionState, ctx: ExecutionContext) -> ExecutionState:
     """Run or resume every unfinished step, eagerly, recording each transition durably."""
-    ctx = await context_from(runtime)
     record = await asyncio.to_thread(find_plan, ctx.store, state["plan_id"])
     execution = await backend_of(ctx).run(record, ctx)
     return _result_state(record, execution)
@@ -144,14 +158,15 @@ def _route(state: ExecutionState) -> str:
     return END if state.get("status") in TERMINAL_EXECUTION_STATUSES else "run_steps"
 
 
-def build_execution_graph() -> StateGraph[
-    ExecutionState, ExecutionGraphContext, ExecutionInput, ExecutionState
-]:
+def build_execution_graph(
+    default_context: Callable[[], ExecutionContext] | None = None,
+) -> StateGraph[ExecutionState, ExecutionGraphContext, ExecutionInput, ExecutionState]:
     """The uncompiled execution graph; compile it with or without a checkpointer.
 
-    Its runtime context is an :class:`ExecutionGraphContext`; without one, the nodes build an
-    execution context from the environment.
+    Its runtime context is an :class:`ExecutionGraphContext`; invoked without one (LangGraph
+    Studio), the nodes use ``default_context()``.
     """
+    resolve = context_resolver("execution", default_context, graph="executor")
     builder: StateGraph[ExecutionState, ExecutionGraphContext, ExecutionInput, ExecutionState] = (
         StateGraph(
             ExecutionState,
@@ -160,8 +175,8 @@ def build_execution_graph() -> StateGraph[
             output_schema=ExecutionState,
         )
     )
-    builder.add_node("load_plan", load_plan)
-    builder.add_node("run_steps", run_steps)
+    builder.add_node("load_plan", bind_context(load_plan, resolve))
+    builder.add_node("run_steps", bind_context(run_steps, resolve))
     builder.add_edge(START, "load_plan")
     builder.add_conditional_edges("load_plan", _route, ["run_steps", END])
     builder.add_edge("run_steps", END)
@@ -175,9 +190,12 @@ def _compiled_graph() -> Any:
     return build_execution_graph().compile()
 
 
-async def run_execution_graph(plan_id: str, ctx: ExecutionContext, *, approve: bool) -> None:
+async def run_execution_graph(
+    plan_id: str, ctx: ExecutionContext, *, approve: bool
+) -> ExecutionState:
     """Run (or resume) the execution of ``plan_id`` through this graph, under the store's
-    checkpointer with the plan ID as the thread ID (``ExecutionOptions.graph_checkpoints``)."""
+    checkpointer with the plan ID as the thread ID, and return the graph's output (for a
+    LangGraph thread history of the node boundaries: ``ExecutionOptions.graph_checkpoints``)."""
     async with ctx.store.checkpointer() as saver:
         graph = _compiled_graph().copy({"checkpointer": saver})
         config: Any = {"configurable": {"thread_id": plan_id}}
@@ -187,4 +205,7 @@ async def run_execution_graph(plan_id: str, ctx: ExecutionContext, *, approve: b
         resume = tuple(snapshot.next) == ("run_steps",)
         inputs: Any = None if resume else {"plan_id": plan_id, "approve": approve}
         context = ExecutionGraphContext(execution=ctx)
-        await graph.ainvoke(inputs, config, context=context, durability="sync")
+        output: ExecutionState = await graph.ainvoke(
+            inputs, config, context=context, durability="sync"
+        )
+        return output

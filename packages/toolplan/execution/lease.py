@@ -17,7 +17,7 @@ from collections.abc import Awaitable
 from typing import Protocol, TypeVar
 
 from toolplan.errors import ExecutionBusy, ExecutionGone
-from toolplan.store.protocol import ExecutionLog, ExecutionRecord, WorkQueue
+from toolplan.store.protocol import ExecutionLog, ExecutionRecord, LeaseReader, WorkQueue
 
 __all__ = ["ENGINE_HOLDER_PREFIX", "acquire_lease", "holder_is_dead", "while_holding"]
 
@@ -51,18 +51,32 @@ def holder_is_dead(execution: ExecutionRecord) -> bool:
 
 
 async def acquire_lease(
-    store: WorkQueue, execution: ExecutionRecord, worker_id: str, lease_seconds: float
-) -> None:
-    """Take the lease of ``execution`` for ``worker_id``, or raise :class:`ExecutionBusy`."""
+    store: _Leases, execution: ExecutionRecord, worker_id: str, lease_seconds: float
+) -> ExecutionRecord:
+    """Take the lease of ``execution`` for ``worker_id`` and return the execution as it stands
+    under the lease, or raise :class:`ExecutionBusy`.
+
+    ``execution`` (as last read) only tells whether its holder died; the returned record is read
+    once the lease is held, so a step another holder finished meanwhile is never run again.
+    """
     plan_id = execution.plan_id
     expected = execution.worker_id if holder_is_dead(execution) else None
-    if not await asyncio.to_thread(
+    if isinstance(store, LeaseReader):
+        current = await asyncio.to_thread(
+            store.acquire_execution, plan_id, worker_id, lease_seconds, expected_owner=expected
+        )
+    elif await asyncio.to_thread(
         store.acquire, plan_id, worker_id, lease_seconds, expected_owner=expected
     ):
+        current = await asyncio.to_thread(store.get_execution, plan_id)
+    else:
+        current = None
+    if current is None:
         raise ExecutionBusy(
             f"plan {plan_id!r} is being executed by {execution.worker_id} right now; "
             "wait for it to finish, then run `toolplan show` to see the result"
         )
+    return current
 
 
 async def _heartbeat(store: _Leases, plan_id: str, worker_id: str, lease: float) -> None:

@@ -1,5 +1,5 @@
 """The lease queue's entry: an execution queued for ``toolplan worker`` processes
-(:mod:`toolplan.service.queue_worker` claims and runs them)."""
+(:mod:`toolplan.adapters.queue_worker` claims and runs them)."""
 
 from __future__ import annotations
 

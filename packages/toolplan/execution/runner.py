@@ -22,7 +22,7 @@ same idempotency key.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from toolplan.analysis import Analysis, check_tools
@@ -108,29 +108,36 @@ async def start_execution(
 
 async def finish_execution(store: ExecutionLog, plan_id: str) -> str:
     """Store the overall status the step records add up to, with the finish time; return it."""
+    return (await _finish(store, plan_id)).status
+
+
+async def _finish(store: ExecutionLog, plan_id: str) -> ExecutionRecord:
+    """:func:`finish_execution`, returning the finished record."""
     final = await asyncio.to_thread(store.get_execution, plan_id)
     assert final is not None
     status = overall_status(final.steps)
-    await asyncio.to_thread(store.set_execution_status, plan_id, status, finished_at=utc_now())
-    return status
+    finished_at = utc_now()
+    await asyncio.to_thread(store.set_execution_status, plan_id, status, finished_at=finished_at)
+    return replace(final, status=status, finished_at=finished_at)
 
 
 async def run_plan_steps(ctx: ExecutionContext, record: PlanRecord) -> ExecutionRecord:
     """Run every unfinished step of a stored plan in this process, under the execution's lease,
-    and store the final status (``cancelled`` when a cancel was requested meanwhile)."""
+    and store the final status (``cancelled`` when a cancel was requested meanwhile).
+
+    The state the steps resume from is read with the lease (:func:`acquire_lease`).
+    """
     store, plan_id = ctx.store, record.plan_id
     plan, analysis, execution = await start_execution(store, ctx.catalog, record)
     lease = ctx.options.lease_seconds
     try:
-        await acquire_lease(store, execution, ctx.worker_id, lease)
+        current = await acquire_lease(store, execution, ctx.worker_id, lease)
     except ExecutionBusy:
         # Cancelled (or finished) between our first look and the lease: nothing left to run.
         latest = await asyncio.to_thread(store.get_execution, plan_id)
         if latest is not None and latest.status in TERMINAL_EXECUTION_STATUSES:
             return latest
         raise
-    current = await asyncio.to_thread(store.get_execution, plan_id)
-    assert current is not None
     if current.started_at is None:
         await asyncio.to_thread(
             store.set_execution_status, plan_id, "running", started_at=utc_now()
@@ -187,9 +194,9 @@ async def run_plan_steps(ctx: ExecutionContext, record: PlanRecord) -> Execution
     finally:
         await recorder.drain()
 
-    if not cancelled:
-        await finish_execution(store, plan_id)
+    final = None if cancelled else await _finish(store, plan_id)
     await asyncio.to_thread(store.release, plan_id, ctx.worker_id)
-    result = await asyncio.to_thread(store.get_execution, plan_id)
-    assert result is not None
-    return result
+    if final is None:
+        final = await asyncio.to_thread(store.get_execution, plan_id)
+        assert final is not None
+    return replace(final, worker_id=None, owner_host=None, owner_pid=None, lease_until=None)

@@ -171,6 +171,8 @@ async def _process(
                     catalog=planner.catalog,
                     max_steps=planner.max_steps,
                     planner=planner,
+                    limits=planner.limits,
+                    estimates=planner.estimates,
                 )
             )
             return line
@@ -181,6 +183,8 @@ async def _process(
             planner=planner,
             review="skip",  # stored as needs_review, not run: the line says so
             on_planned=planned,
+            limits=planner.limits,
+            estimates=planner.estimates,
         )
     except PlanningFailed as failed:
         line.update(

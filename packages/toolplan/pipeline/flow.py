@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from toolplan.analysis.estimates import EstimateSettings
 from toolplan.analysis.reuse import ReuseMode, find_reusable
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import InvalidInput, PlanInvalid
@@ -136,20 +137,21 @@ async def obtain_plan(
     max_steps: int,
     planner: PlannerContext | None = None,
     limits: InputLimits | None = None,
+    estimates: EstimateSettings | None = None,
 ) -> Planned:
     """Store the plan ``source`` describes: validate a document, or plan a query with
-    ``planner`` (required then). The input limits (``limits``, default from the environment)
-    are checked first. Raises :class:`~toolplan.errors.PlanInvalid` or
+    ``planner`` (required then). The input limits (``limits``, default the built-in ones)
+    are checked first; ``estimates`` says how the stored plan is estimated. Raises :class:`~toolplan.errors.PlanInvalid` or
     :class:`~toolplan.errors.InvalidInput` before storing anything invalid,
     :class:`~toolplan.errors.LLMUnavailable` when the model cannot be reached."""
     started = time.perf_counter()
-    limits = limits or InputLimits.from_env()
+    limits = limits or InputLimits()
     if isinstance(source, FromQuery):
         check_text(source.query, "the query", limits)
         if planner is None:
             raise InvalidInput("planning a query needs a planner (a model configuration)")
         if source.request_id is None:
-            reused = await _reuse(source, store, catalog, max_steps, limits, started)
+            reused = await _reuse(source, store, catalog, max_steps, limits, estimates, started)
             if reused is not None:
                 return reused
         from toolplan.planning.planner import create_plan
@@ -172,6 +174,7 @@ async def obtain_plan(
         max_steps=max_steps,
         meta=dict(source.meta or {}),
         limits=limits,
+        estimates=estimates,
     )
     return Planned(ref, None, _ms(started))
 
@@ -186,6 +189,7 @@ async def plan_then_execute(
     review: ReviewPolicy = "refuse",
     on_planned: Callable[[Planned], None] | None = None,
     limits: InputLimits | None = None,
+    estimates: EstimateSettings | None = None,
 ) -> RunOutcome:
     """Obtain a stored plan, pass it through the review gate, and execute it.
 
@@ -199,6 +203,7 @@ async def plan_then_execute(
         max_steps=max_steps,
         planner=planner,
         limits=limits,
+        estimates=estimates,
     )
     if on_planned is not None:
         on_planned(planned)
@@ -235,6 +240,7 @@ async def _reuse(
     catalog: ToolCatalog,
     max_steps: int,
     limits: InputLimits,
+    estimates: EstimateSettings | None,
     started: float,
 ) -> Planned | None:
     """A stored plan for the same query (or, parametric, the same text with other values),
@@ -261,6 +267,7 @@ async def _reuse(
             meta=source.meta,
             record_meta=record_meta,
             limits=limits,
+            estimates=estimates,
             reusable=True,
         )
     except PlanInvalid:

@@ -50,7 +50,9 @@ class PlannerContext:
     """Set when the endpoint rejected the typed schema: later calls use the generic one."""
     limits: InputLimits = field(default_factory=InputLimits)
     estimates: EstimateSettings | None = None
-    """How the stored plan is estimated (``None``: the environment's settings)."""
+    """How the stored plan is estimated (``None``: the defaults)."""
+    prompts_dir: str | None = None
+    """Prompt files to use instead of the shipped ones (``TOOLPLAN_PROMPTS_DIR``)."""
     """The input limits the model's plan must meet, like any other plan."""
 
     def model_call(self) -> ModelCall:

@@ -21,6 +21,7 @@ import asyncio
 import functools
 import json
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, NotRequired
@@ -28,7 +29,6 @@ from typing import Any, NotRequired
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langgraph.config import get_config
 from langgraph.graph import END, START, StateGraph
-from langgraph.runtime import Runtime
 from pydantic import BaseModel, ConfigDict, InstanceOf
 from pydantic.json_schema import SkipJsonSchema
 from typing_extensions import TypedDict
@@ -36,8 +36,9 @@ from typing_extensions import TypedDict
 from toolplan._caches import register_cache
 from toolplan.analysis import Analysis, analyze
 from toolplan.analysis.id_by_name import check_ids_by_name
-from toolplan.config import PlannerSettings, Settings
+from toolplan.config import PlannerSettings
 from toolplan.errors import InvalidInput, PlanInvalid
+from toolplan.execution.graph import bind_context, context_resolver
 from toolplan.planning.call import StructuredRequest, call_model
 from toolplan.planning.context import PlannerContext
 from toolplan.planning.parsing import message_payload, read_plan
@@ -109,42 +110,19 @@ class PlanningState(TypedDict, total=False):
     """The stored plan's estimate: ``{"durationMs", "costUsd", "basis"}``."""
 
 
-@functools.lru_cache(maxsize=4)
-def _default_context(settings: Settings) -> PlannerContext:
-    """For LangGraph Studio / ``langgraph dev``: one context per distinct settings."""
-    from toolplan.planning.setup import planner_context_from_env
-
-    return planner_context_from_env(settings=settings)
-
-
-register_cache(_default_context.cache_clear)
-
-
 class PlanningGraphContext(BaseModel):
     """The planning graph's runtime context (LangGraph ``context_schema``): invoke the graph
     with ``context=PlanningGraphContext(planner=ctx)``.
 
     LangGraph Studio passes its own (JSON) context, which leaves ``planner`` unset: the nodes
-    then build a :class:`PlannerContext` from the environment's settings.
+    then use the graph's default context (:mod:`toolplan.adapters.studio` builds it from the
+    environment).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="ignore", frozen=True)
 
     planner: SkipJsonSchema[InstanceOf[PlannerContext] | None] = None
     """Store, catalog, model and planning options."""
-
-
-async def planner_context(runtime: Runtime[PlanningGraphContext] | None) -> PlannerContext:
-    """The :class:`PlannerContext` the graph was invoked with, or one built from the
-    environment.
-
-    Building the default opens the store and imports tool modules, so it runs in a thread: the
-    nodes are async and must never block the event loop (``langgraph dev`` enforces this).
-    """
-    given = runtime.context if runtime is not None else None
-    if given is not None and given.planner is not None:
-        return given.planner
-    return await asyncio.to_thread(lambda: _default_context(Settings.from_env()))
 
 
 @functools.lru_cache(maxsize=4)
@@ -173,16 +151,13 @@ def planner_messages(
     return messages
 
 
-async def select_tools(
-    state: PlanningState, runtime: Runtime[PlanningGraphContext]
-) -> PlanningState:
+async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningState:
     """Ask the model for the whole plan in one structured-output call (or a repaired one)."""
     started_at = state.get("started_at") or time.time()  # before the first call: it is planning
     if not isinstance(state.get("query"), str) or not state["query"].strip():
         raise InvalidInput('the planner needs a request as input: {"query": "what to do"}')
     caller_meta(state.get("meta"))  # refused before the model is called, not after
-    ctx = await planner_context(runtime)
-    prompt, repair_prompt = await asyncio.to_thread(lambda: _prompts(prompts_dir()))
+    prompt, repair_prompt = await asyncio.to_thread(lambda: _prompts(prompts_dir(ctx.prompts_dir)))
     schema = ctx.plan_schema()
     messages = planner_messages(ctx, state["query"], prompt, schema)
     if state.get("context"):
@@ -231,12 +206,9 @@ async def select_tools(
     }
 
 
-async def analyze_dependencies(
-    state: PlanningState, runtime: Runtime[PlanningGraphContext]
-) -> PlanningState:
+async def analyze_dependencies(state: PlanningState, ctx: PlannerContext) -> PlanningState:
     """Validate the candidate with the engine's validator and compute its structure, with the
     critical-path estimates the stored analysis has (so ``persist`` does not analyse again)."""
-    ctx = await planner_context(runtime)
     if state.get("candidate") is None:
         return {"plan": None, "analysis": None}
     reading_errors = list(state.get("errors") or [])
@@ -270,10 +242,9 @@ async def analyze_dependencies(
     return {"errors": [], "plan": plan.to_json(), "analysis": analysis.to_json()}
 
 
-async def persist(state: PlanningState, runtime: Runtime[PlanningGraphContext]) -> PlanningState:
+async def persist(state: PlanningState, ctx: PlannerContext) -> PlanningState:
     """Store the request (if new) and the plan with its planning record, as validated and
     analysed by ``analyze_dependencies`` (not again)."""
-    ctx = await planner_context(runtime)
     plan, analysis = parse_plan(state["plan"]), state.get("analysis")
     if analysis is None:  # pragma: no cover - analyze_dependencies always sets it
         raise RuntimeError("persist reached without an analysis")
@@ -315,10 +286,10 @@ async def persist(state: PlanningState, runtime: Runtime[PlanningGraphContext]) 
     }
 
 
-async def _after_analysis(state: PlanningState, runtime: Runtime[PlanningGraphContext]) -> str:
+async def _after_analysis(state: PlanningState, ctx: PlannerContext) -> str:
     if not state.get("errors"):
         return "persist"
-    if state.get("repairs", 0) < (await planner_context(runtime)).max_repairs:
+    if state.get("repairs", 0) < ctx.max_repairs:
         return "select_tools"
     return "give_up"
 
@@ -328,11 +299,12 @@ async def give_up(state: PlanningState) -> PlanningState:
     return {"status": "invalid", "plan": None}
 
 
-def build_planning_graph() -> StateGraph[
-    PlanningState, PlanningGraphContext, PlanningInput, PlanningState
-]:
+def build_planning_graph(
+    default_context: Callable[[], PlannerContext] | None = None,
+) -> StateGraph[PlanningState, PlanningGraphContext, PlanningInput, PlanningState]:
     """The uncompiled planning graph. Its runtime context is a :class:`PlanningGraphContext`;
-    without one, the nodes build a planner context from the environment."""
+    invoked without one (LangGraph Studio), the nodes use ``default_context()``."""
+    resolve = context_resolver("planner", default_context, graph="planner")
     builder: StateGraph[PlanningState, PlanningGraphContext, PlanningInput, PlanningState] = (
         StateGraph(
             PlanningState,
@@ -341,14 +313,16 @@ def build_planning_graph() -> StateGraph[
             output_schema=PlanningState,
         )
     )
-    builder.add_node("select_tools", select_tools)
-    builder.add_node("analyze_dependencies", analyze_dependencies)
-    builder.add_node("persist", persist)
+    builder.add_node("select_tools", bind_context(select_tools, resolve))
+    builder.add_node("analyze_dependencies", bind_context(analyze_dependencies, resolve))
+    builder.add_node("persist", bind_context(persist, resolve))
     builder.add_node("give_up", give_up)
     builder.add_edge(START, "select_tools")
     builder.add_edge("select_tools", "analyze_dependencies")
     builder.add_conditional_edges(
-        "analyze_dependencies", _after_analysis, ["persist", "select_tools", "give_up"]
+        "analyze_dependencies",
+        bind_context(_after_analysis, resolve),
+        ["persist", "select_tools", "give_up"],
     )
     builder.add_edge("persist", END)
     builder.add_edge("give_up", END)

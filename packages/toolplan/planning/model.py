@@ -10,7 +10,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from toolplan.config import DEFAULT_MODEL, PlannerSettings, Settings
+from toolplan.config import DEFAULT_MODEL, PlannerSettings
 from toolplan.errors import InvalidInput, LLMUnavailable
 
 __all__ = [
@@ -33,13 +33,13 @@ def default_max_tokens(max_steps: int) -> int:
     return 400 + 120 * max_steps
 
 
-def model_spec(model: str | None = None, settings: PlannerSettings | None = None) -> str:
+def model_spec(model: str | None, settings: PlannerSettings) -> str:
     """The ``provider:model`` string in effect: ``model``, else the settings' (``TOOLPLAN_MODEL``)."""
-    return model or (settings or Settings.from_env().planner).model or DEFAULT_MODEL
+    return model or settings.model or DEFAULT_MODEL
 
 
 def create_chat_model(
-    settings: PlannerSettings | None = None,
+    settings: PlannerSettings,
     model: str | None = None,
     *,
     max_tokens: int | None = None,
@@ -51,7 +51,6 @@ def create_chat_model(
     any OpenAI-compatible server works (vLLM, Ollama, llama.cpp, LM Studio). Transient errors
     (429, 5xx, timeouts) are retried ``llm_retries`` times with exponential backoff by the client.
     """
-    settings = settings or Settings.from_env().planner
     spec = model_spec(model, settings)
     provider = model_provider(spec)
     kwargs: dict[str, Any] = {

@@ -14,7 +14,7 @@ from toolplan.planning.graph import (
     PlanningInput,
     build_planning_graph,
 )
-from toolplan.plans.limits import InputLimits, check_text
+from toolplan.plans.limits import check_text
 from toolplan.service.operations import PlanRef
 from toolplan.store.lookup import find_request
 
@@ -79,7 +79,7 @@ async def create_plan(
     """
     if not query.strip():
         raise InvalidInput("the query is empty; say what should be done")
-    check_text(query, "the query", InputLimits.from_env())
+    check_text(query, "the query", ctx.limits)
     if request_id is not None:
         find_request(ctx.store, request_id)
     inputs: PlanningInput = {"query": query}

@@ -14,7 +14,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from toolplan.config import PlannerSettings, Settings
+from toolplan.config import PlannerSettings
 from toolplan.planning.schema import SchemaKind
 from toolplan.tools.catalog import ToolInfo
 from toolplan.tools.returns import shown_shape
@@ -35,11 +35,11 @@ _HEADER = re.compile(
 )
 
 
-def prompts_dir(settings: PlannerSettings | None = None) -> Path:
-    """``TOOLPLAN_PROMPTS_DIR`` (from ``settings``, default the environment), else the prompts
-    shipped as the ``toolplan.prompts`` package (the repository's top-level ``prompts/``
-    directory, in a wheel and in an editable install)."""
-    override = (settings or Settings.from_env().planner).prompts_dir
+def prompts_dir(settings: PlannerSettings | str | None = None) -> Path:
+    """The settings' prompts directory (``TOOLPLAN_PROMPTS_DIR``), or the one given, else the
+    prompts shipped as the ``toolplan.prompts`` package (the repository's top-level
+    ``prompts/`` directory, in a wheel and in an editable install)."""
+    override = settings.prompts_dir if isinstance(settings, PlannerSettings) else settings
     if override:
         return Path(override)
     # By name, not an import statement: the data package sits beside the code, not below it.
@@ -59,8 +59,9 @@ class Prompt:
         return string.Template(self.template).substitute(values)
 
 
-def load_prompt(name: str, *, settings: PlannerSettings | None = None) -> Prompt:
-    """Load ``NAME.md`` from :func:`prompts_dir`."""
+def load_prompt(name: str, *, settings: PlannerSettings | str | None = None) -> Prompt:
+    """Load ``NAME.md`` from :func:`prompts_dir` (``settings``: planner settings, or a
+    directory)."""
     path = prompts_dir(settings) / f"{name}.md"
     text = path.read_text(encoding="utf-8")
     header = _HEADER.match(text)

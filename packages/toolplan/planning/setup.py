@@ -1,43 +1,50 @@
-"""Build a :class:`~toolplan.planning.context.PlannerContext` from :class:`~toolplan.config.Settings`."""
+"""Build a :class:`~toolplan.planning.context.PlannerContext` from :class:`~toolplan.config.Settings`
+and the parts an entry point already holds (its store and tools)."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from toolplan.config import Settings
 from toolplan.planning.context import PlannerContext
 from toolplan.planning.model import create_chat_model, default_max_tokens
-from toolplan.store import Store, open_store
+from toolplan.store import Store
 from toolplan.tools.catalog import ToolCatalog
-from toolplan.tools.loading import load_catalog
 
-__all__ = ["planner_context_from_env"]
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
+__all__ = ["build_planner_context"]
 
 
-def planner_context_from_env(
+def build_planner_context(
+    settings: Settings,
     *,
-    settings: Settings | None = None,
-    store: Store | None = None,
-    catalog: ToolCatalog | None = None,
-    model: str | None = None,
+    store: Store,
+    catalog: ToolCatalog,
+    model: str | BaseChatModel | None = None,
     max_repairs: int | None = None,
     confidence_threshold: float | None = None,
 ) -> PlannerContext:
-    """A planner context from ``settings`` (default :meth:`Settings.from_env`); the flags given
+    """The planner's context over ``store`` and ``catalog``: ``model`` is a ``provider:model``
+    string or a LangChain chat model (default ``settings.planner.model``); the overrides given
     here (``--model``, ``--max-repairs``, ``--confidence-threshold``) win over the settings."""
-    settings = settings or Settings.from_env()
     planner = settings.planner
-    store = store or open_store(settings.store_uri)
-    catalog = catalog or load_catalog(settings)
     if settings.estimates.prices_file:
         # A broken price table is found before the model is paid for a plan.
         from toolplan.analysis.estimates import load_prices
 
         load_prices(settings.estimates.prices_file)
-    spec = model or planner.model
     max_tokens = planner.llm_max_tokens or default_max_tokens(settings.max_steps)
+    if model is None or isinstance(model, str):
+        spec = model or planner.model
+        chat_model = create_chat_model(planner, spec, max_tokens=max_tokens)
+    else:
+        spec, chat_model = type(model).__name__, model
     return PlannerContext(
         store=store,
         catalog=catalog,
-        model=create_chat_model(planner, spec, max_tokens=max_tokens),
+        model=chat_model,
         model_name=spec,
         method=planner.structured_method,
         max_repairs=max_repairs if max_repairs is not None else planner.max_repairs,
@@ -53,4 +60,5 @@ def planner_context_from_env(
         typed_schema_max_tools=planner.typed_schema_max_tools,
         limits=settings.limits,
         estimates=settings.estimates,
+        prompts_dir=planner.prompts_dir,
     )

@@ -200,9 +200,9 @@ def load_plan(
 
     A ``str`` that starts with ``{`` is parsed as JSON; any other ``str`` is a file path. This is
     the edge every entry point goes through: the input limits (``limits``, default
-    :meth:`InputLimits.from_env`) are checked here, before anything is validated or stored.
+    ``InputLimits()``) are checked here, before anything is validated or stored.
     """
-    limits = limits or InputLimits.from_env()
+    limits = limits or InputLimits()
     if isinstance(source, Plan):
         check_json(source.to_json(), limits)
         return source

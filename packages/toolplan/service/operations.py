@@ -7,10 +7,9 @@ layers over these functions; no behaviour lives only in one of them.
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -134,11 +133,11 @@ def submit_plan(
 
     With ``request_id``, the plan becomes a new version of that existing request; with
     ``reusable``, it is indexed for plan reuse (:func:`store_plan`). The input
-    limits (``limits``, default from the environment) are checked first, on the plan and the
+    limits (``limits``, default :class:`InputLimits`()) are checked first, on the plan and the
     query. Raises :class:`~toolplan.errors.PlanInvalid` (every problem at once) or
     :class:`~toolplan.errors.InvalidInput` before anything is stored.
     """
-    limits = limits or InputLimits.from_env()
+    limits = limits or InputLimits()
     check_text(query, "the query", limits)
     plan = load_plan(source, limits=limits)
     analysis = analyze(plan, catalog, max_steps=max_steps, estimate=plan_estimator(store))
@@ -174,7 +173,7 @@ def store_plan(
     """Store a plan already validated and analysed (by :func:`submit_plan`, or the planner's
     analysis node with :func:`plan_estimator`) with new IDs, recording where ``catalog``'s tools
     came from and its estimate (``meta.estimate``, from the tool history in ``store`` and the
-    settings ``estimates``, by default the environment's); with ``request_id``, as a new
+    settings ``estimates``, default ``EstimateSettings()``); with ``request_id``, as a new
     version of that existing request.
 
     With ``reusable`` (a plan the planner made for ``query``, or one reused for it), the plan
@@ -198,11 +197,9 @@ def store_plan(
     meta.pop(TOOL_SOURCES_KEY, None)
     if catalog.origin is not None:
         meta[TOOL_SOURCES_KEY] = catalog.origin.to_json()
-    if estimates is None:
-        from toolplan.config import Settings
-
-        estimates = Settings.from_env(os.environ, project=False).estimates
-    estimate = estimate_plan(plan, analysis, catalog, store, estimates, meta=meta)
+    estimate = estimate_plan(
+        plan, analysis, catalog, store, estimates or EstimateSettings(), meta=meta
+    )
     meta[ESTIMATE_KEY] = estimate.to_json()
     record = PlanRecord(
         plan_id=new_id("plan"),
@@ -239,47 +236,62 @@ def finished_status(store: Store, plan_id: str) -> str | None:
 
 
 async def execute_stored_plan(
-    plan_id: str, ctx: ExecutionContext, *, approve: bool = False, resume: bool = False
+    plan_id: str,
+    ctx: ExecutionContext,
+    *,
+    approve: bool = False,
+    resume: bool = False,
+    record: PlanRecord | None = None,
+    tools: Callable[[PlanRecord], ToolCatalog] | None = None,
 ) -> ExecutionResult:
     """Run a stored plan, or resume it after a crash, with the context's execution backend.
 
-    A finished execution is returned as stored and no tool is called. A ``cancelled`` one too,
-    unless ``resume``: then it continues where it stopped (its finished steps are kept, the
-    cancelled ones run). A plan stored as ``needs_review`` is refused unless ``approve``. With
-    ``ctx.options.graph_checkpoints`` (the default) the backend runs inside the execution graph
-    under the store's checkpointer, on the thread named after the plan ID.
+    A finished execution is returned as stored (``result.stored``) and no tool is called. A
+    ``cancelled`` one too, unless ``resume``: then it continues where it stopped (its finished
+    steps are kept, the cancelled ones run). A plan stored as ``needs_review`` is refused unless
+    ``approve``.
+
+    The plan record (``record``, when the caller has it) and the execution record are read once
+    each before the first step; the in-process backend reads the execution again only as part of
+    taking its lease (:func:`~toolplan.execution.lease.acquire_lease`). ``tools`` chooses the
+    catalog once the plan is known to run (the tools recorded with it); default ``ctx.catalog``.
     """
-    record = await asyncio.to_thread(find_plan, ctx.store, plan_id)
-    execution = await asyncio.to_thread(ctx.store.get_execution, plan_id)
-    if execution is not None and execution.status == "cancelled" and resume:
-        require_approval(record.plan_id, record.status, record.plan, approve=approve)
+    store = ctx.store
+    if record is None:
+        record = await asyncio.to_thread(find_plan, store, plan_id)
+    execution = await asyncio.to_thread(store.get_execution, record.plan_id)
+    reopen = execution is not None and execution.status == "cancelled" and resume
+    if execution is not None and execution.status in TERMINAL_EXECUTION_STATUSES and not reopen:
+        return replace(ExecutionResult.from_records(record, execution), stored=True)
+    require_approval(record.plan_id, record.status, record.plan, approve=approve)
+    if tools is not None:
+        ctx = replace(ctx, catalog=await asyncio.to_thread(tools, record))
+    if reopen:
         # Refused before it is reopened: a resume that cannot run leaves it cancelled, as it was.
         check_tools(parse_plan(record.plan), ctx.catalog)
-        await asyncio.to_thread(ctx.store.reopen, plan_id)
-        execution = await asyncio.to_thread(ctx.store.get_execution, plan_id)
-    if execution is None or execution.status not in TERMINAL_EXECUTION_STATUSES:
-        # Refuse before the graph runs, so no checkpoint remembers the refusal.
-        require_approval(record.plan_id, record.status, record.plan, approve=approve)
-        try:
-            if ctx.options.graph_checkpoints:
-                from toolplan.execution.graph import run_execution_graph
+        await asyncio.to_thread(store.reopen, record.plan_id)
+    try:
+        if ctx.options.graph_checkpoints:
+            # Opt-in: the run goes through the LangGraph execution graph too, for checkpoints
+            # of its node boundaries (a LangGraph thread history); the step records are the same.
+            from toolplan.execution.graph import run_execution_graph
 
-                await run_execution_graph(plan_id, ctx, approve=approve)
-            else:
-                await backend_of(ctx).run(record, ctx)
-        except ExecutionGone:
-            raise  # nothing is left to resume
-        except StoreUnavailable as error:
-            # An infrastructure fault is not the plan's: nothing was recorded as failed, and the
-            # execution stays unfinished, so running it again resumes it.
-            raise StoreUnavailable(
-                f"{error.message}; the execution of {plan_id} stopped and is kept: its finished "
-                "steps are stored, and executing the plan again resumes it",
-                details={**error.details, "planId": plan_id, "resumable": True},
-            ) from None
-        execution = await asyncio.to_thread(ctx.store.get_execution, plan_id)
-    assert execution is not None
-    return ExecutionResult.from_records(record, execution)
+            await run_execution_graph(plan_id, ctx, approve=approve)
+            final = await asyncio.to_thread(store.get_execution, plan_id)
+            assert final is not None
+        else:
+            final = await backend_of(ctx).run(record, ctx)
+    except ExecutionGone:
+        raise  # nothing is left to resume
+    except StoreUnavailable as error:
+        # An infrastructure fault is not the plan's: nothing was recorded as failed, and the
+        # execution stays unfinished, so running it again resumes it.
+        raise StoreUnavailable(
+            f"{error.message}; the execution of {plan_id} stopped and is kept: its finished "
+            "steps are stored, and executing the plan again resumes it",
+            details={**error.details, "planId": plan_id, "resumable": True},
+        ) from None
+    return ExecutionResult.from_records(record, final)
 
 
 async def enqueue_execution(

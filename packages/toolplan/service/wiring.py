@@ -34,14 +34,14 @@ def resolve_catalog(
     """The :class:`ToolCatalog` for any ``tools=`` argument of the Python API.
 
     A catalog is used as is; ``None`` means the configured tools (:func:`load_catalog` on
-    ``settings``, default :meth:`Settings.from_env`); a list may mix LangChain tools, plain
+    ``settings``, default ``Settings()``); a list may mix LangChain tools, plain
     functions and module names. With ``drop_reserved``, tools named like the plan executor are
     left out instead of rejected (an agent's tool list may hold the ``execute_plan`` tool itself).
     """
     if isinstance(tools, ToolCatalog):
         return tools
     if tools is None:
-        return load_catalog(settings or Settings.from_env())
+        return load_catalog(settings or Settings())
     items = list(tools)
     if drop_reserved:
         from langchain_core.tools import BaseTool

@@ -566,6 +566,16 @@ class MongoStore(MongoControls):
         return result.matched_count == 1
 
     @guarded
+    def acquire_execution(
+        self, plan_id: str, worker_id: str, lease_seconds: float, *, expected_owner: str | None
+    ) -> ExecutionRecord | None:
+        """:meth:`acquire`, then the execution under the lease (read after the lease is held,
+        so no earlier holder's step record is missed)."""
+        if not self.acquire(plan_id, worker_id, lease_seconds, expected_owner=expected_owner):
+            return None
+        return self.get_execution(plan_id)
+
+    @guarded
     def renew_lease(self, plan_id: str, worker_id: str, lease_seconds: float) -> bool:
         result = self._executions.update_one(
             {"planId": plan_id, "workerId": worker_id, "status": "running"},

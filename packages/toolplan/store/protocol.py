@@ -42,6 +42,7 @@ __all__ = [
     "ExecutionLog",
     "ExecutionRecord",
     "ExecutionStatus",
+    "LeaseReader",
     "PlanRecord",
     "PlanRepository",
     "PlanStatus",
@@ -334,6 +335,21 @@ class ExecutionLog(_Role, Protocol):
         """Let a ``cancelled`` execution run again: status ``running`` without an owner, no
         cancel request, no finish time, its ``cancelled`` steps ``pending`` (finished steps are
         kept). ``False`` (and nothing changes) unless it was ``cancelled``."""
+        ...
+
+
+@runtime_checkable
+class LeaseReader(Protocol):
+    """An optional capability of a :class:`WorkQueue`: take the lease and read the execution
+    under it in one call. The engine uses it when a store has it (both built-in stores do), and
+    :meth:`WorkQueue.acquire` then :meth:`ExecutionLog.get_execution` otherwise."""
+
+    def acquire_execution(
+        self, plan_id: str, worker_id: str, lease_seconds: float, *, expected_owner: str | None
+    ) -> ExecutionRecord | None:
+        """:meth:`WorkQueue.acquire`, returning the execution as it stands once the lease is
+        held (its steps as every earlier holder left them), or ``None`` when the lease was not
+        taken."""
         ...
 
 

@@ -495,6 +495,16 @@ class SqliteStore(SqliteControls):
         return cursor.rowcount == 1
 
     @guarded
+    def acquire_execution(
+        self, plan_id: str, worker_id: str, lease_seconds: float, *, expected_owner: str | None
+    ) -> ExecutionRecord | None:
+        """:meth:`acquire` and the execution under the lease, read under the same lock."""
+        with self._lock:
+            if not self.acquire(plan_id, worker_id, lease_seconds, expected_owner=expected_owner):
+                return None
+            return self.get_execution(plan_id)
+
+    @guarded
     def renew_lease(self, plan_id: str, worker_id: str, lease_seconds: float) -> bool:
         with self._lock:
             cursor = self._db.execute(

@@ -265,9 +265,7 @@ class PlanActivities:
                         finished_at=utc_now(),
                     )
                 raise
-            await acquire_lease(store, execution, lease_owner(plan_id), LEASE_SECONDS)
-            current = await asyncio.to_thread(store.get_execution, plan_id)
-            assert current is not None
+            current = await acquire_lease(store, execution, lease_owner(plan_id), LEASE_SECONDS)
             if current.started_at is None:
                 await asyncio.to_thread(
                     store.set_execution_status, plan_id, "running", started_at=utc_now()

@@ -23,15 +23,16 @@ from langchain_core.tools import BaseTool, ToolException
 from pydantic import ConfigDict, PrivateAttr
 
 from toolplan._blocking import run_blocking
+from toolplan.client import Toolplan
 from toolplan.config import Settings
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import InvalidInput, PlanInvalid, ToolplanError, ValidationIssue
-from toolplan.pipeline.flow import FromDocument, plan_then_execute
+from toolplan.pipeline.flow import FromDocument
 from toolplan.planning.parsing import to_plan_data
 from toolplan.planning.prompts import load_prompt
 from toolplan.plans.limits import InputLimits, check_json, parse_json_text
-from toolplan.service.wiring import execution_context, resolve_catalog
-from toolplan.store import Store, open_store
+from toolplan.service.wiring import resolve_catalog
+from toolplan.store import Store
 from toolplan.store.protocol import StepRecord
 from toolplan.tools.catalog import ToolCatalog, ToolInfo
 from toolplan.tools.returns import shown_shape
@@ -138,10 +139,10 @@ def _signature(info: ToolInfo) -> str:
     return f"- {info.name}({arguments}){returns}" + (f": {summary}" if summary else "")
 
 
-def describe_tools(catalog: ToolCatalog) -> str:
+def describe_tools(catalog: ToolCatalog, *, prompts_dir: str | None = None) -> str:
     """The tool's description: how to write a plan, and the catalog in one line per tool."""
     tools = "\n".join(_signature(info) for info in catalog.infos()) or "(none)"
-    return load_prompt("execute-plan").render(tools=tools).strip()
+    return load_prompt("execute-plan", settings=prompts_dir).render(tools=tools).strip()
 
 
 # -- the summary the model reads -----------------------------------------------------------------
@@ -246,38 +247,33 @@ class PlanTool(BaseTool):
     output_limit: int = DEFAULT_OUTPUT_LIMIT
     """Characters of each output the model sees."""
 
-    _store: Store | None = PrivateAttr(default=None)
-    _owns_store: bool = PrivateAttr(default=False)
+    _client: Toolplan | None = PrivateAttr(default=None)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+
+    @property
+    def client(self) -> Toolplan:
+        """The client plans run through: this tool's catalog and settings, and its store."""
+        with self._lock:
+            if self._client is None:
+                self._client = Toolplan(tools=self.catalog, settings=self.settings)
+            return self._client
 
     @property
     def store(self) -> Store:
         """The store plans are kept in, opened on first use."""
-        with self._lock:
-            if self._store is None:
-                self._store = open_store(self.settings.store_uri)
-                self._owns_store = True
-            return self._store
+        return self.client.store
 
     def close(self) -> None:
         """Close the store if this tool opened it."""
         with self._lock:
-            if self._store is not None and self._owns_store:
-                self._store.close()
-                self._store = None
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
 
     async def _execute(self, plan: Any, extra: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
         try:
-            limits = self.settings.limits
-            data = await asyncio.to_thread(_plan_data, plan, extra, limits)
-            store = await asyncio.to_thread(lambda: self.store)
-            ctx = execution_context(self.settings, store=store, catalog=self.catalog)
-            outcome = await plan_then_execute(
-                FromDocument(data, meta={"source": "execute_plan"}),
-                ctx,
-                max_steps=self.settings.max_steps,
-                limits=limits,
-            )
+            data = await asyncio.to_thread(_plan_data, plan, extra, self.settings.limits)
+            outcome = await self.client.run(FromDocument(data, meta={"source": "execute_plan"}))
         except PlanInvalid as error:
             raise ToolException(_rejection(error)) from None
         except ToolplanError as error:
@@ -317,14 +313,15 @@ def plan_tool(
     if output_limit < 1:
         raise InvalidInput(f"output_limit must be at least 1 character, got {output_limit}")
     # An agent's tool list may include the meta-tool itself; plans cannot call it anyway.
-    catalog = resolve_catalog(tools, drop_reserved=True)
+    settings = settings or Settings.from_env()
+    catalog = resolve_catalog(tools, settings=settings, drop_reserved=True)
     tool = PlanTool(
-        description=describe_tools(catalog),
+        description=describe_tools(catalog, prompts_dir=settings.planner.prompts_dir),
         args_schema=PLAN_STRING_SCHEMA if plan_format == "string" else PLAN_ARGUMENT_SCHEMA,
         catalog=catalog,
-        settings=settings or Settings.from_env(),
+        settings=settings,
         output_limit=output_limit,
     )
     if store is not None:
-        tool._store = store
+        tool._client = Toolplan(store=store, tools=catalog, settings=tool.settings)
     return tool

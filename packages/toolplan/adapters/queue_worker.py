@@ -1,10 +1,11 @@
 """Workers: processes on one or many machines that share one queue of executions.
 
 ``toolplan execute PLAN_ID --enqueue`` queues an execution (:func:`enqueue_plan`). ``toolplan
-worker`` runs a :class:`Worker`: it claims queued executions atomically (``Store.claim`` takes a
-lease), runs each through :func:`toolplan.service.operations.execute_stored_plan` (the same core as
-``toolplan execute``) under its own worker ID, so the lease the claim took is the lease the runner
-holds and heartbeats, and claims more until told to stop.
+worker`` runs a :class:`Worker` over a :class:`~toolplan.client.Toolplan`: it claims queued
+executions atomically (``Store.claim`` takes a lease) and runs each with the client's
+:meth:`~toolplan.client.Toolplan.execute` (what ``toolplan execute`` runs) under the client's
+worker ID, so the lease the claim took is the lease the runner holds and heartbeats, and claims
+more until told to stop.
 
 Failure model:
 
@@ -31,17 +32,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from toolplan.config import Settings
+from toolplan.client import Toolplan
 from toolplan.engine.observers import BestEffort
-from toolplan.engine.policies import ExecutionOptions
 from toolplan.errors import ExecutionBusy, InvalidInput, StoreUnavailable, ToolsUnavailable
 from toolplan.execution.queue import enqueue_plan
-from toolplan.execution.runner import ExecutionContext, new_worker_id
-from toolplan.service.operations import execute_stored_plan
-from toolplan.store.lookup import find_plan
-from toolplan.store.protocol import Store, utc_now
-from toolplan.tools.catalog import ToolCatalog
-from toolplan.tools.recorded import RecordedTools
+from toolplan.store.protocol import PlanRecord, utc_now
+from toolplan.tools.sources import ToolSources
 
 __all__ = [
     "Worker",
@@ -157,28 +153,18 @@ class Worker:
 
     def __init__(
         self,
-        store: Store,
-        catalog: ToolCatalog,
+        client: Toolplan,
         *,
-        execution: ExecutionOptions | None = None,
         options: WorkerOptions | None = None,
-        worker_id: str | None = None,
         listener: WorkerListener | None = None,
-        settings: Settings | None = None,
     ) -> None:
-        self.store = store
-        self.catalog = catalog
-        self.settings = settings
-        """When given and they choose no tools, each plan runs with the tools recorded with it."""
-        self._recorded = RecordedTools(
-            settings,
-            on_load=lambda record, sources: self._emit(
-                "tools", record.plan_id, f"loading the tools recorded with it: {sources.describe()}"
-            ),
-        )
-        self.execution = execution or ExecutionOptions()
+        self.client = client
+        """Store, tools, execution options and worker ID; when its tools were not chosen, each
+        plan runs with the tools recorded with it."""
+        self.store = client.store
         self.options = options or WorkerOptions()
-        self.worker_id = worker_id or new_worker_id()
+        self.worker_id = client.worker_id
+        """The claim takes the lease under this ID, so the run holds the lease it claimed."""
         self.listener = listener
         self._notify = BestEffort(listener, what=f"worker {self.worker_id}")
         """A failing listener (a closed stderr, say) never stops the worker or its runs."""
@@ -285,7 +271,7 @@ class Worker:
             self._wake.clear()
 
     async def _claim(self) -> str | None:
-        lease = self.execution.lease_seconds
+        lease = self.client.settings.execution.lease_seconds
         try:
             plan_id = await asyncio.to_thread(self.store.claim, self.worker_id, lease)
         except StoreUnavailable as error:
@@ -302,24 +288,11 @@ class Worker:
             self._emit("claimed", plan_id)
         return plan_id
 
-    async def _catalog_for(self, plan_id: str) -> ToolCatalog:
-        """The worker's catalog, or the tools recorded with the plan when none were chosen."""
-        if not self._recorded.active:
-            return self.catalog  # no need to read the plan
-        record = await asyncio.to_thread(find_plan, self.store, plan_id)
-        return await self._recorded.catalog_for(record) or self.catalog
-
     async def _execute(self, plan_id: str) -> None:
         """Run one claimed execution; every outcome is reported, none escapes but cancellation."""
         try:
-            ctx = ExecutionContext(
-                store=self.store,
-                catalog=await self._catalog_for(plan_id),
-                options=self.execution,
-                worker_id=self.worker_id,
-            )
             # Approval was checked when the plan was queued (enqueue_plan).
-            result = await execute_stored_plan(plan_id, ctx, approve=True)
+            result = await self.client.execute(plan_id, approve=True, on_tools=self._on_tools)
         except ExecutionBusy as error:
             self.report.lost.append(plan_id)
             self._emit("lost", plan_id, error.message)
@@ -348,6 +321,11 @@ class Worker:
             self._emit("finished", plan_id, result.status)
         finally:
             self._running.pop(plan_id, None)
+
+    def _on_tools(self, record: PlanRecord, sources: ToolSources) -> None:
+        self._emit(
+            "tools", record.plan_id, f"loading the tools recorded with it: {sources.describe()}"
+        )
 
     async def _requeue(self, plan_id: str, message: str) -> None:
         self.report.setup_error = message

@@ -1,0 +1,478 @@
+"""The one core every entry point wraps: a :class:`Toolplan` client, built once from explicit parts.
+
+In the manner of ``httpx.Client``: the store, the tools, the model, the execution backend and the
+settings are given when it is built (or read from the environment by :meth:`Toolplan.from_env`,
+the only place an entry point reads it), opened on first use and closed with it. The CLI, the
+GraphQL server, workers, batch runs, the ``execute_plan`` meta-tool, the LangGraph graphs and the
+module-level functions of :mod:`toolplan` are thin adapters over one client each::
+
+    async with Toolplan.from_env(tools=["blog"]) as tp:
+        ref = await tp.submit("plan.json")
+        result = await tp.execute(ref.plan_id)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Literal
+
+from toolplan.analysis import Analysis, analyze
+from toolplan.analysis.reuse import ReuseMode
+from toolplan.config import Settings
+from toolplan.engine.policies import ExecutionOptions
+from toolplan.engine.recorder import EventListener
+from toolplan.engine.result import ExecutionResult
+from toolplan.execution.cancel import DEFAULT_CANCEL_WAIT
+from toolplan.execution.context import ExecutionBackend, ExecutionContext, new_worker_id
+from toolplan.plans.plan import Plan, load_plan
+from toolplan.service import operations
+from toolplan.service.operations import PlanRef
+from toolplan.service.wiring import ToolsArg, backend_for, resolve_catalog
+from toolplan.store import Store, open_store
+from toolplan.store.lookup import find_plan
+from toolplan.store.protocol import ExecutionRecord, PlanRecord
+from toolplan.tools.catalog import ToolCatalog, ToolInfo
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
+    from toolplan.agent.loop import AgentOutcome
+    from toolplan.pipeline.flow import Planned, PlanSource, ReviewPolicy, RunOutcome
+    from toolplan.planning.context import PlannerContext
+    from toolplan.planning.planner import PlanningOutcome
+    from toolplan.tools.sources import ToolSources
+
+__all__ = ["Document", "Toolplan"]
+
+Document = str | Path | bytes | dict[str, Any] | Plan
+"""A plan document: a file path, JSON text, a dict or a :class:`~toolplan.plans.plan.Plan`."""
+
+
+class Toolplan:
+    """Plans, executions and their store, over one set of tools.
+
+    - ``store``: a :class:`~toolplan.store.Store` (left open by :meth:`close`: the caller owns it),
+      or a URI the client opens on first use and closes; default ``settings.store_uri``.
+    - ``tools``: a :class:`~toolplan.tools.ToolCatalog`, or LangChain tools, plain functions and
+      module names; default the settings' tools (``TOOLPLAN_TOOLS``, ``--mcp``, the built-ins).
+    - ``model``: a ``provider:model`` string or a LangChain chat model, for :meth:`plan`,
+      :meth:`run` of a query and :meth:`answer`; default ``settings.planner.model``.
+    - ``backend``: what runs the steps (:class:`~toolplan.execution.context.ExecutionBackend`);
+      default the settings' choice (Temporal when an address is set, else this process).
+    - ``settings``: default :class:`~toolplan.config.Settings` () with its defaults: the
+      environment is read only by :meth:`from_env`.
+    - ``worker_id``: the lease owner of this client's executions; a long-lived process keeps one
+      so that it can take back a lease its own failed run still holds.
+    """
+
+    def __init__(
+        self,
+        *,
+        store: Store | str | None = None,
+        tools: ToolsArg = None,
+        model: str | BaseChatModel | None = None,
+        backend: ExecutionBackend | None = None,
+        settings: Settings | None = None,
+        worker_id: str | None = None,
+    ) -> None:
+        self.settings = settings if settings is not None else Settings()
+        self.model = model
+        self.worker_id = worker_id or new_worker_id()
+        self._store_uri = store if isinstance(store, str) else None
+        self._store: Store | None = None if isinstance(store, str) else store
+        self._owns_store = store is None or isinstance(store, str)
+        self._tools = tools
+        self._catalog = tools if isinstance(tools, ToolCatalog) else None
+        self._backend = backend
+        self._planners: dict[tuple[Any, ...], PlannerContext] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_env(
+        cls,
+        env: Mapping[str, str] | None = None,
+        *,
+        store: Store | str | None = None,
+        tools: ToolsArg = None,
+        model: str | BaseChatModel | None = None,
+        backend: ExecutionBackend | None = None,
+        worker_id: str | None = None,
+    ) -> Toolplan:
+        """A client whose settings come from the environment (``env``, default ``os.environ``)
+        and the project config (``toolplan.toml``); the parts given here win over them."""
+        return cls(
+            store=store,
+            tools=tools,
+            model=model,
+            backend=backend,
+            settings=Settings.from_env(env),
+            worker_id=worker_id,
+        )
+
+    def __repr__(self) -> str:
+        return f"Toolplan(store={self.store_uri!r})"
+
+    # -- parts, opened on first use --------------------------------------------------------
+
+    @property
+    def store_uri(self) -> str:
+        """The store's URI (``store.uri`` once it is open)."""
+        if self._store is not None:
+            return self._store.uri
+        return self._store_uri or self.settings.store_uri
+
+    @property
+    def store(self) -> Store:
+        """The store, opened on first use (:class:`~toolplan.errors.StoreUnavailable` when it
+        cannot be reached)."""
+        with self._lock:
+            if self._store is None:
+                self._store = open_store(self._store_uri or self.settings.store_uri)
+            return self._store
+
+    @property
+    def catalog(self) -> ToolCatalog:
+        """The tools plans may call, loaded on first use."""
+        with self._lock:
+            if self._catalog is None:
+                self._catalog = resolve_catalog(self._tools, settings=self.settings)
+            return self._catalog
+
+    @property
+    def backend(self) -> ExecutionBackend:
+        """What runs the steps: the one given, else the settings' choice."""
+        with self._lock:
+            if self._backend is None:
+                self._backend = backend_for(self.settings)
+            return self._backend
+
+    @property
+    def tools_chosen(self) -> bool:
+        """Whether the tools were chosen (here, by a flag, the environment or the project
+        config) rather than defaulted: when not, executing a stored plan loads the tool
+        sources recorded with it (:meth:`catalog_for`)."""
+        return self._tools is not None or self.settings.tool_sources_given
+
+    def catalog_for(
+        self,
+        record: PlanRecord,
+        *,
+        on_load: Callable[[PlanRecord, ToolSources], None] | None = None,
+    ) -> ToolCatalog:
+        """The tools to run a stored plan with: the client's, or, when none were chosen, those
+        recorded with the plan (:class:`~toolplan.tools.recorded.RecordedTools`;
+        :class:`~toolplan.errors.ToolsUnavailable` when they cannot be loaded). ``on_load`` is
+        told which recorded sources are used."""
+        if self.tools_chosen:
+            return self.catalog
+        from toolplan.tools.recorded import RecordedTools
+
+        recorded = RecordedTools(self.settings, on_load=on_load)
+        found = recorded.catalog_for_sync(record) if recorded.active else None
+        return found if found is not None else self.catalog
+
+    def execution_context(
+        self,
+        *,
+        catalog: ToolCatalog | None = None,
+        listener: EventListener | None = None,
+        options: ExecutionOptions | None = None,
+    ) -> ExecutionContext:
+        """What one execution runs with: this client's store, tools (or ``catalog``), backend
+        and worker ID, the settings' execution options (or ``options``), and ``listener`` for
+        its step events."""
+        return ExecutionContext(
+            store=self.store,
+            catalog=catalog if catalog is not None else self.catalog,
+            options=options if options is not None else self.settings.execution,
+            listener=listener,
+            worker_id=self.worker_id,
+            backend=self.backend,
+        )
+
+    def planner_context(
+        self,
+        *,
+        model: str | BaseChatModel | None = None,
+        max_repairs: int | None = None,
+        confidence_threshold: float | None = None,
+    ) -> PlannerContext:
+        """The planner's context: this client's store and tools, the model (``model``, else the
+        client's, else ``settings.planner.model``) and the planner settings, with the overrides
+        given. Built once per distinct overrides (setting up a model costs time)."""
+        model = model if model is not None else self.model
+        key = (
+            id(model) if model is not None and not isinstance(model, str) else model,
+            max_repairs,
+            confidence_threshold,
+        )
+        with self._lock:
+            found = self._planners.get(key)
+        if found is not None:
+            return found
+        from toolplan.planning.setup import build_planner_context
+
+        built = build_planner_context(
+            self.settings,
+            store=self.store,
+            catalog=self.catalog,
+            model=model,
+            max_repairs=max_repairs,
+            confidence_threshold=confidence_threshold,
+        )
+        with self._lock:
+            return self._planners.setdefault(key, built)
+
+    # -- plans -----------------------------------------------------------------------------
+
+    def validate(self, plan: Document, *, max_steps: int | None = None) -> Analysis:
+        """Validate a plan without storing or running it; return its dependency analysis.
+        Raises :class:`~toolplan.errors.PlanInvalid` listing every problem."""
+        return analyze(
+            load_plan(plan, limits=self.settings.limits),
+            self.catalog,
+            max_steps=max_steps if max_steps is not None else self.settings.max_steps,
+        )
+
+    async def submit(
+        self,
+        plan: Document,
+        *,
+        query: str | None = None,
+        request_id: str | None = None,
+        max_steps: int | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> PlanRef:
+        """Validate and store a plan (a new request, or a new version of ``request_id``)."""
+        store, catalog = await asyncio.to_thread(lambda: (self.store, self.catalog))
+        return await asyncio.to_thread(
+            operations.submit_plan,
+            plan,
+            store=store,
+            catalog=catalog,
+            query=query,
+            request_id=request_id,
+            max_steps=max_steps if max_steps is not None else self.settings.max_steps,
+            meta=dict(meta or {}),
+            limits=self.settings.limits,
+            estimates=self.settings.estimates,
+        )
+
+    async def plan(
+        self,
+        query: str,
+        *,
+        request_id: str | None = None,
+        context: str | None = None,
+        meta: Mapping[str, Any] | None = None,
+        max_repairs: int | None = None,
+        confidence_threshold: float | None = None,
+    ) -> PlanningOutcome:
+        """Plan ``query`` with the model in one round-trip (plus bounded repairs), validate and
+        store it; ``context`` is more for the planner after the query (a replan's)."""
+        from toolplan.planning.planner import create_plan
+        from toolplan.plans.limits import check_text
+
+        check_text(query, "the query", self.settings.limits)  # before any model setup
+        planner = await asyncio.to_thread(
+            self.planner_context, max_repairs=max_repairs, confidence_threshold=confidence_threshold
+        )
+        return await create_plan(query, planner, request_id=request_id, context=context, meta=meta)
+
+    # -- executions ------------------------------------------------------------------------
+
+    async def execute(
+        self,
+        plan_id: str,
+        *,
+        approve: bool = False,
+        resume: bool = False,
+        on_event: EventListener | None = None,
+        options: ExecutionOptions | None = None,
+        on_tools: Callable[[PlanRecord, ToolSources], None] | None = None,
+    ) -> ExecutionResult:
+        """Run a stored plan, or resume it after a crash; a finished plan returns its stored
+        result and calls no tool. A ``cancelled`` one too, unless ``resume``: then its finished
+        steps are kept and the rest run. A plan stored as ``needs_review`` is refused unless
+        ``approve``. The plan record is read once, here."""
+        record = await asyncio.to_thread(find_plan, self.store, plan_id)
+        catalog = await asyncio.to_thread(self.catalog_for, record, on_load=on_tools)
+        ctx = self.execution_context(catalog=catalog, listener=on_event, options=options)
+        return await operations.execute_stored_plan(
+            plan_id, ctx, approve=approve, resume=resume, record=record
+        )
+
+    async def enqueue(
+        self,
+        plan_id: str,
+        *,
+        approve: bool = False,
+        resume: bool = False,
+        on_tools: Callable[[PlanRecord, ToolSources], None] | None = None,
+    ) -> ExecutionRecord:
+        """Hand a stored plan to workers (``toolplan worker`` processes, or Temporal's) and
+        return its execution record at once."""
+        if self.settings.temporal.enabled:
+            record = await asyncio.to_thread(find_plan, self.store, plan_id)
+            catalog = await asyncio.to_thread(self.catalog_for, record, on_load=on_tools)
+            ctx = self.execution_context(catalog=catalog)
+        else:
+            ctx = await asyncio.to_thread(
+                lambda: ExecutionContext(store=self.store, catalog=ToolCatalog())
+            )
+        return await operations.enqueue_execution(plan_id, ctx, approve=approve, resume=resume)
+
+    async def run(
+        self,
+        source: PlanSource | Document,
+        *,
+        query: str | None = None,
+        request_id: str | None = None,
+        approve: bool = False,
+        review: ReviewPolicy = "refuse",
+        on_planned: Callable[[Planned], None] | None = None,
+        on_event: EventListener | None = None,
+        options: ExecutionOptions | None = None,
+        max_repairs: int | None = None,
+        confidence_threshold: float | None = None,
+    ) -> RunOutcome:
+        """Obtain a stored plan, pass it through the review gate and execute it.
+
+        ``source`` is a plan document (validated and stored, with ``query``), or a
+        :class:`~toolplan.pipeline.flow.FromQuery` / :class:`~toolplan.pipeline.flow.FromDocument`.
+        ``on_planned`` sees the stored plan before it runs."""
+        # The pipeline (and the engine and LangChain under it) loads when a plan runs, not when
+        # the CLI starts.
+        from toolplan.pipeline.flow import FromDocument, FromQuery, plan_then_execute
+
+        if not isinstance(source, FromQuery | FromDocument):
+            source = FromDocument(source, query=query, request_id=request_id)
+        planner = None
+        if isinstance(source, FromQuery):
+            from toolplan.plans.limits import check_text
+
+            # The query is checked before a model is even set up: bad input costs nothing.
+            check_text(source.query, "the query", self.settings.limits)
+            planner = await asyncio.to_thread(
+                self.planner_context,
+                max_repairs=max_repairs,
+                confidence_threshold=confidence_threshold,
+            )
+        ctx = await asyncio.to_thread(self.execution_context, listener=on_event, options=options)
+        return await plan_then_execute(
+            source,
+            ctx,
+            max_steps=self.settings.max_steps,
+            planner=planner,
+            approve=approve,
+            review=review,
+            on_planned=on_planned,
+            limits=self.settings.limits,
+            estimates=self.settings.estimates,
+        )
+
+    async def answer(
+        self,
+        query: str,
+        *,
+        request_id: str | None = None,
+        max_replans: int = 1,
+        approve: bool = False,
+        reuse: ReuseMode | None = None,
+        on_event: EventListener | None = None,
+        on_planned: Callable[[Planned], None] | None = None,
+        max_repairs: int | None = None,
+        confidence_threshold: float | None = None,
+    ) -> AgentOutcome:
+        """Plan ``query``, execute the plan and answer it: the model reads the results and
+        answers, or asks for a new plan (at most ``max_replans`` times), stored as a new version
+        of the same request. The first plan may reuse a stored one (``reuse``, default
+        ``settings.plan_reuse``)."""
+        from toolplan.agent.graph import AgentContext
+        from toolplan.agent.loop import run_agent
+        from toolplan.plans.limits import check_text
+
+        check_text(query, "the query", self.settings.limits)
+        planner = await asyncio.to_thread(
+            self.planner_context, max_repairs=max_repairs, confidence_threshold=confidence_threshold
+        )
+        ctx = AgentContext(
+            planner,
+            self.execution_context(listener=on_event),
+            approve=approve,
+            reuse=reuse if reuse is not None else self.settings.plan_reuse,
+            on_planned=on_planned,
+        )
+        return await run_agent(query, ctx, request_id=request_id, max_replans=max_replans)
+
+    async def cancel(self, plan_id: str, *, wait: float = DEFAULT_CANCEL_WAIT) -> ExecutionResult:
+        """Cancel the execution of a stored plan wherever it runs; return it as it then stands
+        (idempotent; a running one is waited for up to ``wait`` seconds)."""
+        store = await asyncio.to_thread(lambda: self.store)
+        return await operations.cancel_execution(
+            plan_id, store, wait=wait, lease_seconds=self.settings.execution.lease_seconds
+        )
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def show(self, identifier: str) -> dict[str, Any]:
+        """A plan with its execution, or a request with its plans and answers
+        (``toolplan show --json``)."""
+        return operations.describe(self.store, identifier)
+
+    def result(self, plan_id: str) -> ExecutionResult | None:
+        """The stored execution result of a plan, or ``None`` if it never started."""
+        return operations.stored_result(self.store, plan_id)
+
+    def tools(self, *, tag: str | None = None, name: str | None = None) -> list[ToolInfo]:
+        """Every tool (or those tagged ``tag``, or the one called ``name``) with its observed
+        statistics from past executions."""
+        return operations.list_tools(self.store, self.catalog, tag=tag, name=name)
+
+    def clear_cache(self, *, tool: str | None = None) -> int:
+        """Empty the result cache of read-only tools (every tool's, or ``tool``'s); return how
+        many cached results were removed."""
+        return self.store.cache_clear(tool)
+
+    # -- lifetime --------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the store if this client opened it. Idempotent."""
+        if not self._owns_store:
+            return
+        with self._lock:
+            store, self._store = self._store, None
+        if store is not None:
+            store.close()
+
+    async def aclose(self) -> None:
+        """:meth:`close`, off the event loop."""
+        await asyncio.to_thread(self.close)
+
+    def __enter__(self) -> Toolplan:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> Literal[False]:
+        self.close()
+        return False
+
+    async def __aenter__(self) -> Toolplan:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> Literal[False]:
+        await self.aclose()
+        return False
