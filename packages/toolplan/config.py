@@ -1,13 +1,22 @@
-"""Settings from environment variables and flags, in one place."""
+"""Settings from environment variables, the project config and flags, in one place.
+
+Each settings class reads its variables through a pydantic-settings model beside it
+(:class:`toolplan._environment.Variables`). The environment wins over the project config
+(:mod:`toolplan.project`: ``tools``, ``mcp``, ``store``), which wins over the defaults; flags win
+over both (:meth:`Settings.with_overrides`).
+"""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import NoDecode, SettingsConfigDict
 
 from toolplan._caches import clear_caches, register_cache
+from toolplan._environment import Variables
 from toolplan.analysis import DEFAULT_MAX_STEPS
 from toolplan.analysis.estimates import EstimateSettings
 from toolplan.analysis.reuse import ReuseMode, reuse_mode
@@ -15,6 +24,9 @@ from toolplan.engine.policies import ExecutionOptions, RetryPolicy, TimeoutPolic
 from toolplan.errors import InvalidInput
 from toolplan.plans.limits import InputLimits
 from toolplan.store import DEFAULT_STORE_URI
+
+if TYPE_CHECKING:
+    from toolplan.project import ProjectConfig
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -44,60 +56,21 @@ PlanReuse = ReuseMode
 """Plan reuse before planning a query (:mod:`toolplan.analysis.reuse`)."""
 
 
-def _number(env: Mapping[str, str], name: str, kind: type[float] | type[int]) -> Any:
-    raw = env.get(name)
-    if raw is None or raw == "":
-        return None
-    try:
-        return kind(raw)
-    except ValueError:
-        raise InvalidInput(f"{name}={raw!r} is not a valid {kind.__name__}") from None
+class _PlannerVariables(Variables):
+    """The variables of :class:`PlannerSettings`: ``TOOLPLAN_`` and the field's name, and
+    OpenAI's own two."""
 
-
-def _flag(env: Mapping[str, str], name: str) -> bool | None:
-    raw = (env.get(name) or "").strip().lower()
-    if not raw:
-        return None
-    if raw in ("1", "true", "yes", "on"):
-        return True
-    if raw in ("0", "false", "no", "off"):
-        return False
-    raise InvalidInput(f"{name}={raw!r} is not a yes/no value; use 1 or 0")
-
-
-def _timeout_policy(env: Mapping[str, str]) -> TimeoutPolicy:
-    """The adaptive-timeout policy from ``TOOLPLAN_ADAPTIVE_TIMEOUTS`` (on unless 0),
-    ``TOOLPLAN_TIMEOUT_MIN_OBSERVATIONS``, ``TOOLPLAN_TIMEOUT_FACTOR`` and
-    ``TOOLPLAN_TIMEOUT_HISTORY``."""
-    values: dict[str, Any] = {}
-    enabled = _flag(env, "TOOLPLAN_ADAPTIVE_TIMEOUTS")
-    if enabled is not None:
-        values["enabled"] = enabled
-    for name, key, kind in (
-        ("TOOLPLAN_TIMEOUT_MIN_OBSERVATIONS", "min_observations", int),
-        ("TOOLPLAN_TIMEOUT_FACTOR", "factor", float),
-        ("TOOLPLAN_TIMEOUT_HISTORY", "history", int),
-    ):
-        value = _number(env, name, kind)
-        if value is not None:
-            values[key] = value
-    try:
-        return TimeoutPolicy(**values)
-    except ValueError as error:
-        raise InvalidInput(str(error)) from None
-
-
-def _estimate_settings(env: Mapping[str, str], concurrency: int) -> EstimateSettings:
-    """Plan estimates: ``TOOLPLAN_ESTIMATE_DEFAULT_MS`` (a tool never seen), ``TOOLPLAN_PRICES``
-    (the price table file) and the concurrency limit the schedule is estimated under."""
-    default_ms = _number(env, "TOOLPLAN_ESTIMATE_DEFAULT_MS", float)
-    if default_ms is not None and default_ms < 0:
-        raise InvalidInput(f"TOOLPLAN_ESTIMATE_DEFAULT_MS={default_ms:g} must not be negative")
-    return EstimateSettings(
-        default_ms=EstimateSettings.default_ms if default_ms is None else default_ms,
-        prices_file=(env.get("TOOLPLAN_PRICES") or "").strip() or None,
-        concurrency=concurrency,
-    )
+    model: str | None = None
+    max_repairs: int | None = None
+    confidence_threshold: float | None = None
+    structured_method: StructuredMethod | None = None
+    llm_timeout: float | None = None
+    llm_retries: int | None = None
+    openai_api_key: str | None = Field(None, validation_alias="OPENAI_API_KEY", repr=False)
+    openai_base_url: str | None = Field(None, validation_alias="OPENAI_BASE_URL")
+    prompts_dir: str | None = None
+    llm_max_tokens: int | None = None
+    typed_schema_max_tools: int | None = None
 
 
 @dataclass(frozen=True)
@@ -145,27 +118,20 @@ class PlannerSettings:
             )
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> PlannerSettings:
-        """The planner's settings from environment variables."""
-        values: dict[str, Any] = {
-            "model": env.get("TOOLPLAN_MODEL") or DEFAULT_MODEL,
-            "structured_method": env.get("TOOLPLAN_STRUCTURED_METHOD") or "function_calling",
-            "openai_api_key": env.get("OPENAI_API_KEY") or None,
-            "openai_base_url": env.get("OPENAI_BASE_URL") or None,
-            "prompts_dir": env.get("TOOLPLAN_PROMPTS_DIR") or None,
-        }
-        for name, key, kind in (
-            ("TOOLPLAN_MAX_REPAIRS", "max_repairs", int),
-            ("TOOLPLAN_CONFIDENCE_THRESHOLD", "confidence_threshold", float),
-            ("TOOLPLAN_LLM_TIMEOUT", "llm_timeout", float),
-            ("TOOLPLAN_LLM_RETRIES", "llm_retries", int),
-            ("TOOLPLAN_LLM_MAX_TOKENS", "llm_max_tokens", int),
-            ("TOOLPLAN_TYPED_SCHEMA_MAX_TOOLS", "typed_schema_max_tools", int),
-        ):
-            value = _number(env, name, kind)
-            if value is not None:
-                values[key] = value
-        return cls(**values)
+    def from_env(cls, env: Mapping[str, str] | None = None) -> PlannerSettings:
+        """The planner's settings from environment variables (default ``os.environ``)."""
+        return cls(**_PlannerVariables.read(env).given())
+
+
+class _TemporalVariables(Variables):
+    """The variables of :class:`TemporalSettings`: ``TOOLPLAN_TEMPORAL_`` and the field's name."""
+
+    model_config = SettingsConfigDict(env_prefix="TOOLPLAN_TEMPORAL_")
+
+    address: str | None = None
+    namespace: str | None = None
+    task_queue: str | None = None
+    heartbeat_seconds: float | None = Field(None, validation_alias="TOOLPLAN_TEMPORAL_HEARTBEAT")
 
 
 @dataclass(frozen=True)
@@ -203,17 +169,81 @@ class TemporalSettings:
         return self.address is not None
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> TemporalSettings:
-        """The Temporal settings from environment variables."""
-        values: dict[str, Any] = {
-            "address": (env.get("TOOLPLAN_TEMPORAL_ADDRESS") or "").strip() or None,
-            "namespace": env.get("TOOLPLAN_TEMPORAL_NAMESPACE") or "default",
-            "task_queue": env.get("TOOLPLAN_TEMPORAL_TASK_QUEUE") or "toolplan",
-        }
-        heartbeat = _number(env, "TOOLPLAN_TEMPORAL_HEARTBEAT", float)
-        if heartbeat is not None:
-            values["heartbeat_seconds"] = heartbeat
-        return cls(**values)
+    def from_env(cls, env: Mapping[str, str] | None = None) -> TemporalSettings:
+        """The Temporal settings from environment variables (default ``os.environ``)."""
+        return cls(**_TemporalVariables.read(env).given())
+
+
+class _SettingsVariables(Variables):
+    """The variables :class:`Settings` reads itself: ``TOOLPLAN_`` and the field's name."""
+
+    store: str | None = None
+    tools: Annotated[tuple[str, ...] | None, NoDecode] = None  # comma-separated, not JSON
+    mcp: str | None = None
+    max_steps: int | None = None
+    concurrency: int | None = None
+    timeout: float | None = None
+    backoff: float | None = None
+    lease_seconds: float | None = None
+    cancel_poll: float | None = None
+    cache_ttl: float | None = None
+    output_limit_bytes: int | None = None
+    graph_checkpoints: bool | None = None
+    adaptive_timeouts: bool | None = None
+    timeout_min_observations: int | None = None
+    timeout_factor: float | None = None
+    timeout_history: int | None = None
+    estimate_default_ms: Annotated[float, Field(ge=0)] | None = None
+    prices: str | None = None
+    plan_reuse: ReuseMode | None = None
+
+    @field_validator("tools", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return tuple(module.strip() for module in value.split(",") if module.strip())
+        return value
+
+    @field_validator("plan_reuse", mode="before")
+    @classmethod
+    def _reuse_mode(cls, value: Any) -> Any:
+        # The one parser of the mode (batch files use it too): any case, its own message.
+        return reuse_mode(value) if isinstance(value, str) else value
+
+    def execution(self) -> ExecutionOptions:
+        """The execution options, retries and adaptive timeouts these variables set."""
+        try:
+            return ExecutionOptions(
+                retry=RetryPolicy(**self.given(initial_backoff="backoff")),
+                timeouts=TimeoutPolicy(
+                    **self.given(
+                        enabled="adaptive_timeouts",
+                        min_observations="timeout_min_observations",
+                        factor="timeout_factor",
+                        history="timeout_history",
+                    )
+                ),
+                **self.given(
+                    concurrency="concurrency",
+                    default_timeout="timeout",
+                    lease_seconds="lease_seconds",
+                    cancel_poll="cancel_poll",
+                    cache_ttl="cache_ttl",
+                    output_limit_bytes="output_limit_bytes",
+                    graph_checkpoints="graph_checkpoints",
+                ),
+            )
+        except ValueError as error:
+            raise InvalidInput(str(error)) from None
+
+
+def _from_project(config: ProjectConfig | None) -> dict[str, Any]:
+    """What the project config sets, as the fields of :class:`_SettingsVariables` it fills
+    when no variable does."""
+    if config is None:
+        return {}
+    values = {"tools": config.tools, "mcp": config.mcp, "store": config.store}
+    return {key: value for key, value in values.items() if value}
 
 
 @dataclass(frozen=True)
@@ -276,53 +306,27 @@ class Settings:
         from toolplan.project import default_store_uri, find_project, make_importable
 
         use_project = env is None if project is None else project
-        env = os.environ if env is None else env
         config = find_project() if use_project else None
         make_importable(config)
-        tools = env.get("TOOLPLAN_TOOLS")
-        modules = tuple(m.strip() for m in tools.split(",") if m.strip()) if tools else None
-        if modules is None and config is not None and config.tools:
-            modules = config.tools
-        mcp = env.get("TOOLPLAN_MCP") or (config.mcp if config else None)
-        store = env.get("TOOLPLAN_STORE") or (config.store if config else None)
-        if not store:
-            store = default_store_uri(config) if use_project else DEFAULT_STORE_URI
-        retry = RetryPolicy()
-        backoff = _number(env, "TOOLPLAN_BACKOFF", float)
-        if backoff is not None:
-            retry = replace(retry, initial_backoff=backoff)
-        options: dict[str, Any] = {"retry": retry, "timeouts": _timeout_policy(env)}
-        checkpoints = _flag(env, "TOOLPLAN_GRAPH_CHECKPOINTS")
-        if checkpoints is not None:
-            options["graph_checkpoints"] = checkpoints
-        for name, key, kind in (
-            ("TOOLPLAN_CONCURRENCY", "concurrency", int),
-            ("TOOLPLAN_TIMEOUT", "default_timeout", float),
-            ("TOOLPLAN_LEASE_SECONDS", "lease_seconds", float),
-            ("TOOLPLAN_CANCEL_POLL", "cancel_poll", float),
-            ("TOOLPLAN_CACHE_TTL", "cache_ttl", float),
-            ("TOOLPLAN_OUTPUT_LIMIT_BYTES", "output_limit_bytes", int),
-        ):
-            value = _number(env, name, kind)
-            if value is not None:
-                options[key] = value
-        try:
-            execution = ExecutionOptions(**options)
-        except ValueError as error:
-            raise InvalidInput(str(error)) from None
+        read = _SettingsVariables.read(env, fallback=_from_project(config))
+        store = read.store or (default_store_uri(config) if use_project else DEFAULT_STORE_URI)
+        execution = read.execution()
         return cls(
             store_uri=store,
-            tool_modules=modules or DEFAULT_TOOL_MODULES,
-            max_steps=_number(env, "TOOLPLAN_MAX_STEPS", int) or DEFAULT_MAX_STEPS,
+            tool_modules=read.tools or DEFAULT_TOOL_MODULES,
+            max_steps=read.max_steps or DEFAULT_MAX_STEPS,
             execution=execution,
-            mcp_config=mcp or None,
+            mcp_config=read.mcp,
             planner=PlannerSettings.from_env(env),
             limits=InputLimits.from_env(env),
-            tool_sources_given=bool(modules or mcp),
+            tool_sources_given=bool(read.tools or read.mcp),
             project_file=str(config.path) if config else None,
             temporal=TemporalSettings.from_env(env),
-            plan_reuse=reuse_mode(env.get("TOOLPLAN_PLAN_REUSE")),
-            estimates=_estimate_settings(env, execution.concurrency),
+            estimates=EstimateSettings(
+                concurrency=execution.concurrency,
+                **read.given(default_ms="estimate_default_ms", prices_file="prices"),
+            ),
+            **read.given(plan_reuse="plan_reuse"),
         )
 
     def with_overrides(

@@ -9,6 +9,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).parents[2]
 PACKAGE = ROOT / "packages" / "toolplan"
+BASE = {"errors", "_caches", "_blocking", "_lazy", "_environment"}
 
 
 def table_rows() -> list[tuple[str, str]]:
@@ -42,7 +43,7 @@ def test_the_rows_are_the_contracts_layers_in_order() -> None:
     assert len(rows) == len(layers)
     for (first, _), layer in zip(rows, layers, strict=True):
         if first == "base":
-            assert all(name in {"errors", "_caches", "_blocking", "_lazy"} for name in layer)
+            assert set(layer) == BASE
         else:
             assert row_packages(first) == layer
 
@@ -50,7 +51,7 @@ def test_the_rows_are_the_contracts_layers_in_order() -> None:
 def test_every_module_is_named_in_its_row() -> None:
     rows = dict(table_rows())
     by_package = {name: cell for first, cell in rows.items() for name in row_packages(first)}
-    by_package.update(dict.fromkeys(["errors", "_caches", "_blocking", "_lazy"], rows["base"]))
+    by_package.update(dict.fromkeys(BASE, rows["base"]))
     missing = []
     for path in sorted(PACKAGE.rglob("*.py")):
         parts = path.relative_to(PACKAGE).with_suffix("").parts

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from toolplan.config import Settings, clear_caches
+from toolplan.config import DEFAULT_MODEL, DEFAULT_TOOL_MODULES, Settings, clear_caches
 from toolplan.errors import InvalidInput
+from toolplan.plans.limits import InputLimits
 
 README = (Path(__file__).parents[2] / "README.md").read_text()
 
@@ -97,6 +99,126 @@ def test_settings_read_every_documented_environment_variable() -> None:
         Settings.from_env({"TOOLPLAN_STRUCTURED_METHOD": "xml"})
     with pytest.raises(InvalidInput, match="TOOLPLAN_PLAN_REUSE must be off, exact or parametric"):
         Settings.from_env({"TOOLPLAN_PLAN_REUSE": "always"})
+
+
+PARSED = sorted(
+    name for name, (_, _, expected) in SAMPLES.items() if isinstance(expected, (bool, int, float))
+)
+"""The variables whose values are numbers or yes/no flags."""
+
+
+@pytest.mark.parametrize("name", PARSED)
+def test_a_value_that_does_not_parse_names_its_variable(name: str) -> None:
+    with pytest.raises(InvalidInput, match=f"^{name}='junk' is not a ") as caught:
+        Settings.from_env({name: "junk"})
+    assert caught.value.__cause__ is None and caught.value.__suppress_context__  # no pydantic
+
+
+def _refused(read: Callable[[dict[str, str]], object], env: dict[str, str]) -> str:
+    with pytest.raises(InvalidInput) as caught:
+        read(env)
+    return str(caught.value)
+
+
+def test_every_bad_value_of_a_settings_class_is_named_at_once() -> None:
+    bad = {"TOOLPLAN_CONCURRENCY": "many", "TOOLPLAN_TIMEOUT": "long"}
+    assert _refused(Settings.from_env, bad) == (
+        "TOOLPLAN_CONCURRENCY='many' is not a whole number; TOOLPLAN_TIMEOUT='long' is not a number"
+    )
+    assert _refused(Settings.from_env, {"TOOLPLAN_ESTIMATE_DEFAULT_MS": "-1"}) == (
+        "TOOLPLAN_ESTIMATE_DEFAULT_MS='-1' must not be negative"
+    )
+    assert _refused(InputLimits.from_env, {"TOOLPLAN_MAX_DEPTH": "0"}) == (
+        "TOOLPLAN_MAX_DEPTH='0' must be at least 1"
+    )
+    assert _refused(Settings.from_env, {"TOOLPLAN_STRUCTURED_METHOD": "xml"}) == (
+        "TOOLPLAN_STRUCTURED_METHOD='xml'; use function_calling or json_schema"
+    )
+
+
+def test_variables_are_read_by_their_exact_names_stripped_and_blank_is_unset() -> None:
+    assert Settings.from_env({}) == Settings()  # no variable: every class's own defaults
+    assert Settings.from_env({"toolplan_concurrency": "3", "Toolplan_Model": "x:y"}) == Settings()
+    stripped = Settings.from_env(
+        {
+            "TOOLPLAN_CONCURRENCY": " 3 ",
+            "TOOLPLAN_GRAPH_CHECKPOINTS": " off ",
+            "TOOLPLAN_MODEL": " ",
+        }
+    )
+    assert stripped.execution.concurrency == 3 and not stripped.execution.graph_checkpoints
+    assert stripped.planner.model == DEFAULT_MODEL
+    assert Settings.from_env({"TOOLPLAN_PLAN_REUSE": " Parametric "}).plan_reuse == "parametric"
+    assert Settings.from_env({"TOOLPLAN_MAX_PLAN_BYTES": "2_000"}).limits.max_plan_bytes == 2000
+
+
+def test_a_given_mapping_is_the_whole_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOOLPLAN_MODEL", "openai:from-os")
+    monkeypatch.setenv("TOOLPLAN_MAX_DEPTH", "7")
+    assert Settings.from_env({}).planner.model == DEFAULT_MODEL
+    assert Settings.from_env({}).limits.max_depth == InputLimits().max_depth
+    from_os = Settings.from_env(project=False)
+    assert (from_os.planner.model, from_os.limits.max_depth) == ("openai:from-os", 7)
+
+
+def test_the_environment_wins_over_the_project_config_over_the_defaults(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "toolplan.toml").write_text(
+        'tools = ["blog"]\nmcp = "m.json"\nstore = "sqlite:///p.db"\n'
+    )
+    monkeypatch.chdir(tmp_path)
+
+    def chosen(env: dict[str, str]) -> tuple[object, ...]:
+        settings = Settings.from_env(env, project=True)
+        return settings.tool_modules, settings.mcp_config, settings.store_uri
+
+    project = (("blog",), str(tmp_path / "m.json"), f"sqlite:///{tmp_path / 'p.db'}")
+    assert chosen({}) == project
+    env = {
+        "TOOLPLAN_TOOLS": "weather",
+        "TOOLPLAN_MCP": "e.json",
+        "TOOLPLAN_STORE": "sqlite:///e.db",
+    }
+    assert chosen(env) == (("weather",), "e.json", "sqlite:///e.db")
+    assert chosen(dict.fromkeys(env, "")) == project  # an empty variable is unset
+    assert chosen({"TOOLPLAN_TOOLS": "weather"}) == (("weather",), *project[1:])  # one by one
+    (tmp_path / "toolplan.toml").write_text("")
+    default = (DEFAULT_TOOL_MODULES, None, f"sqlite:///{tmp_path / '.toolplan' / 'toolplan.db'}")
+    assert chosen({}) == default
+
+
+def test_flags_win_over_the_environment() -> None:
+    env = {
+        "TOOLPLAN_STORE": "sqlite:///e.db",
+        "TOOLPLAN_TOOLS": "blog",
+        "TOOLPLAN_MCP": "e.json",
+        "TOOLPLAN_CONCURRENCY": "3",
+        "TOOLPLAN_MAX_STEPS": "7",
+        "TOOLPLAN_TEMPORAL_ADDRESS": "e:7233",
+    }
+    settings = Settings.from_env(env)
+    assert settings.with_overrides() == settings  # no flag, no change
+    flagged = settings.with_overrides(
+        store_uri="sqlite:///f.db",
+        tool_modules=["weather"],
+        mcp_config="f.json",
+        concurrency=5,
+        fail_fast=True,
+        max_steps=9,
+        no_cache=True,
+        temporal_address="f:7233",
+    )
+    assert (flagged.store_uri, flagged.tool_modules, flagged.mcp_config) == (
+        "sqlite:///f.db",
+        ("weather",),
+        "f.json",
+    )
+    assert (flagged.max_steps, flagged.temporal.address) == (9, "f:7233")
+    assert flagged.execution == replace(
+        settings.execution, concurrency=5, fail_fast=True, cache=False
+    )
+    assert flagged.estimates.concurrency == 5
 
 
 def test_settings_are_values_usable_as_cache_keys() -> None:

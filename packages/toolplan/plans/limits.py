@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Annotated, Any
 
+from pydantic import Field
+
+from toolplan._environment import Variables
 from toolplan.errors import InvalidInput, PlanInvalid, ValidationIssue
 
 __all__ = [
@@ -65,26 +67,23 @@ class InputLimits:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> InputLimits:
         """The limits with overrides from ``env`` (default ``os.environ``)."""
-        env = os.environ if env is None else env
-        values: dict[str, int] = {}
-        for name, variable in LIMIT_ENV.items():
-            raw = env.get(variable, "").strip()
-            if not raw:
-                continue
-            try:
-                values[name] = int(raw.replace("_", ""))
-            except ValueError:
-                raise InvalidInput(f"{variable}={raw!r} is not a whole number") from None
-            if values[name] < 1:
-                raise InvalidInput(f"{variable}={raw!r} must be at least 1")
-        return cls(**values)
+        return cls(**_LimitVariables.read(env).given())
+
+
+_Limit = Annotated[int, Field(ge=1)]
+
+
+class _LimitVariables(Variables):
+    """The variables of :class:`InputLimits`: ``TOOLPLAN_`` and the field's name."""
+
+    max_plan_bytes: _Limit | None = None
+    max_string_chars: _Limit | None = None
+    max_depth: _Limit | None = None
+    max_number_digits: _Limit | None = None
 
 
 LIMIT_ENV: dict[str, str] = {
-    "max_plan_bytes": "TOOLPLAN_MAX_PLAN_BYTES",
-    "max_string_chars": "TOOLPLAN_MAX_STRING_CHARS",
-    "max_depth": "TOOLPLAN_MAX_DEPTH",
-    "max_number_digits": "TOOLPLAN_MAX_NUMBER_DIGITS",
+    item.name: _LimitVariables.variable(item.name) for item in fields(InputLimits)
 }
 """The environment variable of each :class:`InputLimits` field."""
 
