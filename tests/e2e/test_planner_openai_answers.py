@@ -91,3 +91,60 @@ async def test_strict_nested_nulls_and_fillers_plan_in_one_call(
     (branch,) = step_schema(llm.requests[0])["properties"]["steps"]["items"]["anyOf"]
     address = branch["properties"]["parameters"]["properties"]["to"]["anyOf"][0]
     assert address["required"] == ["city", "zip", "country"]  # the nested nulls' cause
+
+
+# -- step ids -----------------------------------------------------------------------------------
+
+BLOG = {"name": "Ann", "email": "ann@example.org"}
+
+
+def pattern_of_ids(request: dict[str, Any]) -> str | None:
+    schema = step_schema(request)
+    return schema.get("$defs", {}).get("id", {}).get("pattern") or (
+        schema["properties"]["steps"]["items"].get("properties", {}).get("id", {}).get("pattern")
+    )
+
+
+async def test_step_ids_are_constrained_and_a_duplicate_is_repaired_with_the_hint(
+    llm: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TOOLPLAN_TOOLS", "blog")
+    second = {"name": "Bo", "email": "bo@example.org"}
+    duplicate = plan(step("output", "createAuthor", BLOG), step("output", "createAuthor", second))
+    fixed = plan(
+        step("output", "createAuthor", BLOG),
+        step("output_2", "createAuthor", second),
+        outputs=["output", "output_2"],
+    )
+    llm.script([Reply.structured(duplicate), Reply.structured(fixed)])
+    outcome = await create_plan("create authors Ann and Bo", make_context(tmp_path))
+    assert outcome.llm_calls == 2
+    assert pattern_of_ids(llm.requests[0]) == "^[A-Za-z_][A-Za-z0-9_-]*$"
+    feedback = llm.requests[1]["messages"][-1]["content"]
+    assert "step id 'output' is used more than once (steps 1 and 2)" in feedback
+    assert "give step 2 its own id, e.g. 'output_2'" in feedback
+
+
+@pytest.mark.parametrize("max_tools", ["50", "0"], ids=["typed", "generic"])
+async def test_a_server_that_rejects_the_pattern_gets_the_plain_generic_schema(
+    llm: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, max_tools: str
+) -> None:
+    monkeypatch.setenv("TOOLPLAN_TOOLS", "blog")
+    monkeypatch.setenv("TOOLPLAN_TYPED_SCHEMA_MAX_TOOLS", max_tools)
+    generic = plan(
+        {
+            **step("author", "createAuthor", {}),
+            "parameters": '{"name": "Ann", "email": "ann@example.org"}',
+        }
+    )
+    llm.script(
+        [
+            Reply.error(400, "response_format: 'pattern' is not supported", should_retry=False),
+            Reply.structured(generic),
+        ]
+    )
+    outcome = await create_plan("create author Ann", make_context(tmp_path))
+    assert outcome.ref.status == "planned" and outcome.llm_calls == 1
+    first, second = llm.requests
+    assert pattern_of_ids(first) is not None and pattern_of_ids(second) is None
+    assert "pattern" not in str(step_schema(second))

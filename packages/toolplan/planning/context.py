@@ -47,7 +47,8 @@ class PlannerContext:
     typed_schema_max_tools: int = DEFAULT_TYPED_SCHEMA_MAX_TOOLS
     """Catalogs with more tools (or 0) are planned with the generic schema."""
     schema_fallback: bool = False
-    """Set when the endpoint rejected the typed schema: later calls use the generic one."""
+    """Set when the endpoint rejected the schema it was sent: later calls use the generic one
+    without a ``pattern``, which fits any server."""
     limits: InputLimits = field(default_factory=InputLimits)
     estimates: EstimateSettings | None = None
     """How the stored plan is estimated (``None``: the environment's settings)."""
@@ -60,7 +61,7 @@ class PlannerContext:
     def plan_schema(self) -> PlanSchema:
         """The schema the model answers in (typed, unless too large or rejected)."""
         if self.schema_fallback:
-            return generic_plan_schema()
+            return generic_plan_schema(step_id_pattern=False)
         return _schema_for(self.catalog, self.typed_schema_max_tools, self.method)
 
 

@@ -196,7 +196,7 @@ async def select_tools(
 
     def generic() -> StructuredRequest:
         nonlocal schema
-        ctx.schema_fallback = True  # this endpoint cannot take the typed schema
+        ctx.schema_fallback = True  # this endpoint cannot take the schema it was sent
         schema = ctx.plan_schema()
         messages[0] = planner_messages(ctx, state["query"], prompt, schema)[0]
         return StructuredRequest(messages, schema.schema, schema.strict)
@@ -206,7 +206,7 @@ async def select_tools(
         StructuredRequest(messages, schema.schema, schema.strict),
         usage=state.get("usage"),
         calls=state.get("llm_calls", 0),
-        fallback=generic if schema.kind == "typed" else None,
+        fallback=None if ctx.schema_fallback else generic,
         config=get_config(),  # the run's callbacks: Studio streams the model's tokens
     )
     payload = message_payload(reply.answer.message)
