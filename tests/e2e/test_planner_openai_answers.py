@@ -14,7 +14,9 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
+from tests.e2e.conftest import Cli
 from tests.support.fake_openai import FakeOpenAIServer, Reply
+from tests.support.plans import QUERY, broken_blog_plan
 from toolplan.config import Settings
 from toolplan.planning.context import PlannerContext
 from toolplan.planning.planner import create_plan
@@ -148,3 +150,39 @@ async def test_a_server_that_rejects_the_pattern_gets_the_plain_generic_schema(
     first, second = llm.requests
     assert pattern_of_ids(first) is not None and pattern_of_ids(second) is None
     assert "pattern" not in str(step_schema(second))
+
+
+# -- what a failure cost ------------------------------------------------------------------------
+
+
+def cut_off(usage: tuple[int, int]) -> Reply:
+    """An answer stopped at the output limit: openai's json_schema parse() raises for it."""
+    return Reply.structured(plan(step("a", "createAuthor", BLOG))).with_(
+        finish_reason="length", usage=usage
+    )
+
+
+def test_cli_json_error_of_a_cut_off_plan_shows_what_it_cost(
+    cli_llm: Cli, llm: FakeOpenAIServer
+) -> None:
+    cli_llm.env["TOOLPLAN_STRUCTURED_METHOD"] = "json_schema"
+    cli_llm.env["TOOLPLAN_LLM_MAX_TOKENS"] = "64"
+    llm.script([cut_off((900, 64)), cut_off((900, 128))])
+    done = cli_llm("plan", QUERY, "--json")
+    assert done.code == 3, done.stderr
+    data = done.json()
+    assert "stopped at the output limit" in data["error"]
+    calls = len(llm.requests)
+    assert data["llmCalls"] == calls
+    assert data["usage"] == {"inputTokens": 900 * calls, "outputTokens": sum([64, 128][:calls])}
+
+
+def test_cli_json_error_of_an_unfixable_plan_shows_what_it_cost(
+    cli_llm: Cli, llm: FakeOpenAIServer
+) -> None:
+    llm.script([Reply.structured(broken_blog_plan(), usage=(100, 20))] * 3)
+    done = cli_llm("plan", QUERY, "--json")
+    assert done.code == 2, done.stderr
+    data = done.json()
+    assert data["llmCalls"] == 3 and data["usage"] == {"inputTokens": 300, "outputTokens": 60}
+    assert data["issues"] and "could not produce a valid plan" in data["error"]

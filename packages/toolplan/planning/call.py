@@ -18,6 +18,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
 from toolplan.config import StructuredMethod
+from toolplan.errors import LLMUnavailable, ToolplanError
 from toolplan.planning.llm_errors import llm_errors, schema_rejected, truncated
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "ModelCall",
     "ModelReply",
     "StructuredRequest",
+    "account",
     "add_usage",
     "ask_structured",
     "call_model",
@@ -85,11 +87,20 @@ async def ask_structured(
     config: RunnableConfig | None = None,
 ) -> ModelAnswer:
     """Call ``model`` once for an answer in ``schema``, by ``method`` (``function_calling`` or
-    ``json_schema``), and return the raw message. Client errors propagate untranslated."""
+    ``json_schema``), and return the raw message. Client errors propagate untranslated; an
+    answer cut off at the output limit is an answer (``finish_reason`` ``length``), with its
+    usage, even where the client raises for it."""
     # function calling stays non-strict, as before: strict tools are an OpenAI-only feature
     options: dict[str, Any] = {"strict": strict} if method == "json_schema" else {}
     structured = model.with_structured_output(schema, method=method, include_raw=True, **options)
-    result: Any = await structured.ainvoke(list(messages), config)
+    try:
+        result: Any = await structured.ainvoke(list(messages), config)
+    except Exception as error:
+        if type(error).__name__ != "LengthFinishReasonError":
+            raise
+        # openai's parse() helpers (json_schema) raise for a cut-off answer; its tokens were
+        # still spent, and the completion says how many
+        return _cut_off(error)
     message = result.get("raw") if isinstance(result, dict) else None
     usage = getattr(message, "usage_metadata", None) or {}
     details = usage.get("input_token_details") or {}
@@ -102,6 +113,28 @@ async def ask_structured(
         cached_input_tokens=int(cached) if cached is not None else None,
         finish_reason=metadata.get("finish_reason"),
     )
+
+
+def _cut_off(error: Exception) -> ModelAnswer:
+    usage = getattr(getattr(error, "completion", None), "usage", None)
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None)
+    return ModelAnswer(
+        message=None,
+        input_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+        output_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+        cached_input_tokens=int(cached) if cached is not None else None,
+        finish_reason="length",
+    )
+
+
+def account(error: ToolplanError, calls: int, usage: Mapping[str, int] | None) -> ToolplanError:
+    """``error`` carrying what was spent before it, unless it says so already: ``llmCalls``
+    (answered calls) and ``usage`` (their tokens) in its ``details``, which ``--json`` output and
+    API error extensions show."""
+    error.details.setdefault("llmCalls", calls)
+    error.details.setdefault("usage", dict(usage or {"inputTokens": 0, "outputTokens": 0}))
+    return error
 
 
 def add_usage(usage: Mapping[str, int] | None, answer: ModelAnswer) -> dict[str, int]:
@@ -128,18 +161,22 @@ async def call_model(
 
     Client errors become :class:`~toolplan.errors.LLMUnavailable` (exit 3). If the endpoint
     rejects the request's schema and ``fallback`` is given, the fallback's request is asked
-    instead, once. ``usage`` and ``calls`` are the totals before this call; an answer cut off at
-    the output-token limit raises :class:`~toolplan.planning.llm_errors.LLMOutputTruncated`
-    carrying the totals including it.
+    instead, once. ``usage`` and ``calls`` are the totals before this call; every error carries
+    them (:func:`account`), and an answer cut off at the output-token limit raises
+    :class:`~toolplan.planning.llm_errors.LLMOutputTruncated` carrying the totals including it.
     """
-    with llm_errors(call.spec, endpoint=call.endpoint, max_tokens=call.max_tokens):
-        try:
-            answer = await _ask(call, request, config)
-        except Exception as error:
-            if fallback is None or not schema_rejected(error):
-                raise
-            request = fallback()
-            answer = await _ask(call, request, config)
+    try:
+        with llm_errors(call.spec, endpoint=call.endpoint, max_tokens=call.max_tokens):
+            try:
+                answer = await _ask(call, request, config)
+            except Exception as error:
+                if fallback is None or not schema_rejected(error):
+                    raise
+                request = fallback()
+                answer = await _ask(call, request, config)
+    except LLMUnavailable as error:
+        account(error, calls, usage)
+        raise
     total = add_usage(usage, answer)
     if answer.finish_reason == "length":
         raise truncated(call.spec, call.max_tokens, usage=total, llmCalls=calls + 1)
