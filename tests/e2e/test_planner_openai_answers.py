@@ -162,6 +162,24 @@ def cut_off(usage: tuple[int, int]) -> Reply:
     )
 
 
+@pytest.mark.parametrize("method", ["function_calling", "json_schema"])
+async def test_a_cut_off_plan_is_asked_again_with_twice_the_limit(
+    llm: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, method: str
+) -> None:
+    monkeypatch.setenv("TOOLPLAN_TOOLS", "blog")
+    monkeypatch.setenv("TOOLPLAN_STRUCTURED_METHOD", method)
+    monkeypatch.setenv("TOOLPLAN_LLM_MAX_TOKENS", "64")
+    whole = plan(step("a", "createAuthor", BLOG))
+    llm.script([cut_off((900, 64)), Reply.structured(whole, usage=(900, 70))])
+    outcome = await create_plan("create author Ann", make_context(tmp_path))
+    assert outcome.ref.status == "planned" and outcome.llm_calls == 2
+    assert outcome.usage == {"inputTokens": 1800, "outputTokens": 134}
+    first, second = llm.requests
+    # an OpenAI-compatible server reads max_tokens (langchain also sends max_completion_tokens)
+    assert (first["max_tokens"], second["max_tokens"]) == (64, 128)
+    assert first["messages"] == second["messages"]
+
+
 def test_cli_json_error_of_a_cut_off_plan_shows_what_it_cost(
     cli_llm: Cli, llm: FakeOpenAIServer
 ) -> None:
@@ -172,9 +190,9 @@ def test_cli_json_error_of_a_cut_off_plan_shows_what_it_cost(
     assert done.code == 3, done.stderr
     data = done.json()
     assert "stopped at the output limit" in data["error"]
-    calls = len(llm.requests)
-    assert data["llmCalls"] == calls
-    assert data["usage"] == {"inputTokens": 900 * calls, "outputTokens": sum([64, 128][:calls])}
+    assert "in a retry after a first answer cut off at 64 tokens" in data["error"]
+    assert data["llmCalls"] == 2 == len(llm.requests)
+    assert data["usage"] == {"inputTokens": 1800, "outputTokens": 192}
 
 
 def test_cli_json_error_of_an_unfixable_plan_shows_what_it_cost(

@@ -36,7 +36,8 @@ __all__ = [
 @dataclass(frozen=True)
 class ModelCall:
     """Who answers and how: the model, its ``provider:model`` name, the structured-output
-    method, the endpoint (named in errors) and the output-token limit (named when cut off)."""
+    method, the endpoint (named in errors) and the model's output-token limit (named when cut
+    off)."""
 
     model: BaseChatModel
     spec: str
@@ -69,12 +70,14 @@ class ModelAnswer:
 
 @dataclass(frozen=True)
 class ModelReply:
-    """What :func:`call_model` returns: the answer, the usage so far including it, and the
-    request it answers (the fallback's, when the first was rejected)."""
+    """What :func:`call_model` returns: the answer, the usage so far including it, the request it
+    answers (the fallback's, when the first was rejected) and the calls so far."""
 
     answer: ModelAnswer
     usage: dict[str, int]
     request: StructuredRequest
+    calls: int = 1
+    """The calls made so far, this one included (two when a cut-off answer was asked again)."""
 
 
 async def ask_structured(
@@ -155,32 +158,47 @@ async def call_model(
     usage: Mapping[str, int] | None = None,
     calls: int = 0,
     fallback: Callable[[], StructuredRequest] | None = None,
+    larger: ModelCall | None = None,
+    on_larger: Callable[[ModelCall], None] | None = None,
     config: RunnableConfig | None = None,
 ) -> ModelReply:
     """Ask ``call.model`` for ``request``'s structured answer.
 
     Client errors become :class:`~toolplan.errors.LLMUnavailable` (exit 3). If the endpoint
     rejects the request's schema and ``fallback`` is given, the fallback's request is asked
-    instead, once. ``usage`` and ``calls`` are the totals before this call; every error carries
-    them (:func:`account`), and an answer cut off at the output-token limit raises
-    :class:`~toolplan.planning.llm_errors.LLMOutputTruncated` carrying the totals including it.
+    instead, once. An answer cut off at the output-token limit is asked for once more by
+    ``larger`` (the same model with a larger limit), when given, after telling ``on_larger``.
+    ``usage`` and ``calls`` are the totals before this call; every error carries them with the
+    calls made here (:func:`account`), and an answer cut off at the last limit tried raises
+    :class:`~toolplan.planning.llm_errors.LLMOutputTruncated`.
     """
-    try:
-        with llm_errors(call.spec, endpoint=call.endpoint, max_tokens=call.max_tokens):
-            try:
-                answer = await _ask(call, request, config)
-            except Exception as error:
-                if fallback is None or not schema_rejected(error):
-                    raise
-                request = fallback()
-                answer = await _ask(call, request, config)
-    except LLMUnavailable as error:
-        account(error, calls, usage)
-        raise
-    total = add_usage(usage, answer)
-    if answer.finish_reason == "length":
-        raise truncated(call.spec, call.max_tokens, usage=total, llmCalls=calls + 1)
-    return ModelReply(answer, total, request)
+    current = call
+    for attempt in (call, larger):
+        if attempt is None:
+            break
+        if attempt is not call and on_larger is not None:
+            on_larger(attempt)
+        current = attempt
+        try:
+            with llm_errors(current.spec, endpoint=current.endpoint, max_tokens=current.max_tokens):
+                try:
+                    answer = await _ask(current, request, config)
+                except Exception as error:
+                    if fallback is None or not schema_rejected(error):
+                        raise
+                    request = fallback()
+                    answer = await _ask(current, request, config)
+        except LLMUnavailable as error:
+            account(error, calls, usage)
+            raise
+        fallback = None  # the request was taken: a retry sends it as it is
+        usage, calls = add_usage(usage, answer), calls + 1
+        if answer.finish_reason != "length":
+            return ModelReply(answer, usage, request, calls)
+    first = call.max_tokens if current is not call else None
+    raise truncated(
+        current.spec, current.max_tokens, first_limit=first, usage=usage, llmCalls=calls
+    )
 
 
 async def _ask(

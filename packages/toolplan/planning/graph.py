@@ -207,6 +207,7 @@ async def select_tools(
         usage=state.get("usage"),
         calls=state.get("llm_calls", 0),
         fallback=None if ctx.schema_fallback else generic,
+        larger=ctx.larger_model_call(),
         config=get_config(),  # the run's callbacks: Studio streams the model's tokens
     )
     payload = message_payload(reply.answer.message)
@@ -222,7 +223,7 @@ async def select_tools(
         "errors": errors,
         "unreadable": reading.unreadable,
         "repairs": repairs,
-        "llm_calls": state.get("llm_calls", 0) + 1,
+        "llm_calls": reply.calls,
         "usage": reply.usage,
         "model": ctx.model_name,
         "prompt_version": prompt.version,
