@@ -47,7 +47,9 @@ def plan(
         session = new_session(store, tools, max_steps=max_steps, mcp=mcp)
         try:
             check_text(query_text, "the query", session.settings.limits)
-            planner = planner_context(session, model, max_repairs, confidence_threshold)
+            planner = planner_context(
+                session, model, max_repairs, confidence_threshold, as_json=as_json
+            )
             return run_async(create_plan(query_text, planner, request_id=request_id))
         finally:
             session.close()

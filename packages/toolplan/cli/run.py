@@ -102,7 +102,7 @@ def run(
             query_text,
             open_session,
             planner=lambda session: planner_context(
-                session, model, max_repairs, confidence_threshold
+                session, model, max_repairs, confidence_threshold, as_json=as_json
             ),
             request_id=request_id,
             max_replans=max_replans,
@@ -154,7 +154,9 @@ def run(
                 check_text(query_text, "the query", session.settings.limits)
                 reuse = "off" if no_reuse else session.settings.plan_reuse
                 source: FromQuery | FromDocument = FromQuery(query_text, request_id, reuse)
-                planner = planner_context(session, model, max_repairs, confidence_threshold)
+                planner = planner_context(
+                    session, model, max_repairs, confidence_threshold, as_json=as_json
+                )
             else:
                 assert file is not None
                 source, planner = FromDocument(file, query=query, request_id=request_id), None

@@ -3,6 +3,7 @@ and the command's flags."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -110,12 +111,15 @@ def planner_context(
     model: str | None,
     max_repairs: int | None,
     confidence_threshold: float | None,
+    *,
+    as_json: bool,
 ) -> Any:
     """The planner's context for ``plan`` and ``run``: the session's store and catalog, the model
-    from the flag or the environment."""
+    from the flag or the environment; what planning is doing goes to stderr, as the steps of an
+    execution do, unless the output is ``--json``."""
     from toolplan.planning.setup import planner_context_from_env
 
-    return planner_context_from_env(
+    ctx = planner_context_from_env(
         settings=session.settings,
         store=session.store,
         catalog=session.catalog,
@@ -123,3 +127,4 @@ def planner_context(
         max_repairs=max_repairs,
         confidence_threshold=confidence_threshold,
     )
+    return ctx if as_json else replace(ctx, listener=render.PlanningPrinter(stderr))

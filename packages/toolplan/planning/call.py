@@ -159,7 +159,7 @@ async def call_model(
     calls: int = 0,
     fallback: Callable[[], StructuredRequest] | None = None,
     larger: ModelCall | None = None,
-    on_larger: Callable[[ModelCall], None] | None = None,
+    on_larger: Callable[[ModelCall, int, dict[str, int]], None] | None = None,
     config: RunnableConfig | None = None,
 ) -> ModelReply:
     """Ask ``call.model`` for ``request``'s structured answer.
@@ -167,7 +167,8 @@ async def call_model(
     Client errors become :class:`~toolplan.errors.LLMUnavailable` (exit 3). If the endpoint
     rejects the request's schema and ``fallback`` is given, the fallback's request is asked
     instead, once. An answer cut off at the output-token limit is asked for once more by
-    ``larger`` (the same model with a larger limit), when given, after telling ``on_larger``.
+    ``larger`` (the same model with a larger limit), when given, after telling ``on_larger``
+    (with the calls and usage so far).
     ``usage`` and ``calls`` are the totals before this call; every error carries them with the
     calls made here (:func:`account`), and an answer cut off at the last limit tried raises
     :class:`~toolplan.planning.llm_errors.LLMOutputTruncated`.
@@ -177,7 +178,7 @@ async def call_model(
         if attempt is None:
             break
         if attempt is not call and on_larger is not None:
-            on_larger(attempt)
+            on_larger(attempt, calls, dict(usage or {}))
         current = attempt
         try:
             with llm_errors(current.spec, endpoint=current.endpoint, max_tokens=current.max_tokens):

@@ -15,6 +15,7 @@ from toolplan.analysis.estimates import EstimateSettings
 from toolplan.config import StructuredMethod
 from toolplan.planning.call import ModelCall
 from toolplan.planning.model import retry_max_tokens, with_max_tokens
+from toolplan.planning.progress import PlanningListener
 from toolplan.planning.schema import (
     DEFAULT_TYPED_SCHEMA_MAX_TOOLS,
     PlanSchema,
@@ -52,9 +53,12 @@ class PlannerContext:
     """Set when the endpoint rejected the schema it was sent: later calls use the generic one
     without a ``pattern``, which fits any server."""
     limits: InputLimits = field(default_factory=InputLimits)
+    """The input limits the model's plan must meet, like any other plan."""
     estimates: EstimateSettings | None = None
     """How the stored plan is estimated (``None``: the environment's settings)."""
-    """The input limits the model's plan must meet, like any other plan."""
+    listener: PlanningListener | None = None
+    """Told what planning is doing while the model works (:mod:`toolplan.planning.progress`);
+    the CLI prints it on stderr."""
 
     def model_call(self) -> ModelCall:
         """How this planner calls its model (for :func:`~toolplan.planning.call.call_model`)."""

@@ -10,6 +10,10 @@ generic one: :mod:`toolplan.planning.schema`). Its answer is read leniently wher
 (:func:`toolplan.analysis.dag.analyze`), and every problem of every step goes back to the model in one
 repair round. Invalid plans are never stored.
 
+While the model works, ``select_tools`` tells the planner context's listener and LangGraph's
+custom stream what it is doing: planning, repairing, asking again with a larger output limit, an
+answer back (:mod:`toolplan.planning.progress`).
+
 The system prompt depends only on the catalog and the schema kind, so it is byte-identical from
 one call to the next and servers' prompt caches hit; observed tool statistics follow it in a
 separate message, in coarse buckets.
@@ -41,6 +45,7 @@ from toolplan.errors import InvalidInput, PlanInvalid
 from toolplan.planning.call import StructuredRequest, call_model
 from toolplan.planning.context import PlannerContext
 from toolplan.planning.parsing import message_payload, read_plan
+from toolplan.planning.progress import PlanningEvent, PlanningEventKind, notify
 from toolplan.planning.prompts import (
     Prompt,
     load_prompt,
@@ -194,6 +199,25 @@ async def select_tools(
         problems = "\n".join(f"- {error}" for error in state["errors"])
         messages.append(HumanMessage(repair_prompt.render(previous_plan=previous, errors=problems)))
 
+    def tell(kind: PlanningEventKind, calls: int, usage: Any, **details: Any) -> None:
+        event = PlanningEvent(
+            kind,
+            ctx.model_name,
+            attempt=repairs + 1,
+            attempts=ctx.max_repairs + 1,
+            elapsed_ms=(time.time() - started_at) * 1000,
+            llm_calls=calls,
+            usage=dict(usage or {"inputTokens": 0, "outputTokens": 0}),
+            **details,
+        )
+        notify(event, ctx.listener, runtime.stream_writer)
+
+    calls, usage = state.get("llm_calls", 0), state.get("usage")
+    if repairs:
+        tell("repairing", calls, usage, problem=state["errors"][0], problems=len(state["errors"]))
+    else:
+        tell("planning", calls, usage)
+
     def generic() -> StructuredRequest:
         nonlocal schema
         ctx.schema_fallback = True  # this endpoint cannot take the schema it was sent
@@ -204,14 +228,19 @@ async def select_tools(
     reply = await call_model(
         ctx.model_call(),
         StructuredRequest(messages, schema.schema, schema.strict),
-        usage=state.get("usage"),
-        calls=state.get("llm_calls", 0),
+        usage=usage,
+        calls=calls,
         fallback=None if ctx.schema_fallback else generic,
         larger=ctx.larger_model_call(),
+        on_larger=lambda larger, calls, usage: tell(
+            "retrying", calls, usage, max_tokens=larger.max_tokens
+        ),
         config=get_config(),  # the run's callbacks: Studio streams the model's tokens
     )
     payload = message_payload(reply.answer.message)
     reading = read_plan(payload, ctx.catalog)
+    steps = len(reading.data["steps"]) if reading.data is not None else None
+    tell("answered", reply.calls, reply.usage, steps=steps)
     errors = [issue.message for issue in reading.issues]
     if payload is None:
         errors = ["the answer was empty: return the plan as one JSON object"]
