@@ -213,7 +213,7 @@ async def select_tools(
         notify(event, ctx.listener, runtime.stream_writer)
 
     calls, usage = state.get("llm_calls", 0), state.get("usage")
-    if repairs:
+    if state.get("errors"):
         tell("repairing", calls, usage, problem=state["errors"][0], problems=len(state["errors"]))
     else:
         tell("planning", calls, usage)
