@@ -168,16 +168,13 @@ async def call_model(
     rejects the request's schema and ``fallback`` is given, the fallback's request is asked
     instead, once. An answer cut off at the output-token limit is asked for once more by
     ``larger`` (the same model with a larger limit), when given, after telling ``on_larger``
-    (with the calls and usage so far).
-    ``usage`` and ``calls`` are the totals before this call; every error carries them with the
-    calls made here (:func:`account`), and an answer cut off at the last limit tried raises
-    :class:`~toolplan.planning.llm_errors.LLMOutputTruncated`.
+    (with the calls and usage so far). ``usage`` and ``calls`` are the totals before this call;
+    every error carries them with the calls made here (:func:`account`), and an answer cut off at
+    the last limit tried raises :class:`~toolplan.planning.llm_errors.LLMOutputTruncated`.
     """
     current = call
-    for attempt in (call, larger):
-        if attempt is None:
-            break
-        if attempt is not call and on_larger is not None:
+    for attempt in [call] if larger is None else [call, larger]:
+        if attempt is larger and on_larger is not None:
             on_larger(attempt, calls, dict(usage or {}))
         current = attempt
         try:
