@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
     from toolplan.pipeline.flow import Planned, PlanSource, ReviewPolicy, RunOutcome
     from toolplan.planning.context import PlannerContext
     from toolplan.planning.planner import PlanningOutcome
+    from toolplan.planning.progress import PlanningListener
     from toolplan.tools.sources import ToolSources
 
 __all__ = ["Document", "Toolplan"]
@@ -200,10 +202,12 @@ class Toolplan:
         model: str | BaseChatModel | None = None,
         max_repairs: int | None = None,
         confidence_threshold: float | None = None,
+        listener: PlanningListener | None = None,
     ) -> PlannerContext:
         """The planner's context: this client's store and tools, the model (``model``, else the
         client's, else ``settings.planner.model``) and the planner settings, with the overrides
-        given. Built once per distinct overrides (setting up a model costs time)."""
+        given; ``listener`` is told what planning is doing while the model works. Built once per
+        distinct overrides (setting up a model costs time)."""
         model = model if model is not None else self.model
         key = (
             id(model) if model is not None and not isinstance(model, str) else model,
@@ -213,7 +217,7 @@ class Toolplan:
         with self._lock:
             found = self._planners.get(key)
         if found is not None:
-            return found
+            return found if listener is None else replace(found, listener=listener)
         from toolplan.planning.setup import build_planner_context
 
         built = build_planner_context(
@@ -225,7 +229,8 @@ class Toolplan:
             confidence_threshold=confidence_threshold,
         )
         with self._lock:
-            return self._planners.setdefault(key, built)
+            built = self._planners.setdefault(key, built)
+        return built if listener is None else replace(built, listener=listener)
 
     # -- plans -----------------------------------------------------------------------------
 
@@ -271,15 +276,20 @@ class Toolplan:
         meta: Mapping[str, Any] | None = None,
         max_repairs: int | None = None,
         confidence_threshold: float | None = None,
+        on_planning: PlanningListener | None = None,
     ) -> PlanningOutcome:
         """Plan ``query`` with the model in one round-trip (plus bounded repairs), validate and
-        store it; ``context`` is more for the planner after the query (a replan's)."""
+        store it; ``context`` is more for the planner after the query (a replan's);
+        ``on_planning`` is told what planning is doing (``planning with MODEL…``, repairs)."""
         from toolplan.planning.planner import create_plan
         from toolplan.plans.limits import check_text
 
         check_text(query, "the query", self.settings.limits)  # before any model setup
         planner = await asyncio.to_thread(
-            self.planner_context, max_repairs=max_repairs, confidence_threshold=confidence_threshold
+            self.planner_context,
+            max_repairs=max_repairs,
+            confidence_threshold=confidence_threshold,
+            listener=on_planning,
         )
         return await create_plan(query, planner, request_id=request_id, context=context, meta=meta)
 
@@ -339,6 +349,7 @@ class Toolplan:
         options: ExecutionOptions | None = None,
         max_repairs: int | None = None,
         confidence_threshold: float | None = None,
+        on_planning: PlanningListener | None = None,
     ) -> RunOutcome:
         """Obtain a stored plan, pass it through the review gate and execute it.
 
@@ -361,6 +372,7 @@ class Toolplan:
                 self.planner_context,
                 max_repairs=max_repairs,
                 confidence_threshold=confidence_threshold,
+                listener=on_planning,
             )
         ctx = await asyncio.to_thread(self.execution_context, listener=on_event, options=options)
         return await plan_then_execute(
@@ -387,6 +399,7 @@ class Toolplan:
         on_planned: Callable[[Planned], None] | None = None,
         max_repairs: int | None = None,
         confidence_threshold: float | None = None,
+        on_planning: PlanningListener | None = None,
     ) -> AgentOutcome:
         """Plan ``query``, execute the plan and answer it: the model reads the results and
         answers, or asks for a new plan (at most ``max_replans`` times), stored as a new version
@@ -398,7 +411,10 @@ class Toolplan:
 
         check_text(query, "the query", self.settings.limits)
         planner = await asyncio.to_thread(
-            self.planner_context, max_repairs=max_repairs, confidence_threshold=confidence_threshold
+            self.planner_context,
+            max_repairs=max_repairs,
+            confidence_threshold=confidence_threshold,
+            listener=on_planning,
         )
         ctx = AgentContext(
             planner,

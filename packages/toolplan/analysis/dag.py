@@ -27,10 +27,21 @@ from toolplan.plans.templates import (
 )
 from toolplan.tools.catalog import RESERVED_TOOL_NAMES, ToolCatalog
 
-__all__ = ["DEFAULT_MAX_STEPS", "Analysis", "analyze", "check_arguments", "check_tools"]
+__all__ = [
+    "DEFAULT_MAX_STEPS",
+    "STEP_ID_PATTERN",
+    "Analysis",
+    "analyze",
+    "check_arguments",
+    "check_tools",
+]
 
 DEFAULT_MAX_STEPS = 50
-_VALID_STEP_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
+STEP_ID_PATTERN = r"^[A-Za-z_][A-Za-z0-9_-]*$"
+"""What a step id must be to be named by a template (``{{stepId.field}}``). Written without
+escapes, so the planner's structured-output schema can carry it as is: grammar engines
+(llama.cpp's) need the anchors and refuse unknown escapes."""
+_VALID_STEP_ID = re.compile(STEP_ID_PATTERN)
 
 
 @dataclass(frozen=True)
@@ -110,6 +121,26 @@ def _fix_for(value: Any, schema: Mapping[str, Any]) -> str:
     if isinstance(value, int | float | bool) and types == {"string"}:
         return f"; write {json.dumps(str(value))} (a string, in quotes)"
     return ""
+
+
+def _free_id(base: str, taken: set[str]) -> str:
+    """``base_2`` (or ``_3``...): the first such id not in ``taken``, which it joins."""
+    number = 2
+    while f"{base}_{number}" in taken:
+        number += 1
+    taken.add(f"{base}_{number}")
+    return f"{base}_{number}"
+
+
+def _usable_id(step_id: str, taken: set[str]) -> str:
+    """A valid id close to ``step_id``: other characters as ``_``, ``step_`` before a digit."""
+    usable = re.sub(r"[^A-Za-z0-9_-]+", "_", step_id).strip("_") or "step"
+    if not _VALID_STEP_ID.fullmatch(usable):
+        usable = f"step_{usable}"
+    if usable in taken:
+        return _free_id(usable, taken)
+    taken.add(usable)
+    return usable
 
 
 def _close(name: str, known: Iterable[str]) -> str:
@@ -257,14 +288,23 @@ def analyze(
         )
 
     ids: dict[str, Step] = {}
-    for step in plan.steps:
+    taken = {step.id for step in plan.steps}  # a suggested id is free, also of other suggestions
+    for number, step in enumerate(plan.steps, 1):
         if step.id in ids:
-            problem("duplicate", f"step id {step.id!r} is used more than once", step.id)
-        elif not _VALID_STEP_ID.match(step.id):
+            first = plan.steps.index(ids[step.id]) + 1
+            problem(
+                "duplicate",
+                f"step id {step.id!r} is used more than once (steps {first} and {number}): "
+                f"give step {number} its own id, e.g. {_free_id(step.id, taken)!r}, and point "
+                "the templates, dependsOn and outputSteps meant for it at the new id",
+                step.id,
+            )
+        elif not _VALID_STEP_ID.fullmatch(step.id):
             problem(
                 "step-id",
                 f"step id {step.id!r} is not usable in templates: use letters, digits, '_' or "
-                "'-', starting with a letter or '_'",
+                f"'-', starting with a letter or '_', e.g. {_usable_id(step.id, taken)!r}, and "
+                "rename it in the templates, dependsOn and outputSteps that name it",
                 step.id,
             )
         ids.setdefault(step.id, step)

@@ -19,7 +19,7 @@ from toolplan.cli.options import (
     ToolsOption,
 )
 from toolplan.cli.output import emit_json, guard, run_async, stdout
-from toolplan.cli.session import new_client
+from toolplan.cli.session import new_client, planning_progress
 
 if TYPE_CHECKING:
     from toolplan.planning.planner import PlanningOutcome
@@ -51,6 +51,7 @@ def plan(
                     request_id=request_id,
                     max_repairs=max_repairs,
                     confidence_threshold=confidence_threshold,
+                    on_planning=planning_progress(as_json),
                 )
             )
 

@@ -13,14 +13,17 @@ from rich.text import Text
 
 from toolplan.engine.recorder import StepEvent
 from toolplan.engine.result import ExecutionResult
+from toolplan.planning.progress import PlanningEvent
 from toolplan.tools.catalog import ToolInfo
 from toolplan.tools.returns import shown_shape
 
 __all__ = [
     "EXECUTION_STATUS_MEANING",
     "PLAN_STATUS_MEANING",
+    "PlanningPrinter",
     "ProgressPrinter",
     "first_sentence",
+    "planning_line",
     "print_described",
     "print_execution",
     "print_plan",
@@ -364,3 +367,36 @@ def progress_line(event: StepEvent) -> str:
     if event.error:
         line += f": {event.error}"
     return line
+
+
+class PlanningPrinter:
+    """Prints one line per planning event to stderr while the model plans: small models take
+    10 to 60 s, and silence looks like a hang."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+
+    def __call__(self, event: PlanningEvent) -> None:
+        self.console.print(Text(planning_line(event), style="dim"), highlight=False)
+
+
+def planning_line(event: PlanningEvent) -> str:
+    """One planning event as a line of text, e.g. ``planning with openai:gpt-4o-mini…`` or
+    ``repairing (attempt 2 of 3): step 'blog': unknown tool 'createBlg' (+1 more)``."""
+    if event.kind == "planning":
+        return f"planning with {event.model}…"
+    if event.kind == "repairing":
+        more = f" (+{event.problems - 1} more)" if event.problems > 1 else ""
+        problem = short(" ".join((event.problem or "").split()), 160)
+        return f"repairing (attempt {event.attempt} of {event.attempts}): {problem}{more}"
+    if event.kind == "retrying":
+        return (
+            f"the answer stopped at the output limit; asking again with {event.max_tokens} tokens…"
+        )
+    found = "no plan" if event.steps is None else f"{event.steps} step(s)"
+    usage = event.usage
+    return (
+        f"answered after {event.elapsed_ms / 1000:.1f} s: {found}; {event.llm_calls} LLM "
+        f"call(s), {usage.get('inputTokens', 0)} input / {usage.get('outputTokens', 0)} output "
+        "tokens"
+    )

@@ -30,7 +30,7 @@ from toolplan.cli.options import (
     YesOption,
 )
 from toolplan.cli.output import emit_json, finish_execution, guard, run_async, stderr, stdout
-from toolplan.cli.session import new_client, progress, shown_store_uri
+from toolplan.cli.session import new_client, planning_progress, progress, shown_store_uri
 from toolplan.errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -165,6 +165,7 @@ def run(
                     on_event=progress(as_json),
                     max_repairs=max_repairs,
                     confidence_threshold=confidence_threshold,
+                    on_planning=planning_progress(as_json),
                 )
             )
         finally:
@@ -249,6 +250,7 @@ def _run_with_answer(
                     on_planned=show,
                     max_repairs=max_repairs,
                     confidence_threshold=confidence_threshold,
+                    on_planning=planning_progress(as_json),
                 )
             )
 

@@ -10,10 +10,17 @@ from toolplan.cli.output import stderr
 from toolplan.client import Toolplan
 from toolplan.config import Settings
 from toolplan.engine.recorder import EventListener
+from toolplan.planning.progress import PlanningListener
 from toolplan.store.protocol import PlanRecord
 from toolplan.tools.sources import ToolSources
 
-__all__ = ["new_client", "progress", "say_recorded_tools", "shown_store_uri"]
+__all__ = [
+    "new_client",
+    "planning_progress",
+    "progress",
+    "say_recorded_tools",
+    "shown_store_uri",
+]
 
 
 def new_client(
@@ -46,6 +53,12 @@ def new_client(
 def progress(as_json: bool) -> EventListener | None:
     """The listener of a command's executions: progress lines on stderr, none with ``--json``."""
     return None if as_json else render.ProgressPrinter(stderr)
+
+
+def planning_progress(as_json: bool) -> PlanningListener | None:
+    """The listener of a command's planning: what the planner is doing while the model works,
+    on stderr as an execution's steps are; none with ``--json``."""
+    return None if as_json else render.PlanningPrinter(stderr)
 
 
 def say_recorded_tools(record: PlanRecord, sources: ToolSources) -> None:

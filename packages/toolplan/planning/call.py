@@ -18,6 +18,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
 from toolplan.config import StructuredMethod
+from toolplan.errors import LLMUnavailable, ToolplanError
 from toolplan.planning.llm_errors import llm_errors, schema_rejected, truncated
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "ModelCall",
     "ModelReply",
     "StructuredRequest",
+    "account",
     "add_usage",
     "ask_structured",
     "call_model",
@@ -34,7 +36,8 @@ __all__ = [
 @dataclass(frozen=True)
 class ModelCall:
     """Who answers and how: the model, its ``provider:model`` name, the structured-output
-    method, the endpoint (named in errors) and the output-token limit (named when cut off)."""
+    method, the endpoint (named in errors) and the model's output-token limit (named when cut
+    off)."""
 
     model: BaseChatModel
     spec: str
@@ -67,12 +70,14 @@ class ModelAnswer:
 
 @dataclass(frozen=True)
 class ModelReply:
-    """What :func:`call_model` returns: the answer, the usage so far including it, and the
-    request it answers (the fallback's, when the first was rejected)."""
+    """What :func:`call_model` returns: the answer, the usage so far including it, the request it
+    answers (the fallback's, when the first was rejected) and the calls so far."""
 
     answer: ModelAnswer
     usage: dict[str, int]
     request: StructuredRequest
+    calls: int = 1
+    """The calls made so far, this one included (two when a cut-off answer was asked again)."""
 
 
 async def ask_structured(
@@ -85,11 +90,20 @@ async def ask_structured(
     config: RunnableConfig | None = None,
 ) -> ModelAnswer:
     """Call ``model`` once for an answer in ``schema``, by ``method`` (``function_calling`` or
-    ``json_schema``), and return the raw message. Client errors propagate untranslated."""
+    ``json_schema``), and return the raw message. Client errors propagate untranslated; an
+    answer cut off at the output limit is an answer (``finish_reason`` ``length``), with its
+    usage, even where the client raises for it."""
     # function calling stays non-strict, as before: strict tools are an OpenAI-only feature
     options: dict[str, Any] = {"strict": strict} if method == "json_schema" else {}
     structured = model.with_structured_output(schema, method=method, include_raw=True, **options)
-    result: Any = await structured.ainvoke(list(messages), config)
+    try:
+        result: Any = await structured.ainvoke(list(messages), config)
+    except Exception as error:
+        if type(error).__name__ != "LengthFinishReasonError":
+            raise
+        # openai's parse() helpers (json_schema) raise for a cut-off answer; its tokens were
+        # still spent, and the completion says how many
+        return _cut_off(error)
     message = result.get("raw") if isinstance(result, dict) else None
     usage = getattr(message, "usage_metadata", None) or {}
     details = usage.get("input_token_details") or {}
@@ -102,6 +116,28 @@ async def ask_structured(
         cached_input_tokens=int(cached) if cached is not None else None,
         finish_reason=metadata.get("finish_reason"),
     )
+
+
+def _cut_off(error: Exception) -> ModelAnswer:
+    usage = getattr(getattr(error, "completion", None), "usage", None)
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None)
+    return ModelAnswer(
+        message=None,
+        input_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+        output_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+        cached_input_tokens=int(cached) if cached is not None else None,
+        finish_reason="length",
+    )
+
+
+def account(error: ToolplanError, calls: int, usage: Mapping[str, int] | None) -> ToolplanError:
+    """``error`` carrying what was spent before it, unless it says so already: ``llmCalls``
+    (answered calls) and ``usage`` (their tokens) in its ``details``, which ``--json`` output and
+    API error extensions show."""
+    error.details.setdefault("llmCalls", calls)
+    error.details.setdefault("usage", dict(usage or {"inputTokens": 0, "outputTokens": 0}))
+    return error
 
 
 def add_usage(usage: Mapping[str, int] | None, answer: ModelAnswer) -> dict[str, int]:
@@ -122,28 +158,45 @@ async def call_model(
     usage: Mapping[str, int] | None = None,
     calls: int = 0,
     fallback: Callable[[], StructuredRequest] | None = None,
+    larger: ModelCall | None = None,
+    on_larger: Callable[[ModelCall, int, dict[str, int]], None] | None = None,
     config: RunnableConfig | None = None,
 ) -> ModelReply:
     """Ask ``call.model`` for ``request``'s structured answer.
 
     Client errors become :class:`~toolplan.errors.LLMUnavailable` (exit 3). If the endpoint
     rejects the request's schema and ``fallback`` is given, the fallback's request is asked
-    instead, once. ``usage`` and ``calls`` are the totals before this call; an answer cut off at
-    the output-token limit raises :class:`~toolplan.planning.llm_errors.LLMOutputTruncated`
-    carrying the totals including it.
+    instead, once. An answer cut off at the output-token limit is asked for once more by
+    ``larger`` (the same model with a larger limit), when given, after telling ``on_larger``
+    (with the calls and usage so far). ``usage`` and ``calls`` are the totals before this call;
+    every error carries them with the calls made here (:func:`account`), and an answer cut off at
+    the last limit tried raises :class:`~toolplan.planning.llm_errors.LLMOutputTruncated`.
     """
-    with llm_errors(call.spec, endpoint=call.endpoint, max_tokens=call.max_tokens):
+    current = call
+    for attempt in [call] if larger is None else [call, larger]:
+        if attempt is larger and on_larger is not None:
+            on_larger(attempt, calls, dict(usage or {}))
+        current = attempt
         try:
-            answer = await _ask(call, request, config)
-        except Exception as error:
-            if fallback is None or not schema_rejected(error):
-                raise
-            request = fallback()
-            answer = await _ask(call, request, config)
-    total = add_usage(usage, answer)
-    if answer.finish_reason == "length":
-        raise truncated(call.spec, call.max_tokens, usage=total, llmCalls=calls + 1)
-    return ModelReply(answer, total, request)
+            with llm_errors(current.spec, endpoint=current.endpoint, max_tokens=current.max_tokens):
+                try:
+                    answer = await _ask(current, request, config)
+                except Exception as error:
+                    if fallback is None or not schema_rejected(error):
+                        raise
+                    request = fallback()
+                    answer = await _ask(current, request, config)
+        except LLMUnavailable as error:
+            account(error, calls, usage)
+            raise
+        fallback = None  # the request was taken: a retry sends it as it is
+        usage, calls = add_usage(usage, answer), calls + 1
+        if answer.finish_reason != "length":
+            return ModelReply(answer, usage, request, calls)
+    first = call.max_tokens if current is not call else None
+    raise truncated(
+        current.spec, current.max_tokens, first_limit=first, usage=usage, llmCalls=calls
+    )
 
 
 async def _ask(

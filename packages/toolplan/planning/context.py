@@ -14,6 +14,8 @@ from toolplan.analysis import DEFAULT_MAX_STEPS
 from toolplan.analysis.estimates import EstimateSettings
 from toolplan.config import StructuredMethod
 from toolplan.planning.call import ModelCall
+from toolplan.planning.model import retry_max_tokens, with_max_tokens
+from toolplan.planning.progress import PlanningListener
 from toolplan.planning.schema import (
     DEFAULT_TYPED_SCHEMA_MAX_TOOLS,
     PlanSchema,
@@ -43,26 +45,41 @@ class PlannerContext:
     endpoint: str | None = None
     """The model's endpoint, named in error messages (``OPENAI_BASE_URL``)."""
     max_tokens: int | None = None
-    """The model's output-token limit per call, named when an answer is cut off."""
+    """The model's output-token limit per call, named when an answer is cut off; an answer cut
+    off is asked for once more with twice the limit (:meth:`larger_model_call`)."""
     typed_schema_max_tools: int = DEFAULT_TYPED_SCHEMA_MAX_TOOLS
     """Catalogs with more tools (or 0) are planned with the generic schema."""
     schema_fallback: bool = False
-    """Set when the endpoint rejected the typed schema: later calls use the generic one."""
+    """Set when the endpoint rejected the schema it was sent: later calls use the generic one
+    without a ``pattern``, which fits any server."""
     limits: InputLimits = field(default_factory=InputLimits)
+    """The input limits the model's plan must meet, like any other plan."""
     estimates: EstimateSettings | None = None
     """How the stored plan is estimated (``None``: the defaults)."""
     prompts_dir: str | None = None
     """Prompt files to use instead of the shipped ones (``TOOLPLAN_PROMPTS_DIR``)."""
-    """The input limits the model's plan must meet, like any other plan."""
+    listener: PlanningListener | None = None
+    """Told what planning is doing while the model works (:mod:`toolplan.planning.progress`);
+    the CLI prints it on stderr."""
 
     def model_call(self) -> ModelCall:
         """How this planner calls its model (for :func:`~toolplan.planning.call.call_model`)."""
         return ModelCall(self.model, self.model_name, self.method, self.endpoint, self.max_tokens)
 
+    def larger_model_call(self) -> ModelCall | None:
+        """How to ask again after an answer cut off at the output limit: the same model with
+        twice the limit (:func:`~toolplan.planning.model.retry_max_tokens`); ``None`` when the
+        limit is unknown, at its cap, or not one the model lets change."""
+        limit = retry_max_tokens(self.max_tokens) if self.max_tokens else None
+        model = with_max_tokens(self.model, limit) if limit else None
+        if model is None:
+            return None
+        return ModelCall(model, self.model_name, self.method, self.endpoint, limit)
+
     def plan_schema(self) -> PlanSchema:
         """The schema the model answers in (typed, unless too large or rejected)."""
         if self.schema_fallback:
-            return generic_plan_schema()
+            return generic_plan_schema(step_id_pattern=False)
         return _schema_for(self.catalog, self.typed_schema_max_tools, self.method)
 
 

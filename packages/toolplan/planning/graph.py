@@ -10,6 +10,10 @@ generic one: :mod:`toolplan.planning.schema`). Its answer is read leniently wher
 (:func:`toolplan.analysis.dag.analyze`), and every problem of every step goes back to the model in one
 repair round. Invalid plans are never stored.
 
+While the model works, ``select_tools`` tells the planner context's listener and LangGraph's
+custom stream what it is doing: planning, repairing, asking again with a larger output limit, an
+answer back (:mod:`toolplan.planning.progress`).
+
 The system prompt depends only on the catalog and the schema kind, so it is byte-identical from
 one call to the next and servers' prompt caches hit; observed tool statistics follow it in a
 separate message, in coarse buckets.
@@ -27,7 +31,7 @@ from pathlib import Path
 from typing import Any, NotRequired
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
-from langgraph.config import get_config
+from langgraph.config import get_config, get_stream_writer
 from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel, ConfigDict, InstanceOf
 from pydantic.json_schema import SkipJsonSchema
@@ -42,6 +46,7 @@ from toolplan.execution.graph import bind_context, context_resolver
 from toolplan.planning.call import StructuredRequest, call_model
 from toolplan.planning.context import PlannerContext
 from toolplan.planning.parsing import message_payload, read_plan
+from toolplan.planning.progress import PlanningEvent, PlanningEventKind, notify
 from toolplan.planning.prompts import (
     Prompt,
     load_prompt,
@@ -169,9 +174,30 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
         problems = "\n".join(f"- {error}" for error in state["errors"])
         messages.append(HumanMessage(repair_prompt.render(previous_plan=previous, errors=problems)))
 
+    writer = get_stream_writer()  # LangGraph's custom stream (a no-op unless it is asked for)
+
+    def tell(kind: PlanningEventKind, calls: int, usage: Any, **details: Any) -> None:
+        event = PlanningEvent(
+            kind,
+            ctx.model_name,
+            attempt=repairs + 1,
+            attempts=ctx.max_repairs + 1,
+            elapsed_ms=(time.time() - started_at) * 1000,
+            llm_calls=calls,
+            usage=dict(usage or {"inputTokens": 0, "outputTokens": 0}),
+            **details,
+        )
+        notify(event, ctx.listener, writer)
+
+    calls, usage = state.get("llm_calls", 0), state.get("usage")
+    if state.get("errors"):
+        tell("repairing", calls, usage, problem=state["errors"][0], problems=len(state["errors"]))
+    else:
+        tell("planning", calls, usage)
+
     def generic() -> StructuredRequest:
         nonlocal schema
-        ctx.schema_fallback = True  # this endpoint cannot take the typed schema
+        ctx.schema_fallback = True  # this endpoint cannot take the schema it was sent
         schema = ctx.plan_schema()
         messages[0] = planner_messages(ctx, state["query"], prompt, schema)[0]
         return StructuredRequest(messages, schema.schema, schema.strict)
@@ -179,13 +205,19 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
     reply = await call_model(
         ctx.model_call(),
         StructuredRequest(messages, schema.schema, schema.strict),
-        usage=state.get("usage"),
-        calls=state.get("llm_calls", 0),
-        fallback=generic if schema.kind == "typed" else None,
+        usage=usage,
+        calls=calls,
+        fallback=None if ctx.schema_fallback else generic,
+        larger=ctx.larger_model_call(),
+        on_larger=lambda larger, calls, usage: tell(
+            "retrying", calls, usage, max_tokens=larger.max_tokens
+        ),
         config=get_config(),  # the run's callbacks: Studio streams the model's tokens
     )
     payload = message_payload(reply.answer.message)
     reading = read_plan(payload, ctx.catalog)
+    steps = len(reading.data["steps"]) if reading.data is not None else None
+    tell("answered", reply.calls, reply.usage, steps=steps)
     errors = [issue.message for issue in reading.issues]
     if payload is None:
         errors = ["the answer was empty: return the plan as one JSON object"]
@@ -197,7 +229,7 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
         "errors": errors,
         "unreadable": reading.unreadable,
         "repairs": repairs,
-        "llm_calls": state.get("llm_calls", 0) + 1,
+        "llm_calls": reply.calls,
         "usage": reply.usage,
         "model": ctx.model_name,
         "prompt_version": prompt.version,

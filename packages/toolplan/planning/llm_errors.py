@@ -32,14 +32,22 @@ class LLMOutputTruncated(LLMUnavailable):
     """The model stopped at the output-token limit (``finish_reason: length``) mid-answer.
 
     Exit code 3, no repair round: a model that runs away would run away again, and each round
-    costs the whole limit in generation time."""
+    costs the whole limit in generation time. The planner asks once more with a larger limit
+    first (:meth:`~toolplan.planning.context.PlannerContext.larger_model_call`): a plan that is
+    only long then fits."""
 
 
-def truncated(spec: str, max_tokens: int | None, **details: object) -> LLMOutputTruncated:
-    """The error for an answer cut off at the output-token limit."""
+def truncated(
+    spec: str, max_tokens: int | None, *, first_limit: int | None = None, **details: object
+) -> LLMOutputTruncated:
+    """The error for an answer cut off at the output-token limit (``max_tokens``; after a first
+    answer cut off at ``first_limit``, when the call was retried with a larger limit)."""
+    again = (
+        f", in a retry after a first answer cut off at {first_limit} tokens" if first_limit else ""
+    )
     return LLMOutputTruncated(
         f"model {spec!r} stopped at the output limit of {max_tokens or 'its'} tokens before "
-        "finishing the plan (finish_reason 'length'); nothing was stored. Raise "
+        f"finishing the plan (finish_reason 'length'){again}; nothing was stored. Raise "
         "TOOLPLAN_LLM_MAX_TOKENS (or lower --max-steps) if the plan is that long; a model that "
         "repeats itself needs a stronger model",
         details=dict(details),

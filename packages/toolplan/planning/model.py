@@ -15,12 +15,23 @@ from toolplan.errors import InvalidInput, LLMUnavailable
 
 __all__ = [
     "DEFAULT_MODEL",
+    "RETRY_MAX_TOKENS",
     "ModelNotConfigured",
     "create_chat_model",
     "default_max_tokens",
     "model_provider",
     "model_spec",
+    "retry_max_tokens",
+    "with_max_tokens",
 ]
+
+RETRY_MAX_TOKENS = 16_384
+"""The largest output-token limit a retry asks for: a plan at the default step limit takes less
+than half of it, so an answer longer than this is a model repeating itself, not a long plan."""
+
+_LIMIT_FIELDS = ("max_tokens", "max_output_tokens", "num_predict")
+"""Where LangChain chat models keep their output-token limit (OpenAI, Anthropic, Mistral...;
+Google's; Ollama's)."""
 
 
 class ModelNotConfigured(LLMUnavailable):
@@ -31,6 +42,32 @@ def default_max_tokens(max_steps: int) -> int:
     """The planner's output-token limit when ``TOOLPLAN_LLM_MAX_TOKENS`` is not set: room for
     the reasoning plus about 120 tokens per step, up to the plan's step limit."""
     return 400 + 120 * max_steps
+
+
+def retry_max_tokens(max_tokens: int) -> int | None:
+    """The limit for asking again after an answer cut off at ``max_tokens``: twice as many,
+    up to :data:`RETRY_MAX_TOKENS`; ``None`` when that is no larger."""
+    larger = min(2 * max_tokens, max(max_tokens, RETRY_MAX_TOKENS))
+    return larger if larger > max_tokens else None
+
+
+def with_max_tokens(model: BaseChatModel, max_tokens: int) -> BaseChatModel | None:
+    """A copy of ``model`` that answers up to ``max_tokens`` tokens, or ``None`` when ``model``
+    keeps no output-token limit this knows how to change.
+
+    The limit it was built with is replaced wherever it is (:data:`_LIMIT_FIELDS`, and the
+    ``max_tokens`` that :func:`create_chat_model` sends in ``extra_body`` to OpenAI-compatible
+    servers); the copy shares the model's client."""
+    fields = type(model).model_fields
+    update: dict[str, Any] = {
+        name: max_tokens
+        for name in _LIMIT_FIELDS
+        if name in fields and getattr(model, name, None) is not None
+    }
+    extra_body = getattr(model, "extra_body", None)
+    if isinstance(extra_body, dict) and "max_tokens" in extra_body:
+        update["extra_body"] = {**extra_body, "max_tokens": max_tokens}
+    return model.model_copy(update=update) if update else None
 
 
 def model_spec(model: str | None, settings: PlannerSettings) -> str:

@@ -9,8 +9,9 @@ Safe, and done silently:
   stands for a JSON value, so the quotes are added (``"{{tokyo}}"``). Only templates outside string
   literals are touched, so ``"by {{author.name}}"`` stays as it is;
 - ``parameters`` given as an object where the generic schema asks for a JSON string;
-- ``null`` for an optional argument (strict mode makes every argument required-and-nullable):
-  the argument is left out, so the tool's default applies.
+- ``null``, ``""`` or ``"null"`` for an optional argument, at any depth (strict mode makes the
+  model write every argument): the argument is left out, so the tool's default applies
+  (:mod:`toolplan.planning.fillers` has the exact rule).
 
 Everything else is a :class:`~toolplan.errors.ValidationIssue` for the repair loop, and one step's
 unreadable ``parameters`` never hides the other steps: :func:`read_plan` keeps that step (with
@@ -29,6 +30,7 @@ from langchain_core.messages import BaseMessage
 from pydantic import BaseModel
 
 from toolplan.errors import ValidationIssue
+from toolplan.planning.fillers import drop_fillers
 from toolplan.tools.catalog import ToolCatalog
 
 __all__ = [
@@ -184,19 +186,19 @@ def _unwrap(payload: Any) -> Any:
     return payload
 
 
-def _drop_optional_nulls(
+def _without_fillers(
     parameters: dict[str, Any], tool: Any, catalog: ToolCatalog | None
 ) -> dict[str, Any]:
     if catalog is None or not isinstance(tool, str) or tool not in catalog:
         return parameters
-    required = set(catalog.info(tool).parameters.get("required") or [])
-    return {k: v for k, v in parameters.items() if v is not None or k in required}
+    return drop_fillers(parameters, catalog.info(tool).parameters)
 
 
 def read_plan(payload: Any, catalog: ToolCatalog | None = None) -> PlanReading:
     """Turn the model's answer into canonical plan JSON, with every problem as an issue.
 
-    ``catalog`` lets ``null`` optional arguments be dropped (the tool's default applies)."""
+    ``catalog`` lets the optional arguments the model filled with ``null``, ``""`` or ``"null"``
+    be dropped (the tool's default applies)."""
     if isinstance(payload, BaseModel):
         payload = payload.model_dump()
     if isinstance(payload, str):
@@ -269,7 +271,7 @@ def read_plan(payload: Any, catalog: ToolCatalog | None = None) -> PlanReading:
             )
             reading.unreadable.append(str(step_id))
             parameters = {}
-        step["parameters"] = _drop_optional_nulls(parameters, step.get("tool"), catalog)
+        step["parameters"] = _without_fillers(parameters, step.get("tool"), catalog)
         if step.get("dependsOn") is None:
             step["dependsOn"] = []
         elif isinstance(step["dependsOn"], str):

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolplan.analysis.estimates import Estimate
-from toolplan.errors import InvalidInput, PlanInvalid, ValidationIssue
+from toolplan.errors import InvalidInput, PlanInvalid, ToolplanError, ValidationIssue
+from toolplan.planning.call import account
 from toolplan.planning.graph import (
     PlannerContext,
     PlanningGraphContext,
@@ -54,6 +55,7 @@ class PlanningFailed(PlanInvalid):
         super().__init__([ValidationIssue("planner", error) for error in errors])
         self.llm_calls = llm_calls
         self.usage = usage
+        account(self, llm_calls, usage)
         self.message = (
             f"the planner could not produce a valid plan after {llm_calls} LLM call(s); "
             "nothing was stored. Last problems:\n" + "\n".join(f"  - {e}" for e in errors)
@@ -75,7 +77,9 @@ async def create_plan(
     ``meta`` is stored with the plan's planning record (``replanOf``).
 
     Raises :class:`PlanningFailed` (exit 2) when still invalid after ``ctx.max_repairs`` repairs,
-    and :class:`~toolplan.errors.LLMUnavailable` (exit 3) when the model cannot be reached.
+    and :class:`~toolplan.errors.LLMUnavailable` (exit 3) when the model cannot be reached. Every
+    error raised after the model answered once carries ``llmCalls`` and ``usage`` in its
+    ``details``: the calls are paid for whatever happens next.
     """
     if not query.strip():
         raise InvalidInput("the query is empty; say what should be done")
@@ -91,7 +95,17 @@ async def create_plan(
         inputs["meta"] = dict(meta)
     graph = build_planning_graph().compile()
     config: Any = {"recursion_limit": 4 * (ctx.max_repairs + 2)}
-    state: Any = await graph.ainvoke(inputs, config, context=PlanningGraphContext(planner=ctx))
+    state: Any = {}
+    try:
+        # the last values are the result; the ones before, what was spent so far
+        async for values in graph.astream(
+            inputs, config, context=PlanningGraphContext(planner=ctx), stream_mode="values"
+        ):
+            state = values
+    except ToolplanError as error:
+        if state.get("llm_calls"):
+            account(error, state["llm_calls"], state.get("usage"))
+        raise
     usage = state.get("usage") or {"inputTokens": 0, "outputTokens": 0}
     if state.get("status") == "invalid":
         raise PlanningFailed(

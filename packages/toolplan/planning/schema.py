@@ -9,9 +9,14 @@ For strict mode every property is required, so optional arguments become nullabl
 drops the nulls (:mod:`toolplan.planning.parsing`).
 
 **Generic**: ``parameters`` is a JSON object *encoded as a string* and ``tool`` any string. It
-fits any catalog and any server; it is used for catalogs larger than
-``TOOLPLAN_TYPED_SCHEMA_MAX_TOOLS`` tools, when that setting is 0, and for a server that rejected
-the typed schema.
+fits any catalog; it is used for catalogs larger than ``TOOLPLAN_TYPED_SCHEMA_MAX_TOOLS`` tools
+and when that setting is 0. For a server that rejected the schema it was sent, the generic schema
+without a ``pattern`` is the fallback, which fits any server.
+
+Step ids (a step's ``id``, ``dependsOn`` and ``outputSteps``) carry the validator's
+:data:`~toolplan.analysis.dag.STEP_ID_PATTERN` in both schemas, so a grammar-enforcing server
+cannot emit one that a template cannot name (``2d_releases``). OpenAI's strict mode, llama.cpp and
+vLLM accept ``pattern``; a server that does not gets the fallback.
 
 The engine's plan format is the same either way.
 """
@@ -23,6 +28,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from toolplan.analysis.dag import STEP_ID_PATTERN
 from toolplan.config import DEFAULT_TYPED_SCHEMA_MAX_TOOLS
 from toolplan.plans.json_schema import inline_refs
 from toolplan.tools.catalog import ToolCatalog, ToolInfo
@@ -88,15 +94,19 @@ class PlanSchema:
         return len(json.dumps(self.schema, separators=(",", ":")))
 
 
-def _step_common() -> dict[str, Any]:
+def _step_id(pattern: bool) -> dict[str, Any]:
+    return {"type": "string", "pattern": STEP_ID_PATTERN} if pattern else {"type": "string"}
+
+
+def _step_common(pattern: bool) -> dict[str, Any]:
     return {
         "id": {
-            "type": "string",
+            **_step_id(pattern),
             "description": "Unique step id: letters, digits, _ or -, starting with a letter.",
         },
         "dependsOn": {
             "type": "array",
-            "items": {"type": "string"},
+            "items": _step_id(pattern),
             "description": "Ids of steps that must finish first although no template names "
             "them (only for an order the request asks for); usually [].",
         },
@@ -107,7 +117,7 @@ def _step_common() -> dict[str, Any]:
     }
 
 
-def _plan(step_schema: dict[str, Any]) -> dict[str, Any]:
+def _plan(step_schema: dict[str, Any], step_id: dict[str, Any]) -> dict[str, Any]:
     return {
         "title": SCHEMA_NAME,
         "description": _PLAN_DESCRIPTION,
@@ -120,7 +130,7 @@ def _plan(step_schema: dict[str, Any]) -> dict[str, Any]:
             "steps": {"type": "array", "items": step_schema, "description": "The tool calls."},
             "outputSteps": {
                 "type": "array",
-                "items": {"type": "string"},
+                "items": step_id,
                 "description": "Ids of the steps whose outputs answer the request.",
             },
         },
@@ -129,9 +139,10 @@ def _plan(step_schema: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def generic_plan_schema() -> PlanSchema:
-    """``parameters`` as a JSON string, ``tool`` any string: fits every catalog and server."""
-    properties = _step_common()
+def generic_plan_schema(*, step_id_pattern: bool = True) -> PlanSchema:
+    """``parameters`` as a JSON string, ``tool`` any string: fits every catalog; without
+    ``step_id_pattern``, every server too (the fallback)."""
+    properties = _step_common(step_id_pattern)
     step = {
         "type": "object",
         "properties": {
@@ -148,7 +159,7 @@ def generic_plan_schema() -> PlanSchema:
         "required": ["id", "tool", "parameters", "dependsOn", "confidence"],
         "additionalProperties": False,
     }
-    return PlanSchema("generic", _plan(step), strict=True)
+    return PlanSchema("generic", _plan(step, _step_id(step_id_pattern)), strict=True)
 
 
 _TEMPLATE_REF = {"$ref": "#/$defs/template"}
@@ -264,10 +275,10 @@ def typed_plan_schema(catalog: ToolCatalog, *, strict: bool = True) -> PlanSchem
         }
         for info in catalog.infos()
     ]
-    schema = _plan({"anyOf": branches})
+    schema = _plan({"anyOf": branches}, {"$ref": "#/$defs/id"})
     schema["$defs"] = {
-        "id": {"type": "string"},
-        "dependsOn": {"type": "array", "items": {"type": "string"}},
+        "id": _step_id(True),
+        "dependsOn": {"type": "array", "items": {"$ref": "#/$defs/id"}},
         "template": {"type": "string", "pattern": TEMPLATE_PATTERN},
     }
     return PlanSchema("typed", schema, strict=not conversion.free_form)
