@@ -49,9 +49,9 @@ def llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAIServer]:
         yield server
 
 
-def make_context(tmp_path: Path, **kwargs: Any) -> PlannerContext:
+def make_context(tmp_path: Path, *, catalog: Any = None, **kwargs: Any) -> PlannerContext:
     settings = Settings.from_env().with_overrides(store_uri=f"sqlite:///{tmp_path / 'tp.db'}")
-    return Toolplan(settings=settings).planner_context(**kwargs)
+    return Toolplan(settings=settings, tools=catalog).planner_context(**kwargs)
 
 
 def plan(*steps: dict[str, Any], outputs: list[str] | None = None) -> dict[str, Any]:
@@ -87,7 +87,7 @@ async def test_strict_nested_nulls_and_fillers_plan_in_one_call(
     llm.script([Reply.structured(plan(step("send", "ship", written)))])
     outcome = await create_plan("ship it to Berlin", make_context(tmp_path, catalog=SHIP))
     assert outcome.llm_calls == 1 and len(llm.requests) == 1  # no repair round
-    assert outcome.plan["steps"][0]["parameters"] == {"to": {"city": "Berlin", "zip": None}}
+    assert outcome.plan["steps"][0]["parameters"] == {"to": {"city": "Berlin"}}
     json_schema = llm.requests[0]["response_format"]["json_schema"]
     assert json_schema["strict"] is True
     (branch,) = step_schema(llm.requests[0])["properties"]["steps"]["items"]["anyOf"]

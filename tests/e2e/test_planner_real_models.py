@@ -225,23 +225,25 @@ async def test_max_tokens_is_sent_and_a_length_finish_is_a_clear_failure(
 ) -> None:
     monkeypatch.setenv("TOOLPLAN_STRUCTURED_METHOD", "json_schema")
     runaway = Reply.content('{"reasoning": "' + "\\n" * 50).with_(finish_reason="length")
-    llm.script([runaway])
+    llm.script([runaway, runaway])
     with pytest.raises(LLMUnavailable) as caught:
         await create_plan("draft Ideas", make_context(tmp_path))
     assert type(caught.value).__name__ == "LLMOutputTruncated"
-    assert caught.value.exit_code == 3 and len(llm.requests) == 1  # no repair round
-    assert "output limit of 6400 tokens" in caught.value.message  # 400 + 120 x 50 steps
-    assert llm.requests[0]["max_tokens"] == 6400
+    # asked once more with twice the limit, then no repair round
+    assert caught.value.exit_code == 3 and len(llm.requests) == 2
+    assert "output limit of 12800 tokens" in caught.value.message
+    assert "first answer cut off at 6400 tokens" in caught.value.message  # 400 + 120 x 50 steps
+    assert [r["max_tokens"] for r in llm.requests] == [6400, 12800]
 
     monkeypatch.setenv("TOOLPLAN_LLM_MAX_TOKENS", "900")
     llm.script([Reply.structured(blog_plan())])
     await create_plan(QUERY, make_context(tmp_path))
-    assert llm.requests[1]["max_tokens"] == 900
+    assert llm.requests[2]["max_tokens"] == 900
     monkeypatch.delenv("TOOLPLAN_LLM_MAX_TOKENS")
     monkeypatch.setenv("TOOLPLAN_MAX_STEPS", "10")
     llm.script([Reply.structured(blog_plan())])
     await create_plan(QUERY, make_context(tmp_path))
-    assert llm.requests[2]["max_tokens"] == 1600
+    assert llm.requests[3]["max_tokens"] == 1600
 
 
 def test_cli_length_finish_exits_3_without_traceback(cli: Cli, llm: FakeOpenAIServer) -> None:
@@ -249,7 +251,7 @@ def test_cli_length_finish_exits_3_without_traceback(cli: Cli, llm: FakeOpenAISe
     cli.env["TOOLPLAN_STRUCTURED_METHOD"] = "json_schema"
     runaway = Reply.content('{"reasoning": "' + "\\n" * 50).with_(finish_reason="length")
     for args in (("plan", "draft Ideas"), ("plan", "draft Ideas", "--json")):
-        llm.script([runaway])
+        llm.script([runaway, runaway])  # the second at twice the limit
         done = cli(*args)
         assert done.code == 3, done.stderr
         assert "Traceback" not in done.stderr and "LengthFinishReasonError" not in done.stderr
@@ -269,7 +271,8 @@ async def test_a_multi_line_endpoint_error_is_shown_in_full_on_one_line(
         "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', "
         "'type'), 'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema'}"
     )
-    llm.script([Reply.error(500, message, should_retry=False)])
+    # rejected twice: as sent, and as the plain fallback schema without step-id patterns
+    llm.script([Reply.error(500, message, should_retry=False)] * 2)
     with pytest.raises(LLMUnavailable) as caught:
         await create_plan(QUERY, make_context(tmp_path))
     assert "\n" not in caught.value.message

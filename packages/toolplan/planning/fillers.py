@@ -11,8 +11,9 @@ string) or reach the tool in place of its default.
 The rule, applied to the properties an object's schema does **not** list as required, at every
 depth of an argument:
 
-- ``null`` is dropped unless the tool's own schema for that property accepts null (then it is a
-  value the tool was written to take, and it stays);
+- ``null`` is dropped: strict mode made the model write a value for every optional property,
+  and ``null`` is how the schema told it to say "none" (a tool whose optional argument takes
+  null gets its default, which for ``x: T | None = None`` is the same);
 - ``""`` and ``"null"`` are dropped unless the property's schema names that exact string in
   ``enum`` or ``const`` (then it is a choice among the tool's values, not a filler).
 
@@ -29,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from toolplan.plans.json_schema import accepted_types, inline_refs
+from toolplan.plans.json_schema import inline_refs
 
 __all__ = ["FILLER_STRINGS", "drop_fillers"]
 
@@ -71,8 +72,7 @@ def _value(value: Any, schema: Mapping[str, Any]) -> Any:
 
 def _says_no_value(value: Any, schema: Mapping[str, Any]) -> bool:
     if value is None:
-        types = accepted_types(schema)
-        return types is not None and "null" not in types
+        return True
     if isinstance(value, str) and value in FILLER_STRINGS:
         return not _names(schema, value)
     return False
