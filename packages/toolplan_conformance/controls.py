@@ -40,6 +40,19 @@ def test_new_step_fields_round_trip(store: Store) -> None:
     assert stored is not None
     assert (stored.step("s0").timeout, stored.step("s0").timeout_source) == (2.5, "history")
     assert stored.step("s1").cached and stored.step("s1").cache_age_seconds == 12.25
+    assert fresh.reused_from is None and stored.step("s1").reused_from is None
+
+
+def test_a_step_reused_from_an_earlier_version_says_so(store: Store) -> None:
+    execution = started_execution(store, steps=1)
+    store.update_steps(
+        execution.plan_id,
+        [("s0", {"status": "succeeded", "output": {"id": 7}, "reused_from": "plan_x:made"})],
+    )
+    stored = store.get_execution(execution.plan_id)
+    assert stored is not None
+    assert stored.step("s0").reused_from == "plan_x:made"
+    assert stored.step("s0").output == {"id": 7}
 
 
 def test_cancel_of_a_plan_never_executed_records_it_cancelled(store: Store) -> None:

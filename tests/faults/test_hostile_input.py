@@ -17,6 +17,7 @@ import pytest
 import toolplan
 from tests.e2e import cli_cases
 from tests.e2e.conftest import Cli
+from toolplan.config import Settings
 from toolplan.errors import InvalidInput, PlanInvalid
 from toolplan.plans.limits import InputLimits, check_json, check_text
 from toolplan.plans.templates import find_templates, malformed_templates, resolve
@@ -209,10 +210,9 @@ def test_limits_unit() -> None:
     with pytest.raises(InvalidInput, match="byte 0xff"):
         check_text("abc\udcff", "the query", limits)
     with pytest.raises(InvalidInput, match="TOOLPLAN_MAX_DEPTH"):
-        InputLimits.from_env({"TOOLPLAN_MAX_DEPTH": "deep"})
-    assert (
-        InputLimits.from_env({"TOOLPLAN_MAX_PLAN_BYTES": "2_000_000"}).max_plan_bytes == 2_000_000
-    )
+        Settings.from_env({"TOOLPLAN_MAX_DEPTH": "deep"})
+    limits = Settings.from_env({"TOOLPLAN_MAX_PLAN_BYTES": "2_000_000"}).limits
+    assert limits.max_plan_bytes == 2_000_000
 
 
 def test_a_tool_output_with_lone_surrogates_is_stored_not_a_crash(tmp_path: Path) -> None:

@@ -12,7 +12,13 @@ from typing import Any
 
 import pytest
 
-from toolplan.config import DEFAULT_MODEL, DEFAULT_TOOL_MODULES, Settings, clear_caches
+from toolplan.config import (
+    DEFAULT_MODEL,
+    DEFAULT_TOOL_MODULES,
+    Settings,
+    clear_caches,
+    limits_from_env,
+)
 from toolplan.errors import InvalidInput
 from toolplan.plans.limits import InputLimits
 
@@ -128,7 +134,7 @@ def test_every_bad_value_of_a_settings_class_is_named_at_once() -> None:
     assert _refused(Settings.from_env, {"TOOLPLAN_ESTIMATE_DEFAULT_MS": "-1"}) == (
         "TOOLPLAN_ESTIMATE_DEFAULT_MS='-1' must not be negative"
     )
-    assert _refused(InputLimits.from_env, {"TOOLPLAN_MAX_DEPTH": "0"}) == (
+    assert _refused(limits_from_env, {"TOOLPLAN_MAX_DEPTH": "0"}) == (
         "TOOLPLAN_MAX_DEPTH='0' must be at least 1"
     )
     assert _refused(Settings.from_env, {"TOOLPLAN_STRUCTURED_METHOD": "xml"}) == (

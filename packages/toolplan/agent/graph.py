@@ -17,8 +17,9 @@ invokes it with an :class:`AgentGraphContext`. Step records are the durable trut
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, NotRequired
 
 from langgraph.config import get_config
@@ -34,6 +35,7 @@ from toolplan.execution.context import ExecutionContext
 from toolplan.execution.graph import bind_context, context_resolver
 from toolplan.pipeline.flow import FromQuery, Planned, execute_planned, obtain_plan
 from toolplan.planning.context import PlannerContext
+from toolplan.planning.prompts import load_prompt
 from toolplan.service.operations import ANSWERS, PlanRef
 from toolplan.store.lookup import find_plan
 
@@ -111,6 +113,9 @@ class AgentState(TypedDict, total=False):
     """The stored plan the first version reused, if any."""
     reuse: str
     """``exact`` or ``parametric`` when the first version was reused."""
+    stopped: str
+    """Why the loop ended without running the last plan (``identical``: a replan made the same
+    calls as the plan that failed, twice)."""
 
 
 def _add(usage: dict[str, int] | None, more: dict[str, int]) -> dict[str, int]:
@@ -122,7 +127,10 @@ def _add(usage: dict[str, int] | None, more: dict[str, int]) -> dict[str, int]:
 
 async def planner(state: AgentState, ctx: AgentContext) -> AgentState:
     """Plan the query (a replan: with the previous plan, its results and the reason). The first
-    plan may reuse a stored one (``AgentContext.reuse``): 0 LLM calls; a replan never does."""
+    plan may reuse a stored one (``AgentContext.reuse``): 0 LLM calls; a replan never does.
+
+    A replan that makes the very calls of the plan that failed is not run: the planner is told
+    so and asked once more, and when it answers the same again, the loop stops there."""
     replan_of = state.get("replan_of")
     meta = {"replanOf": replan_of, "replanReason": state.get("reason")} if replan_of else None
     source = FromQuery(
@@ -132,6 +140,42 @@ async def planner(state: AgentState, ctx: AgentContext) -> AgentState:
         context=state.get("context"),
         meta=meta,
     )
+    planned = await _obtain(source, ctx)
+    failed = state.get("plan") if replan_of else None
+    if failed is None or not _same_calls(await _plan_of(planned, ctx), failed):
+        return _planned_update(state, planned, await _plan_of(planned, ctx))
+    assert replan_of is not None  # only a replan is compared with the plan it replaces
+    note = load_prompt("replan-identical", settings=ctx.planner.prompts_dir).render(
+        plan_id=replan_of, reason=state.get("reason") or "it failed"
+    )
+    again = replace(source, context=f"{state.get('context') or ''}\n\n{note}".strip())
+    retried = await _obtain(again, ctx)
+    skipped = _version(planned, state, status="identical")
+    before: AgentState = {
+        **state,
+        "plans": [*(state.get("plans") or []), skipped],
+        "llm_calls": state.get("llm_calls", 0) + _calls(planned),
+        "usage": _add(state.get("usage"), _usage(planned)),
+    }
+    plan = await _plan_of(retried, ctx)
+    if not _same_calls(plan, failed):
+        return _planned_update(before, retried, plan)
+    # The same plan twice: the last executed version stays the outcome, and the loop ends.
+    return {
+        "plans": [*before.get("plans", []), _version(retried, state, status="identical")],
+        "llm_calls": before.get("llm_calls", 0) + _calls(retried),
+        "usage": _add(before.get("usage"), _usage(retried)),
+        "action": "answer",
+        "answer": (
+            f"The request could not be completed: the new plan was the same as {replan_of}, "
+            f"which failed ({state.get('reason') or 'see its steps'}), twice; it was not run "
+            "again."
+        ),
+        "stopped": "identical",
+    }
+
+
+async def _obtain(source: FromQuery, ctx: AgentContext) -> Planned:
     planned = await obtain_plan(
         source,
         store=ctx.execution.store,
@@ -143,28 +187,55 @@ async def planner(state: AgentState, ctx: AgentContext) -> AgentState:
     )
     if ctx.on_planned is not None:
         ctx.on_planned(planned)
-    outcome = planned.planning
-    if outcome is not None:
-        plan, calls, usage = outcome.plan, outcome.llm_calls, outcome.usage
-    else:  # reused: the stored copy, planned by nobody
-        record = await asyncio.to_thread(find_plan, ctx.execution.store, planned.ref.plan_id)
-        plan, calls, usage = record.plan, 0, {}
-    version = {
+    return planned
+
+
+async def _plan_of(planned: Planned, ctx: AgentContext) -> dict[str, Any]:
+    if planned.planning is not None:
+        return planned.planning.plan
+    # reused: the stored copy, planned by nobody
+    record = await asyncio.to_thread(find_plan, ctx.execution.store, planned.ref.plan_id)
+    return record.plan
+
+
+def _calls(planned: Planned) -> int:
+    return planned.planning.llm_calls if planned.planning is not None else 0
+
+
+def _usage(planned: Planned) -> dict[str, int]:
+    return planned.planning.usage if planned.planning is not None else {}
+
+
+def _same_calls(plan: dict[str, Any], other: dict[str, Any]) -> bool:
+    """Whether two plans make the same calls: the same steps and outputs, whatever the
+    reasoning says."""
+
+    def calls(data: dict[str, Any]) -> str:
+        return json.dumps([data.get("steps"), data.get("outputSteps")], sort_keys=True, default=str)
+
+    return calls(plan) == calls(other)
+
+
+def _version(planned: Planned, state: AgentState, *, status: str | None = None) -> dict[str, Any]:
+    return {
         "planId": planned.ref.plan_id,
         "planStatus": planned.ref.status,
-        "status": None,
+        "status": status,
         "replanOf": state.get("replan_of"),
         "reusedFrom": planned.reused_from,
-        "llmCalls": calls,
+        "llmCalls": _calls(planned),
     }
+
+
+def _planned_update(state: AgentState, planned: Planned, plan: dict[str, Any]) -> AgentState:
     update: AgentState = {
         "request_id": planned.ref.request_id,
         "plan_id": planned.ref.plan_id,
         "plan": plan,
         "plan_status": planned.ref.status,
-        "plans": [*(state.get("plans") or []), version],
-        "llm_calls": state.get("llm_calls", 0) + calls,
-        "usage": _add(state.get("usage"), usage),
+        "plans": [*(state.get("plans") or []), _version(planned, state)],
+        "llm_calls": state.get("llm_calls", 0) + _calls(planned),
+        "usage": _add(state.get("usage"), _usage(planned)),
     }
     if planned.reused_from is not None:
         update["reused_from"] = planned.reused_from
@@ -247,6 +318,10 @@ def _after_respond(state: AgentState) -> str:
     return "planner" if state.get("action") == "replan" else END
 
 
+def _after_planner(state: AgentState) -> str:
+    return END if state.get("stopped") else "executor"
+
+
 def build_agent_graph(
     default_context: Callable[[], AgentContext] | None = None,
 ) -> StateGraph[AgentState, AgentGraphContext, AgentInput, AgentState]:
@@ -263,7 +338,7 @@ def build_agent_graph(
     builder.add_node("executor", bind_context(executor, resolve))
     builder.add_node("respond", bind_context(respond, resolve))
     builder.add_edge(START, "planner")
-    builder.add_edge("planner", "executor")
+    builder.add_conditional_edges("planner", _after_planner, ["executor", END])
     builder.add_edge("executor", "respond")
     builder.add_conditional_edges("respond", _after_respond, ["planner", END])
     return builder

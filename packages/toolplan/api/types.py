@@ -109,6 +109,11 @@ class ExecutionStepType:
         description="Where the timeout came from: plan (the step's own), history (the tool's "
         "observed durations) or default.",
     )
+    reused_from: str | None = strawberry.field(
+        default=None,
+        description="The output of a succeeded step of an earlier version of the same request "
+        "(planId:stepId), same tool and arguments: the tool was not called again.",
+    )
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ExecutionStepType:
@@ -128,6 +133,7 @@ class ExecutionStepType:
             cache_age_seconds=data.get("cacheAgeSeconds"),
             timeout=data.get("timeout"),
             timeout_source=data.get("timeoutSource"),
+            reused_from=data.get("reusedFrom"),
         )
 
 

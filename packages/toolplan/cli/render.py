@@ -104,6 +104,8 @@ def print_execution(console: Console, result: ExecutionResult) -> None:
             text = Text.assemble(
                 (f"cached ({step.cache_age_seconds or 0:.0f} s old): ", "cyan"), text
             )
+        if step.reused_from is not None:
+            text = Text.assemble((f"reused from {step.reused_from}: ", "cyan"), text)
         table.add_row(
             step.step_id,
             step.tool,
@@ -210,6 +212,8 @@ def print_described(console: Console, data: dict[str, Any]) -> None:
             if step.get("cached"):
                 age = step.get("cacheAgeSeconds") or 0
                 text = Text.assemble((f"cached ({age:.0f} s old): ", "cyan"), text)
+            if step.get("reusedFrom"):
+                text = Text.assemble((f"reused from {step['reusedFrom']}: ", "cyan"), text)
             table.add_row(step["id"], status, _timeout_cell(step), text)
         console.print(table)
     if data.get("answer") is not None:

@@ -16,7 +16,7 @@ from typing import Any
 
 from langchain_core.tools import BaseTool
 
-__all__ = ["CACHE_TTL_KEY", "READ_ONLY_TAG", "cache_key", "cache_ttl_of"]
+__all__ = ["CACHE_TTL_KEY", "READ_ONLY_TAG", "cache_key", "cache_ttl_of", "is_read_only"]
 
 READ_ONLY_TAG = "read-only"
 """The tag that makes a tool's results cacheable."""
@@ -25,12 +25,18 @@ CACHE_TTL_KEY = "cache_ttl"
 """Key in a tool's ``metadata`` holding its own TTL in seconds (set by ``tagged(cache_ttl=)``)."""
 
 
+def is_read_only(tool: BaseTool) -> bool:
+    """Whether ``tool`` says it has no side effect: the tag ``read-only``, or an MCP tool's
+    ``readOnlyHint``."""
+    metadata = tool.metadata or {}
+    return READ_ONLY_TAG in (tool.tags or []) or metadata.get("readOnlyHint") is True
+
+
 def cache_ttl_of(tool: BaseTool, default_ttl: float) -> float | None:
     """Seconds a result of ``tool`` may be reused, or ``None`` when the tool is not read-only."""
-    metadata = tool.metadata or {}
-    read_only = READ_ONLY_TAG in (tool.tags or []) or metadata.get("readOnlyHint") is True
-    if not read_only:
+    if not is_read_only(tool):
         return None
+    metadata = tool.metadata or {}
     ttl = metadata.get(CACHE_TTL_KEY)
     if isinstance(ttl, int | float) and not isinstance(ttl, bool):
         return float(ttl) if ttl > 0 else None

@@ -234,9 +234,12 @@ class Recorder:
         resolved: Any = None,
         cache_age_seconds: float | None = None,
         started_at: str | None = None,
+        reused_from: str | None = None,
     ) -> None:
         """The step reached its final state (``cache_age_seconds``: its output came from the
-        result cache, that old, and no tool was called; ``started_at`` is then given too)."""
+        result cache, that old, and no tool was called; ``reused_from``: it is the output of a
+        step of an earlier version of the request, and no tool was called; ``started_at`` is
+        given with either)."""
         stored, truncated = cap_output(output, self.output_limit_bytes)
         changes: dict[str, Any] = {
             "status": status,
@@ -252,6 +255,8 @@ class Recorder:
         }
         if started_at is not None:
             changes["started_at"] = started_at
+        if reused_from is not None:
+            changes["reused_from"] = reused_from
         if resolved is not None:
             changes["resolved_parameters"] = resolved
         await self._write(step_id, changes)

@@ -48,6 +48,8 @@ def step_json(step: StepRecord) -> dict[str, Any]:
     if step.cached:
         data["cached"] = True
         data["cacheAgeSeconds"] = step.cache_age_seconds
+    if step.reused_from is not None:
+        data["reusedFrom"] = step.reused_from
     return data
 
 

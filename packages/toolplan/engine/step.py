@@ -17,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import to_jsonable_python
 
 from toolplan.engine.cache import cache_key, cache_ttl_of
+from toolplan.engine.effects import EarlierEffect
 from toolplan.engine.inputs import StepInputs
 from toolplan.engine.policies import ExecutionOptions
 from toolplan.engine.recorder import Recorder
@@ -119,6 +120,7 @@ class StepRunner:
         rng: random.Random | None = None,
         cache: ResultCache | None = None,
         timeouts: Mapping[str, EffectiveTimeout] | None = None,
+        earlier: Mapping[str, EarlierEffect] | None = None,
     ) -> None:
         self.plan = plan
         # Plan.step() scans the list; a dict keeps a step's lookup O(1), so large plans stay linear.
@@ -141,6 +143,9 @@ class StepRunner:
         """Effective timeouts by step (:func:`~toolplan.engine.timeouts.load_step_timeouts`);
         a step missing here gets its plan ``timeout`` or the default."""
         self._schemas: dict[str, dict[str, Any]] = {}
+        self.earlier = dict(earlier or {})
+        """Succeeded side effects of earlier versions of the request, by call key
+        (:func:`~toolplan.engine.effects.earlier_effects`): never repeated."""
 
     def _config(self, step: Step, attempt: int, *, fallback: bool = False) -> RunnableConfig:
         key = f"{self.plan_id}:{step.id}" + (":fallback" if fallback else "")
@@ -221,7 +226,7 @@ class StepRunner:
         except TemplateError as error:
             return await self._finish(step, "failed", base, started, error=str(error))
 
-        cached = await self._from_cache(step, arguments, base, started)
+        cached = await self._done_before(step, arguments, base, started)
         if cached is not None:
             return cached
 
@@ -270,7 +275,7 @@ class StepRunner:
         except TemplateError as error:
             return await self._finish(step, "failed", attempt - 1, started, error=str(error))
         if first:
-            cached = await self._from_cache(step, arguments, attempt - 1, started)
+            cached = await self._done_before(step, arguments, attempt - 1, started)
             if cached is not None:
                 return cached
         return await self._attempt(step, arguments, attempt, started, first=first)
@@ -280,6 +285,24 @@ class StepRunner:
         if self.cache is None:
             return None
         return cache_ttl_of(self.catalog.get(step.tool), self.options.cache_ttl)
+
+    async def _done_before(
+        self, step: Step, arguments: Any, attempts: int, started: float
+    ) -> StepOutcome | None:
+        """The step finished without calling its tool: the same call succeeded in an earlier
+        version of the request, or a read-only tool's result is in the cache; else ``None``."""
+        earlier = self.earlier.get(cache_key(step.tool, arguments)) if self.earlier else None
+        if earlier is not None:
+            return await self._finish(
+                step,
+                "succeeded",
+                attempts,
+                started,
+                output=earlier.output,
+                resolved=arguments,
+                reused_from=earlier.source,
+            )
+        return await self._from_cache(step, arguments, attempts, started)
 
     async def _from_cache(
         self, step: Step, arguments: Any, attempts: int, started: float
@@ -400,6 +423,7 @@ class StepRunner:
         used_fallback: bool = False,
         resolved: Any = None,
         cache_age_seconds: float | None = None,
+        reused_from: str | None = None,
     ) -> StepOutcome:
         duration_ms = round((time.monotonic() - started) * 1000, 3)
         # The tool has returned, so its effect happened: the record of how the step ended is
@@ -416,6 +440,7 @@ class StepRunner:
                 used_fallback,
                 resolved,
                 cache_age_seconds,
+                reused_from,
             )
         )
         try:
@@ -438,7 +463,9 @@ class StepRunner:
         used_fallback: bool,
         resolved: Any,
         cache_age_seconds: float | None = None,
+        reused_from: str | None = None,
     ) -> StepOutcome:
+        done_before = cache_age_seconds is not None or reused_from is not None
         await self.recorder.finished(
             step.id,
             step.tool,
@@ -450,7 +477,8 @@ class StepRunner:
             used_fallback=used_fallback,
             resolved=resolved,
             cache_age_seconds=cache_age_seconds,
-            started_at=utc_now() if cache_age_seconds is not None else None,
+            started_at=utc_now() if done_before else None,
+            reused_from=reused_from,
         )
         if status == "succeeded":
             self.inputs.succeeded(step.id, output)

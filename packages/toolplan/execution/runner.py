@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from toolplan.analysis import Analysis, check_tools
+from toolplan.engine.effects import earlier_effects
 from toolplan.engine.inputs import MemoryInputs, stored_outputs
 from toolplan.engine.recorder import Recorder
 from toolplan.engine.result import overall_status
@@ -161,6 +162,7 @@ async def run_plan_steps(ctx: ExecutionContext, record: PlanRecord) -> Execution
         timeouts=await load_step_timeouts(
             store, plan, ctx.options.timeouts, ctx.options.default_timeout
         ),
+        earlier=await asyncio.to_thread(earlier_effects, store, record, ctx.catalog),
     )
     tools = {step.id: step.tool for step in plan.steps}
 

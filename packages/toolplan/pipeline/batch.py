@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolplan.analysis.reuse import ReuseMode, reuse_mode
+from toolplan.analysis.reuse import ReuseMode
 from toolplan.errors import InvalidInput, ToolplanError
 from toolplan.execution.runner import ExecutionContext
 from toolplan.pipeline.flow import FromQuery, Planned, obtain_plan, plan_then_execute
@@ -221,20 +221,20 @@ async def run_batch(
     executor: ExecutionContext | None = None,
     concurrency: int = 4,
     on_result: Callable[[dict[str, Any]], None] | None = None,
-    reuse: ReuseMode | None = None,
+    reuse: ReuseMode = "exact",
 ) -> list[dict[str, Any]]:
     """Plan (and with ``executor``, execute) each item not yet in ``out``; append results to it.
 
-    Before planning, each query looks for a stored plan to reuse (:mod:`toolplan.analysis.reuse`; ``reuse``
-    defaults to ``TOOLPLAN_PLAN_REUSE``, itself ``exact``): a reused query's line has
-    ``reusedFrom``, ``reuse`` and ``llmCalls: 0``.
+    Before planning, each query looks for a stored plan to reuse (:mod:`toolplan.analysis.reuse`,
+    ``reuse``: ``toolplan batch`` passes the settings' ``TOOLPLAN_PLAN_REUSE``): a reused query's
+    line has ``reusedFrom``, ``reuse`` and ``llmCalls: 0``.
 
     One failing query never stops the batch: its line records the error. Cancelling the returned
     coroutine (Ctrl-C) stops cleanly; finished lines are already in ``out``.
     """
     if concurrency < 1:
         raise InvalidInput("--concurrency must be at least 1")
-    mode = reuse if reuse is not None else reuse_mode(os.environ.get("TOOLPLAN_PLAN_REUSE"))
+    mode = reuse
     out = Path(out)
     done = read_results(out)
     pending = [item for item in items if item.id not in done]

@@ -22,17 +22,12 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import Field
-
-from toolplan._environment import Variables
 from toolplan.errors import InvalidInput, PlanInvalid, ValidationIssue
 
 __all__ = [
-    "LIMIT_ENV",
     "InputLimits",
     "check_json",
     "check_text",
@@ -46,7 +41,8 @@ _MAX_ISSUES = 20
 
 @dataclass(frozen=True)
 class InputLimits:
-    """Limits on user input; each has an environment variable (:data:`LIMIT_ENV`)."""
+    """Limits on user input; each has an environment variable, read by
+    :meth:`toolplan.config.Settings.from_env`."""
 
     max_plan_bytes: int = 1_000_000
     """Largest plan, as UTF-8 JSON (``TOOLPLAN_MAX_PLAN_BYTES``)."""
@@ -63,29 +59,6 @@ class InputLimits:
             value = getattr(self, item.name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise InvalidInput(f"input limit {item.name} must be a positive integer")
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> InputLimits:
-        """The limits with overrides from ``env`` (default ``os.environ``)."""
-        return cls(**_LimitVariables.read(env).given())
-
-
-_Limit = Annotated[int, Field(ge=1)]
-
-
-class _LimitVariables(Variables):
-    """The variables of :class:`InputLimits`: ``TOOLPLAN_`` and the field's name."""
-
-    max_plan_bytes: _Limit | None = None
-    max_string_chars: _Limit | None = None
-    max_depth: _Limit | None = None
-    max_number_digits: _Limit | None = None
-
-
-LIMIT_ENV: dict[str, str] = {
-    item.name: _LimitVariables.variable(item.name) for item in fields(InputLimits)
-}
-"""The environment variable of each :class:`InputLimits` field."""
 
 
 def _issue(message: str) -> PlanInvalid:

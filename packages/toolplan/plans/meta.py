@@ -22,12 +22,21 @@ from typing import Any
 
 from toolplan.errors import InvalidInput
 
-__all__ = ["ESTIMATE_KEY", "RESERVED_META_KEYS", "TOOL_SOURCES_KEY", "caller_meta"]
+__all__ = [
+    "ESTIMATE_KEY",
+    "RESERVED_META_KEYS",
+    "TOOL_SOURCES_KEY",
+    "VERSION_KEY",
+    "caller_meta",
+    "version_of",
+]
 
 TOOL_SOURCES_KEY = "toolSources"
 """The tool modules and MCP config a plan's catalog was loaded from (``tools.sources``)."""
 ESTIMATE_KEY = "estimate"
 """The plan's estimate, computed when it is stored."""
+VERSION_KEY = "version"
+"""Which version of its request a plan is (1, 2, ...), set when it is stored."""
 
 RESERVED_META_KEYS: frozenset[str] = frozenset(
     {
@@ -43,10 +52,13 @@ RESERVED_META_KEYS: frozenset[str] = frozenset(
         "confidence",
         "repairs",
         "reasoning",
-        # plan reuse (pipeline.py)
+        # plan reuse (pipeline/flow.py)
         "reusedFrom",
         "reuse",
         "reuseValues",
+        # a request's versions (service/operations.py `store_plan`): a later one reuses the
+        # succeeded side effects of the earlier ones
+        VERSION_KEY,
     }
 )
 """Keys of a plan's ``meta`` that only toolplan sets."""
@@ -67,3 +79,9 @@ def caller_meta(meta: Mapping[str, Any] | None) -> dict[str, Any]:
             "and cannot come from a caller; remove them (labels under any other key are kept)"
         )
     return dict(meta)
+
+
+def version_of(meta: Mapping[str, Any]) -> int:
+    """Which version of its request a stored plan is (1 when it does not say: the first)."""
+    version = meta.get(VERSION_KEY)
+    return version if isinstance(version, int) and not isinstance(version, bool) else 1

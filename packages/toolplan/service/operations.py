@@ -27,7 +27,7 @@ from toolplan.execution.context import ExecutionContext
 from toolplan.execution.queue import enqueue_plan
 from toolplan.plans.ids import is_valid_id, new_id, require_id
 from toolplan.plans.limits import InputLimits, check_text
-from toolplan.plans.meta import ESTIMATE_KEY, TOOL_SOURCES_KEY, caller_meta
+from toolplan.plans.meta import ESTIMATE_KEY, TOOL_SOURCES_KEY, VERSION_KEY, caller_meta
 from toolplan.plans.plan import Plan, Step, load_plan, parse_plan
 from toolplan.store.lookup import find_plan, find_request, require_approval
 from toolplan.store.protocol import (
@@ -187,14 +187,18 @@ def store_plan(
     made (the planning call, plan reuse), written over it. The tool sources and the estimate are
     always this function's."""
     request: RequestRecord | None = None
+    version = 1
     if request_id is not None:
         existing = find_request(store, request_id)
         query = query if query is not None else existing.query
+        version = len(store.list_plans(request_id)) + 1
     else:
         request = RequestRecord(new_id("req"), query, utc_now())
         request_id = request.request_id
     meta = {**caller_meta(meta), **(record_meta or {})}
     meta.pop(TOOL_SOURCES_KEY, None)
+    if version > 1:
+        meta[VERSION_KEY] = version
     if catalog.origin is not None:
         meta[TOOL_SOURCES_KEY] = catalog.origin.to_json()
     estimate = estimate_plan(

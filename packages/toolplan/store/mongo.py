@@ -123,6 +123,7 @@ _STEP_KEYS: dict[str, str] = {
     "cache_age_seconds": "cacheAgeSeconds",
     "timeout": "timeout",
     "timeout_source": "timeoutSource",
+    "reused_from": "reusedFrom",
 }
 assert set(_STEP_KEYS) == STEP_FIELDS
 
@@ -374,6 +375,7 @@ class MongoStore(MongoControls):
             cache_age_seconds=document.get("cacheAgeSeconds"),
             timeout=document.get("timeout"),
             timeout_source=document.get("timeoutSource"),
+            reused_from=document.get("reusedFrom"),
         )
 
     @guarded

@@ -149,6 +149,9 @@ class StepRecord:
     timeout: float | None = None
     """The effective timeout of each attempt, in seconds (recorded when the step starts)."""
     timeout_source: TimeoutSource | None = None
+    reused_from: str | None = None
+    """The output is that of a succeeded step of an earlier version of the same request
+    (``plan_...:stepId``), with the same tool and arguments: the tool was not called again."""
 
 
 STEP_FIELDS = frozenset(
@@ -167,6 +170,7 @@ STEP_FIELDS = frozenset(
         "cache_age_seconds",
         "timeout",
         "timeout_source",
+        "reused_from",
     }
 )
 """Fields :meth:`Store.update_step` may change."""

@@ -103,6 +103,7 @@ CREATE TABLE IF NOT EXISTS tp_steps (
     cache_age_seconds REAL,
     timeout REAL,
     timeout_source TEXT,
+    reused_from TEXT,
     PRIMARY KEY (plan_id, step_id)
 );
 CREATE INDEX IF NOT EXISTS tp_steps_by_tool ON tp_steps(tool, status);
@@ -148,6 +149,7 @@ _ADDED_COLUMNS = {
         "cache_age_seconds REAL",
         "timeout REAL",
         "timeout_source TEXT",
+        "reused_from TEXT",
     ),
 }
 """Columns added after the first release: files created before get them when opened."""
@@ -380,6 +382,7 @@ class SqliteStore(SqliteControls):
                 cache_age_seconds=s["cache_age_seconds"],
                 timeout=s["timeout"],
                 timeout_source=s["timeout_source"],
+                reused_from=s["reused_from"],
             )
             for s in step_rows
         ]

@@ -34,6 +34,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
 from toolplan.config import Settings
+from toolplan.engine.effects import earlier_effects
 from toolplan.engine.inputs import StoreInputs
 from toolplan.engine.recorder import Recorder
 from toolplan.engine.step import AttemptFailed, StepRunner
@@ -154,9 +155,10 @@ class PlanActivities:
         record, plan = await self._plan(call.plan_id)
         options = call.options.execution_options()
         recorder = Recorder(self.store, call.plan_id, output_limit_bytes=options.output_limit_bytes)
+        catalog = await self._catalog_for(record)
         runner = StepRunner(
             plan,
-            await self._catalog_for(record),
+            catalog,
             recorder,
             options,
             request_id=record.request_id,
@@ -172,6 +174,8 @@ class PlanActivities:
                     cast(TimeoutSource, call.timeout_source or "default"),
                 )
             },
+            # A later version of a request never repeats a side effect an earlier one had.
+            earlier=await asyncio.to_thread(earlier_effects, self.store, record, catalog),
         )
         return runner, recorder
 

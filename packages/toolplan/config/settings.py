@@ -1,7 +1,7 @@
 """Settings from environment variables, the project config and flags, in one place.
 
 Each settings class reads its variables through a pydantic-settings model beside it
-(:class:`toolplan._environment.Variables`). The environment wins over the project config
+(:class:`toolplan.config.environment.Variables`). The environment wins over the project config
 (:mod:`toolplan.project`: ``tools``, ``mcp``, ``store``), which wins over the defaults; flags win
 over both (:meth:`Settings.with_overrides`).
 """
@@ -16,10 +16,10 @@ from pydantic import Field, field_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
 
 from toolplan._caches import clear_caches, register_cache
-from toolplan._environment import Variables
 from toolplan.analysis import DEFAULT_MAX_STEPS
 from toolplan.analysis.estimates import EstimateSettings
 from toolplan.analysis.reuse import ReuseMode, reuse_mode
+from toolplan.config.environment import Variables
 from toolplan.engine.policies import ExecutionOptions, RetryPolicy, TimeoutPolicy
 from toolplan.errors import InvalidInput
 from toolplan.plans.limits import InputLimits
@@ -37,6 +37,7 @@ __all__ = [
     "StructuredMethod",
     "TemporalSettings",
     "clear_caches",
+    "limits_from_env",
     "register_cache",
 ]
 
@@ -54,6 +55,24 @@ StructuredMethod = Literal["function_calling", "json_schema"]
 """How the plan is requested: tool calling (widest support) or strict ``json_schema``."""
 PlanReuse = ReuseMode
 """Plan reuse before planning a query (:mod:`toolplan.analysis.reuse`)."""
+
+
+_Limit = Annotated[int, Field(ge=1)]
+
+
+class _LimitVariables(Variables):
+    """The variables of :class:`~toolplan.plans.limits.InputLimits`: ``TOOLPLAN_`` and the
+    field's name (``TOOLPLAN_MAX_PLAN_BYTES``, ...)."""
+
+    max_plan_bytes: _Limit | None = None
+    max_string_chars: _Limit | None = None
+    max_depth: _Limit | None = None
+    max_number_digits: _Limit | None = None
+
+
+def limits_from_env(env: Mapping[str, str] | None = None) -> InputLimits:
+    """The input limits with overrides from ``env`` (default ``os.environ``)."""
+    return InputLimits(**_LimitVariables.read(env).given())
 
 
 class _PlannerVariables(Variables):
@@ -318,7 +337,7 @@ class Settings:
             execution=execution,
             mcp_config=read.mcp,
             planner=PlannerSettings.from_env(env),
-            limits=InputLimits.from_env(env),
+            limits=limits_from_env(env),
             tool_sources_given=bool(read.tools or read.mcp),
             project_file=str(config.path) if config else None,
             temporal=TemporalSettings.from_env(env),

@@ -1,0 +1,31 @@
+"""Settings from environment variables, the project config and flags (:mod:`.settings`), read
+through pydantic-settings models (:mod:`.environment`). Only entry points read them: each builds
+its :class:`~toolplan.client.Toolplan` from :meth:`Settings.from_env`."""
+
+from toolplan.config.settings import (
+    DEFAULT_MODEL,
+    DEFAULT_TOOL_MODULES,
+    DEFAULT_TYPED_SCHEMA_MAX_TOOLS,
+    PlannerSettings,
+    PlanReuse,
+    Settings,
+    StructuredMethod,
+    TemporalSettings,
+    clear_caches,
+    limits_from_env,
+    register_cache,
+)
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "DEFAULT_TOOL_MODULES",
+    "DEFAULT_TYPED_SCHEMA_MAX_TOOLS",
+    "PlanReuse",
+    "PlannerSettings",
+    "Settings",
+    "StructuredMethod",
+    "TemporalSettings",
+    "clear_caches",
+    "limits_from_env",
+    "register_cache",
+]
