@@ -29,6 +29,7 @@ from toolplan_conformance import *  # noqa: F403
 from toolplan_conformance import (
     new_plan,
     new_request,
+    queued,
     started_execution,
     step_pairs,
     stored_plan,
@@ -61,6 +62,26 @@ def store(store_uri: str) -> Iterator[Store]:
     opened = open_store(store_uri)
     yield opened
     opened.close()
+
+
+# -- every backend: a contract the end-to-end tests rely on ----------------------------------------
+
+
+def test_a_released_execution_keeps_the_reason_it_waits(store: Store) -> None:
+    """A worker that cannot run a claimed plan records why, then releases it (the queue worker's
+    requeue): the execution is queued again with that reason, for ``toolplan show``, and the next
+    worker claims it. Checked end to end on SQLite (tests/e2e/test_trust_boundaries.py)."""
+    (plan_id,) = queued(store, 1)
+    assert store.claim("w1", 60) == plan_id
+    store.set_execution_status(plan_id, "running", error="cannot load the tools recorded with it")
+    store.release(plan_id, "w1")
+    record = store.get_execution(plan_id)
+    assert record is not None and (record.status, record.worker_id) == ("queued", None)
+    assert record.error == "cannot load the tools recorded with it"
+    assert store.claim("w2", 60) == plan_id
+    store.set_execution_status(plan_id, "running")  # the worker that runs it clears the reason
+    record = store.get_execution(plan_id)
+    assert record is not None and (record.status, record.error) == ("running", None)
 
 
 # -- MongoDB only: what the shared suite cannot see -----------------------------------------------
