@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import pytest
 from bench.memstore import MemoryStore
@@ -216,6 +216,35 @@ def test_mongodb_caps_payloads_beyond_the_document_limit(
         step = store.get_execution(execution.plan_id).step("s0")  # type: ignore[union-attr]
         assert step.output_truncated and step.output["truncated"] is True
         assert len(step.output["preview"].encode()) <= 2000
+
+
+@pytest.mark.mongodb
+async def test_mongodb_a_checkpoint_write_that_fails_in_the_graph_is_store_unavailable(
+    mongodb_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The driver's error from a checkpoint write inside a running graph becomes the store's
+    one-line error (exit 3), as the store's own writes do."""
+    from langgraph.graph import END, START, StateGraph
+
+    class State(TypedDict):
+        n: int
+
+    builder = StateGraph(State)
+    builder.add_node("step", lambda state: {"n": state["n"] + 1})
+    builder.add_edge(START, "step")
+    builder.add_edge("step", END)
+
+    def lost(*args: Any, **kwargs: Any) -> Any:
+        raise AutoReconnect("connection closed")
+
+    with closing(open_store(mongodb_uri)) as store:
+        with pytest.raises(StoreUnavailable) as caught:
+            async with store.checkpointer() as saver:
+                monkeypatch.setattr(saver, "put", lost)
+                graph = builder.compile(checkpointer=saver)
+                await graph.ainvoke({"n": 0}, {"configurable": {"thread_id": "t"}})
+        assert f"cannot reach the MongoDB store {mongodb_uri!r}" in caught.value.message
+        assert caught.value.exit_code == 3
 
 
 def test_sqlite_files_from_before_the_lease_owner_columns_are_upgraded(tmp_path: Path) -> None:
