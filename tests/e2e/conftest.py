@@ -343,8 +343,24 @@ def _under(path: str | None, folders: list[str]) -> bool:
 
 
 @pytest.fixture
-def cli(tmp_path: Path) -> Cli:
+def cli(request: pytest.FixtureRequest, tmp_path: Path) -> Cli:
+    """The CLI on a SQLite store of the test's own; on a fresh MongoDB database for a test that
+    :data:`ON_BOTH_STORES` parametrizes and this is its ``mongodb`` case."""
+    if getattr(request, "param", "sqlite") == "mongodb":
+        return Cli(tmp_path, store_uri=request.getfixturevalue("mongodb_uri"))
     return Cli(tmp_path)
+
+
+ON_BOTH_STORES = pytest.mark.parametrize(
+    "cli", ["sqlite", pytest.param("mongodb", marks=pytest.mark.mongodb)], indirect=True
+)
+"""Run a test with ``cli`` on SQLite and on MongoDB.
+
+End-to-end cases run on SQLite: what a store backend does is the store conformance suite's
+subject (tests/unit/test_store_conformance.py runs it on SQLite, MongoDB and the in-memory store).
+A case is given MongoDB as well only where what it checks happens between processes through a
+wire store (a cancel request seen by a run in another process, say); the MongoDB-only end-to-end
+cases are in test_cli_mongo.py, test_workers.py and tests/faults/test_mongo_faults.py."""
 
 
 @pytest.fixture

@@ -1,9 +1,12 @@
-"""Adaptive timeouts end to end, on SQLite and MongoDB: once a tool has enough observed
-durations, a step calling it without its own ``timeout`` gets one from that history (p99 x
-factor, clamped to [1 s, the default]); the step records the effective timeout and its source,
-``toolplan show`` and the GraphQL API show them, and the timeout really cuts a slow call that the
-default would have let through. The rule itself (quantile, clamping) is unit-tested in
+"""Adaptive timeouts end to end: once a tool has enough observed durations, a step calling it
+without its own ``timeout`` gets one from that history (p99 x factor, clamped to [1 s, the
+default]); the step records the effective timeout and its source, ``toolplan show`` and the
+GraphQL API show them, and the timeout really cuts a slow call that the default would have let
+through. The rule itself (quantile, clamping) is unit-tested in
 tests/unit/test_timeouts.py; its false-timeout rate is measured in bench (BENCHMARKS.md).
+
+On SQLite: how the MongoDB store keeps and returns the observed durations (``tool_durations``)
+is the store conformance suite's (tests/unit/test_store_conformance.py).
 """
 
 from __future__ import annotations
@@ -23,13 +26,9 @@ pytestmark = [pytest.mark.e2e]
 OBSERVATIONS = 3
 
 
-@pytest.fixture(params=["sqlite", pytest.param("mongodb", marks=pytest.mark.mongodb)])
-def cli(request: pytest.FixtureRequest, tmp_path: Path) -> Cli:
-    made = (
-        Cli(tmp_path)
-        if request.param == "sqlite"
-        else Cli(tmp_path, store_uri=request.getfixturevalue("mongodb_uri"))
-    )
+@pytest.fixture
+def cli(tmp_path: Path) -> Cli:
+    made = Cli(tmp_path)
     made.env["TOOLPLAN_TIMEOUT_MIN_OBSERVATIONS"] = str(OBSERVATIONS)
     made.env["TOOLPLAN_TIMEOUT"] = "20"
     return made

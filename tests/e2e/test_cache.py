@@ -1,13 +1,15 @@
-"""Tool-result caching end to end, on SQLite and MongoDB: a read-only tool's result is shared by
-plans run in different processes, the cached step says so (with its age) and calls no tool;
-failures and writes are never cached; ``--no-cache`` and ``toolplan cache clear`` bypass and
-empty it; the GraphQL API shows cached steps and takes ``noCache``; ``toolplan.clear_cache``
-empties it from Python.
+"""Tool-result caching end to end: a read-only tool's result is shared by plans run in different
+processes, the cached step says so (with its age) and calls no tool; failures and writes are
+never cached; ``--no-cache`` and ``toolplan cache clear`` bypass and empty it; the GraphQL API
+shows cached steps and takes ``noCache``; ``toolplan.clear_cache`` empties it from Python.
 
 ``lookup`` and ``lookup_hourly`` (tests/support/tools.py) are tagged ``read-only`` (the latter
 with ``cache_ttl=3600``) and log every call. Expiry is covered in process
 (tests/unit/test_result_cache.py) and by the store conformance suite: a CLI process starts too
 slowly on a loaded machine for a short TTL here.
+
+On SQLite: the cache on MongoDB (put, get, expiry, clear, concurrent puts) is the store
+conformance suite's (tests/unit/test_store_conformance.py).
 """
 
 from __future__ import annotations
@@ -25,13 +27,6 @@ from tests.e2e.conftest import Cli
 from toolplan.store import open_store
 
 pytestmark = [pytest.mark.e2e]
-
-
-@pytest.fixture(params=["sqlite", pytest.param("mongodb", marks=pytest.mark.mongodb)])
-def cli(request: pytest.FixtureRequest, tmp_path: Path) -> Cli:
-    if request.param == "sqlite":
-        return Cli(tmp_path)
-    return Cli(tmp_path, store_uri=request.getfixturevalue("mongodb_uri"))
 
 
 def _plan(*steps: tuple[str, str, str]) -> dict[str, Any]:

@@ -1,10 +1,15 @@
-"""Cancel end to end, on SQLite and MongoDB: ``toolplan cancel`` from a second process stops a
-plan running in a ``toolplan execute`` process, a worker, or a process that died; the GraphQL
-``cancelExecution`` stops a run in the server or elsewhere; ``execute --resume`` continues.
+"""Cancel end to end: ``toolplan cancel`` from a second process stops a plan running in a
+``toolplan execute`` process, a worker, or a process that died; the GraphQL ``cancelExecution``
+stops a run in the server or elsewhere; ``execute --resume`` continues.
 
 ``held`` (tests/support/tools.py) logs ``start``, waits for the test's gate file, and logs
 ``released`` when it receives :class:`asyncio.CancelledError`: the proof that a tool holding a
 resource is told.
+
+On SQLite; the two cases where a cancel request travels between processes through the store
+(``ON_BOTH_STORES``) run on MongoDB too. What the MongoDB store does with a cancel request (of a
+plan never executed, queued, running or finished; against a claim) is the store conformance
+suite's (tests/unit/test_store_conformance.py).
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.api_support import ServerFactory, server_factory, wait_for
-from tests.e2e.conftest import Cli
+from tests.e2e.conftest import ON_BOTH_STORES, Cli
 from tests.support.faults import wait_for_call
 from toolplan.store import open_store
 
@@ -41,13 +46,6 @@ opens); ``last`` waits for ``held``."""
 NOTICE_BOUND_S = 5.0
 """Generous bound on request → end, so a run that only stops when its lease expires (30 s)
 fails here; the measured figures (well under 1 s) are in BENCHMARKS.md."""
-
-
-@pytest.fixture(params=["sqlite", pytest.param("mongodb", marks=pytest.mark.mongodb)])
-def cli(request: pytest.FixtureRequest, tmp_path: Path) -> Cli:
-    if request.param == "sqlite":
-        return Cli(tmp_path)
-    return Cli(tmp_path, store_uri=request.getfixturevalue("mongodb_uri"))
 
 
 def _submit(cli: Cli, plan: dict[str, Any] = HELD_PLAN) -> str:
@@ -74,6 +72,10 @@ def _statuses(result: dict[str, Any]) -> dict[str, str]:
     return {step["id"]: step["status"] for step in result["steps"]}
 
 
+# Also on MongoDB: the request is written by one process and noticed by the run in another, which
+# polls the wire store for it while its tools hold resources; the one MongoDB case of a run
+# stopped from outside by `toolplan cancel`.
+@ON_BOTH_STORES
 def test_cancel_from_a_second_process_stops_a_running_execute(cli: Cli) -> None:
     plan_id = _submit(cli)
     running = cli.popen("execute", plan_id, "--json")
@@ -163,6 +165,9 @@ def test_cancel_of_finished_unknown_and_never_executed_plans(cli: Cli) -> None:
     assert len(cli.calls()) == calls_before  # no tool was called
 
 
+# Also on MongoDB: cancel meets the work queue there: a queued execution ended at once, a worker
+# holding a lease noticing the request, and --enqueue --resume giving the plan back to the workers.
+@ON_BOTH_STORES
 def test_cancel_of_a_queued_plan_and_of_one_running_in_a_worker(cli: Cli) -> None:
     queued = _submit(cli)
     assert cli("execute", queued, "--enqueue", "--json").json()["status"] == "queued"

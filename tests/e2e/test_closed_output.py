@@ -33,13 +33,6 @@ complaint at shutdown, or an error message (nothing went wrong with the run)."""
 BLOG_STEPS = ["author", "blog", "comment"]
 
 
-@pytest.fixture(params=["sqlite", pytest.param("mongodb", marks=pytest.mark.mongodb)])
-def cli(request: pytest.FixtureRequest, tmp_path: Path) -> Cli:
-    if request.param == "sqlite":
-        return Cli(tmp_path)
-    return Cli(tmp_path, store_uri=request.getfixturevalue("mongodb_uri"))
-
-
 def _spawn(cli: Cli, *args: str, stdout: int, stderr: int) -> subprocess.Popen[bytes]:
     process = subprocess.Popen(
         cli.argv(*args), env=cli.env, cwd=cli.tmp, stdout=stdout, stderr=stderr

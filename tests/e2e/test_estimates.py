@@ -1,10 +1,13 @@
-"""Plan estimates end to end, on SQLite and MongoDB: ``submit`` and ``plan`` (--json and the
-human output) and the GraphQL ``Plan`` report ``estimate: {durationMs, costUsd, basis}``, from the
-tool durations observed in the store (the mean per tool over the critical path, the default for a
-tool never seen), the costs tools declare and the planning call's tokens at a price table;
-``toolplan show`` puts the estimate beside the actual duration. The figures are checked against
+"""Plan estimates end to end: ``submit`` and ``plan`` (--json and the human output) and the
+GraphQL ``Plan`` report ``estimate: {durationMs, costUsd, basis}``, from the tool durations
+observed in the store (the mean per tool over the critical path, the default for a tool never
+seen), the costs tools declare and the planning call's tokens at a price table; ``toolplan show``
+puts the estimate beside the actual duration. The figures are checked against
 what the store holds (exact arithmetic), never against the clock; how close estimates come to
 actual durations is measured by ``python -m bench.estimates`` (BENCHMARKS.md).
+
+On SQLite: how the MongoDB store keeps and returns the observed durations (``tool_durations``)
+is the store conformance suite's (tests/unit/test_store_conformance.py).
 """
 
 from __future__ import annotations
@@ -27,13 +30,9 @@ from toolplan.store import open_store
 pytestmark = [pytest.mark.e2e]
 
 
-@pytest.fixture(params=["sqlite", pytest.param("mongodb", marks=pytest.mark.mongodb)])
-def cli(request: pytest.FixtureRequest, tmp_path: Path) -> Cli:
-    made = (
-        Cli(tmp_path)
-        if request.param == "sqlite"
-        else Cli(tmp_path, store_uri=request.getfixturevalue("mongodb_uri"))
-    )
+@pytest.fixture
+def cli(tmp_path: Path) -> Cli:
+    made = Cli(tmp_path)
     made.env["TOOLPLAN_ESTIMATE_DEFAULT_MS"] = "700"
     return made
 

@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import pytest
 from bench.memstore import MemoryStore
@@ -29,6 +29,7 @@ from toolplan_conformance import *  # noqa: F403
 from toolplan_conformance import (
     new_plan,
     new_request,
+    queued,
     started_execution,
     step_pairs,
     stored_plan,
@@ -61,6 +62,26 @@ def store(store_uri: str) -> Iterator[Store]:
     opened = open_store(store_uri)
     yield opened
     opened.close()
+
+
+# -- every backend: a contract the end-to-end tests rely on ----------------------------------------
+
+
+def test_a_released_execution_keeps_the_reason_it_waits(store: Store) -> None:
+    """A worker that cannot run a claimed plan records why, then releases it (the queue worker's
+    requeue): the execution is queued again with that reason, for ``toolplan show``, and the next
+    worker claims it. Checked end to end on SQLite (tests/e2e/test_trust_boundaries.py)."""
+    (plan_id,) = queued(store, 1)
+    assert store.claim("w1", 60) == plan_id
+    store.set_execution_status(plan_id, "running", error="cannot load the tools recorded with it")
+    store.release(plan_id, "w1")
+    record = store.get_execution(plan_id)
+    assert record is not None and (record.status, record.worker_id) == ("queued", None)
+    assert record.error == "cannot load the tools recorded with it"
+    assert store.claim("w2", 60) == plan_id
+    store.set_execution_status(plan_id, "running")  # the worker that runs it clears the reason
+    record = store.get_execution(plan_id)
+    assert record is not None and (record.status, record.error) == ("running", None)
 
 
 # -- MongoDB only: what the shared suite cannot see -----------------------------------------------
@@ -195,6 +216,35 @@ def test_mongodb_caps_payloads_beyond_the_document_limit(
         step = store.get_execution(execution.plan_id).step("s0")  # type: ignore[union-attr]
         assert step.output_truncated and step.output["truncated"] is True
         assert len(step.output["preview"].encode()) <= 2000
+
+
+@pytest.mark.mongodb
+async def test_mongodb_a_checkpoint_write_that_fails_in_the_graph_is_store_unavailable(
+    mongodb_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The driver's error from a checkpoint write inside a running graph becomes the store's
+    one-line error (exit 3), as the store's own writes do."""
+    from langgraph.graph import END, START, StateGraph
+
+    class State(TypedDict):
+        n: int
+
+    builder = StateGraph(State)
+    builder.add_node("step", lambda state: {"n": state["n"] + 1})
+    builder.add_edge(START, "step")
+    builder.add_edge("step", END)
+
+    def lost(*args: Any, **kwargs: Any) -> Any:
+        raise AutoReconnect("connection closed")
+
+    with closing(open_store(mongodb_uri)) as store:
+        with pytest.raises(StoreUnavailable) as caught:
+            async with store.checkpointer() as saver:
+                monkeypatch.setattr(saver, "put", lost)
+                graph = builder.compile(checkpointer=saver)
+                await graph.ainvoke({"n": 0}, {"configurable": {"thread_id": "t"}})
+        assert f"cannot reach the MongoDB store {mongodb_uri!r}" in caught.value.message
+        assert caught.value.exit_code == 3
 
 
 def test_sqlite_files_from_before_the_lease_owner_columns_are_upgraded(tmp_path: Path) -> None:
