@@ -68,6 +68,7 @@ from toolplan.store.protocol import (
     STEP_FIELDS,
     ExecutionRecord,
     ExecutionStatus,
+    ItemRecord,
     PlanRecord,
     RequestRecord,
     StepRecord,
@@ -123,6 +124,9 @@ _STEP_KEYS: dict[str, str] = {
     "cache_age_seconds": "cacheAgeSeconds",
     "timeout": "timeout",
     "timeout_source": "timeoutSource",
+    "reason": "reason",
+    "items": "items",
+    "item": "items",
 }
 assert set(_STEP_KEYS) == STEP_FIELDS
 
@@ -374,6 +378,8 @@ class MongoStore(MongoControls):
             cache_age_seconds=document.get("cacheAgeSeconds"),
             timeout=document.get("timeout"),
             timeout_source=document.get("timeoutSource"),
+            reason=document.get("reason"),
+            items=_items_from(document.get("items")),
         )
 
     @guarded
@@ -415,6 +421,13 @@ class MongoStore(MongoControls):
         fields: _Document = {}
         capped = False
         for name, value in changes.items():
+            if name == "item":
+                # A field of its own in the items document: one element replaced atomically,
+                # whatever other workers write to other items meanwhile.
+                fields[f"items.{value.index}"] = dumps(value.to_json())
+                continue
+            if name == "items":
+                value = None if value is None else {str(i.index): dumps(i.to_json()) for i in value}
             if name in ("output", "resolved_parameters"):
                 value, truncated = self._payload(value)
                 capped = capped or (truncated and name == "output")
@@ -705,3 +718,11 @@ class MongoStore(MongoControls):
     def close(self) -> None:
         """Close the client and its connection pool."""
         self._connection.close()
+
+
+def _items_from(stored: Mapping[str, str] | None) -> list[ItemRecord] | None:
+    """The items of a ``forEach`` step, stored as ``{"index": JSON text}`` (so each one is set
+    on its own), in index order."""
+    if stored is None:
+        return None
+    return [ItemRecord.from_json(loads(stored[key])) for key in sorted(stored, key=int)]
