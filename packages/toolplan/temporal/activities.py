@@ -355,7 +355,12 @@ class PlanActivities:
             _, plan = await self._plan(skip.plan_id)
             recorder = Recorder(self.store, skip.plan_id, output_limit_bytes=0)
             try:
-                await recorder.skipped(skip.step_id, plan.step(skip.step_id).tool, skip.reason)
+                await recorder.skipped(
+                    skip.step_id,
+                    plan.step(skip.step_id).tool,
+                    skip.reason,
+                    reason="condition" if skip.kind == "condition" else None,
+                )
             finally:
                 await asyncio.to_thread(recorder.close)
 

@@ -193,3 +193,6 @@ class SkipCall:
     plan_id: str
     step_id: str
     reason: str
+    """The message recorded."""
+    kind: str | None = None
+    """``condition`` when a condition decided it (:data:`~toolplan.store.SkipReason`)."""

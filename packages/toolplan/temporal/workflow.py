@@ -118,7 +118,7 @@ class PlanWorkflow:
                 layout.order,
                 layout.dependencies,
                 lambda step_id: self._run_step(run, layout, step_id),
-                lambda step_id, reason: self._skip(plan_id, step_id, reason),
+                lambda step_id, message, reason: self._skip(plan_id, step_id, message, reason),
                 concurrency=run.options.concurrency,
                 fail_fast=run.options.fail_fast,
                 finished={
@@ -215,10 +215,10 @@ class PlanWorkflow:
         )
         return status
 
-    async def _skip(self, plan_id: str, step_id: str, reason: str) -> None:
+    async def _skip(self, plan_id: str, step_id: str, message: str, reason: str | None) -> None:
         await workflow.execute_local_activity(
             "toolplan.skip_step",
-            SkipCall(plan_id, step_id, reason),
+            SkipCall(plan_id, step_id, message, reason),
             start_to_close_timeout=_RECORD_TIMEOUT,
             retry_policy=_RECORD_RETRY,
         )
