@@ -22,6 +22,7 @@ from toolplan.store.protocol import ItemRecord
 
 __all__ = [
     "MapResult",
+    "MapStart",
     "condition_holds",
     "item_list",
     "map_result",
@@ -101,6 +102,19 @@ def unfinished_items(
         records = list(prior)
     todo = [r.index for r in records if r.status not in ("succeeded", "failed")]
     return records, todo
+
+
+@dataclass(frozen=True)
+class MapStart:
+    """A ``forEach`` step whose list is known and whose items are recorded."""
+
+    items: list[Any]
+    records: list[ItemRecord]
+    """One per item: as an earlier run left it, or pending."""
+    todo: list[int]
+    """The indexes still to run."""
+    outputs: Mapping[str, Any]
+    """The step's template inputs."""
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from toolplan.engine.cache import cache_key, cache_ttl_of
 from toolplan.engine.inputs import StepInputs
 from toolplan.engine.items import (
+    MapStart,
     condition_holds,
     item_list,
     map_result,
@@ -242,6 +243,24 @@ class StepRunner:
         """A ``forEach`` step: one call per item, each with its own timeout, retries and
         fallback, at most the plan's concurrency at a time; items finished by an earlier run
         are not run again."""
+        begun = await self.start_map(step.id, started)
+        if isinstance(begun, StepOutcome):
+            return begun
+        done = {record.index: record for record in begun.records}
+
+        async def one(index: int) -> None:
+            done[index] = await self.run_item(
+                step, index, begun.items[index], begun.outputs, done[index].attempts
+            )
+
+        await run_items(self.slots, begun.todo, one)
+        return await self.finish_map(step.id, list(done.values()), started)
+
+    async def start_map(self, step_id: str, started: float) -> MapStart | StepOutcome:
+        """Resolve a ``forEach`` step's list and record its items (those an earlier run
+        finished kept): what is left to run, or the step's final outcome when its list cannot be
+        resolved or is over the limit (failed, before any call)."""
+        step = self._steps[step_id]
         outputs = await self.inputs.outputs_for(step)
         try:
             items = item_list(step, outputs, self.options.max_items)
@@ -249,17 +268,23 @@ class StepRunner:
             return await self._finish(step, "failed", 0, started, error=str(error))
         records, todo = unfinished_items(len(items), self.prior_items.get(step.id))
         await self.recorder.items_known(step.id, step.tool, records)
-        done = {record.index: record for record in records}
+        return MapStart(items, records, todo, outputs)
 
-        async def one(index: int) -> None:
-            done[index] = await self.run_item(
-                step, index, items[index], outputs, done[index].attempts
-            )
+    async def run_item_of(self, step_id: str, index: int, prior_attempts: int) -> ItemRecord:
+        """:meth:`run_item` for an item named by its index (the list resolved again from the
+        step's inputs: a backend that runs each item elsewhere)."""
+        step = self._steps[step_id]
+        outputs = await self.inputs.outputs_for(step)
+        items = item_list(step, outputs, self.options.max_items)
+        return await self.run_item(step, index, items[index], outputs, prior_attempts)
 
-        await run_items(self.slots, todo, one)
-        result = map_result(done.values())
+    async def finish_map(
+        self, step_id: str, records: list[ItemRecord], started: float
+    ) -> StepOutcome:
+        """Record what the items of a ``forEach`` step add up to (:func:`map_result`)."""
+        result = map_result(records)
         return await self._finish(
-            step,
+            self._steps[step_id],
             result.status,
             result.attempts,
             started,
