@@ -6,6 +6,7 @@ Every test runs on SQLite; the map, the branch and the kill/resume also on Mongo
 
 from __future__ import annotations
 
+import json
 import signal
 from pathlib import Path
 from typing import Any
@@ -306,3 +307,41 @@ def test_kill_in_the_middle_of_a_map_then_resume_reruns_no_finished_item(cli: Cl
     assert starts.count("d") == 1 and starts.count("e") == 1
     keys = {c["key"] for c in cli.calls() if c.get("label") == "c"}
     assert keys == {f"{plan_id}:each[2]"}
+
+
+def test_the_readme_plan_maps_then_branches(cli: Cli) -> None:
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    start = readme.index("A plan that maps over a list output, then branches on the result:")
+    begin = readme.index("```json\n", start) + 8
+    block = readme[begin : readme.index("\n```", begin)]
+    plan = json.loads(block)
+    author = cli(
+        "run",
+        "--file",
+        cli.write_plan(
+            {
+                "steps": [
+                    {
+                        "id": "a",
+                        "tool": "createAuthor",
+                        "parameters": {"name": "A", "email": "a@x.io"},
+                    }
+                ]
+            }
+        ),
+        "--json",
+    ).json()["outputs"]["a"]
+    for title in ("one", "two"):
+        blog = {"authorId": author["_id"], "title": title, "content": "x"}
+        cli(
+            "run",
+            "--file",
+            cli.write_plan({"steps": [{"id": "b", "tool": "createBlog", "parameters": blog}]}),
+        )
+    plan["steps"][0]["parameters"]["authorId"] = author["_id"]
+    done = _run(cli, plan)
+    assert done.code == 0, done.stdout
+    steps = {s["id"]: s for s in done.json()["steps"]}
+    assert [o["text"] for o in steps["comments"]["output"]] == ["Reviewed (0)", "Reviewed (1)"]
+    assert steps["report"]["status"] == "succeeded"
+    assert (steps["nothing"]["status"], steps["nothing"]["reason"]) == ("skipped", "condition")
