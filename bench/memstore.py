@@ -132,9 +132,14 @@ class MemoryStore:
             raise ValueError(f"cannot update step fields {sorted(unknown)}")
         with self._lock:
             try:
-                self._steps[plan_id][step_id].update(changes)
+                row = self._steps[plan_id][step_id]
             except KeyError:
                 raise KeyError(f"no step {step_id!r} in the execution of {plan_id!r}") from None
+            changes = dict(changes)
+            item = changes.pop("item", None)
+            row.update(changes)
+            if item is not None:  # one element of a forEach step's items, replaced in place
+                row["items"] = [item if i.index == item.index else i for i in row["items"]]
 
     def update_steps(self, plan_id: str, updates: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
         unknown = {name for _, changes in updates for name in changes} - STEP_FIELDS

@@ -72,7 +72,7 @@ async def _scheduler_only(dag: Dag) -> float:
         outputs[step] = await fn(i=index[step], inputs=[outputs[d]["i"] for d in dag.deps[step]])
         return StepOutcome("succeeded", output=outputs[step])
 
-    async def skip(step: str, reason: str) -> None:
+    async def skip(step: str, reason: str, kind: object = None) -> None:
         return None
 
     started = time.perf_counter()

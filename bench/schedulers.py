@@ -80,7 +80,7 @@ async def run_toolplan_schedule(dag: Dag, concurrency: int | None = None) -> flo
         await asyncio.sleep(dag.latency[step])
         return StepOutcome("succeeded")
 
-    async def skip(step: str, reason: str) -> None:
+    async def skip(step: str, reason: str, kind: object = None) -> None:
         return None
 
     started = time.perf_counter()

@@ -22,7 +22,7 @@ from toolplan.store import (
     Store,
     utc_now,
 )
-from toolplan.store.protocol import cap_output, lease_holder
+from toolplan.store.protocol import ItemRecord, cap_output, lease_holder
 from toolplan_conformance.connections import in_threads, other_store
 from toolplan_conformance.records import (
     new_plan,
@@ -214,6 +214,49 @@ def test_update_step_rejects_unknown_fields_and_steps(store: Store) -> None:
     with pytest.raises(KeyError):
         store.update_step(execution.plan_id, "nope", {"status": "running"})
     assert store.get_execution(execution.plan_id) == execution
+
+
+def test_for_each_items_and_skip_reason_round_trip(store: Store) -> None:
+    """A forEach step's items: the whole list once, then one item at a time, in place."""
+    execution = started_execution(store, steps=2)
+    plan_id = execution.plan_id
+    store.update_step(
+        plan_id, "s0", {"status": "running", "items": [ItemRecord(i) for i in range(3)]}
+    )
+    store.update_steps(
+        plan_id,
+        [
+            ("s0", {"item": ItemRecord(1, "succeeded", attempts=1, output={"id": "b1"})}),
+            ("s0", {"item": ItemRecord(2, "failed", attempts=3, error="boom", used_fallback=True)}),
+            ("s1", {"status": "skipped", "reason": "condition", "error": "condition false"}),
+        ],
+    )
+    record = store.get_execution(plan_id)
+    assert record is not None
+    assert record.step("s0").items == [
+        ItemRecord(0),
+        ItemRecord(1, "succeeded", attempts=1, output={"id": "b1"}),
+        ItemRecord(2, "failed", attempts=3, error="boom", used_fallback=True),
+    ]
+    assert record.step("s1").reason == "condition" and record.step("s1").items is None
+    assert execution.step("s0").items is None and execution.step("s0").reason is None
+
+
+def test_concurrent_item_updates_are_not_lost(store: Store, store_uri: str) -> None:
+    """Items written from several processes at once each keep their own record."""
+    workers = 6
+    execution = started_execution(store, steps=1)
+    plan_id = execution.plan_id
+    store.update_step(plan_id, "s0", {"items": [ItemRecord(i) for i in range(workers)]})
+
+    def work(other: Store, i: int) -> None:
+        for attempt in range(1, 6):
+            other.update_step(plan_id, "s0", {"item": ItemRecord(i, "running", attempts=attempt)})
+        other.update_step(plan_id, "s0", {"item": ItemRecord(i, "succeeded", 5, output=i)})
+
+    in_threads(store_uri, workers, work)
+    items = store.get_execution(plan_id).step("s0").items  # type: ignore[union-attr]
+    assert items == [ItemRecord(i, "succeeded", 5, output=i) for i in range(workers)]
 
 
 class _Sample(TypedDict):

@@ -28,6 +28,7 @@ def _log(event: str, config: RunnableConfig, **extra: Any) -> None:
         "step": metadata.get("step_id"),
         "attempt": metadata.get("attempt"),
         "key": metadata.get("idempotency_key"),
+        "item": metadata.get("item"),
         "t": time.time(),
         "pid": os.getpid(),
         **extra,
@@ -112,6 +113,18 @@ async def held(label: str, config: RunnableConfig) -> dict[str, Any]:
 
 
 @tool
+async def gate_if(label: str, wait: bool, config: RunnableConfig) -> dict[str, Any]:
+    """Return {"label": label}; when `wait`, first wait until the file named by
+    $TOOLPLAN_TEST_GATE exists (one item of a map held while the others finish)."""
+    _log("start", config, label=label)
+    path = os.environ.get("TOOLPLAN_TEST_GATE", "")
+    while wait and not (path and os.path.exists(path)):
+        await asyncio.sleep(0.01)
+    _log("end", config, label=label)
+    return {"label": label}
+
+
+@tool
 def lookup(key: str, config: RunnableConfig) -> dict[str, Any]:
     """Read-only: look `key` up and return {"key": key, "value": ...}; the key "bad" fails
     (a ToolException). Tagged read-only, so its results are cached."""
@@ -131,4 +144,16 @@ def lookup_hourly(key: str, config: RunnableConfig) -> dict[str, Any]:
 tagged(lookup, "read-only", cost_usd=0.001)
 tagged(lookup_hourly, "read-only", cache_ttl=3600)
 
-TOOLS = [sleepy, echo, text, business_error, flaky, hang, gate, held, lookup, lookup_hourly]
+TOOLS = [
+    sleepy,
+    echo,
+    text,
+    business_error,
+    flaky,
+    hang,
+    gate,
+    gate_if,
+    held,
+    lookup,
+    lookup_hourly,
+]

@@ -438,3 +438,78 @@ async def test_a_listener_that_raises_does_not_fail_a_run_on_temporal(
         "b": ("succeeded", 1, None, False),
     }
     assert ("b", "succeeded") in {(e.step_id, e.kind) for e in heard}  # told of every event
+
+
+MAP_AND_BRANCH = {
+    "steps": [
+        {"id": "labels", "tool": "echo", "parameters": {"value": {"items": ["a", "b", "c"]}}},
+        {
+            "id": "each",
+            "tool": "lookup",
+            "forEach": "{{labels.items}}",
+            "parameters": {"key": "{{$index}}-{{$item}}"},
+        },
+        {
+            "id": "some_bad",
+            "tool": "lookup",
+            "forEach": ["x", "bad"],
+            "parameters": {"key": "{{$item}}"},
+        },
+        {"id": "when_true", "tool": "echo", "when": "{{each[2].key}}", "parameters": {"value": 1}},
+        {
+            "id": "when_false",
+            "tool": "echo",
+            "when": {"not": "{{each}}"},
+            "parameters": {"value": 2},
+        },
+        {"id": "after_false", "tool": "echo", "parameters": {"value": "{{when_false}}"}},
+    ]
+}
+
+
+async def test_a_map_and_a_branch_run_as_in_process_each_item_an_activity(
+    worker: None,
+    store: SqliteStore,
+    catalog: ToolCatalog,
+    temporal_settings: TemporalSettings,
+    log: Callable[[], list[dict[str, Any]]],
+) -> None:
+    options = replace(OPTIONS, cache=False)
+    local = submit_plan(MAP_AND_BRANCH, store=store, catalog=catalog, max_steps=50)
+    in_process = await execute_stored_plan(
+        local.plan_id, ExecutionContext(store=store, catalog=catalog, options=options)
+    )
+    ref = submit_plan(MAP_AND_BRANCH, store=store, catalog=catalog, max_steps=50)
+    result = await execute_stored_plan(
+        ref.plan_id, temporal_ctx(store, catalog, temporal_settings, options=options)
+    )
+
+    def shape(run: Any) -> dict[str, Any]:
+        def items(step: dict[str, Any]) -> Any:
+            return [
+                {k: v for k, v in item.items() if k != "durationMs"}
+                for item in step.get("items") or []
+            ]
+
+        return {
+            s["id"]: (s["status"], s["output"], s["error"], s.get("reason"), items(s))
+            for s in run.to_json()["steps"]
+        }
+
+    assert shape(result) == shape(in_process)
+    assert result.status == in_process.status == "partial"  # some_bad failed
+    each = result.step("each")
+    assert [o["key"] for o in each.output] == ["0-a", "1-b", "2-c"]
+    assert [i.status for i in each.items or []] == ["succeeded"] * 3
+    assert result.step("when_true").status == "succeeded"
+    assert (result.step("when_false").status, result.step("when_false").reason) == (
+        "skipped",
+        "condition",
+    )
+    assert result.step("after_false").reason == "condition"
+    assert result.step("some_bad").error.startswith("item 1 of 2 failed")  # type: ignore[union-attr]
+    keys = sorted(c["key"] for c in log() if c["step"] == "each")
+    assert keys == sorted(
+        [f"{local.plan_id}:each[{i}]" for i in range(3)]
+        + [f"{ref.plan_id}:each[{i}]" for i in range(3)]
+    )

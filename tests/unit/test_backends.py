@@ -84,7 +84,7 @@ class StepByStepBackend:
             finally:
                 await asyncio.to_thread(recorder.close)
 
-        async def skip(step_id: str, reason: str) -> None:
+        async def skip(step_id: str, reason: str, kind: object = None) -> None:
             recorder = Recorder(ctx.store, record.plan_id, output_limit_bytes=1_000_000)
             await recorder.skipped(step_id, plan.step(step_id).tool, reason)
             await asyncio.to_thread(recorder.close)

@@ -29,6 +29,7 @@ SAMPLES: dict[str, tuple[str, Callable[[Settings], Any], Any]] = {
     "TOOLPLAN_TOOLS": ("blog, weather", lambda s: s.tool_modules, ("blog", "weather")),
     "TOOLPLAN_CONCURRENCY": ("3", lambda s: s.execution.concurrency, 3),
     "TOOLPLAN_MAX_STEPS": ("7", lambda s: s.max_steps, 7),
+    "TOOLPLAN_MAX_ITEMS": ("9", lambda s: s.execution.max_items, 9),
     "TOOLPLAN_TIMEOUT": ("2.5", lambda s: s.execution.default_timeout, 2.5),
     "TOOLPLAN_BACKOFF": ("0.1", lambda s: s.execution.retry.initial_backoff, 0.1),
     "TOOLPLAN_LEASE_SECONDS": ("9", lambda s: s.execution.lease_seconds, 9),

@@ -106,6 +106,33 @@ def test_basis_says_what_the_duration_rests_on() -> None:
     assert _estimate(only_new, history) == Estimate(1000.0, None, "default")
 
 
+def test_a_map_counts_one_call_per_item_once_its_list_is_known() -> None:
+    history = _History({"fast": [100.0], "paid": [10.0]})
+    known = {
+        "steps": [
+            {
+                "id": "m",
+                "tool": "paid",
+                "forEach": [1, 2, 3, 4, 5],
+                "parameters": {"x": "{{$item}}"},
+            }
+        ]
+    }
+    # Five items two at a time: three rounds of 10 ms; five calls at 0.002.
+    assert _estimate(known, history, concurrency=2) == Estimate(30.0, 0.01, "history")
+    empty = {"steps": [{"id": "m", "tool": "paid", "forEach": [], "parameters": {}}]}
+    assert _estimate(empty, history) == Estimate(0.0, 0.0, "history")
+    later = {
+        "steps": [
+            {"id": "a", "tool": "fast", "parameters": {}},
+            {"id": "m", "tool": "paid", "forEach": "{{a.items}}", "parameters": {}},
+        ]
+    }
+    estimate = _estimate(later, history)
+    assert estimate == Estimate(110.0, 0.002, "history, item count unknown")
+    assert Estimate.from_json(estimate.to_json()) == estimate
+
+
 def test_cost_sums_declared_tool_costs_and_priced_planning(tmp_path: Path) -> None:
     plan = {
         "steps": [

@@ -42,7 +42,7 @@ class Harness:
             return StepOutcome("failed", error=f"{step} broke")
         return StepOutcome("succeeded", output=step)
 
-    async def skip(self, step: str, reason: str) -> None:
+    async def skip(self, step: str, reason: str, kind: object = None) -> None:
         self.events.append(f"skip {step}")
         self.skipped[step] = reason
 
@@ -169,7 +169,7 @@ async def test_a_crashing_run_function_fails_the_step_instead_of_hanging() -> No
     async def run(step: str) -> StepOutcome:
         raise RuntimeError("bug")
 
-    async def skip(step: str, reason: str) -> None:
+    async def skip(step: str, reason: str, kind: object = None) -> None:
         return None
 
     outcomes = await asyncio.wait_for(

@@ -15,10 +15,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from toolplan.analysis.control_flow import check_control_flow, control_references
 from toolplan.analysis.types import check_template_types
 from toolplan.errors import PlanInvalid, ValidationIssue
 from toolplan.plans.json_schema import accepted_types
-from toolplan.plans.plan import Plan, Step
+from toolplan.plans.plan import DEFAULT_MAX_ITEMS, Plan, Step
 from toolplan.plans.templates import (
     Template,
     contains_template,
@@ -93,11 +94,15 @@ def _step_dependencies(step: Step) -> list[str]:
     seen: dict[str, None] = {}
     for dep in step.depends_on:
         seen.setdefault(dep, None)
+    for dep in control_references(step):
+        seen.setdefault(dep, None)
     for template in find_templates(step.parameters):
-        seen.setdefault(template.step, None)
+        if not template.is_loop:
+            seen.setdefault(template.step, None)
     if step.fallback is not None:
         for template in find_templates(step.fallback.parameters):
-            seen.setdefault(template.step, None)
+            if not template.is_loop:
+                seen.setdefault(template.step, None)
     return list(seen)
 
 
@@ -266,11 +271,13 @@ def analyze(
     catalog: ToolCatalog,
     *,
     max_steps: int = DEFAULT_MAX_STEPS,
+    max_items: int = DEFAULT_MAX_ITEMS,
     estimate: Callable[[Step], float] | None = None,
 ) -> Analysis:
     """Validate ``plan`` against ``catalog`` and compute its dependency structure.
 
     Raises :class:`~toolplan.errors.PlanInvalid` with every problem found.
+    ``max_items`` is the longest literal ``forEach`` list of a step without ``maxItems``.
     ``estimate`` gives a step's expected duration for the critical path (default: 1 per step).
     """
     issues: list[ValidationIssue] = []
@@ -346,13 +353,15 @@ def analyze(
         for template in find_templates(
             [step.parameters, step.fallback and step.fallback.parameters]
         ):
-            if template.step not in ids:
+            if not template.is_loop and template.step not in ids:
                 problem(
                     "reference",
                     f"{where}: template {template.text!r} references unknown step "
                     f"{template.step!r} (steps: {', '.join(ids)}){_close(template.step, ids)}",
                     step.id,
                 )
+
+        issues.extend(check_control_flow(step, ids, max_items=max_items))
 
     for output in plan.output_steps or []:
         if output not in ids:

@@ -10,6 +10,10 @@ lognormal) the median is below the mean by exp(sigma^2 / 2), so medians underest
 chain. ``basis`` says which weights it used: ``history`` (every step's tool has observations),
 ``default`` (none has) or ``mixed``.
 
+A ``forEach`` step over a literal list counts one call per item (its items run
+``concurrency`` at a time); over a template, the number of items is known only once the step it
+names has run: the step counts as one call, and ``basis`` ends with ``, item count unknown``.
+
 ``costUsd`` sums the per-call cost each step's tool declares (``tagged(tool,
 cost_usd=0.002)``) and, for a plan written by an LLM, the planning calls' tokens at the model's
 price when a price table (``TOOLPLAN_PRICES``, a JSON file; never fetched from the network) lists
@@ -21,17 +25,18 @@ from __future__ import annotations
 
 import heapq
 import json
+import math
 import statistics
 from collections import deque
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, cast
 
 from toolplan.analysis.dag import Analysis
 from toolplan.errors import InvalidInput
-from toolplan.plans.plan import Plan
+from toolplan.plans.plan import Plan, Step
 from toolplan.tools.catalog import ToolCatalog
 
 __all__ = [
@@ -46,8 +51,17 @@ __all__ = [
     "schedule_length",
 ]
 
-EstimateBasis = Literal["history", "default", "mixed"]
-"""What ``durationMs`` rests on: observed durations of every step's tool, of none, or of some."""
+EstimateBasis = Literal[
+    "history",
+    "default",
+    "mixed",
+    "history, item count unknown",
+    "default, item count unknown",
+    "mixed, item count unknown",
+]
+"""What ``durationMs`` rests on: observed durations of every step's tool, of none, or of some;
+``item count unknown`` when a ``forEach`` step's list is known only at run time (counted as one
+call)."""
 
 COST_METADATA_KEY = "cost_usd"
 """Where ``tagged(tool, cost_usd=...)`` keeps a tool's cost per call, in ``tool.metadata``."""
@@ -207,6 +221,14 @@ def schedule_length(
     return now
 
 
+def _calls(step: Step) -> int | None:
+    """Tool calls a step makes: one, one per item of a literal ``forEach`` list, ``None`` when
+    its list is known only at run time."""
+    if step.for_each is None:
+        return 1
+    return len(step.for_each) if isinstance(step.for_each, list) else None
+
+
 def estimate_plan(
     plan: Plan,
     analysis: Analysis,
@@ -221,14 +243,26 @@ def estimate_plan(
     tools = sorted({step.tool for step in plan.steps})
     history = store.tool_durations(tools, HISTORY) if tools else {}
     means = {tool: statistics.fmean(seen) for tool, seen in history.items() if seen}
-    weights = {step.id: means.get(step.tool, settings.default_ms) for step in plan.steps}
+    calls = {step.id: _calls(step) for step in plan.steps}
+    # A map's items run `concurrency` at a time; a list known only at run time counts once.
+    weights = {
+        step.id: means.get(step.tool, settings.default_ms)
+        * math.ceil((1 if calls[step.id] is None else calls[step.id] or 0) / settings.concurrency)
+        if step.for_each is not None
+        else means.get(step.tool, settings.default_ms)
+        for step in plan.steps
+    }
     seen = sum(1 for step in plan.steps if step.tool in means)
-    basis: EstimateBasis = (
-        "history" if seen == len(plan.steps) else "default" if seen == 0 else "mixed"
-    )
+    kind = "history" if seen == len(plan.steps) else "default" if seen == 0 else "mixed"
+    unknown = any(calls[step.id] is None for step in plan.steps)
+    basis = cast(EstimateBasis, f"{kind}, item count unknown" if unknown else kind)
     duration = schedule_length(analysis.order, analysis.dependencies, weights, settings.concurrency)
 
-    costs = [tool_cost(catalog, step.tool) for step in plan.steps]
+    costs = [
+        None if cost is None else cost * (1 if calls[step.id] is None else calls[step.id] or 0)
+        for step in plan.steps
+        for cost in [tool_cost(catalog, step.tool)]
+    ]  # one call per item of a known list
     known = [cost for cost in costs if cost is not None]
     planning = None
     if settings.prices_file and meta:

@@ -25,7 +25,7 @@ from typing import Any
 from toolplan.errors import ValidationIssue
 from toolplan.plans.json_schema import accepted_types, inline_refs
 from toolplan.plans.plan import Plan, Step
-from toolplan.plans.templates import PathSegment, Template, find_templates
+from toolplan.plans.templates import ITEM, PathSegment, Template, find_templates
 from toolplan.tools.catalog import ToolCatalog
 
 __all__ = ["check_template_types"]
@@ -51,7 +51,9 @@ class _Output:
 
     step: str
     tool: str
-    schema: dict[str, Any]
+    schema: Mapping[str, Any]
+    label: str | None = None
+    """How the output is named in messages when not ``step 'id' (tool)``."""
 
 
 def _one_shape(schema: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -95,7 +97,7 @@ def _walk(output: _Output, template: Template) -> Mapping[str, Any] | None:
             return None
         kind = _kind(shape)
         here = _written(output.step, walked)
-        what = f"{here!r}" if walked else f"step {output.step!r} ({output.tool})"
+        what = f"{here!r}" if walked else (output.label or f"step {output.step!r} ({output.tool})")
         if isinstance(segment, int) or (kind == "array" and segment.isdigit()):
             if kind == "array":
                 items = shape.get("items")
@@ -250,13 +252,22 @@ def check_template_types(plan: Plan, catalog: ToolCatalog) -> list[ValidationIss
             continue  # the output may come from either tool
         returns = catalog.info(step.tool).returns
         if returns:
-            outputs[step.id] = _Output(step.id, step.tool, returns)
+            # A forEach step's output is the list of its per-item outputs.
+            schema = {"type": "array", "items": returns} if step.for_each is not None else returns
+            outputs[step.id] = _Output(step.id, step.tool, schema)
 
     issues: list[ValidationIssue] = []
     for step in plan.steps:
+        visible: Mapping[str, _Output] = outputs
+        if step.for_each is not None:
+            item, problem = _item_output(step, outputs, steps)
+            if problem is not None:
+                issues.append(problem)
+            if item is not None:
+                visible = {**outputs, ITEM: item}
         issues.extend(
             _check_call(
-                step, step.tool, step.parameters, f"step {step.id!r}", catalog, outputs, steps
+                step, step.tool, step.parameters, f"step {step.id!r}", catalog, visible, steps
             )
         )
         if step.fallback is not None:
@@ -267,11 +278,50 @@ def check_template_types(plan: Plan, catalog: ToolCatalog) -> list[ValidationIss
                     step.fallback.parameters,
                     f"step {step.id!r} fallback",
                     catalog,
-                    outputs,
+                    visible,
                     steps,
                 )
             )
     return issues
+
+
+def _item_output(
+    step: Step, outputs: Mapping[str, _Output], steps: Mapping[str, Step]
+) -> tuple[_Output | None, ValidationIssue | None]:
+    """The declared type of one item of ``step``'s ``forEach`` list, when it is known, and the
+    problem of a ``forEach`` over something that cannot be a list."""
+    if isinstance(step.for_each, list):
+        return None, None
+    text = (step.for_each or "").strip()
+    template = Template.parse(text) if text.startswith("{{") else None
+    if template is None or template.is_loop or template.step not in steps:
+        return None, None  # reported by toolplan.analysis.control_flow
+    output = outputs.get(template.step)
+    if output is None or template.step == step.id:
+        return None, None
+    where = f"step {step.id!r}: forEach {template.text!r}"
+    try:
+        at = _walk(output, template)
+    except _Mismatch as mismatch:
+        return None, ValidationIssue("template-type", f"{where}: {mismatch}", step.id)
+    shape = _one_shape(at) if at is not None else None
+    if shape is None:
+        return None, None
+    kind = _kind(shape)
+    if kind is None:
+        return None, None
+    if kind != "array":
+        hint = _list_hint(template.step, template.path, shape, ()) if kind == "object" else ""
+        return None, ValidationIssue(
+            "template-type",
+            f"{where} is {_describe(shape)}, not a list, so there is nothing to call the tool "
+            f"for item by item{hint or '; forEach needs a template that resolves to a list'}",
+            step.id,
+        )
+    items = shape.get("items")
+    if not isinstance(items, Mapping) or not items:
+        return None, None
+    return _Output(ITEM, step.tool, items, f"an item of {template.text!r}"), None
 
 
 def _check_call(
@@ -293,7 +343,9 @@ def _check_call(
             whole = Template.parse(text.strip()) if text.strip().startswith("{{") else None
             for template in find_templates(text):
                 output = outputs.get(template.step)
-                if output is None or template.step not in steps or template.step == step.id:
+                if output is None or template.step == step.id:
+                    continue
+                if template.step not in steps and not template.is_loop:
                     continue
                 try:
                     at = _walk(output, template)

@@ -317,6 +317,14 @@ class StepEventType:
     used_fallback: bool = strawberry.field(
         description="On succeeded/failed: the outcome is the fallback's."
     )
+    item: int | None = strawberry.field(
+        default=None,
+        description="The item of a forEach step the transition is about (null: the step).",
+    )
+    reason: str | None = strawberry.field(
+        default=None,
+        description="On skipped: condition when a when condition decided it, not a failure.",
+    )
 
     @classmethod
     def from_event(cls, event: StepEvent) -> StepEventType:
@@ -332,6 +340,8 @@ class StepEventType:
             duration_ms=event.duration_ms,
             fallback_tool=event.fallback_tool,
             used_fallback=event.used_fallback,
+            item=event.item,
+            reason=event.reason,
         )
 
 

@@ -106,6 +106,9 @@ def print_execution(console: Console, result: ExecutionResult) -> None:
             )
         if step.reused_from is not None:
             text = Text.assemble((f"reused from {step.reused_from}: ", "cyan"), text)
+        if step.items is not None:
+            done = sum(1 for item in step.items if item.status == "succeeded")
+            text = Text.assemble(items_summary(done, len(step.items)), text)
         table.add_row(
             step.step_id,
             step.tool,
@@ -116,6 +119,11 @@ def print_execution(console: Console, result: ExecutionResult) -> None:
         )
     console.print(table)
     console.print(Text.assemble("execution status: ", _status(result.status)))
+
+
+def items_summary(succeeded: int, total: int) -> tuple[str, str]:
+    """How a ``forEach`` step's items read in a table, one cell for all: ``3/5 items``."""
+    return f"{succeeded}/{total} items  ", "green" if succeeded == total else "yellow"
 
 
 def first_sentence(text: str) -> str:
@@ -214,6 +222,10 @@ def print_described(console: Console, data: dict[str, Any]) -> None:
                 text = Text.assemble((f"cached ({age:.0f} s old): ", "cyan"), text)
             if step.get("reusedFrom"):
                 text = Text.assemble((f"reused from {step['reusedFrom']}: ", "cyan"), text)
+            if step.get("items") is not None:
+                items = step["items"]
+                done = sum(1 for item in items if item["status"] == "succeeded")
+                text = Text.assemble(items_summary(done, len(items)), text)
             table.add_row(step["id"], status, _timeout_cell(step), text)
         console.print(table)
     if data.get("answer") is not None:
@@ -355,7 +367,8 @@ class ProgressPrinter:
 
 def progress_line(event: StepEvent) -> str:
     """One step transition as a line of text, e.g. ``✓ blog (createBlog) succeeded in 3 ms``."""
-    head = f"{ProgressPrinter._SYMBOL[event.kind]} {event.step_id} ({event.tool})"
+    step = event.step_id if event.item is None else f"{event.step_id}[{event.item}]"
+    head = f"{ProgressPrinter._SYMBOL[event.kind]} {step} ({event.tool})"
     if event.kind == "fallback":
         return f"{head} failed: {event.error}; calling its fallback {event.fallback_tool!r}"
     if event.kind == "skipped":

@@ -200,6 +200,7 @@ class _SettingsVariables(Variables):
     tools: Annotated[tuple[str, ...] | None, NoDecode] = None  # comma-separated, not JSON
     mcp: str | None = None
     max_steps: int | None = None
+    max_items: int | None = None
     concurrency: int | None = None
     timeout: float | None = None
     backoff: float | None = None
@@ -244,6 +245,7 @@ class _SettingsVariables(Variables):
                 ),
                 **self.given(
                     concurrency="concurrency",
+                    max_items="max_items",
                     default_timeout="timeout",
                     lease_seconds="lease_seconds",
                     cancel_poll="cancel_poll",
@@ -270,7 +272,8 @@ class Settings:
     """Everything a command needs to know about where things are and how to run them.
 
     Environment variables: ``TOOLPLAN_STORE``, ``TOOLPLAN_TOOLS`` (comma-separated modules),
-    ``TOOLPLAN_CONCURRENCY``, ``TOOLPLAN_MAX_STEPS``, ``TOOLPLAN_TIMEOUT`` (default step timeout,
+    ``TOOLPLAN_CONCURRENCY``, ``TOOLPLAN_MAX_STEPS``, ``TOOLPLAN_MAX_ITEMS`` (the longest
+    ``forEach`` list of a step without ``maxItems``), ``TOOLPLAN_TIMEOUT`` (default step timeout,
     seconds), ``TOOLPLAN_BACKOFF`` (first retry delay, seconds), ``TOOLPLAN_LEASE_SECONDS``,
     ``TOOLPLAN_OUTPUT_LIMIT_BYTES`` (step outputs larger than this are stored truncated),
     ``TOOLPLAN_MCP`` (an ``mcpServers`` JSON file whose servers add tools),

@@ -59,7 +59,9 @@ class StoreInputs:
         self.plan_id = plan_id
 
     async def outputs_for(self, step: Step) -> Mapping[str, Any]:
-        wanted = references(step.parameters)
+        wanted = references([step.parameters, step.condition])
+        if isinstance(step.for_each, str):
+            wanted |= references(step.for_each)
         if step.fallback is not None:
             wanted |= references(step.fallback.parameters)
         if not wanted:

@@ -7,6 +7,8 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from toolplan.plans.plan import DEFAULT_MAX_ITEMS
+
 __all__ = ["DEFAULT_CONCURRENCY", "ExecutionOptions", "RetryPolicy", "TimeoutPolicy", "quantile"]
 
 DEFAULT_CONCURRENCY = 10
@@ -113,6 +115,9 @@ class ExecutionOptions:
     """Answer calls of read-only tools from the store's result cache (``--no-cache``: never)."""
     cache_ttl: float = 300.0
     """Seconds a cached result is reused, for a read-only tool without its own ``cache_ttl``."""
+    max_items: int = DEFAULT_MAX_ITEMS
+    """The longest list a ``forEach`` step without ``maxItems`` runs over
+    (``TOOLPLAN_MAX_ITEMS``); a longer one fails the step before any call."""
     graph_checkpoints: bool = False
     """Also run the execution graph under the store's LangGraph checkpointer (thread = plan ID),
     so LangGraph tooling sees each execution's node boundaries (``TOOLPLAN_GRAPH_CHECKPOINTS=1``).
@@ -122,6 +127,8 @@ class ExecutionOptions:
     def __post_init__(self) -> None:
         if self.concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {self.concurrency}")
+        if self.max_items < 1:
+            raise ValueError(f"max_items must be at least 1, got {self.max_items}")
         if self.default_timeout <= 0:
             raise ValueError(f"default_timeout must be positive, got {self.default_timeout}")
         if self.cache_ttl < 0:

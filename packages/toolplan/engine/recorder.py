@@ -16,12 +16,12 @@ import os
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from toolplan.engine.observers import BestEffort
 from toolplan.errors import ExecutionGone
-from toolplan.store.protocol import ExecutionLog, cap_output, utc_now
+from toolplan.store.protocol import ExecutionLog, ItemRecord, SkipReason, cap_output, utc_now
 
 if TYPE_CHECKING:
     from toolplan.engine.timeouts import EffectiveTimeout
@@ -52,6 +52,10 @@ class StepEvent:
     """On ``fallback``: the tool called instead."""
     used_fallback: bool = False
     """On ``succeeded``/``failed``: the outcome is the fallback's."""
+    item: int | None = None
+    """The item of a ``forEach`` step the transition is about (``None``: the step itself)."""
+    reason: SkipReason | None = None
+    """On ``skipped``: ``condition`` when a ``when`` condition decided it, not a failure."""
 
     def to_json(self) -> dict[str, Any]:
         """camelCase JSON form."""
@@ -66,6 +70,8 @@ class StepEvent:
             "durationMs": self.duration_ms,
             "fallbackTool": self.fallback_tool,
             "usedFallback": self.used_fallback,
+            "item": self.item,
+            "reason": self.reason,
         }
 
 
@@ -210,15 +216,59 @@ class Recorder:
         await self._write(step_id, changes)
         self._emit("started", step_id, tool, attempt)
 
-    def retrying(self, step_id: str, tool: str, attempt: int, error: str) -> None:
+    def retrying(
+        self, step_id: str, tool: str, attempt: int, error: str, *, item: int | None = None
+    ) -> None:
         """An attempt failed and another will follow (the next ``started`` is stored)."""
-        self._emit("retrying", step_id, tool, attempt, error=error)
+        self._emit("retrying", step_id, tool, attempt, error=error, item=item)
 
     def falling_back(
-        self, step_id: str, tool: str, attempt: int, error: str, fallback_tool: str
+        self,
+        step_id: str,
+        tool: str,
+        attempt: int,
+        error: str,
+        fallback_tool: str,
+        *,
+        item: int | None = None,
     ) -> None:
         """The tool failed for good; the step's fallback tool is called next."""
-        self._emit("fallback", step_id, tool, attempt, error=error, fallback_tool=fallback_tool)
+        self._emit(
+            "fallback", step_id, tool, attempt, error=error, fallback_tool=fallback_tool, item=item
+        )
+
+    async def items_known(self, step_id: str, tool: str, items: list[ItemRecord]) -> None:
+        """A ``forEach`` step starts over its list: the step is running, with one record per
+        item (those an earlier run finished kept as they are)."""
+        changes: dict[str, Any] = {"status": "running", "items": items, "error": None}
+        if not any(item.status != "pending" for item in items):
+            changes["started_at"] = utc_now()
+        await self._write(step_id, changes)
+        self._emit("started", step_id, tool, 0)
+
+    async def item_started(self, step_id: str, tool: str, index: int, attempt: int) -> None:
+        """An attempt of one item begins."""
+        await self._write(step_id, {"item": ItemRecord(index, "running", attempt)})
+        self._emit("started", step_id, tool, attempt, item=index)
+
+    async def item_finished(
+        self, step_id: str, tool: str, record: ItemRecord, *, duration_ms: float
+    ) -> ItemRecord:
+        """One item reached its final state; returns it as stored (output capped)."""
+        output, _ = cap_output(record.output, self.output_limit_bytes)
+        stored = replace(record, output=output, duration_ms=duration_ms)
+        await self._write(step_id, {"item": stored})
+        self._emit(
+            "succeeded" if stored.status == "succeeded" else "failed",
+            step_id,
+            tool,
+            stored.attempts,
+            error=stored.error,
+            duration_ms=duration_ms,
+            used_fallback=stored.used_fallback,
+            item=stored.index,
+        )
+        return stored
 
     async def finished(
         self,
@@ -270,10 +320,16 @@ class Recorder:
             used_fallback=used_fallback,
         )
 
-    async def skipped(self, step_id: str, tool: str, reason: str) -> None:
-        """The step will not run because of an earlier failure."""
-        await self._write(step_id, {"status": "skipped", "error": reason, "finished_at": utc_now()})
-        self._emit("skipped", step_id, tool, 0, error=reason)
+    async def skipped(
+        self, step_id: str, tool: str, message: str, *, reason: SkipReason | None = None
+    ) -> None:
+        """The step will not run: because of an earlier failure, or (``reason``
+        ``condition``) its condition or a dependency's was false."""
+        changes: dict[str, Any] = {"status": "skipped", "error": message, "finished_at": utc_now()}
+        if reason is not None:
+            changes["reason"] = reason
+        await self._write(step_id, changes)
+        self._emit("skipped", step_id, tool, 0, error=message, reason=reason)
 
     async def cancelled(
         self,

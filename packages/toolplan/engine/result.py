@@ -17,9 +17,11 @@ __all__ = ["ExecutionResult", "overall_status", "step_json"]
 
 
 def overall_status(steps: list[StepRecord]) -> Literal["succeeded", "partial", "failed"]:
-    """``succeeded`` if every step succeeded, ``failed`` if none did, else ``partial``."""
+    """``succeeded`` if every step succeeded or was skipped by a condition (a decision, not a
+    failure), ``failed`` if none succeeded, else ``partial``."""
     succeeded = sum(1 for step in steps if step.status == "succeeded")
-    if succeeded == len(steps):
+    decided = sum(1 for step in steps if step.status == "skipped" and step.reason == "condition")
+    if succeeded + decided == len(steps):
         return "succeeded"
     return "failed" if succeeded == 0 else "partial"
 
@@ -50,6 +52,10 @@ def step_json(step: StepRecord) -> dict[str, Any]:
         data["cacheAgeSeconds"] = step.cache_age_seconds
     if step.reused_from is not None:
         data["reusedFrom"] = step.reused_from
+    if step.reason is not None:
+        data["reason"] = step.reason
+    if step.items is not None:
+        data["items"] = [item.to_json() for item in step.items]
     return data
 
 

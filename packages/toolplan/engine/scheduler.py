@@ -2,7 +2,12 @@
 
 There are no waves or superstep barriers: a step never waits for unrelated siblings. Completions
 arrive on one queue (O(1) per event), so large plans stay cheap to schedule. Failures fail
-forward: the failed step's transitive dependents are skipped, independent steps continue.
+forward: the failed step's transitive dependents are skipped, independent steps continue. A step
+skipped by its ``when`` condition has its dependents skipped for the same reason.
+
+The concurrency limit is a :class:`Slots` object that a step's items share with the steps: a
+``forEach`` step lends its own slot to its items and each item holds one while it runs, so
+one item counts as one running step.
 """
 
 from __future__ import annotations
@@ -15,8 +20,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from toolplan.errors import Unavailable
+from toolplan.store.protocol import SkipReason
 
-__all__ = ["StepOutcome", "schedule"]
+__all__ = ["Slots", "StepOutcome", "schedule"]
 
 
 @dataclass(frozen=True)
@@ -27,11 +33,75 @@ class StepOutcome:
     output: Any = None
     error: str | None = None
     cause: str | None = None
-    """For a step skipped because of a failure: the failed step it traces back to."""
+    """For a skipped step: the failed step (or the step whose condition was false) it traces
+    back to."""
+    reason: SkipReason | None = None
+    """``condition``: skipped by a ``when`` condition (its own or a dependency's), not a failure."""
 
 
 RunStep = Callable[[str], Awaitable[StepOutcome]]
-SkipStep = Callable[[str, str], Awaitable[None]]
+SkipStep = Callable[[str, str, SkipReason | None], Awaitable[None]]
+"""Record a step that will not run: (step id, message, reason when not a failure)."""
+
+
+class Slots:
+    """The concurrency limit, shared by steps and the items of ``forEach`` steps.
+
+    Waiters are served first come, first served, before any new step starts: items of a
+    running map take the slots that free up ahead of steps not started yet. Uses only asyncio
+    futures and a deque, so it is deterministic under Temporal's workflow event loop.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._free = limit
+        self._waiters: deque[asyncio.Future[None]] = deque()
+        self.on_free: Callable[[], None] | None = None
+        """Called when a slot becomes free with nobody waiting for it (the scheduler wakes)."""
+
+    def try_take(self) -> bool:
+        """Take a free slot now if there is one nobody waits for."""
+        if self._free > 0 and not self._waiters:
+            self._free -= 1
+            return True
+        return False
+
+    def ticket(self) -> asyncio.Future[None]:
+        """A place in line, taken now: a future that is done once it holds a slot (at once when
+        one is free). Await it with :meth:`wait`."""
+        waiter = asyncio.get_running_loop().create_future()
+        if self.try_take():
+            waiter.set_result(None)
+        else:
+            self._waiters.append(waiter)
+        return waiter
+
+    async def wait(self, ticket: asyncio.Future[None]) -> None:
+        """Wait until ``ticket`` holds a slot; cancelled meanwhile, it gives up its place (or
+        the slot it was handed at that moment)."""
+        try:
+            await ticket
+        except asyncio.CancelledError:
+            if ticket.done() and not ticket.cancelled():
+                self.give()
+            else:
+                ticket.cancel()
+            raise
+
+    async def take(self) -> None:
+        """Wait for a slot and take it."""
+        await self.wait(self.ticket())
+
+    def give(self) -> None:
+        """Free a slot: the first waiter gets it, else it is free for the next step."""
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+        self._free += 1
+        if self.on_free is not None:
+            self.on_free()
 
 
 async def schedule(
@@ -43,14 +113,17 @@ async def schedule(
     concurrency: int,
     fail_fast: bool = False,
     finished: Mapping[str, StepOutcome] | None = None,
+    slots: Slots | None = None,
 ) -> dict[str, StepOutcome]:
     """Run every step of a DAG eagerly, at most ``concurrency`` at a time.
 
     ``order`` is a topological order; it also sets the priority among ready steps. ``run`` executes
     one step and must return its outcome (exceptions are turned into failures). ``skip`` records a
     step that will not run, with the reason. ``finished`` holds outcomes from an earlier, interrupted
-    run: those steps are not run again.
+    run: those steps are not run again. ``slots`` is the limit shared with the items of
+    ``forEach`` steps (``run`` takes more of them); by default ``concurrency`` slots of its own.
     """
+    slots = slots or Slots(concurrency)
     outcomes: dict[str, StepOutcome] = dict(finished or {})
     dependents: dict[str, list[str]] = {step: [] for step in order}
     for step in order:
@@ -64,22 +137,31 @@ async def schedule(
         for step in order
     }
     ready: deque[str] = deque()
-    completions: asyncio.Queue[tuple[str, StepOutcome | BaseException]] = asyncio.Queue()
+    completions: asyncio.Queue[tuple[str, StepOutcome | BaseException] | None] = asyncio.Queue()
+    slots.on_free = lambda: completions.put_nowait(None)  # None: a slot freed, nothing ended
     running: dict[str, asyncio.Task[None]] = {}
     stopping = False
 
-    async def mark_skipped(step: str, reason: str, cause: str | None = None) -> None:
-        outcomes[step] = StepOutcome("skipped", error=reason, cause=cause)
-        await skip(step, reason)
+    async def mark_skipped(
+        step: str, message: str, cause: str | None = None, reason: SkipReason | None = None
+    ) -> None:
+        outcomes[step] = StepOutcome("skipped", error=message, cause=cause, reason=reason)
+        await skip(step, message, reason)
 
     async def skip_dependents_of(root: str) -> None:
-        cause = root if outcomes[root].status == "failed" else _cause_of(root)
+        if outcomes[root].reason == "condition":
+            cause = outcomes[root].cause or root
+            message = f"skipped because the condition of {cause!r} was false"
+        else:
+            cause = root if outcomes[root].status == "failed" else _cause_of(root)
+            message = f"skipped because dependency {cause!r} failed"
+        reason = outcomes[root].reason
         stack = list(dependents[root])
         while stack:
             step = stack.pop()
             if step in outcomes or step in running:
                 continue
-            await mark_skipped(step, f"skipped because dependency {cause!r} failed", cause)
+            await mark_skipped(step, message, cause, reason)
             stack.extend(dependents[step])
 
     def _cause_of(step: str) -> str:
@@ -122,6 +204,7 @@ async def schedule(
     async def settle(step: str, result: StepOutcome | BaseException) -> None:
         """Take in one completion from the queue: record it and release or skip dependents."""
         await running.pop(step)
+        slots.give()
         if isinstance(result, BaseException):
             raise result
         outcomes[step] = result
@@ -137,7 +220,9 @@ async def schedule(
 
     async def settle_queued() -> None:
         while not completions.empty():
-            await settle(*completions.get_nowait())
+            entry = completions.get_nowait()
+            if entry is not None:
+                await settle(*entry)
 
     async def stop_after(failed: str) -> None:
         # Steps that already finished have their completion queued: they ended as they ended,
@@ -163,12 +248,15 @@ async def schedule(
 
     try:
         while True:
-            while ready and len(running) < concurrency and not stopping:
+            while ready and not stopping and slots.try_take():
                 step = ready.popleft()
                 running[step] = asyncio.create_task(runner(step), name=f"toolplan-step-{step}")
             if not running:
                 break
-            step, result = await completions.get()
+            entry = await completions.get()
+            if entry is None:
+                continue
+            step, result = entry
             await settle(step, result)
             if fail_fast and not stopping and outcomes[step].status != "succeeded":
                 stopping = True

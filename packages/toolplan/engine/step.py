@@ -1,34 +1,48 @@
-"""Running one step: resolve templates, call the tool with timeout and retries, then the fallback."""
+"""Running one step: its ``when`` condition, then resolve templates, call the tool with timeout and
+retries, then the fallback; for a ``forEach`` step, all of that once per item
+(:mod:`toolplan.engine.items`), each item recorded on its own."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import random
-import re
 import time
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, ToolException
-from pydantic import BaseModel, ValidationError
-from pydantic_core import to_jsonable_python
+from pydantic import ValidationError
 
 from toolplan.engine.cache import cache_key, cache_ttl_of
 from toolplan.engine.effects import EarlierEffect
 from toolplan.engine.inputs import StepInputs
+from toolplan.engine.items import (
+    MapStart,
+    condition_holds,
+    item_list,
+    map_result,
+    run_items,
+    unfinished_items,
+)
 from toolplan.engine.policies import ExecutionOptions
 from toolplan.engine.recorder import Recorder
-from toolplan.engine.scheduler import StepOutcome
+from toolplan.engine.scheduler import Slots, StepOutcome
 from toolplan.engine.timeouts import EffectiveTimeout
-from toolplan.engine.toolcall import callbacks_configured, invoke_tool
+from toolplan.engine.toolcall import (
+    AttemptFailed,
+    FailureKind,
+    callbacks_configured,
+    invoke_tool,
+    normalize_output,
+    without_surrogates,
+)
 from toolplan.errors import TemplateError, Unavailable
 from toolplan.plans.json_schema import inline_refs
 from toolplan.plans.plan import Plan, Step
-from toolplan.plans.templates import resolve
-from toolplan.store.protocol import RecordStore, ResultCache, cap_output, utc_now
+from toolplan.plans.templates import INDEX, ITEM, resolve
+from toolplan.store.protocol import ItemRecord, RecordStore, ResultCache, cap_output, utc_now
 from toolplan.tools.catalog import ToolCatalog
 
 __all__ = [
@@ -42,56 +56,6 @@ __all__ = [
 
 STORE_CONFIG_KEY = "toolplan_store"
 """Key in ``config["configurable"]`` under which tools find the configured store."""
-
-
-_SURROGATE = re.compile(r"[\ud800-\udfff]")
-
-
-def without_surrogates(value: Any) -> Any:
-    """``value`` with lone surrogates (text no store can hold, e.g. from a file read with
-    ``surrogateescape``) replaced by U+FFFD; the value itself when it has none."""
-    if isinstance(value, str):
-        return value if value.isascii() else _SURROGATE.sub("\ufffd", value)
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    if text.isascii() or not _SURROGATE.search(text):
-        return value
-    return json.loads(_SURROGATE.sub("\ufffd", text))
-
-
-def normalize_output(value: Any) -> Any:
-    """Tool output as JSON: objects are kept; strings holding a JSON object or list are parsed.
-    Lone surrogates become U+FFFD."""
-    if isinstance(value, str):
-        stripped = value.strip()
-        if stripped[:1] in ("{", "["):
-            try:
-                parsed = json.loads(stripped)
-            except (ValueError, RecursionError):
-                return without_surrogates(value)
-            if isinstance(parsed, dict | list):
-                return without_surrogates(parsed)
-        return without_surrogates(value)
-    if isinstance(value, BaseModel):
-        return without_surrogates(value.model_dump(mode="json"))
-    return without_surrogates(to_jsonable_python(value, fallback=str))
-
-
-FailureKind = Literal["tool_error", "invalid_arguments", "timeout", "exception"]
-"""Why a tool call failed: the tool reported a business error (``ToolException``), rejected its
-resolved arguments, timed out, or raised anything else. Only the last two are retried."""
-
-
-class AttemptFailed(Exception):
-    """One attempt of a step's tool call failed; ``kind`` says whether another may follow."""
-
-    def __init__(self, message: str, *, kind: FailureKind) -> None:
-        super().__init__(message)
-        self.kind = kind
-
-    @property
-    def retryable(self) -> bool:
-        """Transient failures (a timeout, an unexpected exception) may succeed on a retry."""
-        return self.kind in ("timeout", "exception")
 
 
 class StepRunner:
@@ -121,6 +85,8 @@ class StepRunner:
         cache: ResultCache | None = None,
         timeouts: Mapping[str, EffectiveTimeout] | None = None,
         earlier: Mapping[str, EarlierEffect] | None = None,
+        prior_items: Mapping[str, list[ItemRecord]] | None = None,
+        slots: Slots | None = None,
     ) -> None:
         self.plan = plan
         # Plan.step() scans the list; a dict keeps a step's lookup O(1), so large plans stay linear.
@@ -146,18 +112,28 @@ class StepRunner:
         self.earlier = dict(earlier or {})
         """Succeeded side effects of earlier versions of the request, by call key
         (:func:`~toolplan.engine.effects.earlier_effects`): never repeated."""
+        self.prior_items = dict(prior_items or {})
+        """Item records an earlier run of a ``forEach`` step left (resume runs the others)."""
+        self.slots = slots or Slots(options.concurrency)
+        """The plan's concurrency limit, shared with the scheduler: each item holds a slot."""
 
-    def _config(self, step: Step, attempt: int, *, fallback: bool = False) -> RunnableConfig:
-        key = f"{self.plan_id}:{step.id}" + (":fallback" if fallback else "")
+    def _config(
+        self, step: Step, attempt: int, *, fallback: bool = False, item: int | None = None
+    ) -> RunnableConfig:
+        key = f"{self.plan_id}:{step.id}" + (f"[{item}]" if item is not None else "")
+        key += ":fallback" if fallback else ""
+        metadata: dict[str, Any] = {
+            "request_id": self.request_id,
+            "plan_id": self.plan_id,
+            "step_id": step.id,
+            "attempt": attempt,
+            "idempotency_key": key,
+        }
+        if item is not None:
+            metadata["item"] = item
         return {
             "run_name": f"{step.id}:{step.fallback.tool if fallback and step.fallback else step.tool}",
-            "metadata": {
-                "request_id": self.request_id,
-                "plan_id": self.plan_id,
-                "step_id": step.id,
-                "attempt": attempt,
-                "idempotency_key": key,
-            },
+            "metadata": metadata,
             "configurable": {STORE_CONFIG_KEY: self.store},
         }
 
@@ -221,6 +197,12 @@ class StepRunner:
         started = time.monotonic()
         base = self.prior_attempts.get(step_id, 0)
 
+        skipped = await self.check_condition(step_id)
+        if skipped is not None:
+            return skipped
+        if step.for_each is not None:
+            return await self._run_map(step, started)
+
         try:
             arguments = await self._resolve(step)
         except TemplateError as error:
@@ -245,6 +227,156 @@ class StepRunner:
         assert failure is not None
         error_text = self.final_error(step_id, failure, attempt - base)
         return await self.give_up(step_id, attempt, started, error_text, arguments=arguments)
+
+    async def check_condition(self, step_id: str) -> StepOutcome | None:
+        """Evaluate ``step_id``'s ``when`` (its dependencies succeeded): ``None`` when it holds
+        (or there is none); else the step is recorded skipped, reason ``condition``, and that
+        outcome returned. A condition that cannot be resolved fails the step."""
+        step = self._steps[step_id]
+        if step.when is None:
+            return None
+        try:
+            holds, message = condition_holds(step, await self.inputs.outputs_for(step))
+        except TemplateError as error:
+            return await self._finish(step, "failed", 0, time.monotonic(), error=str(error))
+        if holds:
+            return None
+        await self.recorder.skipped(step.id, step.tool, message, reason="condition")
+        return StepOutcome("skipped", error=message, reason="condition")
+
+    async def _run_map(self, step: Step, started: float) -> StepOutcome:
+        """A ``forEach`` step: one call per item, each with its own timeout, retries and
+        fallback, at most the plan's concurrency at a time; items finished by an earlier run
+        are not run again."""
+        begun = await self.start_map(step.id, started)
+        if isinstance(begun, StepOutcome):
+            return begun
+        done = {record.index: record for record in begun.records}
+
+        async def one(index: int) -> None:
+            done[index] = await self.run_item(
+                step, index, begun.items[index], begun.outputs, done[index].attempts
+            )
+
+        await run_items(self.slots, begun.todo, one)
+        return await self.finish_map(step.id, list(done.values()), started)
+
+    async def start_map(self, step_id: str, started: float) -> MapStart | StepOutcome:
+        """Resolve a ``forEach`` step's list and record its items (those an earlier run
+        finished kept): what is left to run, or the step's final outcome when its list cannot be
+        resolved or is over the limit (failed, before any call)."""
+        step = self._steps[step_id]
+        outputs = await self.inputs.outputs_for(step)
+        try:
+            items = item_list(step, outputs, self.options.max_items)
+        except TemplateError as error:
+            return await self._finish(step, "failed", 0, started, error=str(error))
+        records, todo = unfinished_items(len(items), self.prior_items.get(step.id))
+        await self.recorder.items_known(step.id, step.tool, records)
+        return MapStart(items, records, todo, outputs)
+
+    async def run_item_of(self, step_id: str, index: int, prior_attempts: int) -> ItemRecord:
+        """:meth:`run_item` for an item named by its index (the list resolved again from the
+        step's inputs: a backend that runs each item elsewhere)."""
+        step = self._steps[step_id]
+        outputs = await self.inputs.outputs_for(step)
+        items = item_list(step, outputs, self.options.max_items)
+        return await self.run_item(step, index, items[index], outputs, prior_attempts)
+
+    async def finish_map(
+        self, step_id: str, records: list[ItemRecord], started: float
+    ) -> StepOutcome:
+        """Record what the items of a ``forEach`` step add up to (:func:`map_result`)."""
+        result = map_result(records)
+        return await self._finish(
+            self._steps[step_id],
+            result.status,
+            result.attempts,
+            started,
+            output=result.output,
+            error=result.error,
+            used_fallback=result.used_fallback,
+        )
+
+    async def run_item(
+        self, step: Step, index: int, item: Any, outputs: Mapping[str, Any], prior_attempts: int
+    ) -> ItemRecord:
+        """One item of a ``forEach`` step to its final state, recorded: its parameters
+        resolved with ``{{$item}}`` and ``{{$index}}``, the tool called with the step's timeout
+        and retries, then its fallback once."""
+        started = time.monotonic()
+        scope = {**outputs, ITEM: item, INDEX: index}
+        attempt = prior_attempts
+        try:
+            arguments = resolve(step.parameters, scope, self._arguments_schema(step.tool))
+        except TemplateError as error:
+            return await self._item_done(
+                step, ItemRecord(index, "failed", attempt, error=str(error)), started
+            )
+        timeout = self.effective_timeout(step.id)
+        max_attempts = self.max_attempts(step.id)
+        failure: AttemptFailed | None = None
+        for number in range(max_attempts):
+            attempt = prior_attempts + number + 1
+            await self.recorder.item_started(step.id, step.tool, index, attempt)
+            try:
+                output = await self._call(
+                    self.catalog.get(step.tool),
+                    arguments,
+                    self._config(step, attempt, item=index),
+                    timeout.seconds,
+                )
+            except AttemptFailed as failed:
+                failure = failed
+                if not failed.retryable or number == max_attempts - 1:
+                    break
+                self.recorder.retrying(step.id, step.tool, attempt, str(failed), item=index)
+                await asyncio.sleep(self.options.retry.delay(number + 1, self.rng))
+                continue
+            record = ItemRecord(index, "succeeded", attempt, output=output)
+            return await self._item_done(step, record, started)
+        assert failure is not None
+        error_text = self.final_error(step.id, failure, attempt - prior_attempts)
+        if step.fallback is None:
+            return await self._item_done(
+                step, ItemRecord(index, "failed", attempt, error=error_text), started
+            )
+        self.recorder.falling_back(
+            step.id, step.tool, attempt, error_text, step.fallback.tool, item=index
+        )
+        try:
+            fallback_arguments = resolve(
+                step.fallback.parameters, scope, self._arguments_schema(step.fallback.tool)
+            )
+            output = await self._call(
+                self.catalog.get(step.fallback.tool),
+                fallback_arguments,
+                self._config(step, attempt, fallback=True, item=index),
+                step.timeout or self.options.default_timeout,
+            )
+        except (TemplateError, AttemptFailed) as failed:
+            message = f"{error_text}; fallback {step.fallback.tool!r} failed too: {failed}"
+            return await self._item_done(
+                step, ItemRecord(index, "failed", attempt, error=message), started
+            )
+        record = ItemRecord(index, "succeeded", attempt, output=output, used_fallback=True)
+        return await self._item_done(step, record, started)
+
+    async def _item_done(self, step: Step, record: ItemRecord, started: float) -> ItemRecord:
+        """Record an item's final state, even when the run is being cancelled meanwhile (its
+        tool has returned: a resume must not call it again)."""
+        duration_ms = round((time.monotonic() - started) * 1000, 3)
+        recording = asyncio.ensure_future(
+            self.recorder.item_finished(step.id, step.tool, record, duration_ms=duration_ms)
+        )
+        try:
+            return await asyncio.shield(recording)
+        except asyncio.CancelledError:
+            stored = await recording
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+            return stored
 
     async def _resolve(self, step: Step) -> Any:
         outputs = await self.inputs.outputs_for(step)

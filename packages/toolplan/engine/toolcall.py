@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
+import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.callbacks import AsyncCallbackManager
 from langchain_core.runnables import RunnableConfig
@@ -27,8 +29,18 @@ from langchain_core.runnables.config import ensure_config, set_config_context
 from langchain_core.runnables.utils import coro_with_context
 from langchain_core.tools import BaseTool, StructuredTool
 from langchain_core.tools.base import _get_runnable_config_param
+from pydantic import BaseModel
+from pydantic_core import to_jsonable_python
 
-__all__ = ["callbacks_configured", "fast_path_applies", "invoke_tool"]
+__all__ = [
+    "AttemptFailed",
+    "FailureKind",
+    "callbacks_configured",
+    "fast_path_applies",
+    "invoke_tool",
+    "normalize_output",
+    "without_surrogates",
+]
 
 
 def callbacks_configured(config: RunnableConfig | None = None) -> bool:
@@ -80,3 +92,53 @@ async def invoke_tool(tool: BaseTool, arguments: Any, config: RunnableConfig, *,
         kwargs[param] = config
     with set_config_context(config) as context:
         return await coro_with_context(tool.coroutine(*args, **kwargs), context)
+
+
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def without_surrogates(value: Any) -> Any:
+    """``value`` with lone surrogates (text no store can hold, e.g. from a file read with
+    ``surrogateescape``) replaced by U+FFFD; the value itself when it has none."""
+    if isinstance(value, str):
+        return value if value.isascii() else _SURROGATE.sub("\ufffd", value)
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    if text.isascii() or not _SURROGATE.search(text):
+        return value
+    return json.loads(_SURROGATE.sub("\ufffd", text))
+
+
+def normalize_output(value: Any) -> Any:
+    """Tool output as JSON: objects are kept; strings holding a JSON object or list are parsed.
+    Lone surrogates become U+FFFD."""
+    if isinstance(value, str):
+        stripped = value.strip()
+        if stripped[:1] in ("{", "["):
+            try:
+                parsed = json.loads(stripped)
+            except (ValueError, RecursionError):
+                return without_surrogates(value)
+            if isinstance(parsed, dict | list):
+                return without_surrogates(parsed)
+        return without_surrogates(value)
+    if isinstance(value, BaseModel):
+        return without_surrogates(value.model_dump(mode="json"))
+    return without_surrogates(to_jsonable_python(value, fallback=str))
+
+
+FailureKind = Literal["tool_error", "invalid_arguments", "timeout", "exception"]
+"""Why a tool call failed: the tool reported a business error (``ToolException``), rejected its
+resolved arguments, timed out, or raised anything else. Only the last two are retried."""
+
+
+class AttemptFailed(Exception):
+    """One attempt of a step's tool call failed; ``kind`` says whether another may follow."""
+
+    def __init__(self, message: str, *, kind: FailureKind) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+    @property
+    def retryable(self) -> bool:
+        """Transient failures (a timeout, an unexpected exception) may succeed on a retry."""
+        return self.kind in ("timeout", "exception")

@@ -30,7 +30,7 @@ from toolplan.engine.effects import earlier_effects
 from toolplan.engine.inputs import MemoryInputs, stored_outputs
 from toolplan.engine.recorder import Recorder
 from toolplan.engine.result import overall_status
-from toolplan.engine.scheduler import StepOutcome, schedule
+from toolplan.engine.scheduler import Slots, StepOutcome, schedule
 from toolplan.engine.step import StepRunner
 from toolplan.engine.timeouts import load_step_timeouts
 from toolplan.errors import ExecutionBusy
@@ -42,7 +42,9 @@ from toolplan.store.protocol import (
     TERMINAL_EXECUTION_STATUSES,
     ExecutionLog,
     ExecutionRecord,
+    ItemRecord,
     PlanRecord,
+    SkipReason,
     utc_now,
 )
 from toolplan.tools.catalog import ToolCatalog
@@ -69,15 +71,22 @@ class ResumeState:
     prior_attempts: dict[str, int] = field(default_factory=dict)
     """Attempts already made by unfinished steps (running when a process died, or cancelled
     and reopened): attempt numbers go on from there."""
+    items: dict[str, list[ItemRecord]] = field(default_factory=dict)
+    """Item records of unfinished ``forEach`` steps: only the items that did not finish run."""
 
     @classmethod
     def of(cls, execution: ExecutionRecord) -> ResumeState:
         """Read it from an execution record."""
         return cls(
             finished={
-                s.step_id: StepOutcome(s.status, output=s.output, error=s.error)
+                s.step_id: StepOutcome(s.status, output=s.output, error=s.error, reason=s.reason)
                 for s in execution.steps
                 if s.status in ("succeeded", "failed", "skipped")
+            },
+            items={
+                s.step_id: list(s.items)
+                for s in execution.steps
+                if s.items is not None and s.status in ("running", "pending", "cancelled")
             },
             outputs=stored_outputs(execution),
             prior_attempts={
@@ -148,6 +157,7 @@ async def run_plan_steps(ctx: ExecutionContext, record: PlanRecord) -> Execution
     recorder = Recorder(
         store, plan_id, output_limit_bytes=ctx.options.output_limit_bytes, listener=ctx.listener
     )
+    slots = Slots(ctx.options.concurrency)
     runner = StepRunner(
         plan,
         ctx.catalog,
@@ -158,6 +168,8 @@ async def run_plan_steps(ctx: ExecutionContext, record: PlanRecord) -> Execution
         store=store,
         inputs=MemoryInputs(resume.outputs),
         prior_attempts=resume.prior_attempts,
+        prior_items=resume.items,
+        slots=slots,
         cache=store,
         timeouts=await load_step_timeouts(
             store, plan, ctx.options.timeouts, ctx.options.default_timeout
@@ -166,8 +178,8 @@ async def run_plan_steps(ctx: ExecutionContext, record: PlanRecord) -> Execution
     )
     tools = {step.id: step.tool for step in plan.steps}
 
-    async def skip(step_id: str, reason: str) -> None:
-        await recorder.skipped(step_id, tools[step_id], reason)
+    async def skip(step_id: str, message: str, reason: SkipReason | None) -> None:
+        await recorder.skipped(step_id, tools[step_id], message, reason=reason)
 
     try:
         # A cancel requested before we held the lease (or while nobody did) ends it right away.
@@ -187,6 +199,7 @@ async def run_plan_steps(ctx: ExecutionContext, record: PlanRecord) -> Execution
                     concurrency=ctx.options.concurrency,
                     fail_fast=ctx.options.fail_fast,
                     finished=resume.finished,
+                    slots=slots,
                 ),
                 poll=ctx.options.cancel_poll,
             ),

@@ -276,6 +276,9 @@ def read_plan(payload: Any, catalog: ToolCatalog | None = None) -> PlanReading:
             step["dependsOn"] = []
         elif isinstance(step["dependsOn"], str):
             step["dependsOn"] = [step["dependsOn"]]
+        for optional in ("forEach", "when", "maxItems"):
+            if optional in step and step[optional] is None:
+                del step[optional]  # the schema asks for every field: null means none
         if step.get("confidence") is not None:
             try:
                 step["confidence"] = min(1.0, max(0.0, float(step["confidence"])))

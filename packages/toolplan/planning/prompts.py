@@ -173,6 +173,30 @@ _SINGLE_STEP_EXAMPLE: dict[str, Any] = {
 """The second example: a request that gives every value needs no lookup step. Small models
 otherwise copy the first example's shape and add lookups or creations nobody asked for."""
 
+_MAP_AND_BRANCH_EXAMPLE: dict[str, Any] = {
+    "reasoning": "The orders are not known before list_orders runs, so one forEach step refunds "
+    "each of them; the apology runs only if the user is a VIP.",
+    "steps": [
+        {"id": "orders", "tool": "list_orders", "parameters": {"user_id": 7, "status": "open"}},
+        {
+            "id": "refunds",
+            "tool": "refund_order",
+            "forEach": "{{orders.items}}",
+            "parameters": {"order_id": "{{$item.id}}", "note": "refund {{$index}}"},
+        },
+        {"id": "user", "tool": "lookup_user", "parameters": {"user_id": 7}},
+        {
+            "id": "apology",
+            "tool": "send_message",
+            "when": "{{user.vip}}",
+            "parameters": {"to": "{{user.email}}", "text": "Your open orders were refunded"},
+        },
+    ],
+    "outputSteps": ["refunds", "apology"],
+}
+"""The third example: a map over a list no one has seen yet, and a branch. Without it, small
+models write one step per item with invented ids."""
+
 
 def parameters_format(kind: SchemaKind) -> str:
     """How the plan format section describes ``parameters`` for the schema in use."""
@@ -193,7 +217,14 @@ def render_example(kind: SchemaKind, example: dict[str, Any] | None = None) -> s
         parameters: Any = step["parameters"]
         if kind == "generic":
             parameters = json.dumps(parameters)
-        full = {**step, "parameters": parameters, "dependsOn": [], "confidence": 0.9}
+        full = {
+            **step,
+            "parameters": parameters,
+            "dependsOn": [],
+            "confidence": 0.9,
+            "forEach": step.get("forEach"),
+            "when": step.get("when"),
+        }
         steps.append("  " + json.dumps(full, ensure_ascii=False))
     return (
         f'{{"reasoning": {json.dumps(example["reasoning"])},\n "steps": [\n'
@@ -209,4 +240,5 @@ def render_system_prompt(prompt: Prompt, infos: list[ToolInfo], kind: SchemaKind
         parameters_format=parameters_format(kind),
         example=render_example(kind),
         single_step_example=render_example(kind, _SINGLE_STEP_EXAMPLE),
+        map_and_branch_example=render_example(kind, _MAP_AND_BRANCH_EXAMPLE),
     )

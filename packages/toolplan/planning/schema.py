@@ -46,7 +46,9 @@ __all__ = [
 SchemaKind = Literal["typed", "generic"]
 """``typed``: one branch per tool with typed parameters; ``generic``: parameters as a string."""
 
-TEMPLATE_PATTERN = r"^\{\{[A-Za-z_][A-Za-z0-9_-]*([.][A-Za-z0-9_-]+|\[[0-9]+\])*\}\}$"
+TEMPLATE_PATTERN = (
+    r"^\{\{([$]item|[$]index|[A-Za-z_][A-Za-z0-9_-]*)([.][A-Za-z0-9_-]+|\[[0-9]+\])*\}\}$"
+)
 """A whole-value template as the typed schema accepts it for a non-string argument. Narrower
 than the template grammar (keys of letters, digits, ``_`` and ``-``) so every grammar engine can
 compile it; the validator checks the real grammar afterwards."""
@@ -114,7 +116,37 @@ def _step_common(pattern: bool) -> dict[str, Any]:
             "type": "number",
             "description": "Confidence from 0 to 1 that this step is right.",
         },
+        "forEach": _FOR_EACH,
+        "when": _WHEN,
     }
+
+
+def _for_each(template: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "anyOf": [template, {"type": "null"}],
+        "description": "null, or a template of a list another step returns, e.g. "
+        '"{{posts.blogs}}": the tool is called once per item, and parameters use {{$item}}, '
+        "{{$item.field}} and {{$index}}.",
+    }
+
+
+def _when(template: dict[str, Any]) -> dict[str, Any]:
+    negated = {
+        "type": "object",
+        "properties": {"not": template},
+        "required": ["not"],
+        "additionalProperties": False,
+    }
+    return {
+        "anyOf": [template, negated, {"type": "null"}],
+        "description": 'null, or a condition: "{{check.exceeded}}" runs the step only if it is '
+        'true; {"not": "{{check.exceeded}}"} only if it is false.',
+    }
+
+
+_TEMPLATE = {"type": "string", "pattern": TEMPLATE_PATTERN}
+_FOR_EACH = _for_each(_TEMPLATE)
+_WHEN = _when(_TEMPLATE)
 
 
 def _plan(step_schema: dict[str, Any], step_id: dict[str, Any]) -> dict[str, Any]:
@@ -155,8 +187,10 @@ def generic_plan_schema(*, step_id_pattern: bool = True) -> PlanSchema:
             },
             "dependsOn": properties["dependsOn"],
             "confidence": properties["confidence"],
+            "forEach": properties["forEach"],
+            "when": properties["when"],
         },
-        "required": ["id", "tool", "parameters", "dependsOn", "confidence"],
+        "required": ["id", "tool", "parameters", "dependsOn", "confidence", "forEach", "when"],
         "additionalProperties": False,
     }
     return PlanSchema("generic", _plan(step, _step_id(step_id_pattern)), strict=True)
@@ -269,8 +303,10 @@ def typed_plan_schema(catalog: ToolCatalog, *, strict: bool = True) -> PlanSchem
                 "parameters": _arguments(info, conversion),
                 "dependsOn": {"$ref": "#/$defs/dependsOn"},
                 "confidence": {"type": "number"},
+                "forEach": {"$ref": "#/$defs/forEach"},
+                "when": {"$ref": "#/$defs/when"},
             },
-            "required": ["id", "tool", "parameters", "dependsOn", "confidence"],
+            "required": ["id", "tool", "parameters", "dependsOn", "confidence", "forEach", "when"],
             "additionalProperties": False,
         }
         for info in catalog.infos()
@@ -280,6 +316,8 @@ def typed_plan_schema(catalog: ToolCatalog, *, strict: bool = True) -> PlanSchem
         "id": _step_id(True),
         "dependsOn": {"type": "array", "items": {"$ref": "#/$defs/id"}},
         "template": {"type": "string", "pattern": TEMPLATE_PATTERN},
+        "forEach": _for_each(dict(_TEMPLATE_REF)),
+        "when": _when(dict(_TEMPLATE_REF)),
     }
     return PlanSchema("typed", schema, strict=not conversion.free_form)
 

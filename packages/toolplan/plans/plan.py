@@ -21,7 +21,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from toolplan.errors import InvalidInput, PlanInvalid, ValidationIssue
 from toolplan.plans.limits import InputLimits, check_json, decode_utf8, parse_json_text
 
-__all__ = ["Fallback", "Plan", "Step", "load_plan", "parse_plan"]
+__all__ = ["DEFAULT_MAX_ITEMS", "Fallback", "Not", "Plan", "Step", "load_plan", "parse_plan"]
+
+DEFAULT_MAX_ITEMS = 100
+"""The longest ``forEach`` list a step may run over when it sets no ``maxItems``
+(``TOOLPLAN_MAX_ITEMS`` changes it for a run)."""
 
 _MODEL_CONFIG = ConfigDict(populate_by_name=True, extra="forbid", frozen=True)
 
@@ -44,8 +48,16 @@ class Fallback(BaseModel):
     parameters: Any = Field(default_factory=dict, description="Its arguments (templates allowed).")
 
 
+class Not(BaseModel):
+    """A negated condition: ``{"not": "{{step.path}}"}`` is true when the template is falsy."""
+
+    model_config = _MODEL_CONFIG
+
+    template: str = Field(alias="not", description="A whole-value template, e.g. {{cpu.high}}.")
+
+
 class Step(BaseModel):
-    """One tool call in a plan."""
+    """One tool call in a plan, or one per item of a list with ``forEach``."""
 
     model_config = _MODEL_CONFIG
 
@@ -65,8 +77,34 @@ class Step(BaseModel):
     confidence: float | None = Field(
         default=None, ge=0, le=1, description="The planner's confidence in this step (0-1)."
     )
+    for_each: str | list[Any] | None = Field(
+        default=None,
+        alias="forEach",
+        description="Call the tool once per item of this list: a whole-value template that "
+        "resolves to a JSON list ({{posts.blogs}}) or a literal list. Parameters may use "
+        "{{$item}}, {{$item.path}} and {{$index}}; the output is the list of per-item outputs.",
+    )
+    max_items: int | None = Field(
+        default=None,
+        ge=1,
+        alias="maxItems",
+        description="The longest forEach list accepted (default TOOLPLAN_MAX_ITEMS, 100).",
+    )
+    when: str | bool | Not | None = Field(
+        default=None,
+        description="Run the step only if this is truthy: a whole-value template, a boolean, "
+        'or {"not": template}. False, null, 0, "", [] and {} are falsy; a falsy condition '
+        "skips the step and its dependents.",
+    )
 
     _normalize_depends_on = field_validator("depends_on", mode="before")(_as_id_list)
+
+    @property
+    def condition(self) -> str | None:
+        """The template ``when`` evaluates (negated or not); ``None`` for none or a literal."""
+        if isinstance(self.when, Not):
+            return self.when.template
+        return self.when if isinstance(self.when, str) else None
 
 
 class Plan(BaseModel):

@@ -2,7 +2,8 @@
 
 Grammar::
 
-    template := "{{" ws? step-id segment* ws? "}}"
+    template := "{{" ws? source segment* ws? "}}"
+    source   := step-id | "$item" | "$index"
     step-id  := [A-Za-z_][A-Za-z0-9_-]*
     segment  := "." key | "[" digits "]"
     key      := one or more characters other than . [ ] { } and whitespace   (so ``_id`` works)
@@ -14,6 +15,9 @@ Resolution rules:
   is accepted (``"content": "{{cpu.current}}"``) is written as text, as it would be in a sentence.
 - Templates inside a longer string are interpolated as text; objects and lists become compact JSON,
   ``null``/``true``/``false`` are written the JSON way.
+- ``{{$item}}``, ``{{$item.path}}`` and ``{{$index}}`` are the current item of a ``forEach`` step
+  and its position (from 0): the engine resolves them with the item in ``outputs`` under those
+  names. They reference no step, so they imply no dependency (:func:`references`).
 - A path that does not exist in the actual output raises :class:`~toolplan.errors.TemplateError`
   naming the template and the missing key. An unresolved template is never passed through.
 """
@@ -30,6 +34,9 @@ from toolplan.errors import TemplateError
 from toolplan.plans.json_schema import accepted_types
 
 __all__ = [
+    "INDEX",
+    "ITEM",
+    "LOOP_NAMES",
     "Template",
     "contains_template",
     "find_templates",
@@ -40,8 +47,15 @@ __all__ = [
     "to_text",
 ]
 
+ITEM = "$item"
+"""The current item of a ``forEach`` step, as a template source: ``{{$item.title}}``."""
+INDEX = "$index"
+"""The current item's position in a ``forEach`` list, counted from 0: ``{{$index}}``."""
+LOOP_NAMES = frozenset({ITEM, INDEX})
+"""Template sources that name a ``forEach`` item rather than a step."""
+
 _STEP_ID = r"[A-Za-z_][A-Za-z0-9_\-]*"
-_REFERENCE = re.compile(rf"^\s*({_STEP_ID})((?:\.[^.\[\]{{}}\s]+|\[\d+\])*)\s*$")
+_REFERENCE = re.compile(rf"^\s*({_STEP_ID}|\$item|\$index)((?:\.[^.\[\]{{}}\s]+|\[\d+\])*)\s*$")
 _SEGMENT = re.compile(r"\.([^.\[\]{}\s]+)|\[(\d+)\]")
 
 PathSegment = str | int
@@ -84,6 +98,11 @@ class Template:
         for key, index in _SEGMENT.findall(match.group(2)):
             path.append(int(index) if index else key)
         return cls(text=text, step=match.group(1), path=tuple(path))
+
+    @property
+    def is_loop(self) -> bool:
+        """Whether it names the current ``forEach`` item or index rather than a step."""
+        return self.step in LOOP_NAMES
 
     def lookup(self, outputs: Mapping[str, Any]) -> Any:
         """Walk the path through ``outputs[self.step]``; raise :class:`TemplateError` if absent."""
@@ -178,8 +197,8 @@ def malformed_templates(value: Any) -> list[str]:
 
 
 def references(value: Any) -> set[str]:
-    """The step IDs referenced by templates in ``value``."""
-    return {template.step for template in find_templates(value)}
+    """The step IDs referenced by templates in ``value`` (``$item``/``$index`` are not steps)."""
+    return {template.step for template in find_templates(value) if not template.is_loop}
 
 
 def contains_template(value: Any) -> bool:

@@ -68,6 +68,7 @@ from toolplan.store.protocol import (
     STEP_FIELDS,
     ExecutionRecord,
     ExecutionStatus,
+    ItemRecord,
     PlanRecord,
     RequestRecord,
     StepRecord,
@@ -124,6 +125,9 @@ _STEP_KEYS: dict[str, str] = {
     "timeout": "timeout",
     "timeout_source": "timeoutSource",
     "reused_from": "reusedFrom",
+    "reason": "reason",
+    "items": "items",
+    "item": "items",
 }
 assert set(_STEP_KEYS) == STEP_FIELDS
 
@@ -376,6 +380,8 @@ class MongoStore(MongoControls):
             timeout=document.get("timeout"),
             timeout_source=document.get("timeoutSource"),
             reused_from=document.get("reusedFrom"),
+            reason=document.get("reason"),
+            items=_items_from(document.get("items")),
         )
 
     @guarded
@@ -417,6 +423,13 @@ class MongoStore(MongoControls):
         fields: _Document = {}
         capped = False
         for name, value in changes.items():
+            if name == "item":
+                # A field of its own in the items document: one element replaced atomically,
+                # whatever other workers write to other items meanwhile.
+                fields[f"items.{value.index}"] = dumps(value.to_json())
+                continue
+            if name == "items":
+                value = None if value is None else {str(i.index): dumps(i.to_json()) for i in value}
             if name in ("output", "resolved_parameters"):
                 value, truncated = self._payload(value)
                 capped = capped or (truncated and name == "output")
@@ -707,3 +720,11 @@ class MongoStore(MongoControls):
     def close(self) -> None:
         """Close the client and its connection pool."""
         self._connection.close()
+
+
+def _items_from(stored: Mapping[str, str] | None) -> list[ItemRecord] | None:
+    """The items of a ``forEach`` step, stored as ``{"index": JSON text}`` (so each one is set
+    on its own), in index order."""
+    if stored is None:
+        return None
+    return [ItemRecord.from_json(loads(stored[key])) for key in sorted(stored, key=int)]

@@ -42,6 +42,7 @@ __all__ = [
     "ExecutionLog",
     "ExecutionRecord",
     "ExecutionStatus",
+    "ItemRecord",
     "LeaseReader",
     "PlanRecord",
     "PlanRepository",
@@ -49,6 +50,7 @@ __all__ = [
     "RecordStore",
     "RequestRecord",
     "ResultCache",
+    "SkipReason",
     "StepRecord",
     "StepStatus",
     "Store",
@@ -74,6 +76,11 @@ execution was cancelled."""
 TERMINAL_EXECUTION_STATUSES: frozenset[str] = frozenset(
     {"succeeded", "partial", "failed", "cancelled"}
 )
+
+SkipReason = Literal["condition"]
+"""Why a step was skipped when it was not a failure: ``condition``, its ``when`` was falsy (or
+that of a step it depends on). A plan whose only unsucceeded steps were skipped by a condition
+succeeds."""
 
 CANCELLED_BEFORE_START = "cancelled before it started"
 """The error recorded on a step that had not started when its execution was cancelled."""
@@ -127,6 +134,49 @@ class PlanRecord:
 
 
 @dataclass(frozen=True)
+class ItemRecord:
+    """The durable record of one item of a ``forEach`` step: a resume runs only the items that
+    did not finish."""
+
+    index: int
+    status: StepStatus = "pending"
+    attempts: int = 0
+    output: Any = None
+    error: str | None = None
+    used_fallback: bool = False
+    duration_ms: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The stored form (and the ``items`` entries of ``toolplan show --json``)."""
+        data: dict[str, Any] = {
+            "index": self.index,
+            "status": self.status,
+            "attempts": self.attempts,
+            "error": self.error,
+        }
+        if self.output is not None:
+            data["output"] = self.output
+        if self.used_fallback:
+            data["usedFallback"] = True
+        if self.duration_ms is not None:
+            data["durationMs"] = self.duration_ms
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ItemRecord:
+        """Inverse of :meth:`to_json`."""
+        return cls(
+            index=int(data["index"]),
+            status=data.get("status", "pending"),
+            attempts=int(data.get("attempts", 0)),
+            output=data.get("output"),
+            error=data.get("error"),
+            used_fallback=bool(data.get("usedFallback")),
+            duration_ms=data.get("durationMs"),
+        )
+
+
+@dataclass(frozen=True)
 class StepRecord:
     """The durable record of one step in one execution."""
 
@@ -152,6 +202,10 @@ class StepRecord:
     reused_from: str | None = None
     """The output is that of a succeeded step of an earlier version of the same request
     (``plan_...:stepId``), with the same tool and arguments: the tool was not called again."""
+    reason: SkipReason | None = None
+    """Why a ``skipped`` step was skipped when that was a decision, not a failure."""
+    items: list[ItemRecord] | None = None
+    """A ``forEach`` step's items, once its list is known (``None`` for any other step)."""
 
 
 STEP_FIELDS = frozenset(
@@ -171,9 +225,15 @@ STEP_FIELDS = frozenset(
         "timeout",
         "timeout_source",
         "reused_from",
+        "reason",
+        "items",
+        "item",
     }
 )
-"""Fields :meth:`Store.update_step` may change."""
+"""Fields :meth:`Store.update_step` may change. ``items`` sets a ``forEach`` step's whole list
+of :class:`ItemRecord` (once its list is known); ``item`` is not a field but one
+:class:`ItemRecord` that replaces the element at its ``index``, atomically on its own, so items
+written concurrently (from several workers) never overwrite each other."""
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,7 @@ from toolplan.store.protocol import (
     STEP_FIELDS,
     ExecutionRecord,
     ExecutionStatus,
+    ItemRecord,
     PlanRecord,
     RequestRecord,
     StepRecord,
@@ -104,6 +105,8 @@ CREATE TABLE IF NOT EXISTS tp_steps (
     timeout REAL,
     timeout_source TEXT,
     reused_from TEXT,
+    reason TEXT,
+    items TEXT,
     PRIMARY KEY (plan_id, step_id)
 );
 CREATE INDEX IF NOT EXISTS tp_steps_by_tool ON tp_steps(tool, status);
@@ -150,6 +153,8 @@ _ADDED_COLUMNS = {
         "timeout REAL",
         "timeout_source TEXT",
         "reused_from TEXT",
+        "reason TEXT",
+        "items TEXT",
     ),
 }
 """Columns added after the first release: files created before get them when opened."""
@@ -383,6 +388,8 @@ class SqliteStore(SqliteControls):
                 timeout=s["timeout"],
                 timeout_source=s["timeout_source"],
                 reused_from=s["reused_from"],
+                reason=s["reason"],
+                items=_items_from(s["items"]),
             )
             for s in step_rows
         ]
@@ -676,13 +683,30 @@ def _step_update(
     unknown = set(changes) - STEP_FIELDS
     if unknown:
         raise ValueError(f"cannot update step fields {sorted(unknown)}")
+    assignments: list[str] = []
+    values: list[Any] = []
+    for name, value in changes.items():
+        if name == "item":
+            # One element replaced in place: items written by other workers are left alone.
+            item: ItemRecord = value
+            assignments.append("items = json_set(COALESCE(items, '[]'), ?, json(?))")
+            values.extend([f"$[{item.index}]", dumps(item.to_json())])
+        elif name == "items":
+            assignments.append("items = ?")
+            values.append(None if value is None else dumps([i.to_json() for i in value]))
+        else:
+            assignments.append(f"{name} = ?")
+            values.append(dumps(value) if name in _JSON_STEP_FIELDS else value)
     # No changes still checks that the step exists (rowcount), like the other backends.
-    columns = ", ".join(f"{name} = ?" for name in changes) or "step_id = step_id"
-    values = [
-        dumps(value) if name in _JSON_STEP_FIELDS else value for name, value in changes.items()
-    ]
+    columns = ", ".join(assignments) or "step_id = step_id"
     sql = f"UPDATE tp_steps SET {columns} WHERE plan_id = ? AND step_id = ?"
     return sql, (*values, plan_id, step_id)
+
+
+def _items_from(text: str | None) -> list[ItemRecord] | None:
+    if text is None:
+        return None
+    return [ItemRecord.from_json(item) for item in loads(text)]
 
 
 def open_sqlite(uri: str) -> SqliteStore:

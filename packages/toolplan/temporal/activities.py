@@ -37,6 +37,7 @@ from toolplan.config import Settings
 from toolplan.engine.effects import earlier_effects
 from toolplan.engine.inputs import StoreInputs
 from toolplan.engine.recorder import Recorder
+from toolplan.engine.scheduler import StepOutcome
 from toolplan.engine.step import AttemptFailed, StepRunner
 from toolplan.engine.timeouts import EffectiveTimeout, load_step_timeouts
 from toolplan.errors import ExecutionBusy, InvalidInput, ToolsUnavailable, Unavailable
@@ -47,6 +48,7 @@ from toolplan.plans.plan import Plan, parse_plan
 from toolplan.store.lookup import find_plan
 from toolplan.store.protocol import (
     TERMINAL_EXECUTION_STATUSES,
+    ItemRecord,
     PlanRecord,
     Store,
     TimeoutSource,
@@ -54,6 +56,7 @@ from toolplan.store.protocol import (
 )
 from toolplan.temporal.messages import (
     FinishedStep,
+    MapStarted,
     PlanLayout,
     PlanRun,
     SkipCall,
@@ -129,6 +132,10 @@ class PlanActivities:
             self.start_plan,
             self.run_step,
             self.give_up,
+            self.check_condition,
+            self.start_map,
+            self.run_item,
+            self.finish_map,
             self.skip_step,
             self.finish_plan,
             self.cancel_plan,
@@ -151,7 +158,9 @@ class PlanActivities:
         """The worker's catalog, or the tools recorded with the plan when none were chosen."""
         return await self._recorded.catalog_for(record) or self.catalog
 
-    async def _runner(self, call: StepCall) -> tuple[StepRunner, Recorder]:
+    async def _runner(
+        self, call: StepCall, *, prior_items: dict[str, list[ItemRecord]] | None = None
+    ) -> tuple[StepRunner, Recorder]:
         record, plan = await self._plan(call.plan_id)
         options = call.options.execution_options()
         recorder = Recorder(self.store, call.plan_id, output_limit_bytes=options.output_limit_bytes)
@@ -165,6 +174,7 @@ class PlanActivities:
             plan_id=call.plan_id,
             store=self.store,
             inputs=StoreInputs(self.store, call.plan_id),
+            prior_items=prior_items,
             cache=self.store,
             timeouts=None
             if call.timeout is None
@@ -289,6 +299,8 @@ class PlanActivities:
                     max_attempts=step.max_attempts or options.max_attempts,
                     fallback=step.fallback is not None,
                     timeout_source=timeouts[step.id].source,
+                    conditional=step.when is not None,
+                    for_each=step.for_each is not None,
                 )
                 for step in plan.steps
             },
@@ -352,6 +364,70 @@ class PlanActivities:
                 await asyncio.to_thread(recorder.close)
         return StepResult(outcome.status, outcome.error)
 
+    @activity.defn(name="toolplan.check_condition")
+    async def check_condition(self, call: StepCall) -> StepResult:
+        """A step's ``when``: status ``pending`` when it holds (the step runs next); else the
+        step is recorded skipped (reason ``condition``), or failed when it cannot resolve."""
+        with _as_activity_errors():
+            runner, recorder = await self._runner(call)
+            try:
+                outcome = await runner.check_condition(call.step_id)
+            finally:
+                await asyncio.to_thread(recorder.close)
+        if outcome is None:
+            return StepResult("pending")
+        return StepResult(outcome.status, outcome.error, outcome.reason)
+
+    @activity.defn(name="toolplan.start_map")
+    async def start_map(self, call: StepCall) -> MapStarted:
+        """A ``forEach`` step begins (or resumes): its list resolved and its items recorded;
+        the items left to run, or the step's final result (a list it cannot run over)."""
+        with _as_activity_errors():
+            execution = await asyncio.to_thread(self.store.get_execution, call.plan_id)
+            prior = None if execution is None else execution.step(call.step_id).items
+            runner, recorder = await self._runner(
+                call, prior_items={call.step_id: prior} if prior is not None else None
+            )
+            try:
+                begun = await runner.start_map(call.step_id, time.monotonic())
+            finally:
+                await asyncio.to_thread(recorder.close)
+        if isinstance(begun, StepOutcome):
+            return MapStarted(final=StepResult(begun.status, begun.error))
+        return MapStarted(
+            todo=begun.todo, prior_attempts=[begun.records[i].attempts for i in begun.todo]
+        )
+
+    @activity.defn(name="toolplan.run_item")
+    async def run_item(self, call: StepCall) -> StepResult:
+        """One item of a ``forEach`` step to its final state (its retries and fallback inside
+        this activity), recorded in the store."""
+        assert call.item is not None
+        with _as_activity_errors():
+            await self._stop_if_cancel_requested(call)
+            runner, recorder = await self._runner(call)
+            try:
+                async with self._heartbeating(0, call):
+                    record = await runner.run_item_of(call.step_id, call.item, call.prior_attempts)
+            finally:
+                await asyncio.to_thread(recorder.close)
+        return StepResult(record.status, record.error)
+
+    @activity.defn(name="toolplan.finish_map")
+    async def finish_map(self, call: StepCall) -> StepResult:
+        """What the items of a ``forEach`` step add up to, recorded as the step's end."""
+        with _as_activity_errors():
+            execution = await asyncio.to_thread(self.store.get_execution, call.plan_id)
+            assert execution is not None
+            records = execution.step(call.step_id).items or []
+            started = await self._step_started(call.plan_id, call.step_id)
+            runner, recorder = await self._runner(call)
+            try:
+                outcome = await runner.finish_map(call.step_id, records, started)
+            finally:
+                await asyncio.to_thread(recorder.close)
+        return StepResult(outcome.status, outcome.error)
+
     @activity.defn(name="toolplan.skip_step")
     async def skip_step(self, skip: SkipCall) -> None:
         """Record a step that will not run."""
@@ -359,7 +435,12 @@ class PlanActivities:
             _, plan = await self._plan(skip.plan_id)
             recorder = Recorder(self.store, skip.plan_id, output_limit_bytes=0)
             try:
-                await recorder.skipped(skip.step_id, plan.step(skip.step_id).tool, skip.reason)
+                await recorder.skipped(
+                    skip.step_id,
+                    plan.step(skip.step_id).tool,
+                    skip.reason,
+                    reason="condition" if skip.kind == "condition" else None,
+                )
             finally:
                 await asyncio.to_thread(recorder.close)
 

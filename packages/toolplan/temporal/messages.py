@@ -14,6 +14,7 @@ from toolplan.engine.policies import ExecutionOptions, RetryPolicy, TimeoutPolic
 from toolplan.execution.lease import ENGINE_HOLDER_PREFIX
 
 __all__ = [
+    "MapStarted",
     "PlanLayout",
     "PlanRun",
     "RunOptions",
@@ -134,6 +135,10 @@ class StepSpec:
     fallback: bool
     timeout_source: str = "default"
     """Where ``timeout`` came from: ``plan``, ``history`` or ``default``."""
+    conditional: bool = False
+    """The step has a ``when`` condition, checked (an activity) before it runs."""
+    for_each: bool = False
+    """The step runs once per item of a list, each item an activity."""
 
 
 @dataclass(frozen=True)
@@ -176,6 +181,8 @@ class StepCall:
     """The step's effective timeout, fixed when the run started (``None``: its own or the
     default)."""
     timeout_source: str | None = None
+    item: int | None = None
+    """For ``run_item``: the index of the item of a ``forEach`` step."""
 
 
 @dataclass(frozen=True)
@@ -184,6 +191,18 @@ class StepResult:
 
     status: str
     error: str | None = None
+    reason: str | None = None
+    """``condition`` for a step skipped by its condition."""
+
+
+@dataclass(frozen=True)
+class MapStarted:
+    """What ``start_map`` found: the items left to run, or the step's final result."""
+
+    final: StepResult | None = None
+    todo: list[int] = field(default_factory=list)
+    prior_attempts: list[int] = field(default_factory=list)
+    """Attempts an earlier run made, per item of ``todo``."""
 
 
 @dataclass(frozen=True)
@@ -193,3 +212,6 @@ class SkipCall:
     plan_id: str
     step_id: str
     reason: str
+    """The message recorded."""
+    kind: str | None = None
+    """``condition`` when a condition decided it (:data:`~toolplan.store.SkipReason`)."""

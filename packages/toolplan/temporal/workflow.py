@@ -21,6 +21,7 @@ sandbox) never imports the tools, LangChain or the store.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -29,8 +30,10 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
 
 with workflow.unsafe.imports_passed_through():
-    from toolplan.engine.scheduler import StepOutcome, schedule
+    from toolplan.engine.items import run_items
+    from toolplan.engine.scheduler import Slots, StepOutcome, schedule
     from toolplan.temporal.messages import (
+        MapStarted,
         PlanLayout,
         PlanRun,
         SkipCall,
@@ -114,17 +117,19 @@ class PlanWorkflow:
                 return layout.finished_status
             if layout.cancel_requested:  # requested while nobody ran it: nothing more runs
                 return await self._cancelled(plan_id)
+            self._slots = Slots(run.options.concurrency)  # shared by steps and map items
             await schedule(
                 layout.order,
                 layout.dependencies,
                 lambda step_id: self._run_step(run, layout, step_id),
-                lambda step_id, reason: self._skip(plan_id, step_id, reason),
+                lambda step_id, message, reason: self._skip(plan_id, step_id, message, reason),
                 concurrency=run.options.concurrency,
                 fail_fast=run.options.fail_fast,
                 finished={
                     step_id: StepOutcome(done.status, error=done.error)  # type: ignore[arg-type]
                     for step_id, done in layout.finished.items()
                 },
+                slots=self._slots,
             )
         except asyncio.CancelledError:
             # A cancel (requested in the store and passed on by a step's activity, or by an
@@ -158,6 +163,22 @@ class PlanWorkflow:
             # as skipped: its activity cannot record a late success over that.
             "cancellation_type": workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
         }
+        if spec.conditional:
+            checked: StepResult = await workflow.execute_local_activity(
+                "toolplan.check_condition",
+                call,
+                result_type=StepResult,
+                start_to_close_timeout=_RECORD_TIMEOUT,
+                retry_policy=_RECORD_RETRY,
+            )
+            if checked.status != "pending":
+                return StepOutcome(
+                    checked.status,  # type: ignore[arg-type]
+                    error=checked.error,
+                    reason="condition" if checked.reason == "condition" else None,
+                )
+        if spec.for_each:
+            return await self._run_map(run, call, spec, timeouts)
         try:
             result: StepResult = await workflow.execute_activity(
                 "toolplan.run_step",
@@ -205,6 +226,54 @@ class PlanWorkflow:
                 )
         return StepOutcome(result.status, error=result.error)  # type: ignore[arg-type]
 
+    async def _run_map(
+        self, run: PlanRun, call: StepCall, spec: Any, timeouts: dict[str, Any]
+    ) -> StepOutcome:
+        """A ``forEach`` step: its list and item records (a local activity), then each item an
+        activity under the plan's concurrency (its retries and fallback inside it), then the
+        step's end from the item records."""
+        local: dict[str, Any] = {
+            "start_to_close_timeout": _RECORD_TIMEOUT,
+            "retry_policy": _RECORD_RETRY,
+        }
+        started: MapStarted = await workflow.execute_local_activity(
+            "toolplan.start_map", call, result_type=MapStarted, **local
+        )
+        if started.final is not None:
+            return StepOutcome(started.final.status, error=started.final.error)  # type: ignore[arg-type]
+        prior = dict(zip(started.todo, started.prior_attempts, strict=True))
+        options = run.options
+        # Every attempt, its backoff and the fallback happen inside the item's activity.
+        budget = (spec.timeout + options.max_backoff) * spec.max_attempts + spec.timeout
+        item_timeouts = {
+            **timeouts,
+            "start_to_close_timeout": timedelta(seconds=budget + TIMEOUT_GRACE_SECONDS),
+        }
+
+        async def one(index: int) -> None:
+            await workflow.execute_activity(
+                "toolplan.run_item",
+                replace(call, item=index, prior_attempts=prior[index]),
+                result_type=StepResult,
+                retry_policy=RetryPolicy(
+                    maximum_interval=timedelta(seconds=5),
+                    non_retryable_error_types=NON_RETRYABLE_KINDS,
+                ),
+                summary=f"{call.step_id}[{index}]: {spec.tool}",
+                **item_timeouts,
+            )
+
+        try:
+            await run_items(self._slots, started.todo, one)
+        except ActivityError as error:
+            if isinstance(error.cause, CancelledError):
+                raise asyncio.CancelledError() from error
+            raise
+        result: StepResult = await workflow.execute_local_activity(
+            "toolplan.finish_map", call, result_type=StepResult, **local
+        )
+        return StepOutcome(result.status, error=result.error)  # type: ignore[arg-type]
+
     async def _cancelled(self, plan_id: str) -> str:
         status: str = await workflow.execute_local_activity(
             "toolplan.cancel_plan",
@@ -215,10 +284,10 @@ class PlanWorkflow:
         )
         return status
 
-    async def _skip(self, plan_id: str, step_id: str, reason: str) -> None:
+    async def _skip(self, plan_id: str, step_id: str, message: str, reason: str | None) -> None:
         await workflow.execute_local_activity(
             "toolplan.skip_step",
-            SkipCall(plan_id, step_id, reason),
+            SkipCall(plan_id, step_id, message, reason),
             start_to_close_timeout=_RECORD_TIMEOUT,
             retry_policy=_RECORD_RETRY,
         )

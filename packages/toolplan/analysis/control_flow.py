@@ -1,0 +1,129 @@
+"""Maps and branches checked before anything runs: ``forEach``, ``maxItems`` and ``when``.
+
+A ``forEach`` step calls its tool once per item of a list; its parameters (and its fallback's)
+may use ``{{$item}}``, ``{{$item.path}}`` and ``{{$index}}``. A ``when`` condition skips its
+step when falsy. Both name the steps they read through templates, and those steps become
+dependencies (:func:`control_references`). The problems found here are reported with every other
+problem of the plan by :func:`toolplan.analysis.dag.analyze`; type checks against declared
+outputs (a ``forEach`` over something that is not a list, an ``$item`` path that cannot exist)
+live with the other template type checks in :mod:`toolplan.analysis.types`.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Collection, Iterator
+from typing import Any
+
+from toolplan.errors import ValidationIssue
+from toolplan.plans.plan import DEFAULT_MAX_ITEMS, Step
+from toolplan.plans.templates import (
+    INDEX,
+    Template,
+    find_templates,
+    malformed_templates,
+)
+
+__all__ = ["check_control_flow", "control_references", "whole_template"]
+
+
+def whole_template(text: str) -> Template | None:
+    """The template ``text`` consists of, alone (spaces around it allowed); else ``None``."""
+    stripped = text.strip()
+    if not stripped.startswith("{{"):
+        return None
+    return Template.parse(stripped)
+
+
+def _control_texts(step: Step) -> Iterator[tuple[str, str]]:
+    """(field, text) of the templates written in ``forEach`` and ``when``."""
+    if isinstance(step.for_each, str):
+        yield "forEach", step.for_each
+    if step.condition is not None:
+        yield "when", step.condition
+
+
+def control_references(step: Step) -> list[str]:
+    """The steps ``forEach`` and ``when`` read: dependencies of ``step``."""
+    found: dict[str, None] = {}
+    for _, text in _control_texts(step):
+        template = whole_template(text)
+        if template is not None and not template.is_loop:
+            found.setdefault(template.step, None)
+    return list(found)
+
+
+def _close(name: str, known: Collection[str]) -> str:
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def check_control_flow(
+    step: Step, ids: Collection[str], *, max_items: int = DEFAULT_MAX_ITEMS
+) -> list[ValidationIssue]:
+    """Problems of one step's ``forEach``, ``maxItems``, ``when`` and loop templates.
+
+    ``ids`` are the plan's step ids; ``max_items`` is the limit of a step without ``maxItems``.
+    """
+    where = f"step {step.id!r}"
+    issues: list[ValidationIssue] = []
+
+    def problem(code: str, message: str) -> None:
+        issues.append(ValidationIssue(code, f"{where}: {message}", step.id))
+
+    for field, text in _control_texts(step):
+        template = whole_template(text)
+        if template is None:
+            example = "{{posts.blogs}}" if field == "forEach" else "{{check.exceeded}}"
+            shown = malformed_templates(text)
+            detail = f"malformed template {shown[0]!r}" if shown else f"{text!r} is not a template"
+            problem(
+                "template",
+                f"{field}: {detail}; write one template alone, e.g. {example!r}"
+                + (" (or a literal list)" if field == "forEach" else ""),
+            )
+        elif template.is_loop:
+            problem(
+                "item",
+                f"{field} {text!r} uses {template.step}, which exists only inside the "
+                "items of a forEach step; name a step's output instead, e.g. '{{posts.blogs}}'",
+            )
+        elif template.step not in ids:
+            problem(
+                "reference",
+                f"{field} {text!r} names unknown step {template.step!r} "
+                f"(steps: {', '.join(ids)}){_close(template.step, ids)}",
+            )
+
+    calls: list[tuple[str, Any]] = [("parameters", step.parameters)]
+    if step.fallback is not None:
+        calls.append(("fallback parameters", step.fallback.parameters))
+    for label, parameters in calls:
+        for template in find_templates(parameters):
+            if not template.is_loop:
+                continue
+            if step.for_each is None:
+                problem(
+                    "item",
+                    f"{label}: template {template.text!r} is only defined in a step with "
+                    'forEach; add "forEach": "{{stepId.list}}" (the list to call the tool '
+                    "for, once per item) or reference a step's output instead",
+                )
+            elif template.step == INDEX and template.path:
+                problem(
+                    "item",
+                    f"{label}: template {template.text!r}: {{{{$index}}}} is a number and has "
+                    "no fields; write {{$index}} alone, or {{$item.field}} for the item",
+                )
+
+    limit = step.max_items or max_items
+    if isinstance(step.for_each, list) and len(step.for_each) > limit:
+        source = "its maxItems" if step.max_items else f"the default of {max_items}"
+        problem(
+            "limit",
+            f"forEach lists {len(step.for_each)} items, more than {source} ({limit}); "
+            "raise maxItems on the step if this is intended, or split the list",
+        )
+    if step.max_items is not None and step.for_each is None:
+        problem("item", "maxItems applies only to a step with forEach; remove it or add forEach")
+    return issues
