@@ -16,7 +16,7 @@ import pytest
 
 from tests.e2e.conftest import Cli
 from tests.support.fake_openai import FakeOpenAIServer, Reply
-from tests.support.plans import QUERY, blog_plan, broken_blog_plan
+from tests.support.plans import QUERY, blog_plan, broken_blog_plan, llm_step
 from toolplan.client import Toolplan
 from toolplan.config import Settings
 from toolplan.errors import LLMUnavailable
@@ -289,3 +289,48 @@ def test_cli_llm_unavailable_and_unconfigured_exit_3(cli: Cli) -> None:
 
 def test_planner_catalog_matches_cli_tools() -> None:
     assert len(load_tool_modules(["blog", "metrics", "weather"]).infos()) == 12
+
+
+async def test_made_up_data_is_repaired_into_templates(
+    llm: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    """The new-user trial: literal weather reports for compare_data, refused with the template
+    to write; the repaired plan is the one stored."""
+    query = "What's the weather in Berlin and Madrid, and which one is warmer?"
+    fetch = [
+        llm_step("berlin", "get_weather", {"location": "Berlin"}),
+        llm_step("madrid", "get_weather", {"location": "Madrid"}),
+    ]
+    made_up = {"city": "Berlin", "temp": 12.5, "condition": "cloudy"}
+    invented = {
+        "reasoning": "compare the two reports",
+        "steps": [
+            *fetch,
+            llm_step(
+                "compare",
+                "compare_data",
+                {"data_a": made_up, "data_b": {"city": "Madrid", "temp": 24.1}},
+                depends_on=["berlin", "madrid"],
+            ),
+        ],
+        "outputSteps": ["compare"],
+    }
+    grounded = {
+        **invented,
+        "steps": [
+            *fetch,
+            llm_step("compare", "compare_data", {"data_a": "{{berlin}}", "data_b": "{{madrid}}"}),
+        ],
+    }
+    llm.script([Reply.structured(invented), Reply.structured(grounded)])
+    outcome = await create_plan(query, make_context(tmp_path))
+    assert outcome.llm_calls == 2 and outcome.ref.status == "planned"
+    feedback = llm.requests[1]["messages"][-1]["content"]
+    assert "argument 'data_a' of tool 'compare_data' is a literal object" in feedback
+    assert '"{{berlin}}"' in feedback and '"{{madrid}}"' in feedback
+    stored = make_context(tmp_path).store.get_plan(outcome.ref.plan_id)
+    assert stored is not None
+    assert stored.plan["steps"][2]["parameters"] == {
+        "data_a": "{{berlin}}",
+        "data_b": "{{madrid}}",
+    }

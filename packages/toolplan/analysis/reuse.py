@@ -17,6 +17,13 @@ have, nor be much longer than it, nor (for a capitalised name) hold lower-case w
 of more than three letters; the substituted plan is validated against the catalog like any
 other; and a plan is never reused across catalog fingerprints. Numbers are never slots.
 
+No literal that the new request does not ground is carried over (:func:`_grounded`): a number of
+the substituted plan must be in the new query (an invented temperature is in neither, and a
+number of the stored query is in the new one only where the fixed text keeps it), a string the
+stored query holds as whole words must be in the new query too (else it is the old request's
+value, left in place), and, with the catalog, the plan must pass the planner's grounding check
+(:mod:`toolplan.analysis.grounding`) against the new query. Otherwise the query is planned anew.
+
 Every plan the planner stores, and every reused plan, is indexed in the store's record collection
 :data:`INDEX` by :func:`toolplan.service.operations.store_plan` (with the slot pattern of the query, so a
 lookup reads only the plans whose pattern matches); the reused plan is stored under a new request
@@ -31,6 +38,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from toolplan.analysis.grounding import Grounds, check_grounding, literal_numbers
+from toolplan.errors import PlanInvalid
+from toolplan.plans.plan import parse_plan
 from toolplan.plans.templates import strings_in
 from toolplan.store.protocol import PlanRecord, Store
 from toolplan.tools.catalog import ToolCatalog
@@ -257,9 +267,48 @@ def _substitute(value: Any, values: dict[str, str]) -> Any:
     return value
 
 
-def match_plan(query: str, record: PlanRecord) -> Reusable | None:
+def _literals(plan: dict[str, Any]) -> list[Any]:
+    """Every parameter value of the steps and their fallbacks, as written."""
+    found: list[Any] = []
+    for step in plan.get("steps") or []:
+        found.append(step.get("parameters"))
+        fallback = step.get("fallback")
+        if isinstance(fallback, dict):
+            found.append(fallback.get("parameters"))
+    return found
+
+
+def _grounded(
+    plan: dict[str, Any], query: str, stored_query: str, catalog: ToolCatalog | None
+) -> bool:
+    """Whether every literal of the substituted ``plan`` is grounded in the new ``query``:
+    its numbers are in it, no whole-word phrase of ``stored_query`` stays unless ``query``
+    has it too, and (with the catalog) the planner's grounding check passes."""
+    grounds = Grounds(query)
+    if any(not grounds.has_number(n) for value in _literals(plan) for n in literal_numbers(value)):
+        return False  # numbers are never slots: one the new query lacks came from elsewhere
+    for text in _plan_strings(plan):
+        if "{{" in text or not text.strip():
+            continue
+        old = re.search(_whole(text.strip()), stored_query, re.IGNORECASE)
+        if old and not re.search(_whole(text.strip()), query, re.IGNORECASE):
+            return False  # the stored request's value, not replaced
+    if catalog is None:
+        return True
+    try:
+        parsed = parse_plan(plan)
+    except PlanInvalid:  # not a plan any more: planned anew
+        return False
+    return not check_grounding(parsed, catalog, query)
+
+
+def match_plan(
+    query: str, record: PlanRecord, catalog: ToolCatalog | None = None
+) -> Reusable | None:
     """``record``'s plan for ``query``: exact when the normalised queries are equal, else
-    parametric with the slot values substituted, or ``None`` when the safety rules refuse."""
+    parametric with the slot values substituted, or ``None`` when the safety rules refuse or
+    a literal of the plan is not grounded in ``query`` (checked against ``catalog``'s tool
+    outputs too when it is given)."""
     if normalise_query(query) == normalise_query(record.query or ""):
         return Reusable(record, record.plan, "exact", {})
     found = _pattern(record.query or "", record.plan)
@@ -287,6 +336,8 @@ def match_plan(query: str, record: PlanRecord) -> Reusable | None:
             fallback["parameters"] = _substitute(fallback.get("parameters"), values)
             step["fallback"] = fallback
         plan["steps"].append(step)
+    if not _grounded(plan, _tidy(query), _tidy(record.query or ""), catalog):
+        return None
     return Reusable(record, plan, "parametric", values)
 
 
@@ -403,7 +454,7 @@ def find_reusable(
         execution = store.get_execution(record.plan_id)
         if execution is None or execution.status != "succeeded":
             continue
-        reusable = match_plan(query, record)
+        reusable = match_plan(query, record, catalog)
         if reusable is not None and (mode == "parametric" or reusable.mode == "exact"):
             return reusable
     return None

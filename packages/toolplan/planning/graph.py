@@ -39,7 +39,7 @@ from typing_extensions import TypedDict
 
 from toolplan._caches import register_cache
 from toolplan.analysis import Analysis, analyze
-from toolplan.analysis.id_by_name import check_ids_by_name
+from toolplan.analysis.grounding import check_grounding
 from toolplan.config import PlannerSettings
 from toolplan.errors import InvalidInput, PlanInvalid
 from toolplan.execution.graph import bind_context, context_resolver
@@ -267,8 +267,10 @@ async def analyze_dependencies(state: PlanningState, ctx: PlannerContext) -> Pla
             if not (issue.code == "arguments" and issue.step in unreadable)
         ]
         return {"errors": reading_errors + found, "plan": None, "analysis": None}
-    # a planner-only check: valid by every schema, and bound to fail at run time
-    reading_errors += [issue.message for issue in check_ids_by_name(plan, ctx.catalog)]
+    # planner-only checks: valid by every schema, and wrong when run (an id passed by name, a
+    # value made up where a tool's output belongs); the request is what literals may come from
+    grounding = check_grounding(plan, ctx.catalog, state["query"], context=state.get("context"))
+    reading_errors += [issue.message for issue in grounding]
     if reading_errors:
         return {"errors": reading_errors, "plan": None, "analysis": None}
     return {"errors": [], "plan": plan.to_json(), "analysis": analysis.to_json()}
