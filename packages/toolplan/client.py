@@ -35,7 +35,7 @@ from toolplan.service.operations import PlanRef
 from toolplan.service.wiring import ToolsArg, backend_for, resolve_catalog
 from toolplan.store import Store, open_store
 from toolplan.store.lookup import find_plan
-from toolplan.store.protocol import ExecutionRecord, PlanRecord
+from toolplan.store.protocol import ExecutionRecord, PlanPage, PlanRecord
 from toolplan.tools.catalog import ToolCatalog, ToolInfo
 
 if TYPE_CHECKING:
@@ -439,6 +439,24 @@ class Toolplan:
         """A plan with its execution, or a request with its plans and answers
         (``toolplan show --json``)."""
         return operations.describe(self.store, identifier)
+
+    def list_plans(
+        self,
+        *,
+        status: str | None = None,
+        request_id: str | None = None,
+        limit: int = 20,
+        after: str | None = None,
+    ) -> PlanPage:
+        """Stored plans newest first, with their execution's status (the plan's when never
+        executed): only ``status``'s, only ``request_id``'s versions, at most ``limit``, from
+        after the cursor ``after`` (the ``next_cursor`` of the page before) (``toolplan
+        list``)."""
+        from toolplan.service.listing import recent_plans
+
+        return recent_plans(
+            self.store, status=status, request_id=request_id, limit=limit, after=after
+        )
 
     def result(self, plan_id: str) -> ExecutionResult | None:
         """The stored execution result of a plan, or ``None`` if it never started."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 from rich.console import Console
@@ -22,11 +23,13 @@ __all__ = [
     "PLAN_STATUS_MEANING",
     "PlanningPrinter",
     "ProgressPrinter",
+    "age_text",
     "first_sentence",
     "planning_line",
     "print_described",
     "print_execution",
     "print_plan",
+    "print_plan_list",
     "print_tool",
     "print_tools",
     "progress_line",
@@ -400,3 +403,36 @@ def planning_line(event: PlanningEvent) -> str:
         f"call(s), {usage.get('inputTokens', 0)} input / {usage.get('outputTokens', 0)} output "
         "tokens"
     )
+
+
+def age_text(created_at: str, now: datetime | None = None) -> str:
+    """How long ago an ISO time was, in its largest unit: ``40s``, ``5m``, ``3h``, ``2d``."""
+    then = datetime.fromisoformat(created_at.replace("Z", "+00:00"))
+    seconds = max(0, int(((now or datetime.now(UTC)) - then).total_seconds()))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def print_plan_list(console: Console, plans: list[dict[str, Any]], next_cursor: str | None) -> None:
+    """``toolplan list``: one line per plan, newest first, then how to see the next page."""
+    if not plans:
+        console.print("no plans")
+        return
+    table = Table(show_header=True, box=None, pad_edge=False)
+    for column in ("plan", "status", "request", "age", "duration", "query"):
+        table.add_column(column, no_wrap=column != "query", overflow="fold")
+    for plan in plans:
+        duration = plan["durationMs"]
+        table.add_row(
+            plan["planId"],
+            _status(plan["status"]),
+            plan["requestId"],
+            age_text(plan["createdAt"]),
+            f"{duration / 1000:.2f} s" if duration is not None else "-",
+            Text(short(plan["query"] or "", 50)),
+        )
+    console.print(table)
+    if next_cursor is not None:
+        console.print(f"more: toolplan list --after {next_cursor}", highlight=False)
