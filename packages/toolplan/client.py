@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
     from toolplan.agent.loop import AgentOutcome
+    from toolplan.analysis.diagram import DiagramFormat
     from toolplan.pipeline.flow import Planned, PlanSource, ReviewPolicy, RunOutcome
     from toolplan.planning.context import PlannerContext
     from toolplan.planning.planner import PlanningOutcome
@@ -439,6 +440,15 @@ class Toolplan:
         """A plan with its execution, or a request with its plans and answers
         (``toolplan show --json``)."""
         return operations.describe(self.store, identifier)
+
+    def diagram(self, plan_id: str, *, kind: DiagramFormat = "mermaid") -> str:
+        """A stored plan's DAG with each step's state, as Mermaid or Graphviz DOT text
+        (``toolplan show PLAN_ID --graph mermaid|dot``)."""
+        from toolplan.analysis.diagram import described_diagram
+        from toolplan.plans.ids import require_id
+
+        require_id(plan_id, "plan")
+        return described_diagram(operations.describe(self.store, plan_id), kind=kind)
 
     def list_plans(
         self,

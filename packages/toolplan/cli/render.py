@@ -420,19 +420,31 @@ def print_plan_list(console: Console, plans: list[dict[str, Any]], next_cursor: 
     if not plans:
         console.print("no plans")
         return
-    table = Table(show_header=True, box=None, pad_edge=False)
-    for column in ("plan", "status", "request", "age", "duration", "query"):
-        table.add_column(column, no_wrap=column != "query", overflow="fold")
-    for plan in plans:
-        duration = plan["durationMs"]
-        table.add_row(
+    rows = [
+        [
             plan["planId"],
-            _status(plan["status"]),
+            plan["status"],
             plan["requestId"],
             age_text(plan["createdAt"]),
-            f"{duration / 1000:.2f} s" if duration is not None else "-",
-            Text(short(plan["query"] or "", 50)),
-        )
-    console.print(table)
+            f"{plan['durationMs'] / 1000:.2f} s" if plan["durationMs"] is not None else "-",
+        ]
+        for plan in plans
+    ]
+    # Plain aligned columns rather than a rich table: IDs and states are never cut, and only
+    # the query gives way to a narrow terminal.
+    header = ["plan", "status", "request", "age", "duration"]
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
+    room = max(20, console.width - sum(widths) - 2 * len(widths))
+    console.print(
+        "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)) + "  query",
+        highlight=False,
+    )
+    for row, plan in zip(rows, plans, strict=True):
+        line = Text()
+        for index, (cell, width) in enumerate(zip(row, widths, strict=True)):
+            style = _STATUS_STYLE.get(cell, "") if index == 1 else ""
+            line.append(cell.ljust(width) + "  ", style=style)
+        line.append(short(plan["query"] or "", room))
+        console.print(line, highlight=False, no_wrap=True, overflow="ignore")
     if next_cursor is not None:
         console.print(f"more: toolplan list --after {next_cursor}", highlight=False)
