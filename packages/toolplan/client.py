@@ -70,6 +70,8 @@ class Toolplan:
       environment is read only by :meth:`from_env`.
     - ``worker_id``: the lease owner of this client's executions; a long-lived process keeps one
       so that it can take back a lease its own failed run still holds.
+    - ``create_store``: ``False`` to refuse a store URI that names no existing store instead of
+      creating it (``toolplan show``, ``list``, ``cancel``).
     """
 
     def __init__(
@@ -81,8 +83,12 @@ class Toolplan:
         backend: ExecutionBackend | None = None,
         settings: Settings | None = None,
         worker_id: str | None = None,
+        create_store: bool = True,
     ) -> None:
         self.settings = settings if settings is not None else Settings()
+        self.create_store = create_store
+        """Whether opening a store URI may create it (a new SQLite file); ``False`` for callers
+        that only read or cancel: a missing store is then ``InvalidInput`` naming it."""
         self.model = model
         self.worker_id = worker_id or new_worker_id()
         self._store_uri = store if isinstance(store, str) else None
@@ -134,7 +140,9 @@ class Toolplan:
         cannot be reached)."""
         with self._lock:
             if self._store is None:
-                self._store = open_store(self._store_uri or self.settings.store_uri)
+                self._store = open_store(
+                    self._store_uri or self.settings.store_uri, create=self.create_store
+                )
             return self._store
 
     @property

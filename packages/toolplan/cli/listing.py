@@ -52,7 +52,7 @@ def list_plans(
     def body() -> dict[str, Any]:
         from toolplan.service.listing import page_json
 
-        with new_client(store, None) as client:
+        with new_client(store, None, create_store=False) as client:
             page = client.list_plans(status=status, request_id=request, limit=limit, after=after)
             return page_json(page)
 

@@ -35,7 +35,7 @@ def show(
     if graph is not None:
 
         def drawn() -> str:
-            with new_client(store, None) as client:
+            with new_client(store, None, create_store=False) as client:
                 return client.diagram(identifier, kind=graph)
 
         text = guard(drawn, as_json=as_json)
@@ -46,7 +46,7 @@ def show(
         return
 
     def body() -> dict[str, Any]:
-        with new_client(store, None) as client:
+        with new_client(store, None, create_store=False) as client:
             return client.show(identifier)
 
     data = guard(body, as_json=as_json)
