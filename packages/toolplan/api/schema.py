@@ -108,7 +108,8 @@ class Mutation:
 
     @strawberry.mutation(
         description="Plan a query with the LLM, validate and store it. With requestId, the plan "
-        "is a new version of that request."
+        "is a new version of that request; a well-formed requestId (req_<seconds>_<id>) that "
+        "does not exist yet is the client's own: the request is created under it."
     )
     async def create_plan_with_request_id(
         self, info: Info, query: str, request_id: str | None = None
@@ -119,7 +120,7 @@ class Mutation:
         if request_id is not None:
             require_id(request_id, "req")
         planner = await info.context.planner()
-        outcome = await create_plan(query, planner, request_id=request_id)
+        outcome = await create_plan(query, planner, request_id=request_id, new_request=True)
         return PlanRefType.from_ref(outcome.ref)
 
     @strawberry.mutation(
