@@ -23,9 +23,14 @@ from toolplan.store.protocol import (
     CachedResult,
     ExecutionRecord,
     ExecutionStatus,
+    ListedStatus,
+    PlanPage,
     PlanRecord,
+    PlanSummary,
     RequestRecord,
     StepRecord,
+    decode_plan_cursor,
+    encode_plan_cursor,
     lease_holder,
     utc_now,
 )
@@ -85,6 +90,42 @@ class MemoryStore:
     def list_plans(self, request_id: str) -> list[PlanRecord]:
         with self._lock:
             return [p for p in self._plans.values() if p.request_id == request_id]
+
+    def recent_plans(
+        self,
+        *,
+        status: ListedStatus | None = None,
+        request_id: str | None = None,
+        limit: int = 20,
+        after: str | None = None,
+    ) -> PlanPage:
+        """A sort of every plan: fine for a benchmark's store, not what the real ones do."""
+        limit = max(1, limit)
+        cursor = decode_plan_cursor(after) if after is not None else None
+        with self._lock:
+            rows = [
+                PlanSummary(
+                    plan_id=p.plan_id,
+                    request_id=p.request_id,
+                    query=p.query,
+                    plan_status=p.status,
+                    created_at=p.created_at,
+                    execution_status=(self._executions.get(p.plan_id) or {}).get("status"),
+                    started_at=(self._executions.get(p.plan_id) or {}).get("started_at"),
+                    finished_at=(self._executions.get(p.plan_id) or {}).get("finished_at"),
+                )
+                for p in self._plans.values()
+            ]
+        rows = [
+            r
+            for r in rows
+            if (status is None or r.status == status)
+            and (request_id is None or r.request_id == request_id)
+            and (cursor is None or (r.created_at, r.plan_id) < cursor)
+        ]
+        rows.sort(key=lambda r: (r.created_at, r.plan_id), reverse=True)
+        more = len(rows) > limit
+        return PlanPage(rows[:limit], encode_plan_cursor(rows[limit - 1]) if more else None)
 
     # executions
     def create_execution(

@@ -35,13 +35,14 @@ from toolplan.service.operations import PlanRef
 from toolplan.service.wiring import ToolsArg, backend_for, resolve_catalog
 from toolplan.store import Store, open_store
 from toolplan.store.lookup import find_plan
-from toolplan.store.protocol import ExecutionRecord, PlanRecord
+from toolplan.store.protocol import ExecutionRecord, PlanPage, PlanRecord
 from toolplan.tools.catalog import ToolCatalog, ToolInfo
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
     from toolplan.agent.loop import AgentOutcome
+    from toolplan.analysis.diagram import DiagramFormat
     from toolplan.pipeline.flow import Planned, PlanSource, ReviewPolicy, RunOutcome
     from toolplan.planning.context import PlannerContext
     from toolplan.planning.planner import PlanningOutcome
@@ -69,6 +70,8 @@ class Toolplan:
       environment is read only by :meth:`from_env`.
     - ``worker_id``: the lease owner of this client's executions; a long-lived process keeps one
       so that it can take back a lease its own failed run still holds.
+    - ``create_store``: ``False`` to refuse a store URI that names no existing store instead of
+      creating it (``toolplan show``, ``list``, ``cancel``).
     """
 
     def __init__(
@@ -80,8 +83,12 @@ class Toolplan:
         backend: ExecutionBackend | None = None,
         settings: Settings | None = None,
         worker_id: str | None = None,
+        create_store: bool = True,
     ) -> None:
         self.settings = settings if settings is not None else Settings()
+        self.create_store = create_store
+        """Whether opening a store URI may create it (a new SQLite file); ``False`` for callers
+        that only read or cancel: a missing store is then ``InvalidInput`` naming it."""
         self.model = model
         self.worker_id = worker_id or new_worker_id()
         self._store_uri = store if isinstance(store, str) else None
@@ -133,7 +140,9 @@ class Toolplan:
         cannot be reached)."""
         with self._lock:
             if self._store is None:
-                self._store = open_store(self._store_uri or self.settings.store_uri)
+                self._store = open_store(
+                    self._store_uri or self.settings.store_uri, create=self.create_store
+                )
             return self._store
 
     @property
@@ -439,6 +448,33 @@ class Toolplan:
         """A plan with its execution, or a request with its plans and answers
         (``toolplan show --json``)."""
         return operations.describe(self.store, identifier)
+
+    def diagram(self, plan_id: str, *, kind: DiagramFormat = "mermaid") -> str:
+        """A stored plan's DAG with each step's state, as Mermaid or Graphviz DOT text
+        (``toolplan show PLAN_ID --graph mermaid|dot``)."""
+        from toolplan.analysis.diagram import described_diagram
+        from toolplan.plans.ids import require_id
+
+        require_id(plan_id, "plan")
+        return described_diagram(operations.describe(self.store, plan_id), kind=kind)
+
+    def list_plans(
+        self,
+        *,
+        status: str | None = None,
+        request_id: str | None = None,
+        limit: int = 20,
+        after: str | None = None,
+    ) -> PlanPage:
+        """Stored plans newest first, with their execution's status (the plan's when never
+        executed): only ``status``'s, only ``request_id``'s versions, at most ``limit``, from
+        after the cursor ``after`` (the ``next_cursor`` of the page before) (``toolplan
+        list``)."""
+        from toolplan.service.listing import recent_plans
+
+        return recent_plans(
+            self.store, status=status, request_id=request_id, limit=limit, after=after
+        )
 
     def result(self, plan_id: str) -> ExecutionResult | None:
         """The stored execution result of a plan, or ``None`` if it never started."""

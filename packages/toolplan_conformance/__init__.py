@@ -32,8 +32,9 @@ the asserts of test modules only, and this package is imported as a library.
 What it covers: round trips and immutability of requests and plans, atomic step transitions and
 batched ``update_steps``, the lease state machine and the work queue under concurrent claims,
 resume state after reopening, toolset records, cancel requests, tool durations, the result cache
-and the LangGraph checkpointer (:mod:`~toolplan_conformance.core`,
-:mod:`~toolplan_conformance.batch`, :mod:`~toolplan_conformance.controls`).
+the LangGraph checkpointer and the list of recent plans (:mod:`~toolplan_conformance.core`,
+:mod:`~toolplan_conformance.batch`, :mod:`~toolplan_conformance.controls`,
+:mod:`~toolplan_conformance.listing`).
 
 The builders of :mod:`~toolplan_conformance.records` (``stored_plan``, ``started_execution``, ...)
 and the connections of :mod:`~toolplan_conformance.connections` (``other_store``, ``in_threads``)
@@ -42,12 +43,13 @@ are exported too, for a backend's tests of its own.
 
 from __future__ import annotations
 
-from toolplan_conformance import batch, controls, core
+from toolplan_conformance import batch, controls, core, listing
 from toolplan_conformance.batch import *  # noqa: F403
 from toolplan_conformance.connections import in_threads, other_store
 from toolplan_conformance.controls import *  # noqa: F403
 from toolplan_conformance.core import *  # noqa: F403
 from toolplan_conformance.fixtures import store
+from toolplan_conformance.listing import *  # noqa: F403
 from toolplan_conformance.records import (
     new_plan,
     new_request,
@@ -61,6 +63,7 @@ __all__ = [
     *core.__all__,
     *batch.__all__,
     *controls.__all__,
+    *listing.__all__,
     "in_threads",
     "new_plan",
     "new_request",

@@ -574,9 +574,30 @@ def test_create_plan_and_add_versions(llm: FakeOpenAIServer, client: GraphQLClie
     done = client.data(EXECUTE, {"id": first["planId"]})["executePlan"]
     assert done["status"] == "succeeded" and done["outputs"]["blog"]["title"] == "Hello"
 
+
+def test_create_plan_with_the_clients_own_new_request_id(
+    llm: FakeOpenAIServer, client: GraphQLClient
+) -> None:
+    own = "req_1700000000_clientown1"
+    llm.script([Reply.structured(blog_plan()), Reply.structured(blog_plan())])
+    first = client.data(CREATE, {"query": QUERY, "requestId": own})["createPlanWithRequestId"]
+    assert first["requestId"] == own
+    second = client.data(CREATE, {"query": "again", "requestId": own})["createPlanWithRequestId"]
+    assert second["requestId"] == own and second["planId"] != first["planId"]
+    request = client.data(REQUEST, {"id": own})["request"]
+    assert request["query"] == QUERY  # the query that created it
+    assert [p["planId"] for p in request["plans"]] == [first["planId"], second["planId"]]
+
+    # A malformed ID (or a plan ID) is the client's mistake, found before the model is asked.
     requests_before = len(llm.requests)
-    body = client.gql(CREATE, {"query": "x", "requestId": "req_1700000000_unknown00"})
-    assert codes(body) == ["NOT_FOUND"] and len(llm.requests) == requests_before
+    for wrong in ["req_123", "req_1700000000_UPPER", first["planId"], "client-42"]:
+        body = client.gql(CREATE, {"query": "x", "requestId": wrong})
+        assert codes(body) == ["BAD_USER_INPUT"], (wrong, body)
+        assert "is not a" in body["errors"][0]["message"]
+    assert len(llm.requests) == requests_before
+    # submitPlan still adds versions to existing requests only
+    body = client.gql(SUBMIT, {"plan": ECHO_PLAN, "requestId": "req_1700000000_clientown2"})
+    assert codes(body) == ["NOT_FOUND"]
 
 
 def test_a_created_plan_is_reused_by_run_query_once_executed(

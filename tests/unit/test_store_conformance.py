@@ -285,3 +285,68 @@ def test_sqlite_files_from_before_the_controls_are_upgraded(tmp_path: Path) -> N
         upgraded.cache_put("k", "tool", {"v": 1}, 60)
         assert upgraded.cache_get("k") is not None
         assert upgraded.tool_durations(["echo"], 5) == {"echo": []}
+
+
+def test_sqlite_files_from_before_the_plan_list_are_upgraded(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "old.db"
+    opened = open_store(f"sqlite:///{path}")
+    executed = started_execution(opened, steps=1)
+    never = stored_plan(opened, steps=1)
+    opened.close()
+    with closing(sqlite3.connect(path)) as raw:
+        for index in (
+            "tp_plans_by_time",
+            "tp_plans_by_request_time",
+            "tp_plans_unexecuted",
+            "tp_executions_by_status",
+        ):
+            raw.execute(f"DROP INDEX {index}")
+        raw.execute("ALTER TABLE tp_plans DROP COLUMN executed")
+        raw.execute("ALTER TABLE tp_executions DROP COLUMN plan_created_at")
+        raw.execute("ALTER TABLE tp_executions DROP COLUMN request_id")
+        raw.commit()
+    with closing(open_store(f"sqlite:///{path}")) as upgraded:
+        running = upgraded.recent_plans(status="running").items
+        assert [s.plan_id for s in running] == [executed.plan_id]
+        planned = upgraded.recent_plans(status="planned").items
+        assert [s.plan_id for s in planned] == [never.plan_id]
+
+
+@pytest.mark.parametrize(
+    ("status", "request_filter", "index"),
+    [
+        (None, False, "tp_plans_by_time"),
+        (None, True, "tp_plans_by_request_time"),
+        ("planned", False, "tp_plans_unexecuted"),
+        ("succeeded", False, "tp_executions_by_status"),
+    ],
+)
+def test_sqlite_plan_list_reads_an_index_in_its_order(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    status: str | None,
+    request_filter: bool,
+    index: str,
+) -> None:
+    """Each query of ``recent_plans`` walks an index in the list's order: no table scan and no
+    sort of every row (``USE TEMP B-TREE FOR ORDER BY``), so a page costs about its size."""
+    store = open_store(f"sqlite:///{tmp_path / 'toolplan.db'}")
+    plan = stored_plan(store, steps=1)
+    plans: list[str] = []
+    original = store._query  # type: ignore[attr-defined]
+
+    def explain(sql: str, params: tuple[Any, ...] = ()) -> Any:
+        if "LIMIT" in sql:
+            plans.extend(row[3] for row in original("EXPLAIN QUERY PLAN " + sql, params))
+        return original(sql, params)
+
+    monkeypatch.setattr(store, "_query", explain)
+    with closing(store):
+        store.recent_plans(  # type: ignore[attr-defined]
+            status=status, request_id=plan.request_id if request_filter else None
+        )
+    assert any(index in detail for detail in plans), plans
+    assert not any(detail.startswith("SCAN") and "INDEX" not in detail for detail in plans), plans
+    assert not any("TEMP B-TREE" in detail for detail in plans), plans

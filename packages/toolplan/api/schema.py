@@ -20,6 +20,7 @@ from toolplan.api.limits import limit_extensions
 from toolplan.api.settings import ApiSettings
 from toolplan.api.types import (
     ExecutionType,
+    PlanListType,
     PlanRefType,
     PlanType,
     QueryRunType,
@@ -32,6 +33,7 @@ from toolplan.execution.events import watch_step_events
 from toolplan.plans.ids import require_id
 from toolplan.plans.limits import check_text
 from toolplan.service import operations
+from toolplan.service.listing import DEFAULT_LIMIT, page_json, recent_plans
 
 __all__ = ["Mutation", "Query", "Subscription", "build_schema"]
 
@@ -68,6 +70,29 @@ class Query:
         result = await asyncio.to_thread(operations.stored_result, info.context.store, plan_id)
         return ExecutionType.from_json(result.to_json()) if result else None
 
+    @strawberry.field(
+        description="Stored plans, newest first, with their status (the execution's, or the "
+        "plan's when never executed): only status's, only requestId's versions; first (1-500, "
+        "default 20) per page, after the cursor of the page before (its nextCursor)."
+    )
+    async def plans(
+        self,
+        info: Info,
+        status: str | None = None,
+        request_id: str | None = None,
+        first: int = DEFAULT_LIMIT,
+        after: str | None = None,
+    ) -> PlanListType:
+        page = await asyncio.to_thread(
+            recent_plans,
+            info.context.store,
+            status=status,
+            request_id=request_id,
+            limit=first,
+            after=after,
+        )
+        return PlanListType.from_json(page_json(page))
+
     @strawberry.field(description="The tools plans may use, with observed statistics.")
     async def tools(self, info: Info, tag: str | None = None) -> list[ToolType]:
         context = info.context
@@ -83,7 +108,8 @@ class Mutation:
 
     @strawberry.mutation(
         description="Plan a query with the LLM, validate and store it. With requestId, the plan "
-        "is a new version of that request."
+        "is a new version of that request; a well-formed requestId (req_<seconds>_<id>) that "
+        "does not exist yet is the client's own: the request is created under it."
     )
     async def create_plan_with_request_id(
         self, info: Info, query: str, request_id: str | None = None
@@ -94,7 +120,7 @@ class Mutation:
         if request_id is not None:
             require_id(request_id, "req")
         planner = await info.context.planner()
-        outcome = await create_plan(query, planner, request_id=request_id)
+        outcome = await create_plan(query, planner, request_id=request_id, new_request=True)
         return PlanRefType.from_ref(outcome.ref)
 
     @strawberry.mutation(

@@ -15,8 +15,10 @@ __all__ = [
     "EstimateType",
     "ExecutionStepType",
     "ExecutionType",
+    "PlanListType",
     "PlanRefType",
     "PlanStepType",
+    "PlanSummaryType",
     "PlanType",
     "QueryRunPlanType",
     "QueryRunType",
@@ -381,4 +383,63 @@ class QueryRunType:
             ],
             llm_calls=data["llmCalls"],
             usage=JSON(data["usage"]),
+        )
+
+
+@strawberry.type(
+    name="PlanSummary",
+    description="One plan of the plans list: its state, request, query and times, without the "
+    "plan document (read plan(planId) for that).",
+)
+class PlanSummaryType:
+    plan_id: str
+    status: str = strawberry.field(
+        description="The execution's status (queued, running, succeeded, partial, failed, "
+        "cancelled), or the plan's (planned, needs_review) when it was never executed."
+    )
+    plan_status: str = strawberry.field(description="planned or needs_review.")
+    execution_status: str | None = strawberry.field(
+        description="Null when the plan was never executed."
+    )
+    request_id: str
+    query: str | None
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+    duration_ms: float | None = strawberry.field(
+        description="finishedAt - startedAt of its execution; null until it finished."
+    )
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PlanSummaryType:
+        """From :func:`toolplan.service.listing.summary_json`."""
+        return cls(
+            plan_id=data["planId"],
+            status=data["status"],
+            plan_status=data["planStatus"],
+            execution_status=data["executionStatus"],
+            request_id=data["requestId"],
+            query=data["query"],
+            created_at=data["createdAt"],
+            started_at=data["startedAt"],
+            finished_at=data["finishedAt"],
+            duration_ms=data["durationMs"],
+        )
+
+
+@strawberry.type(
+    name="PlanList",
+    description="A page of plans, newest first. nextCursor is null on the last page; pass it "
+    "as after for the next one.",
+)
+class PlanListType:
+    items: list[PlanSummaryType]
+    next_cursor: str | None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PlanListType:
+        """From :func:`toolplan.service.listing.page_json`."""
+        return cls(
+            items=[PlanSummaryType.from_json(plan) for plan in data["plans"]],
+            next_cursor=data["nextCursor"],
         )

@@ -25,6 +25,7 @@ from toolplan.cli import (
     cache,
     cancel,
     execute,
+    listing,
     plan,
     run,
     serve,
@@ -77,6 +78,7 @@ app.command(short_help="Run a stored plan, or resume it after a crash.")(execute
 app.command(short_help="Plan a query (or take --file), store it and execute it.")(run.run)
 app.command(short_help="Plan a query with the LLM, validate and store it.")(plan.plan)
 app.command(short_help="Show a plan and its execution, or a request and its plans.")(show.show)
+app.command("list", short_help="List stored plans, newest first.")(listing.list_plans)
 app.command()(cancel.cancel)
 app.add_typer(cache.cache_app, name="cache")
 app.command("tools", short_help="List the tools plans can use, or show one: toolplan tools NAME.")(

@@ -38,7 +38,7 @@ def cancel(
     """
 
     def body() -> ExecutionResult:
-        with new_client(store, None) as client:
+        with new_client(store, None, create_store=False) as client:
             return run_async(client.cancel(plan_id, wait=wait))
 
     result = guard(body, as_json=as_json)

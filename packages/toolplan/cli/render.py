@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 from rich.console import Console
@@ -22,11 +23,13 @@ __all__ = [
     "PLAN_STATUS_MEANING",
     "PlanningPrinter",
     "ProgressPrinter",
+    "age_text",
     "first_sentence",
     "planning_line",
     "print_described",
     "print_execution",
     "print_plan",
+    "print_plan_list",
     "print_tool",
     "print_tools",
     "progress_line",
@@ -417,3 +420,48 @@ def planning_line(event: PlanningEvent) -> str:
         f"call(s), {usage.get('inputTokens', 0)} input / {usage.get('outputTokens', 0)} output "
         "tokens"
     )
+
+
+def age_text(created_at: str, now: datetime | None = None) -> str:
+    """How long ago an ISO time was, in its largest unit: ``40s``, ``5m``, ``3h``, ``2d``."""
+    then = datetime.fromisoformat(created_at.replace("Z", "+00:00"))
+    seconds = max(0, int(((now or datetime.now(UTC)) - then).total_seconds()))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def print_plan_list(console: Console, plans: list[dict[str, Any]], next_cursor: str | None) -> None:
+    """``toolplan list``: one line per plan, newest first, then how to see the next page."""
+    if not plans:
+        console.print("no plans")
+        return
+    rows = [
+        [
+            plan["planId"],
+            plan["status"],
+            plan["requestId"],
+            age_text(plan["createdAt"]),
+            f"{plan['durationMs'] / 1000:.2f} s" if plan["durationMs"] is not None else "-",
+        ]
+        for plan in plans
+    ]
+    # Plain aligned columns rather than a rich table: IDs and states are never cut, and only
+    # the query gives way to a narrow terminal.
+    header = ["plan", "status", "request", "age", "duration"]
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
+    room = max(20, console.width - sum(widths) - 2 * len(widths))
+    console.print(
+        "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)) + "  query",
+        highlight=False,
+    )
+    for row, plan in zip(rows, plans, strict=True):
+        line = Text()
+        for index, (cell, width) in enumerate(zip(row, widths, strict=True)):
+            style = _STATUS_STYLE.get(cell, "") if index == 1 else ""
+            line.append(cell.ljust(width) + "  ", style=style)
+        line.append(short(plan["query"] or "", room))
+        console.print(line, highlight=False, no_wrap=True, overflow="ignore")
+    if next_cursor is not None:
+        console.print(f"more: toolplan list --after {next_cursor}", highlight=False)

@@ -34,9 +34,12 @@ def new_client(
     no_cache: bool = False,
     temporal_address: str | None = None,
     model: str | None = None,
+    create_store: bool = True,
 ) -> Toolplan:
     """A client whose settings are the environment's, overridden by the given flags (``model``:
-    ``--model``). Its store and tools open on first use; the command closes it."""
+    ``--model``). Its store and tools open on first use; the command closes it. Commands that
+    only read or cancel pass ``create_store=False``: a store that does not exist is then an
+    error (exit 2), never a new empty one."""
     settings = Settings.from_env().with_overrides(
         store_uri=store,
         tool_modules=tools,
@@ -47,7 +50,7 @@ def new_client(
         no_cache=no_cache,
         temporal_address=temporal_address,
     )
-    return Toolplan(settings=settings, model=model)
+    return Toolplan(settings=settings, model=model, create_store=create_store)
 
 
 def progress(as_json: bool) -> EventListener | None:

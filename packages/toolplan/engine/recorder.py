@@ -48,6 +48,8 @@ class StepEvent:
     at: str
     error: str | None = None
     duration_ms: float | None = None
+    cached: bool = False
+    """On ``succeeded``: the output came from the result cache; no tool was called."""
     fallback_tool: str | None = None
     """On ``fallback``: the tool called instead."""
     used_fallback: bool = False
@@ -68,6 +70,7 @@ class StepEvent:
             "at": self.at,
             "error": self.error,
             "durationMs": self.duration_ms,
+            "cached": self.cached,
             "fallbackTool": self.fallback_tool,
             "usedFallback": self.used_fallback,
             "item": self.item,
@@ -317,6 +320,7 @@ class Recorder:
             attempts,
             error=error,
             duration_ms=duration_ms,
+            cached=cache_age_seconds is not None,
             used_fallback=used_fallback,
         )
 

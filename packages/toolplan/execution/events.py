@@ -48,6 +48,7 @@ def _changes(plan_id: str, step: StepRecord, before: StepRecord | None) -> list[
                 step.finished_at or utc_now(),
                 error=step.error,
                 duration_ms=step.duration_ms,
+                cached=step.cached,
                 used_fallback=step.used_fallback,
             )
         )

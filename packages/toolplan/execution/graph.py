@@ -6,6 +6,11 @@ scheduler). Every step transition is written durably to the store as it happens 
 resumes from them without calling finished steps again. The graph's checkpointer only records the
 node boundaries, for LangGraph tooling.
 
+``run_steps`` writes one event per step transition to LangGraph's custom stream
+(``{"event": "step", "kind": "started", "stepId": ..., ...}``, :meth:`StepEvent.to_json`), so
+Studio and ``graph.astream(..., stream_mode="custom")`` show each step as it starts, retries,
+succeeds, fails or is skipped, not only the two node updates.
+
 It is an adapter for LangGraph Studio and for graphs that compose it: ``toolplan execute``, the
 API and workers call the backend directly (:func:`toolplan.service.operations.execute_stored_plan`).
 It is compiled without a checkpointer for ``langgraph.json``; :func:`run_execution_graph` compiles
@@ -15,16 +20,20 @@ it with the store's own checkpointer and uses the plan ID as the thread ID.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 from collections.abc import Awaitable, Callable
 from typing import Any, NotRequired, TypeVar, cast
 
+from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, ConfigDict, InstanceOf
 from pydantic.json_schema import SkipJsonSchema
 from typing_extensions import TypedDict
 
+from toolplan.engine.observers import BestEffort
+from toolplan.engine.recorder import EventListener, StepEvent
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import InvalidInput
 from toolplan.execution.backend import backend_of
@@ -150,8 +159,27 @@ async def load_plan(state: ExecutionState, ctx: ExecutionContext) -> ExecutionSt
 async def run_steps(state: ExecutionState, ctx: ExecutionContext) -> ExecutionState:
     """Run or resume every unfinished step, eagerly, recording each transition durably."""
     record = await asyncio.to_thread(find_plan, ctx.store, state["plan_id"])
-    execution = await backend_of(ctx).run(record, ctx)
+    streamed = dataclasses.replace(ctx, listener=_streaming(ctx.listener, record.plan_id))
+    execution = await backend_of(ctx).run(record, streamed)
     return _result_state(record, execution)
+
+
+def _streaming(listener: EventListener | None, plan_id: str) -> EventListener:
+    """``listener`` and LangGraph's custom stream, told of each step transition after it is
+    stored; the stream (a no-op unless asked for) is an observer: it never fails a step."""
+    write = get_stream_writer()  # called in the node: the writer of this run's stream
+    stream: BestEffort[StepEvent] = BestEffort(
+        lambda event: write({"event": "step", **event.to_json()}),
+        what=f"LangGraph custom stream of {plan_id}",
+    )
+
+    told: BestEffort[StepEvent] = BestEffort(listener, what=f"step events of {plan_id}")
+
+    def tell(event: StepEvent) -> None:
+        told(event)
+        stream(event)
+
+    return tell
 
 
 def _route(state: ExecutionState) -> str:

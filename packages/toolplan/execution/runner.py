@@ -33,6 +33,7 @@ from toolplan.engine.result import overall_status
 from toolplan.engine.scheduler import Slots, StepOutcome, schedule
 from toolplan.engine.step import StepRunner
 from toolplan.engine.timeouts import load_step_timeouts
+from toolplan.engine.tracing import execution_span, record_execution, with_step_spans
 from toolplan.errors import ExecutionBusy
 from toolplan.execution.cancel import end_cancelled, run_until_cancelled
 from toolplan.execution.context import ExecutionContext, new_worker_id
@@ -135,8 +136,19 @@ async def run_plan_steps(ctx: ExecutionContext, record: PlanRecord) -> Execution
     """Run every unfinished step of a stored plan in this process, under the execution's lease,
     and store the final status (``cancelled`` when a cancel was requested meanwhile).
 
-    The state the steps resume from is read with the lease (:func:`acquire_lease`).
+    The state the steps resume from is read with the lease (:func:`acquire_lease`). The run is
+    one OpenTelemetry span with a child span per step (:mod:`toolplan.engine.tracing`).
     """
+    steps = len(record.plan.get("steps") or ())
+    with execution_span(record.plan_id, record.request_id, steps) as span:
+        traced = replace(ctx, listener=with_step_spans(ctx.listener, record.plan_id, span))
+        final = await _run_plan_steps(traced, record)
+        failed = [step.step_id for step in final.steps if step.status == "failed"]
+        record_execution(span, final.status, failed)
+        return final
+
+
+async def _run_plan_steps(ctx: ExecutionContext, record: PlanRecord) -> ExecutionRecord:
     store, plan_id = ctx.store, record.plan_id
     plan, analysis, execution = await start_execution(store, ctx.catalog, record)
     lease = ctx.options.lease_seconds

@@ -18,6 +18,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
 from toolplan.config import StructuredMethod
+from toolplan.engine.tracing import model_call_span, record_usage
 from toolplan.errors import LLMUnavailable, ToolplanError
 from toolplan.planning.llm_errors import llm_errors, schema_rejected, truncated
 
@@ -202,11 +203,21 @@ async def call_model(
 async def _ask(
     call: ModelCall, request: StructuredRequest, config: RunnableConfig | None
 ) -> ModelAnswer:
-    return await ask_structured(
-        call.model,
-        request.messages,
-        request.schema,
-        method=call.method,
-        strict=request.strict,
-        config=config,
-    )
+    # One OpenTelemetry span per request sent (a schema fallback or a larger limit is another).
+    with model_call_span(call.spec, max_tokens=call.max_tokens, endpoint=call.endpoint) as span:
+        answer = await ask_structured(
+            call.model,
+            request.messages,
+            request.schema,
+            method=call.method,
+            strict=request.strict,
+            config=config,
+        )
+        record_usage(
+            span,
+            input_tokens=answer.input_tokens,
+            output_tokens=answer.output_tokens,
+            cached_input_tokens=answer.cached_input_tokens,
+            finish_reason=answer.finish_reason,
+        )
+        return answer

@@ -78,6 +78,8 @@ class PlanningInput(TypedDict):
     """What the user wants done, in natural language."""
     request_id: NotRequired[str]
     """Add the plan as a new version of this existing request (``req_...``)."""
+    new_request: NotRequired[bool]
+    """``request_id`` may be new (a client's own ID): a request not stored yet is created."""
     context: NotRequired[str]
     """More for the model after the query: a replan's previous plan, results and failures."""
     meta: NotRequired[dict[str, Any]]
@@ -90,6 +92,7 @@ class PlanningState(TypedDict, total=False):
 
     query: str
     request_id: str
+    new_request: bool
     context: str
     meta: dict[str, Any]
     plan_id: str
@@ -305,6 +308,7 @@ async def persist(state: PlanningState, ctx: PlannerContext) -> PlanningState:
         catalog=ctx.catalog,
         query=state["query"],
         request_id=state.get("request_id"),
+        new_request=state.get("new_request", False),
         status=status,  # type: ignore[arg-type]
         meta=state.get("meta"),
         record_meta=record_meta,

@@ -15,6 +15,7 @@ from toolplan.planning.graph import (
     PlanningInput,
     build_planning_graph,
 )
+from toolplan.plans.ids import require_id
 from toolplan.plans.limits import check_text
 from toolplan.service.operations import PlanRef
 from toolplan.store.lookup import find_request
@@ -70,8 +71,13 @@ async def create_plan(
     request_id: str | None = None,
     context: str | None = None,
     meta: Mapping[str, Any] | None = None,
+    new_request: bool = False,
 ) -> PlanningOutcome:
     """Plan ``query`` with the LLM (one call, plus repairs if invalid), validate and store it.
+
+    With ``request_id``, the plan is a new version of that request; with ``new_request`` too,
+    ``request_id`` may be a new, well-formed ID of the caller's choosing, and a request not
+    stored yet is created under it.
 
     ``context`` follows the query in its own message (a replan's previous plan and failures);
     ``meta`` is stored with the plan's planning record (``replanOf``).
@@ -84,11 +90,12 @@ async def create_plan(
     if not query.strip():
         raise InvalidInput("the query is empty; say what should be done")
     check_text(query, "the query", ctx.limits)
-    if request_id is not None:
-        find_request(ctx.store, request_id)
+    if request_id is not None and not new_request:
+        find_request(ctx.store, request_id)  # before the model is paid for
     inputs: PlanningInput = {"query": query}
     if request_id is not None:
-        inputs["request_id"] = request_id
+        inputs["request_id"] = require_id(request_id, "req")
+        inputs["new_request"] = new_request
     if context:
         inputs["context"] = context
     if meta:

@@ -169,12 +169,15 @@ def store_plan(
     estimates: EstimateSettings | None = None,
     reusable: bool = False,
     record_meta: Mapping[str, Any] | None = None,
+    new_request: bool = False,
 ) -> PlanRef:
     """Store a plan already validated and analysed (by :func:`submit_plan`, or the planner's
     analysis node with :func:`plan_estimator`) with new IDs, recording where ``catalog``'s tools
     came from and its estimate (``meta.estimate``, from the tool history in ``store`` and the
     settings ``estimates``, default ``EstimateSettings()``); with ``request_id``, as a new
-    version of that existing request.
+    version of that existing request. With ``new_request`` as well, ``request_id`` may be a new
+    ID of the caller's choosing (a client's own, well-formed ``req_...``): a request not stored
+    yet is created under it with ``query``.
 
     With ``reusable`` (a plan the planner made for ``query``, or one reused for it), the plan
     is also indexed for plan reuse (:func:`toolplan.analysis.reuse.index_plan`), whichever entry point
@@ -189,9 +192,16 @@ def store_plan(
     request: RequestRecord | None = None
     version = 1
     if request_id is not None:
-        existing = find_request(store, request_id)
-        query = query if query is not None else existing.query
-        version = len(store.list_plans(request_id)) + 1
+        existing = (
+            store.get_request(require_id(request_id, "req"))
+            if new_request
+            else find_request(store, request_id)
+        )
+        if existing is None:
+            request = RequestRecord(request_id, query, utc_now())
+        else:
+            query = query if query is not None else existing.query
+            version = len(store.list_plans(request_id)) + 1
     else:
         request = RequestRecord(new_id("req"), query, utc_now())
         request_id = request.request_id
@@ -215,7 +225,13 @@ def store_plan(
         query=query,
         meta=meta,
     )
-    store.save_plan(record, request)
+    try:
+        store.save_plan(record, request)
+    except InvalidInput:
+        if request is None or store.get_request(request.request_id) is None:
+            raise
+        # Another client created the same new request meanwhile: this plan is its next version.
+        store.save_plan(record, None)
     if reusable and query:
         index_plan(store, record, catalog)
     return PlanRef(

@@ -51,6 +51,12 @@ class MongoControls:
     def get_execution(self, plan_id: str) -> ExecutionRecord | None:
         raise NotImplementedError
 
+    def _plan_keys(self, plan_id: str) -> _Document:
+        raise NotImplementedError
+
+    def _mark_executed(self, plan_id: str) -> None:
+        raise NotImplementedError
+
     # -- cancel requests -----------------------------------------------------------------------
 
     @guarded
@@ -76,8 +82,10 @@ class MongoControls:
                         "queuedAt": None,
                         "cancelRequestedAt": now,
                         **NO_OWNER,
+                        **self._plan_keys(plan_id),
                     }
                 )
+                self._mark_executed(plan_id)
         # Queued: nobody runs it, so it ends here. The conditional update races fairly with a
         # worker's claim (also conditional on the queued state): exactly one of them wins.
         ended = self._executions.update_one(

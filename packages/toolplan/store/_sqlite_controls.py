@@ -50,9 +50,11 @@ class SqliteControls:
             if row is None:
                 db.execute(
                     "INSERT INTO tp_executions (plan_id, status, created_at, finished_at,"
-                    " cancel_requested_at) VALUES (?, 'cancelled', ?, ?, ?)",
-                    (plan_id, now, now, now),
+                    " cancel_requested_at, plan_created_at, request_id) SELECT ?, 'cancelled',"
+                    " ?, ?, ?, created_at, request_id FROM tp_plans WHERE plan_id = ?",
+                    (plan_id, now, now, now, plan_id),
                 )
+                db.execute("UPDATE tp_plans SET executed = 1 WHERE plan_id = ?", (plan_id,))
                 db.executemany(
                     "INSERT INTO tp_steps (plan_id, step_id, position, tool, status, error,"
                     " finished_at) VALUES (?, ?, ?, ?, 'cancelled', ?, ?)",

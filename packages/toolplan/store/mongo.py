@@ -5,9 +5,13 @@ Collections, in the database named by the URI (``toolplan`` when it names none):
 ``requests``
     one document per request (unique ``requestId``).
 ``plans``
-    one document per plan version (unique ``planId``; ``requestId, createdAt`` for listing).
+    one document per plan version (unique ``planId``; ``requestId, createdAt`` for listing;
+    ``createdAt, planId`` and, for plans never ``executed``, ``status, executed, createdAt,
+    planId`` for the list of recent plans).
 ``executions``
-    one small document per execution: status, lease and queue position (unique ``planId``).
+    one small document per execution: status, lease and queue position (unique ``planId``), and
+    its plan's ``planCreatedAt`` and ``requestId``, copied when it is created, so that the list
+    of recent plans filtered by execution status reads ``status, planCreatedAt, planId``.
 ``steps``
     one document per step of an execution (unique ``planId, stepId``). No document grows with the
     plan, and every step transition is a single-document ``update_one``.
@@ -65,15 +69,21 @@ from toolplan.store._mongo_controls import NO_OWNER, MongoControls
 from toolplan.store._mongo_faults import MONGO_ERRORS, guarded
 from toolplan.store.codec import dumps, loads
 from toolplan.store.protocol import (
+    EXECUTION_STATUSES,
     STEP_FIELDS,
     ExecutionRecord,
     ExecutionStatus,
     ItemRecord,
+    ListedStatus,
+    PlanPage,
     PlanRecord,
+    PlanSummary,
     RequestRecord,
     StepRecord,
     ToolStats,
     cap_output,
+    decode_plan_cursor,
+    encode_plan_cursor,
     lease_holder,
     utc_now,
 )
@@ -136,6 +146,19 @@ _CLAIM_BATCH = 8
 _CLAIM_ROUNDS = 16
 
 
+def _summary(plan: _Document, execution: _Document | None) -> PlanSummary:
+    return PlanSummary(
+        plan_id=plan["planId"],
+        request_id=plan["requestId"],
+        query=plan.get("query"),
+        plan_status=plan["status"],
+        created_at=plan["createdAt"],
+        execution_status=execution["status"] if execution is not None else None,
+        started_at=execution.get("startedAt") if execution is not None else None,
+        finished_at=execution.get("finishedAt") if execution is not None else None,
+    )
+
+
 class MongoStore(MongoControls):
     """:class:`~toolplan.store.protocol.Store` on a MongoDB database (see the module docstring)."""
 
@@ -169,10 +192,19 @@ class MongoStore(MongoControls):
         self._client.admin.command("ping")
         self._requests.create_indexes([IndexModel("requestId", unique=True)])
         self._plans.create_indexes(
-            [IndexModel("planId", unique=True), IndexModel([("requestId", 1), ("createdAt", 1)])]
+            [
+                IndexModel("planId", unique=True),
+                IndexModel([("requestId", 1), ("createdAt", 1)]),
+                IndexModel([("createdAt", 1), ("planId", 1)]),
+                IndexModel([("status", 1), ("executed", 1), ("createdAt", 1), ("planId", 1)]),
+            ]
         )
         self._executions.create_indexes(
-            [IndexModel("planId", unique=True), IndexModel([("status", 1), ("queuedAt", 1)])]
+            [
+                IndexModel("planId", unique=True),
+                IndexModel([("status", 1), ("queuedAt", 1)]),
+                IndexModel([("status", 1), ("planCreatedAt", 1), ("planId", 1)]),
+            ]
         )
         self._steps.create_indexes(
             [
@@ -222,6 +254,7 @@ class MongoStore(MongoControls):
             "status": plan.status,
             "meta": dumps(plan.meta),
             "createdAt": plan.created_at,
+            "executed": False,
         }
         if request is not None:
             document["request"] = {"query": request.query, "createdAt": request.created_at}
@@ -289,6 +322,103 @@ class MongoStore(MongoControls):
         )
         return [self._plan_from(document) for document in cursor]
 
+    def _plan_keys(self, plan_id: str) -> _Document:
+        """What an execution copies from its plan for the list of recent plans."""
+        plan = self._plans.find_one({"planId": plan_id}, {"createdAt": 1, "requestId": 1})
+        if plan is None:
+            return {}
+        return {"planCreatedAt": plan["createdAt"], "requestId": plan["requestId"]}
+
+    def _mark_executed(self, plan_id: str) -> None:
+        """The plan has an execution now: it leaves the plans never executed. Written after the
+        execution document, so a crash between the two leaves a plan that the list checks
+        against its execution (:meth:`recent_plans`), never one missing from it."""
+        self._plans.update_one({"planId": plan_id}, {"$set": {"executed": True}})
+
+    @guarded
+    def recent_plans(
+        self,
+        *,
+        status: ListedStatus | None = None,
+        request_id: str | None = None,
+        limit: int = 20,
+        after: str | None = None,
+    ) -> PlanPage:
+        limit = max(1, limit)
+        cursor = decode_plan_cursor(after) if after is not None else None
+        if status in EXECUTION_STATUSES:
+            found = self._executions_page(status, request_id, limit, cursor)
+        else:
+            found = self._plans_page(status, request_id, limit, cursor)
+        items = found[:limit]
+        more = len(found) > limit
+        return PlanPage(items, encode_plan_cursor(items[-1]) if more else None)
+
+    @staticmethod
+    def _after(time_key: str, cursor: tuple[str, str] | None) -> _Document:
+        if cursor is None:
+            return {}
+        created_at, plan_id = cursor
+        return {
+            "$or": [
+                {time_key: {"$lt": created_at}},
+                {time_key: created_at, "planId": {"$lt": plan_id}},
+            ]
+        }
+
+    def _executions_page(
+        self, status: str, request_id: str | None, limit: int, cursor: tuple[str, str] | None
+    ) -> list[PlanSummary]:
+        query: _Document = {"status": status, **self._after("planCreatedAt", cursor)}
+        if request_id is not None:
+            query["requestId"] = request_id
+        executions = list(
+            self._executions.find(query)
+            .sort([("planCreatedAt", -1), ("planId", -1)])
+            .limit(limit + 1)
+        )
+        plans = {
+            p["planId"]: p
+            for p in self._plans.find(
+                {"planId": {"$in": [e["planId"] for e in executions]}},
+                {"plan": 0, "analysis": 0, "meta": 0},
+            )
+        }
+        return [_summary(plans[e["planId"]], e) for e in executions if e["planId"] in plans]
+
+    def _plans_page(
+        self,
+        status: str | None,
+        request_id: str | None,
+        limit: int,
+        cursor: tuple[str, str] | None,
+    ) -> list[PlanSummary]:
+        found: list[PlanSummary] = []
+        while True:
+            query: _Document = self._after("createdAt", cursor)
+            if status is not None:
+                query.update(status=status, executed={"$ne": True})
+            if request_id is not None:
+                query["requestId"] = request_id
+            wanted = limit + 1 - len(found)
+            plans = list(
+                self._plans.find(query, {"plan": 0, "analysis": 0, "meta": 0})
+                .sort([("createdAt", -1), ("planId", -1)])
+                .limit(wanted)
+            )
+            executions = {
+                e["planId"]: e
+                for e in self._executions.find({"planId": {"$in": [p["planId"] for p in plans]}})
+            }
+            for plan in plans:
+                execution = executions.get(plan["planId"])
+                if status is None or execution is None:
+                    found.append(_summary(plan, execution))
+            if len(plans) < wanted or len(found) > limit:
+                return found
+            # Some were executed after all (a crash before marking them): read on past them.
+            cursor = (plans[-1]["createdAt"], plans[-1]["planId"])
+
     # -- executions ----------------------------------------------------------------------------
 
     @guarded
@@ -310,8 +440,10 @@ class MongoStore(MongoControls):
                         "workerId": None,
                         "leaseUntil": None,
                         "queuedAt": time.time() if status == "queued" else None,
+                        **self._plan_keys(plan_id),
                     }
                 )
+                self._mark_executed(plan_id)
         execution = self.get_execution(plan_id)
         assert execution is not None
         return execution

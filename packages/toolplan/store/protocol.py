@@ -20,6 +20,8 @@ it from a dedicated writer thread so the event loop never blocks on I/O.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import os
 import socket
 from collections.abc import Collection, Mapping, Sequence
@@ -28,6 +30,8 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
+from toolplan.errors import InvalidInput
+from toolplan.plans.ids import is_valid_id
 from toolplan.store.codec import dumps
 
 if TYPE_CHECKING:
@@ -44,9 +48,12 @@ __all__ = [
     "ExecutionStatus",
     "ItemRecord",
     "LeaseReader",
+    "ListedStatus",
+    "PlanPage",
     "PlanRecord",
     "PlanRepository",
     "PlanStatus",
+    "PlanSummary",
     "RecordStore",
     "RequestRecord",
     "ResultCache",
@@ -58,6 +65,8 @@ __all__ = [
     "ToolStats",
     "WorkQueue",
     "cap_output",
+    "decode_plan_cursor",
+    "encode_plan_cursor",
     "lease_holder",
     "utc_now",
 ]
@@ -72,6 +81,17 @@ ExecutionStatus = Literal["queued", "running", "succeeded", "partial", "failed",
 StepStatus = Literal["pending", "running", "succeeded", "failed", "skipped", "cancelled"]
 """``cancelled``: the step was running (its tool call was cancelled) or had not started when its
 execution was cancelled."""
+
+ListedStatus = Literal[
+    "planned", "needs_review", "queued", "running", "succeeded", "partial", "failed", "cancelled"
+]
+"""What :meth:`PlanRepository.recent_plans` filters on: the execution's status, or the plan's
+(``planned``, ``needs_review``) when it was never executed."""
+
+PLAN_STATUSES: frozenset[str] = frozenset({"planned", "needs_review"})
+EXECUTION_STATUSES: frozenset[str] = frozenset(
+    {"queued", "running", "succeeded", "partial", "failed", "cancelled"}
+)
 
 TERMINAL_EXECUTION_STATUSES: frozenset[str] = frozenset(
     {"succeeded", "partial", "failed", "cancelled"}
@@ -174,6 +194,58 @@ class ItemRecord:
             used_fallback=bool(data.get("usedFallback")),
             duration_ms=data.get("durationMs"),
         )
+
+
+@dataclass(frozen=True)
+class PlanSummary:
+    """One row of :meth:`PlanRepository.recent_plans`: a plan and its execution's status and
+    times, without the plan document (``toolplan list``, GraphQL ``plans``)."""
+
+    plan_id: str
+    request_id: str
+    query: str | None
+    plan_status: PlanStatus
+    created_at: str
+    execution_status: ExecutionStatus | None = None
+    """``None``: the plan was never executed."""
+    started_at: str | None = None
+    finished_at: str | None = None
+
+    @property
+    def status(self) -> ListedStatus:
+        """The execution's status, or the plan's when it was never executed."""
+        return self.execution_status or self.plan_status
+
+
+@dataclass(frozen=True)
+class PlanPage:
+    """A page of :meth:`PlanRepository.recent_plans`, newest first."""
+
+    items: list[PlanSummary]
+    next_cursor: str | None
+    """Pass it as ``after`` for the next page; ``None`` on the last page."""
+
+
+def encode_plan_cursor(summary: PlanSummary) -> str:
+    """The opaque cursor after ``summary``: its sort key (creation time, plan ID), URL-safe."""
+    raw = f"{summary.created_at}|{summary.plan_id}".encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_plan_cursor(cursor: str) -> tuple[str, str]:
+    """``(created_at, plan_id)`` of a cursor from :func:`encode_plan_cursor`;
+    :class:`~toolplan.errors.InvalidInput` for anything else."""
+    try:
+        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        text = ""
+    created_at, _, plan_id = text.partition("|")
+    if not created_at or not is_valid_id(plan_id, "plan"):
+        shown = cursor if len(cursor) <= 40 else cursor[:37] + "..."
+        raise InvalidInput(
+            f"{shown!r} is not a plan list cursor: pass the nextCursor of the previous page"
+        )
+    return created_at, plan_id
 
 
 @dataclass(frozen=True)
@@ -324,6 +396,24 @@ class PlanRepository(_Role, Protocol):
 
     def list_plans(self, request_id: str) -> list[PlanRecord]:
         """Every plan version of a request, oldest first."""
+        ...
+
+    def recent_plans(
+        self,
+        *,
+        status: ListedStatus | None = None,
+        request_id: str | None = None,
+        limit: int = 20,
+        after: str | None = None,
+    ) -> PlanPage:
+        """Plans newest first (by creation time, then plan ID), with their execution's status,
+        at most ``limit`` (at least 1), from after the cursor ``after`` (a page's
+        ``next_cursor``; :class:`~toolplan.errors.InvalidInput` for a malformed one).
+
+        ``status`` keeps the plans whose :attr:`PlanSummary.status` is that (an execution
+        status, or ``planned``/``needs_review`` for plans never executed); ``request_id`` the
+        versions of one request. Read through indexes ordered by the sort key, so a page costs
+        about ``limit`` rows whatever the store holds, not a scan of it."""
         ...
 
 

@@ -36,14 +36,20 @@ from toolplan.store._sqlite_faults import (
 )
 from toolplan.store.codec import dumps, loads
 from toolplan.store.protocol import (
+    EXECUTION_STATUSES,
     STEP_FIELDS,
     ExecutionRecord,
     ExecutionStatus,
     ItemRecord,
+    ListedStatus,
+    PlanPage,
     PlanRecord,
+    PlanSummary,
     RequestRecord,
     StepRecord,
     ToolStats,
+    decode_plan_cursor,
+    encode_plan_cursor,
     lease_holder,
     utc_now,
 )
@@ -67,7 +73,8 @@ CREATE TABLE IF NOT EXISTS tp_plans (
     analysis TEXT NOT NULL,
     status TEXT NOT NULL,
     meta TEXT NOT NULL,
-    created_at TEXT NOT NULL
+    created_at TEXT NOT NULL,
+    executed INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS tp_plans_by_request ON tp_plans(request_id, created_at);
 CREATE TABLE IF NOT EXISTS tp_executions (
@@ -82,7 +89,9 @@ CREATE TABLE IF NOT EXISTS tp_executions (
     owner_host TEXT,
     owner_pid INTEGER,
     queued_at REAL,
-    cancel_requested_at TEXT
+    cancel_requested_at TEXT,
+    plan_created_at TEXT,
+    request_id TEXT
 );
 CREATE INDEX IF NOT EXISTS tp_executions_queue ON tp_executions(status, queued_at);
 CREATE TABLE IF NOT EXISTS tp_steps (
@@ -139,6 +148,21 @@ CREATE INDEX IF NOT EXISTS tp_cache_by_tool ON tp_cache(tool);
 
 _TABLES = _SCHEMA.count("CREATE TABLE")
 
+_LIST_INDEXES = {
+    "tp_plans_by_time": "ON tp_plans(created_at, plan_id)",
+    "tp_plans_by_request_time": "ON tp_plans(request_id, created_at, plan_id)",
+    "tp_plans_unexecuted": "ON tp_plans(status, created_at, plan_id) WHERE executed = 0",
+    "tp_executions_by_status": "ON tp_executions(status, plan_created_at, plan_id)",
+}
+"""The indexes ``recent_plans`` reads, each ordered by its sort key: every plan; a request's; plans never
+executed, by plan status; executions by status (they carry their plan's creation time and
+request, copied when created). Created when missing, so files from before them get them."""
+
+_SUMMARY_COLUMNS = (
+    "p.plan_id, p.request_id, p.query, p.status AS plan_status, p.created_at,"
+    " e.status AS execution_status, e.started_at, e.finished_at"
+)
+
 _KEYS_PER_QUERY = 500
 """Lookup keys bound into one ``IN (...)`` (SQLite allows 32,766 variables; older builds 999)."""
 
@@ -146,7 +170,14 @@ _JSON_STEP_FIELDS = frozenset({"resolved_parameters", "output"})
 
 
 _ADDED_COLUMNS = {
-    "tp_executions": ("owner_host TEXT", "owner_pid INTEGER", "cancel_requested_at TEXT"),
+    "tp_executions": (
+        "owner_host TEXT",
+        "owner_pid INTEGER",
+        "cancel_requested_at TEXT",
+        "plan_created_at TEXT",
+        "request_id TEXT",
+    ),
+    "tp_plans": ("executed INTEGER NOT NULL DEFAULT 0",),
     "tp_steps": (
         "cached INTEGER NOT NULL DEFAULT 0",
         "cache_age_seconds REAL",
@@ -172,11 +203,38 @@ def _add_missing_columns(db: sqlite3.Connection) -> None:
             for column in missing:
                 if column.split()[0] not in have:  # another process may have added it meanwhile
                     db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
+            if table == "tp_executions" and "plan_created_at" not in have:
+                # Executions stored before the plan list: copy what it sorts and filters on.
+                db.execute(
+                    "UPDATE tp_executions SET (plan_created_at, request_id) = (SELECT"
+                    " created_at, request_id FROM tp_plans WHERE plan_id = tp_executions.plan_id)"
+                )
+            if table == "tp_plans" and "executed" not in have:
+                db.execute(
+                    "UPDATE tp_plans SET executed = 1"
+                    " WHERE plan_id IN (SELECT plan_id FROM tp_executions)"
+                )
             db.execute("COMMIT")
         except BaseException:
             if db.in_transaction:
                 db.execute("ROLLBACK")
             raise
+
+
+def _add_missing_indexes(db: sqlite3.Connection) -> None:
+    present = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    missing = [name for name in _LIST_INDEXES if name not in present]
+    if not missing:
+        return
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        for name in missing:
+            db.execute(f"CREATE INDEX IF NOT EXISTS {name} {_LIST_INDEXES[name]}")
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
 
 
 class SqliteStore(SqliteControls):
@@ -236,6 +294,7 @@ class SqliteStore(SqliteControls):
                 # upgrade, which SQLite refuses at once (without waiting) under contention.
                 db.executescript(f"BEGIN IMMEDIATE;{_SCHEMA}COMMIT;")
             _add_missing_columns(db)
+            _add_missing_indexes(db)
         except BaseException:
             with contextlib.suppress(sqlite3.Error):
                 db.close()
@@ -334,6 +393,62 @@ class SqliteStore(SqliteControls):
         )
         return [self._plan_from(row) for row in rows]
 
+    @guarded
+    def recent_plans(
+        self,
+        *,
+        status: ListedStatus | None = None,
+        request_id: str | None = None,
+        limit: int = 20,
+        after: str | None = None,
+    ) -> PlanPage:
+        limit = max(1, limit)
+        where: list[str] = []
+        params: list[Any] = []
+        if status in EXECUTION_STATUSES:
+            # Executions of that status, through their own index (sorted by their plan's time).
+            source = "tp_executions e JOIN tp_plans p ON p.plan_id = e.plan_id"
+            key = ("e.plan_created_at", "e.plan_id")
+            where.append("e.status = ?")
+            params.append(status)
+            if request_id is not None:
+                where.append("e.request_id = ?")
+                params.append(request_id)
+        else:
+            source = "tp_plans p LEFT JOIN tp_executions e ON e.plan_id = p.plan_id"
+            key = ("p.created_at", "p.plan_id")
+            if status is not None:
+                # Plans never executed, through the partial index (``executed = 0`` literally).
+                where.append("p.executed = 0 AND p.status = ? AND e.plan_id IS NULL")
+                params.append(status)
+            if request_id is not None:
+                where.append("p.request_id = ?")
+                params.append(request_id)
+        if after is not None:
+            where.append(f"({key[0]}, {key[1]}) < (?, ?)")
+            params.extend(decode_plan_cursor(after))
+        sql = (
+            f"SELECT {_SUMMARY_COLUMNS} FROM {source}"
+            + (f" WHERE {' AND '.join(where)}" if where else "")
+            + f" ORDER BY {key[0]} DESC, {key[1]} DESC LIMIT ?"
+        )
+        rows = self._query(sql, (*params, limit + 1))
+        items = [
+            PlanSummary(
+                plan_id=row["plan_id"],
+                request_id=row["request_id"],
+                query=row["query"],
+                plan_status=row["plan_status"],
+                created_at=row["created_at"],
+                execution_status=row["execution_status"],
+                started_at=row["started_at"],
+                finished_at=row["finished_at"],
+            )
+            for row in rows[:limit]
+        ]
+        more = len(rows) > limit
+        return PlanPage(items, encode_plan_cursor(items[-1]) if more else None)
+
     # -- executions ----------------------------------------------------------------------------
 
     @guarded
@@ -345,11 +460,21 @@ class SqliteStore(SqliteControls):
                 "SELECT 1 FROM tp_executions WHERE plan_id = ?", (plan_id,)
             ).fetchone()
             if not exists:
-                db.execute(
-                    "INSERT INTO tp_executions (plan_id, status, created_at, queued_at)"
-                    " VALUES (?, ?, ?, ?)",
-                    (plan_id, status, utc_now(), time.time() if status == "queued" else None),
+                inserted = db.execute(
+                    "INSERT INTO tp_executions (plan_id, status, created_at, queued_at,"
+                    " plan_created_at, request_id) SELECT ?, ?, ?, ?, created_at, request_id"
+                    " FROM tp_plans WHERE plan_id = ?",
+                    (
+                        plan_id,
+                        status,
+                        utc_now(),
+                        time.time() if status == "queued" else None,
+                        plan_id,
+                    ),
                 )
+                if inserted.rowcount != 1:
+                    raise InvalidInput(f"cannot create the execution of {plan_id!r}: no such plan")
+                _mark_executed(db, plan_id)
                 db.executemany(
                     "INSERT INTO tp_steps (plan_id, step_id, position, tool, status)"
                     " VALUES (?, ?, ?, ?, 'pending')",
@@ -674,6 +799,11 @@ async def _heal(saver: Any) -> None:
         if saver.conn.in_transaction:
             with contextlib.suppress(sqlite3.Error):
                 await saver.conn.rollback()
+
+
+def _mark_executed(db: sqlite3.Connection, plan_id: str) -> None:
+    """The plan has an execution now: it leaves the index of plans never executed."""
+    db.execute("UPDATE tp_plans SET executed = 1 WHERE plan_id = ?", (plan_id,))
 
 
 def _step_update(

@@ -40,6 +40,7 @@ from toolplan.engine.recorder import Recorder
 from toolplan.engine.scheduler import StepOutcome
 from toolplan.engine.step import AttemptFailed, StepRunner
 from toolplan.engine.timeouts import EffectiveTimeout, load_step_timeouts
+from toolplan.engine.tracing import StepSpans
 from toolplan.errors import ExecutionBusy, InvalidInput, ToolsUnavailable, Unavailable
 from toolplan.execution.cancel import end_cancelled
 from toolplan.execution.lease import acquire_lease
@@ -163,7 +164,12 @@ class PlanActivities:
     ) -> tuple[StepRunner, Recorder]:
         record, plan = await self._plan(call.plan_id)
         options = call.options.execution_options()
-        recorder = Recorder(self.store, call.plan_id, output_limit_bytes=options.output_limit_bytes)
+        recorder = Recorder(
+            self.store,
+            call.plan_id,
+            output_limit_bytes=options.output_limit_bytes,
+            listener=StepSpans(call.plan_id),  # under the activity's span, when one is current
+        )
         catalog = await self._catalog_for(record)
         runner = StepRunner(
             plan,

@@ -29,6 +29,7 @@ from temporalio.exceptions import (
 
 from toolplan.config import TemporalSettings
 from toolplan.engine.observers import BestEffort
+from toolplan.engine.tracing import execution_span, record_execution
 from toolplan.errors import ExecutionBusy, InvalidInput, ToolplanError
 from toolplan.execution.context import ExecutionContext
 from toolplan.execution.events import DEFAULT_POLL_SECONDS, watch_step_events
@@ -113,7 +114,18 @@ class TemporalBackend:
 
     async def run(self, record: PlanRecord, ctx: ExecutionContext) -> ExecutionRecord:
         """Start (or join) the plan's workflow and wait for it; step events reach
-        ``ctx.listener`` from the step records the workers write."""
+        ``ctx.listener`` from the step records the workers write.
+
+        The wait is the execution's OpenTelemetry span; its steps' spans are made by the
+        workers (children of it when Temporal's ``TracingInterceptor`` carries the context)."""
+        steps = len(record.plan.get("steps") or ())
+        with execution_span(record.plan_id, record.request_id, steps) as span:
+            final = await self._run(record, ctx)
+            failed = [step.step_id for step in final.steps if step.status == "failed"]
+            record_execution(span, final.status, failed)
+            return final
+
+    async def _run(self, record: PlanRecord, ctx: ExecutionContext) -> ExecutionRecord:
         plan_id = record.plan_id
         execution = await self.start(record, ctx)
         if execution.status not in TERMINAL_EXECUTION_STATUSES:

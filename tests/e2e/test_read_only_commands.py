@@ -1,0 +1,40 @@
+"""``toolplan show``, ``list`` and ``cancel`` never create a store: one that does not exist is
+named, with exit 2, and nothing appears on disk."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.e2e.conftest import Cli
+
+pytestmark = pytest.mark.e2e
+
+PLAN_ID = "plan_1732200000_abcdefghij"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("show", PLAN_ID), ("show", PLAN_ID, "--graph", "mermaid"), ("list",), ("cancel", PLAN_ID)],
+)
+def test_a_missing_store_is_named_and_never_created(cli: Cli, args: tuple[str, ...]) -> None:
+    del cli.env["TOOLPLAN_STORE"]  # the default: .toolplan/ in this (unrelated) folder
+    done = cli(*args)
+    assert done.code == 2, done.stderr
+    assert f"no toolplan store at {cli.tmp / '.toolplan' / 'toolplan.db'}" in done.stderr
+    assert not (cli.tmp / ".toolplan").exists()
+
+    missing = cli.tmp / "elsewhere" / "runs.db"
+    named = cli(*args, "--store", str(missing), "--json")
+    assert named.code == 2 and named.json()["exitCode"] == 2
+    assert f"no toolplan store at {missing}" in named.json()["error"]
+    assert not missing.parent.exists()
+
+
+def test_an_existing_store_still_answers(cli: Cli) -> None:
+    plan = {"steps": [{"id": "a", "tool": "echo", "parameters": {"value": 1}}]}
+    submitted = cli("submit", "--file", cli.write_plan(plan), "--json")
+    assert submitted.code == 0, submitted.stderr
+    plan_id = submitted.json()["planId"]
+    assert cli("show", plan_id, "--json").json()["planId"] == plan_id
+    assert [p["planId"] for p in cli("list", "--json").json()["plans"]] == [plan_id]
+    assert cli("cancel", plan_id, "--json").json()["status"] == "cancelled"
