@@ -116,8 +116,9 @@ def _step_common(pattern: bool) -> dict[str, Any]:
             "type": "number",
             "description": "Confidence from 0 to 1 that this step is right.",
         },
-        "forEach": _FOR_EACH,
-        "when": _WHEN,
+        # The fallback for servers that reject ``pattern`` has none anywhere, templates included.
+        "forEach": _FOR_EACH if pattern else _for_each(_PLAIN_TEMPLATE),
+        "when": _WHEN if pattern else _when(_PLAIN_TEMPLATE),
     }
 
 
@@ -145,6 +146,7 @@ def _when(template: dict[str, Any]) -> dict[str, Any]:
 
 
 _TEMPLATE = {"type": "string", "pattern": TEMPLATE_PATTERN}
+_PLAIN_TEMPLATE = {"type": "string", "description": 'A template, e.g. "{{stepId.field}}".'}
 _FOR_EACH = _for_each(_TEMPLATE)
 _WHEN = _when(_TEMPLATE)
 
