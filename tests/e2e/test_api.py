@@ -12,6 +12,7 @@ import logging
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -35,6 +36,7 @@ from tests.e2e.api_support import (
 )
 from tests.e2e.conftest import Cli
 from tests.support.fake_openai import FakeOpenAIServer, Reply
+from tests.support.mcp_http import SERVER as MCP_SERVER
 from tests.support.plans import QUERY, blog_plan, broken_blog_plan, orphan_blog_plan
 from toolplan.api import ApiSettings, check_bind, is_loopback
 from toolplan.errors import InvalidInput, StoreUnavailable
@@ -729,6 +731,27 @@ def test_serve_process_with_token(cli: Cli) -> None:
     finally:
         code, err = _stop(process)
     assert code in (0, -signal.SIGTERM) and "Authorization: Bearer" in err
+
+
+def test_serve_takes_mcp_servers_and_the_model_as_the_other_commands_do(
+    cli_llm: Cli, llm: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    servers = {"shop": {"command": sys.executable, "args": [str(MCP_SERVER), "stdio"]}}
+    config = tmp_path / "servers.json"
+    config.write_text(json.dumps({"mcpServers": servers}))
+    llm.script([Reply.structured(blog_plan())])
+    process, url = _serve(cli_llm, "--mcp", str(config), "--model", "openai:gpt-serve-test")
+    try:
+        body = httpx.post(url, json={"query": "{ tools { name } }"}, timeout=30).json()
+        names = [tool["name"] for tool in body["data"]["tools"]]
+        assert "lookup_user" in names and "createAuthor" in names
+        created = httpx.post(url, json={"query": CREATE, "variables": {"query": QUERY}}, timeout=30)
+        assert created.json()["data"]["createPlanWithRequestId"]["status"] == "planned"
+    finally:
+        code, err = _stop(process)
+    assert code in (0, -signal.SIGTERM), err
+    assert [request["model"] for request in llm.requests] == ["gpt-serve-test"]
+    assert "planning with openai:gpt-serve-test" in err and "Traceback" not in err
 
 
 def test_serve_refuses_public_host_without_token(cli: Cli) -> None:

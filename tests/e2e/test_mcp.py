@@ -495,3 +495,42 @@ def test_cli_mcp_flag_and_env_load_the_servers_tools(remote: HttpServer, tmp_pat
     cli.env.pop("TOOLPLAN_MCP")
     rejected = cli("run", "--file", cli.write_plan(plan), "--json")
     assert rejected.code == 2 and "unknown tool 'add'" in rejected.stdout
+
+
+async def test_a_tool_name_two_servers_export_is_prefixed_by_server_and_said(
+    store: SqliteStore, tmp_path: Path, engine_log: Path
+) -> None:
+    logs = {name: tmp_path / f"{name}.jsonl" for name in ("alpha", "beta.v2")}
+    servers = {
+        name: {
+            "command": sys.executable,
+            "args": [str(SERVER), "stdio"],
+            "env": {"MCP_TEST_LOG": str(log)},
+        }
+        for name, log in logs.items()
+    }
+    # A third server whose names are its own keeps them as they are.
+    servers["solo"] = stdio_entry(tmp_path / "solo.jsonl")
+    warnings: list[str] = []
+    catalog = await aload_catalog(LOCAL, mcp_config={"mcpServers": servers}, warn=warnings.append)
+    names = {tool.name for tool in catalog}
+    assert {"alpha_add", "beta_v2_add", "alpha_shout", "beta_v2_shout", "s_add"} <= names
+    assert "add" not in names and "shout" not in names  # never one server's tool at random
+    (warning,) = warnings
+    assert "'add' as 'alpha_add', 'beta_v2_add'" in warning
+    assert "'shout' as 'alpha_shout', 'beta_v2_shout'" in warning and "s_add" not in warning
+    assert "MCP server 'beta.v2'" in catalog.get("beta_v2_add").description
+
+    plan = {
+        "steps": [
+            {"id": "one", "tool": "alpha_add", "parameters": {"a": 1, "b": 2}},
+            {"id": "two", "tool": "beta_v2_add", "parameters": {"a": "{{one}}", "b": 10}},
+        ]
+    }
+    result = await run(store, catalog, plan)
+    assert result.status == "succeeded", [s.error for s in result.steps]
+    assert result.step("two").output == 13
+    # each server was called under the tool's own name, with its own step's arguments
+    for name, args in [("alpha", {"a": 1, "b": 2}), ("beta.v2", {"a": 3, "b": 10})]:
+        (call,) = [json.loads(line) for line in logs[name].read_text().splitlines()]
+        assert (call["tool"], call["args"]) == ("add", args)

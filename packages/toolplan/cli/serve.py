@@ -7,7 +7,13 @@ from typing import Annotated, Any
 
 import typer
 
-from toolplan.cli.options import StoreOption, TemporalAddressOption, ToolsOption
+from toolplan.cli.options import (
+    McpOption,
+    ModelOption,
+    StoreOption,
+    TemporalAddressOption,
+    ToolsOption,
+)
 from toolplan.cli.output import guard, stderr
 
 __all__ = ["serve"]
@@ -38,6 +44,8 @@ def serve(
     tools: ToolsOption = None,
     store: StoreOption = None,
     temporal_address: TemporalAddressOption = None,
+    mcp: McpOption = None,
+    model: ModelOption = None,
 ) -> None:
     """Serve the GraphQL API at /graphql (GraphiQL in a browser) until interrupted.
 
@@ -61,13 +69,16 @@ def serve(
 
         api = ApiSettings.from_env(host=host, port=port)
         check_bind(api)
-        with new_client(store, tools, temporal_address=temporal_address) as client:
+        with new_client(
+            store, tools, temporal_address=temporal_address, mcp=mcp, model=model
+        ) as client:
             settings, opened, catalog = client.settings, client.store, client.catalog
             application = create_app(api=api, client=client)
             shown = f"[{host}]" if ":" in host else host
             stderr.print(
                 f"toolplan API: http://{shown}:{port}/graphql (GraphiQL in a browser); "
                 f"store {opened.uri}; {len(catalog)} tools"
+                + (f"; planning with {model}" if model else "")
                 + (
                     f"; plans run on Temporal at {settings.temporal.address}"
                     if settings.temporal.enabled

@@ -82,6 +82,7 @@ async def aload_catalog(
         servers,
         startup_timeout=DEFAULT_STARTUP_TIMEOUT if startup_timeout is None else startup_timeout,
         on_error=None if strict else report,
+        on_clash=warn,
     )
     for name, tools in loaded.items():
         catalog.add(tools, source=f"mcp:{name}")

@@ -16,6 +16,9 @@ server that dies fails only the steps that call it.
 
 Each tool is wrapped so the engine sees plain JSON outputs (structured content when the server sends
 it, else text, which the engine parses when it holds JSON) and errors that name the server.
+
+A tool name two or more servers export is prefixed by each one's server name (``files_read`` and
+``backup_read``), and the loader says which; names only one server exports are kept as they are.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import json
+import logging
 import os
 import re
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
@@ -45,7 +49,11 @@ __all__ = [
     "load_mcp_config",
     "load_mcp_tools",
     "mcp_output",
+    "prefix_clashes",
+    "prefixed_name",
 ]
+
+logger = logging.getLogger("toolplan.tools")
 
 DEFAULT_STARTUP_TIMEOUT = 30.0
 """Seconds an MCP server may take to start and list its tools."""
@@ -436,11 +444,14 @@ async def load_mcp_tools(
     *,
     startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
     on_error: Callable[[MCPServerUnavailable], None] | None = None,
+    on_clash: Callable[[str], None] | None = None,
 ) -> dict[str, list[BaseTool]]:
     """Connect to every server at once and list its tools: server name → tools.
 
     A server that cannot be started or reached raises :class:`MCPServerUnavailable`, or, with
-    ``on_error``, is reported to it and left out so the other servers' tools still load.
+    ``on_error``, is reported to it and left out so the other servers' tools still load. A tool
+    name two or more servers export is prefixed by the server's name on each of them
+    (:func:`prefix_clashes`), and ``on_clash`` (default: a logged warning) is told which.
     """
     servers = list(servers)
     results = await asyncio.gather(
@@ -456,4 +467,51 @@ async def load_mcp_tools(
             raise result
         else:
             loaded[server.name] = result
-    return loaded
+    return prefix_clashes(loaded, on_clash)
+
+
+def prefixed_name(server: str, tool: str) -> str:
+    """``tool`` of ``server`` as it is named when another server exports the same name:
+    ``{server}_{tool}``, the server's name reduced to the characters tool names may hold."""
+    return f"{re.sub(r'[^A-Za-z0-9_-]', '_', server)}_{tool}"
+
+
+def prefix_clashes(
+    loaded: Mapping[str, list[BaseTool]], on_clash: Callable[[str], None] | None = None
+) -> dict[str, list[BaseTool]]:
+    """``loaded`` (server name → tools) with every tool name that two or more servers export
+    renamed :func:`prefixed_name` on each of them, so neither is lost or chosen at random; the
+    server is still called by its own name for the tool. ``on_clash`` (default: a logged
+    warning) is told which names were prefixed, and as what."""
+    servers_of: dict[str, list[str]] = {}
+    for server, tools in loaded.items():
+        for tool in tools:
+            servers_of.setdefault(tool.name, []).append(server)
+    clashing = {name: servers for name, servers in servers_of.items() if len(servers) > 1}
+    if not clashing:
+        return dict(loaded)
+    renamed = {
+        server: [_prefixed(tool, server) if tool.name in clashing else tool for tool in tools]
+        for server, tools in loaded.items()
+    }
+    named = "; ".join(
+        f"{name!r} as " + ", ".join(repr(prefixed_name(server, name)) for server in servers)
+        for name, servers in sorted(clashing.items())
+    )
+    message = (
+        f"{len(clashing)} MCP tool name(s) are exported by more than one server, so each is "
+        f"prefixed by its server's name: {named}"
+    )
+    (on_clash or logger.warning)(message)
+    return renamed
+
+
+def _prefixed(tool: BaseTool, server: str) -> BaseTool:
+    return tool.model_copy(
+        update={
+            "name": prefixed_name(server, tool.name),
+            # The planner tells the two apart by their descriptions as well as their names.
+            "description": f"{tool.description} (MCP server {server!r})",
+            "metadata": {**(tool.metadata or {}), "mcp_tool": tool.name},
+        }
+    )
