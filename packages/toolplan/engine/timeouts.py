@@ -23,7 +23,13 @@ from toolplan.engine.policies import TimeoutPolicy
 from toolplan.plans.plan import Plan
 from toolplan.store.protocol import ExecutionLog, TimeoutSource
 
-__all__ = ["EffectiveTimeout", "TimeoutPolicy", "load_step_timeouts", "step_timeouts"]
+__all__ = [
+    "EffectiveTimeout",
+    "TimeoutPolicy",
+    "load_step_timeouts",
+    "read_step_timeouts",
+    "step_timeouts",
+]
 
 
 @dataclass(frozen=True)
@@ -56,14 +62,21 @@ def step_timeouts(
     return timeouts
 
 
-async def load_step_timeouts(
+def read_step_timeouts(
     store: ExecutionLog, plan: Plan, policy: TimeoutPolicy, default: float
 ) -> dict[str, EffectiveTimeout]:
     """:func:`step_timeouts` with the history read from ``store`` (one read, for the tools of
     the steps that set no timeout; none when the policy is off). A store error propagates: it
-    stops the run, it is no step's failure."""
+    stops the run, it is no step's failure. Blocking: call it off the event loop."""
     tools = sorted({step.tool for step in plan.steps if not step.timeout})
     history: Mapping[str, Sequence[float]] = {}
     if policy.enabled and tools:
-        history = await asyncio.to_thread(store.tool_durations, tools, policy.history)
+        history = store.tool_durations(tools, policy.history)
     return step_timeouts(plan, history, policy, default)
+
+
+async def load_step_timeouts(
+    store: ExecutionLog, plan: Plan, policy: TimeoutPolicy, default: float
+) -> dict[str, EffectiveTimeout]:
+    """:func:`read_step_timeouts` off the event loop."""
+    return await asyncio.to_thread(read_step_timeouts, store, plan, policy, default)

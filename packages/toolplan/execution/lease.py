@@ -19,7 +19,13 @@ from typing import Protocol, TypeVar
 from toolplan.errors import ExecutionBusy, ExecutionGone
 from toolplan.store.protocol import ExecutionLog, ExecutionRecord, LeaseReader, WorkQueue
 
-__all__ = ["ENGINE_HOLDER_PREFIX", "acquire_lease", "holder_is_dead", "while_holding"]
+__all__ = [
+    "ENGINE_HOLDER_PREFIX",
+    "acquire_lease",
+    "holder_is_dead",
+    "take_lease",
+    "while_holding",
+]
 
 T = TypeVar("T")
 
@@ -50,11 +56,11 @@ def holder_is_dead(execution: ExecutionRecord) -> bool:
     return False
 
 
-async def acquire_lease(
+def take_lease(
     store: _Leases, execution: ExecutionRecord, worker_id: str, lease_seconds: float
 ) -> ExecutionRecord:
     """Take the lease of ``execution`` for ``worker_id`` and return the execution as it stands
-    under the lease, or raise :class:`ExecutionBusy`.
+    under the lease, or raise :class:`ExecutionBusy` (blocking: call it off the event loop).
 
     ``execution`` (as last read) only tells whether its holder died; the returned record is read
     once the lease is held, so a step another holder finished meanwhile is never run again.
@@ -62,13 +68,11 @@ async def acquire_lease(
     plan_id = execution.plan_id
     expected = execution.worker_id if holder_is_dead(execution) else None
     if isinstance(store, LeaseReader):
-        current = await asyncio.to_thread(
-            store.acquire_execution, plan_id, worker_id, lease_seconds, expected_owner=expected
+        current = store.acquire_execution(
+            plan_id, worker_id, lease_seconds, expected_owner=expected
         )
-    elif await asyncio.to_thread(
-        store.acquire, plan_id, worker_id, lease_seconds, expected_owner=expected
-    ):
-        current = await asyncio.to_thread(store.get_execution, plan_id)
+    elif store.acquire(plan_id, worker_id, lease_seconds, expected_owner=expected):
+        current = store.get_execution(plan_id)
     else:
         current = None
     if current is None:
@@ -77,6 +81,13 @@ async def acquire_lease(
             "wait for it to finish, then run `toolplan show` to see the result"
         )
     return current
+
+
+async def acquire_lease(
+    store: _Leases, execution: ExecutionRecord, worker_id: str, lease_seconds: float
+) -> ExecutionRecord:
+    """:func:`take_lease` off the event loop."""
+    return await asyncio.to_thread(take_lease, store, execution, worker_id, lease_seconds)
 
 
 async def _heartbeat(store: _Leases, plan_id: str, worker_id: str, lease: float) -> None:

@@ -26,18 +26,18 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from toolplan.analysis import Analysis, check_tools
-from toolplan.engine.effects import earlier_effects
+from toolplan.engine.effects import EarlierEffect, earlier_effects
 from toolplan.engine.inputs import MemoryInputs, stored_outputs
 from toolplan.engine.recorder import Recorder
 from toolplan.engine.result import overall_status
 from toolplan.engine.scheduler import Slots, StepOutcome, schedule
 from toolplan.engine.step import StepRunner
-from toolplan.engine.timeouts import load_step_timeouts
+from toolplan.engine.timeouts import EffectiveTimeout, read_step_timeouts
 from toolplan.engine.tracing import execution_span, record_execution, with_step_spans
 from toolplan.errors import ExecutionBusy
 from toolplan.execution.cancel import end_cancelled, run_until_cancelled
 from toolplan.execution.context import ExecutionContext, new_worker_id
-from toolplan.execution.lease import acquire_lease, while_holding
+from toolplan.execution.lease import take_lease, while_holding
 from toolplan.plans.plan import Plan, parse_plan
 from toolplan.store.protocol import (
     TERMINAL_EXECUTION_STATUSES,
@@ -46,6 +46,7 @@ from toolplan.store.protocol import (
     ItemRecord,
     PlanRecord,
     SkipReason,
+    Store,
     utc_now,
 )
 from toolplan.tools.catalog import ToolCatalog
@@ -98,38 +99,88 @@ class ResumeState:
         )
 
 
+def _checked(record: PlanRecord, catalog: ToolCatalog) -> tuple[Plan, Analysis]:
+    plan = parse_plan(record.plan)
+    # The plan was fully validated when stored; only the catalog can have changed since.
+    check_tools(plan, catalog)
+    return plan, Analysis.from_json(record.analysis)
+
+
+def _create(store: ExecutionLog, plan: Plan, plan_id: str, status: str) -> ExecutionRecord:
+    pairs = [(step.id, step.tool) for step in plan.steps]
+    return store.create_execution(plan_id, pairs, status=status)  # type: ignore[arg-type]
+
+
 async def start_execution(
     store: ExecutionLog, catalog: ToolCatalog, record: PlanRecord, *, status: str = "running"
 ) -> tuple[Plan, Analysis, ExecutionRecord]:
     """The stored plan and analysis, checked against ``catalog``, and its execution record
     (created with every step ``pending`` unless it exists)."""
-    plan = parse_plan(record.plan)
-    # The plan was fully validated when stored; only the catalog can have changed since.
-    check_tools(plan, catalog)
-    analysis = Analysis.from_json(record.analysis)
-    pairs = [(step.id, step.tool) for step in plan.steps]
-    execution = await asyncio.to_thread(
-        store.create_execution,
-        record.plan_id,
-        pairs,
-        status=status,  # type: ignore[arg-type]
-    )
+    plan, analysis = _checked(record, catalog)
+    execution = await asyncio.to_thread(_create, store, plan, record.plan_id, status)
     return plan, analysis, execution
+
+
+def _finished(store: ExecutionLog, plan_id: str) -> ExecutionRecord:
+    """Store the overall status the step records add up to, with the finish time (blocking)."""
+    final = store.get_execution(plan_id)
+    assert final is not None
+    status = overall_status(final.steps)
+    finished_at = utc_now()
+    store.set_execution_status(plan_id, status, finished_at=finished_at)
+    return replace(final, status=status, finished_at=finished_at)
 
 
 async def finish_execution(store: ExecutionLog, plan_id: str) -> str:
     """Store the overall status the step records add up to, with the finish time; return it."""
-    return (await _finish(store, plan_id)).status
+    return (await asyncio.to_thread(_finished, store, plan_id)).status
 
 
-async def _finish(store: ExecutionLog, plan_id: str) -> ExecutionRecord:
-    """:func:`finish_execution`, returning the finished record."""
-    final = await asyncio.to_thread(store.get_execution, plan_id)
-    assert final is not None
-    status = overall_status(final.steps)
-    finished_at = utc_now()
-    await asyncio.to_thread(store.set_execution_status, plan_id, status, finished_at=finished_at)
-    return replace(final, status=status, finished_at=finished_at)
+@dataclass(frozen=True)
+class _Opened:
+    """What a run starts from: the execution under its lease, and what its steps need."""
+
+    current: ExecutionRecord
+    timeouts: dict[str, EffectiveTimeout]
+    earlier: dict[str, EarlierEffect]
+
+
+def _open(ctx: ExecutionContext, record: PlanRecord, plan: Plan) -> _Opened | ExecutionRecord:
+    """Everything the store says before the first step, in one trip off the event loop: the
+    execution record (created unless it exists), its lease with the state under it, the start
+    time, the tools' timeout history and the side effects of earlier versions of the request.
+    A finished (or cancelled) execution is returned as it stands."""
+    store, plan_id = ctx.store, record.plan_id
+    execution = _create(store, plan, plan_id, "running")
+    try:
+        current = take_lease(store, execution, ctx.worker_id, ctx.options.lease_seconds)
+    except ExecutionBusy:
+        # Cancelled (or finished) between our first look and the lease: nothing left to run.
+        latest = store.get_execution(plan_id)
+        if latest is not None and latest.status in TERMINAL_EXECUTION_STATUSES:
+            return latest
+        raise
+    if current.started_at is None:
+        started_at = utc_now()
+        store.set_execution_status(plan_id, "running", started_at=started_at)
+        current = replace(current, started_at=started_at)
+    options = ctx.options
+    return _Opened(
+        current,
+        read_step_timeouts(store, plan, options.timeouts, options.default_timeout),
+        earlier_effects(store, record, ctx.catalog),
+    )
+
+
+def _close(store: Store, plan_id: str, worker_id: str, *, cancelled: bool) -> ExecutionRecord:
+    """After the last step, in one trip: the final status (unless cancelled: already stored),
+    the lease given back, the final record."""
+    final = None if cancelled else _finished(store, plan_id)
+    store.release(plan_id, worker_id)
+    if final is None:
+        final = store.get_execution(plan_id)
+        assert final is not None
+    return replace(final, worker_id=None, owner_host=None, owner_pid=None, lease_until=None)
 
 
 async def run_plan_steps(ctx: ExecutionContext, record: PlanRecord) -> ExecutionRecord:
@@ -150,20 +201,12 @@ async def run_plan_steps(ctx: ExecutionContext, record: PlanRecord) -> Execution
 
 async def _run_plan_steps(ctx: ExecutionContext, record: PlanRecord) -> ExecutionRecord:
     store, plan_id = ctx.store, record.plan_id
-    plan, analysis, execution = await start_execution(store, ctx.catalog, record)
+    plan, analysis = _checked(record, ctx.catalog)
     lease = ctx.options.lease_seconds
-    try:
-        current = await acquire_lease(store, execution, ctx.worker_id, lease)
-    except ExecutionBusy:
-        # Cancelled (or finished) between our first look and the lease: nothing left to run.
-        latest = await asyncio.to_thread(store.get_execution, plan_id)
-        if latest is not None and latest.status in TERMINAL_EXECUTION_STATUSES:
-            return latest
-        raise
-    if current.started_at is None:
-        await asyncio.to_thread(
-            store.set_execution_status, plan_id, "running", started_at=utc_now()
-        )
+    opened = await asyncio.to_thread(_open, ctx, record, plan)
+    if not isinstance(opened, _Opened):
+        return opened
+    current = opened.current
 
     resume = ResumeState.of(current)
     recorder = Recorder(
@@ -183,10 +226,8 @@ async def _run_plan_steps(ctx: ExecutionContext, record: PlanRecord) -> Executio
         prior_items=resume.items,
         slots=slots,
         cache=store,
-        timeouts=await load_step_timeouts(
-            store, plan, ctx.options.timeouts, ctx.options.default_timeout
-        ),
-        earlier=await asyncio.to_thread(earlier_effects, store, record, ctx.catalog),
+        timeouts=opened.timeouts,
+        earlier=opened.earlier,
     )
     tools = {step.id: step.tool for step in plan.steps}
 
@@ -221,9 +262,4 @@ async def _run_plan_steps(ctx: ExecutionContext, record: PlanRecord) -> Executio
     finally:
         await recorder.drain()
 
-    final = None if cancelled else await _finish(store, plan_id)
-    await asyncio.to_thread(store.release, plan_id, ctx.worker_id)
-    if final is None:
-        final = await asyncio.to_thread(store.get_execution, plan_id)
-        assert final is not None
-    return replace(final, worker_id=None, owner_host=None, owner_pid=None, lease_until=None)
+    return await asyncio.to_thread(_close, store, plan_id, ctx.worker_id, cancelled=cancelled)

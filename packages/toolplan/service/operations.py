@@ -277,9 +277,13 @@ async def execute_stored_plan(
     catalog once the plan is known to run (the tools recorded with it); default ``ctx.catalog``.
     """
     store = ctx.store
-    if record is None:
-        record = await asyncio.to_thread(find_plan, store, plan_id)
-    execution = await asyncio.to_thread(store.get_execution, record.plan_id)
+
+    def read(known: PlanRecord | None) -> tuple[PlanRecord, ExecutionRecord | None]:
+        found = known if known is not None else find_plan(store, plan_id)
+        return found, store.get_execution(found.plan_id)
+
+    found, execution = await asyncio.to_thread(read, record)
+    record = found
     reopen = execution is not None and execution.status == "cancelled" and resume
     if execution is not None and execution.status in TERMINAL_EXECUTION_STATUSES and not reopen:
         return replace(ExecutionResult.from_records(record, execution), stored=True)
