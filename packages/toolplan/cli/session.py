@@ -35,6 +35,7 @@ def new_client(
     temporal_address: str | None = None,
     model: str | None = None,
     create_store: bool = True,
+    approve_all: bool = False,
 ) -> Toolplan:
     """A client whose settings are the environment's, overridden by the given flags (``model``:
     ``--model``). Its store and tools open on first use; the command closes it. Commands that
@@ -49,6 +50,7 @@ def new_client(
         mcp_config=str(mcp) if mcp else None,
         no_cache=no_cache,
         temporal_address=temporal_address,
+        approve_all=approve_all,
     )
     return Toolplan(settings=settings, model=model, create_store=create_store)
 
