@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import json
+import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,8 @@ from toolplan.store.sqlite import SqliteStore
 from toolplan.tools import ToolCatalog, load_tool_modules
 
 FAST = ExecutionOptions(retry=RetryPolicy(initial_backoff=0.001, jitter=0), default_timeout=5)
+
+WIRE_ARGS = {"to": "NO12", "amount": 50}
 
 WIRE_PLAN: dict[str, Any] = {
     "steps": [
@@ -231,3 +235,30 @@ async def test_ask_approves_or_denies_each_waiting_step(client: Toolplan, log: P
     assert asked == ["pay"] and denied.status == "partial"
     assert denied.step("pay").error == "denied by carol: declined at the prompt"
     assert calls(log, "pay") == []
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(("typed", "answer"), [("y\n", True), ("\n", False), ("", None)])
+def test_the_terminal_prompt_shows_the_call_and_defaults_to_no(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    typed: str,
+    answer: bool | None,
+) -> None:
+    from toolplan.cli.session import approval_prompt
+    from toolplan.store.protocol import StepRecord
+
+    step = StepRecord("pay", "wire_money", "waiting_approval", resolved_parameters=WIRE_ARGS)
+    monkeypatch.setattr(sys, "stdin", _Terminal(typed))
+    assert approval_prompt(no_input=True, as_json=False) is None
+    assert approval_prompt(no_input=False, as_json=True) is None
+    ask = approval_prompt(no_input=False, as_json=False)
+    assert ask is not None
+    assert ask(step) is answer
+    assert 'Call wire_money(to="NO12", amount=50)? [y/N]' in capsys.readouterr().err
+    monkeypatch.setattr(sys, "stdin", io.StringIO("y\n"))  # not a terminal: never asks
+    assert approval_prompt(no_input=False, as_json=False) is None
