@@ -262,3 +262,24 @@ def test_the_terminal_prompt_shows_the_call_and_defaults_to_no(
     assert 'Call wire_money(to="NO12", amount=50)? [y/N]' in capsys.readouterr().err
     monkeypatch.setattr(sys, "stdin", io.StringIO("y\n"))  # not a terminal: never asks
     assert approval_prompt(no_input=False, as_json=False) is None
+
+
+async def test_the_python_api_approves_and_denies_by_plan_and_step(
+    tmp_path: Path, log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import toolplan
+
+    monkeypatch.setenv("TOOLPLAN_TOOLS", "tests.support.tools")
+    store = f"sqlite:///{tmp_path / 'api.db'}"
+    waiting = await toolplan.run_plan(WIRE_PLAN, store=store)
+    assert waiting.status == "waiting" and waiting.exit_code == 4
+    done = await toolplan.approve_steps(waiting.plan_id, store=store, by="ada")
+    assert done.status == "succeeded" and len(calls(log, "pay")) == 1
+    with pytest.raises(toolplan.NotWaiting):
+        await toolplan.deny_step(waiting.plan_id, "pay", "too late", store=store)
+
+    second = await toolplan.run_plan(WIRE_PLAN, store=store)
+    denied = await toolplan.deny_step(second.plan_id, "pay", "no", store=store, by="bob")
+    assert denied.step("pay").status == "denied" and len(calls(log, "pay")) == 1
+    direct = await toolplan.run_plan(WIRE_PLAN, store=store, approve_all=True)
+    assert direct.status == "succeeded" and len(calls(log, "pay")) == 2
