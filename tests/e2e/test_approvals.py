@@ -154,3 +154,28 @@ def test_deciding_on_something_not_waiting_changes_nothing(cli: Cli) -> None:
     denied_late = cli("deny", plan_id, "pay", "--reason", "too late")
     assert denied_late.code == 2
     assert len(_calls_of(cli, "pay")) == 1
+
+
+@ON_BOTH_STORES
+def test_workers_run_until_a_step_waits_and_an_approval_requeues_it(cli: Cli) -> None:
+    submitted = cli("submit", "--file", cli.write_plan(WIRE_PLAN), "--json")
+    plan_id = submitted.json()["planId"]
+    assert cli("execute", plan_id, "--enqueue").code == 0
+    first = cli("worker", "--once", "--json")
+    assert first.code == 0, first.stderr
+    shown = cli("show", plan_id, "--json").json()["execution"]
+    assert shown["status"] == "waiting"
+    assert _statuses(shown)["pay"] == "waiting_approval"
+    assert cli("worker", "--once").code == 0  # a waiting execution is not claimed
+    assert _calls_of(cli, "pay") == []
+
+    approved = cli("approve", plan_id, "--enqueue", "--by", "ada", "--json")
+    assert approved.code == 0, approved.stderr
+    assert approved.json()["status"] == "queued"
+    assert _statuses(approved.json())["pay"] == "pending"
+    second = cli("worker", "--once")
+    assert second.code == 0, second.stderr
+    final = cli("show", plan_id, "--json").json()["execution"]
+    assert final["status"] == "succeeded"
+    [call] = _calls_of(cli, "pay")
+    assert (call["to"], call["amount"]) == ("NO12", 50)
