@@ -179,3 +179,21 @@ def test_workers_run_until_a_step_waits_and_an_approval_requeues_it(cli: Cli) ->
     assert final["status"] == "succeeded"
     [call] = _calls_of(cli, "pay")
     assert (call["to"], call["amount"]) == ("NO12", 50)
+
+
+def test_the_agent_stops_without_an_answer_while_a_step_waits(cli_llm: Cli, llm: Any) -> None:
+    from tests.support.fake_openai import Reply
+    from tests.support.plans import llm_step
+
+    plan = {
+        "reasoning": "one transfer",
+        "steps": [llm_step("pay", "wire_money", {"to": "NO12", "amount": 5})],
+        "outputSteps": ["pay"],
+    }
+    llm.script([Reply.structured(plan, usage=(100, 20))])
+    done = cli_llm("run", "send 5 to account NO12")
+    assert done.code == 4, done.stderr
+    assert 'waiting for approval: pay → wire_money(to="NO12", amount=5)' in done.stdout
+    assert "answer:" not in done.stdout
+    assert len(llm.requests) == 1  # no respond call, no replan
+    assert _calls_of(cli_llm, "pay") == []

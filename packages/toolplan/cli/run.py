@@ -290,5 +290,9 @@ def _run_with_answer(
         f" — inspect with: toolplan show {outcome.request_id}",
         highlight=False,
     )
-    stdout.print(f"\n[bold]answer:[/] {escape(outcome.answer)}")
+    if outcome.result.status == "waiting":
+        for line in render.waiting_lines(outcome.result):
+            stdout.print(line, highlight=False, markup=False)
+    else:
+        stdout.print(f"\n[bold]answer:[/] {escape(outcome.answer)}")
     raise typer.Exit(outcome.exit_code)
