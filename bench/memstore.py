@@ -182,6 +182,17 @@ class MemoryStore:
             if item is not None:  # one element of a forEach step's items, replaced in place
                 row["items"] = [item if i.index == item.index else i for i in row["items"]]
 
+    def decide_step(self, plan_id: str, step_id: str, changes: Mapping[str, Any]) -> bool:
+        with self._lock:
+            try:
+                row = self._steps[plan_id][step_id]
+            except KeyError:
+                raise KeyError(f"no step {step_id!r} in the execution of {plan_id!r}") from None
+            if row.get("status") != "waiting_approval":
+                return False
+            self.update_step(plan_id, step_id, changes)
+            return True
+
     def update_steps(self, plan_id: str, updates: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
         unknown = {name for _, changes in updates for name in changes} - STEP_FIELDS
         if unknown:
@@ -215,7 +226,7 @@ class MemoryStore:
                 self._executions[plan_id].update(finished_at=now, cancel_requested_at=now)
                 self._cancel_steps(plan_id, now)
             row = self._executions[plan_id]
-            if row["status"] == "queued":
+            if row["status"] in ("queued", "waiting"):
                 row.update(
                     status="cancelled", finished_at=now, cancel_requested_at=now, **_NO_OWNER
                 )
@@ -228,7 +239,7 @@ class MemoryStore:
 
     def _cancel_steps(self, plan_id: str, now: str) -> None:
         for step in self._steps[plan_id].values():
-            if step.get("status", "pending") in ("pending", "running"):
+            if step.get("status", "pending") in ("pending", "running", "waiting_approval"):
                 step.update(status="cancelled", error=CANCELLED_BEFORE_START, finished_at=now)
 
     def cancel_requested(self, plan_id: str) -> bool:
@@ -259,7 +270,8 @@ class MemoryStore:
         with self._lock:
             row = self._executions[plan_id]
             lease = row.get("lease_until")
-            if row["status"] in ("queued", "running") and (lease is None or lease < time.time()):
+            unfinished = row["status"] in ("queued", "running", "waiting")
+            if unfinished and (lease is None or lease < time.time()):
                 row.update(status="queued", queued_at=time.time(), **_NO_OWNER)
         execution = self.get_execution(plan_id)
         assert execution is not None
@@ -290,7 +302,7 @@ class MemoryStore:
         now = time.time()
         with self._lock:
             row = self._executions.get(plan_id)
-            if row is None or row["status"] not in ("queued", "running"):
+            if row is None or row["status"] not in ("queued", "running", "waiting"):
                 return False
             owner, lease = row.get("worker_id"), row.get("lease_until")
             if (

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
@@ -27,6 +27,7 @@ from toolplan.config import Settings
 from toolplan.engine.policies import ExecutionOptions
 from toolplan.engine.recorder import EventListener
 from toolplan.engine.result import ExecutionResult
+from toolplan.errors import ExecutionBusy
 from toolplan.execution.cancel import DEFAULT_CANCEL_WAIT
 from toolplan.execution.context import ExecutionBackend, ExecutionContext, new_worker_id
 from toolplan.plans.plan import Plan, load_plan
@@ -35,7 +36,7 @@ from toolplan.service.operations import PlanRef
 from toolplan.service.wiring import ToolsArg, backend_for, resolve_catalog
 from toolplan.store import Store, open_store
 from toolplan.store.lookup import find_plan
-from toolplan.store.protocol import ExecutionRecord, PlanPage, PlanRecord
+from toolplan.store.protocol import ExecutionRecord, PlanPage, PlanRecord, StepRecord
 from toolplan.tools.catalog import ToolCatalog, ToolInfo
 
 if TYPE_CHECKING:
@@ -49,10 +50,17 @@ if TYPE_CHECKING:
     from toolplan.planning.progress import PlanningListener
     from toolplan.tools.sources import ToolSources
 
-__all__ = ["Document", "Toolplan"]
+__all__ = ["DECLINED_AT_PROMPT", "Asker", "Document", "Toolplan"]
 
 Document = str | Path | bytes | dict[str, Any] | Plan
 """A plan document: a file path, JSON text, a dict or a :class:`~toolplan.plans.plan.Plan`."""
+
+Asker = Callable[[StepRecord], bool | None]
+"""Asks a person about one step waiting for approval (its ``resolved_parameters`` are the
+arguments): ``True`` approves, ``False`` denies, ``None`` leaves it waiting."""
+
+DECLINED_AT_PROMPT = "declined at the prompt"
+"""The reason recorded when a person answers no to an inline prompt (:meth:`Toolplan.ask`)."""
 
 
 class Toolplan:
@@ -324,6 +332,119 @@ class Toolplan:
         return await operations.execute_stored_plan(
             plan_id, ctx, approve=approve, resume=resume, record=record
         )
+
+    # -- approvals -------------------------------------------------------------------------
+
+    async def approve(
+        self,
+        plan_id: str,
+        step_ids: Sequence[str] | None = None,
+        *,
+        by: str | None = None,
+        enqueue: bool = False,
+        on_event: EventListener | None = None,
+        options: ExecutionOptions | None = None,
+        on_tools: Callable[[PlanRecord, ToolSources], None] | None = None,
+    ) -> ExecutionResult:
+        """Approve steps waiting for approval (every waiting step when ``step_ids`` is empty),
+        each for exactly the arguments it waits with, recorded with the time and the decider
+        ``by`` (default the OS user); then continue the execution in this process, as
+        :meth:`execute` does, or hand it to workers with ``enqueue``. A step that is not
+        waiting, or a finished plan, changes nothing: :class:`~toolplan.errors.NotWaiting`."""
+        from toolplan.service.approvals import approve_steps
+
+        store = await asyncio.to_thread(lambda: self.store)
+        await asyncio.to_thread(approve_steps, store, plan_id, step_ids, by=by)
+        return await self._continue(
+            plan_id, enqueue=enqueue, on_event=on_event, options=options, on_tools=on_tools
+        )
+
+    async def deny(
+        self,
+        plan_id: str,
+        step_id: str,
+        reason: str,
+        *,
+        by: str | None = None,
+        enqueue: bool = False,
+        on_event: EventListener | None = None,
+        options: ExecutionOptions | None = None,
+        on_tools: Callable[[PlanRecord, ToolSources], None] | None = None,
+    ) -> ExecutionResult:
+        """Deny one step waiting for approval, with ``reason``: it becomes ``denied`` and its
+        dependents are skipped as the execution continues (here, or on workers with
+        ``enqueue``); recorded with the time and the decider ``by`` (default the OS user)."""
+        from toolplan.service.approvals import deny_step
+
+        store = await asyncio.to_thread(lambda: self.store)
+        await asyncio.to_thread(
+            lambda: deny_step(store, plan_id, step_id, reason, by=by, limits=self.settings.limits)
+        )
+        return await self._continue(
+            plan_id, enqueue=enqueue, on_event=on_event, options=options, on_tools=on_tools
+        )
+
+    async def ask(
+        self,
+        result: ExecutionResult,
+        ask: Asker,
+        *,
+        by: str | None = None,
+        on_event: EventListener | None = None,
+        options: ExecutionOptions | None = None,
+    ) -> ExecutionResult:
+        """While ``result`` waits for approval, ask about each waiting step (``ask(step)``:
+        ``True`` approves it, ``False`` denies it, ``None`` leaves it waiting), record the
+        answers and continue; return the result once nothing waits or nothing was decided."""
+        from toolplan.service.approvals import approve_steps, deny_step
+
+        store = await asyncio.to_thread(lambda: self.store)
+        while result.status == "waiting":
+            approved: list[str] = []
+            denied: list[str] = []
+            for step in result.waiting:
+                answer = await asyncio.to_thread(ask, step)
+                if answer is True:
+                    approved.append(step.step_id)
+                elif answer is False:
+                    denied.append(step.step_id)
+            if not approved and not denied:
+                return result
+            if approved:
+                await asyncio.to_thread(approve_steps, store, result.plan_id, approved, by=by)
+            for step_id in denied:
+                await asyncio.to_thread(
+                    deny_step, store, result.plan_id, step_id, DECLINED_AT_PROMPT, by=by
+                )
+            result = await self._continue(
+                result.plan_id, enqueue=False, on_event=on_event, options=options
+            )
+        return result
+
+    async def _continue(
+        self,
+        plan_id: str,
+        *,
+        enqueue: bool,
+        on_event: EventListener | None = None,
+        options: ExecutionOptions | None = None,
+        on_tools: Callable[[PlanRecord, ToolSources], None] | None = None,
+    ) -> ExecutionResult:
+        """Continue an execution a decision was recorded on. The execution existed, so the
+        needs-review gate was passed when it started. A process still running it (its other
+        steps) takes the decision in itself: its result is returned as it stands."""
+        if enqueue:
+            execution = await self.enqueue(plan_id, approve=True, on_tools=on_tools)
+            record = await asyncio.to_thread(find_plan, self.store, plan_id)
+            return ExecutionResult.from_records(record, execution)
+        try:
+            return await self.execute(
+                plan_id, approve=True, on_event=on_event, options=options, on_tools=on_tools
+            )
+        except ExecutionBusy:
+            found = await asyncio.to_thread(self.result, plan_id)
+            assert found is not None
+            return found
 
     async def enqueue(
         self,

@@ -25,6 +25,7 @@ __all__ = [
     "InvalidInput",
     "LLMUnavailable",
     "NotFound",
+    "NotWaiting",
     "PlanInvalid",
     "PlanNeedsReview",
     "StepTimeout",
@@ -88,6 +89,11 @@ class PlanInvalid(InvalidInput):
 
 class NotFound(InvalidInput):
     """An ID (plan, request) does not exist in the store."""
+
+
+class NotWaiting(InvalidInput):
+    """A decision on a step that is not waiting for approval (never waited, decided already, or
+    its plan finished): nothing changed."""
 
 
 class PlanNeedsReview(InvalidInput):

@@ -31,8 +31,9 @@ the asserts of test modules only, and this package is imported as a library.
 
 What it covers: round trips and immutability of requests and plans, atomic step transitions and
 batched ``update_steps``, the lease state machine and the work queue under concurrent claims,
-resume state after reopening, toolset records, cancel requests, tool durations, the result cache
-the LangGraph checkpointer and the list of recent plans (:mod:`~toolplan_conformance.core`,
+resume state after reopening, toolset records, cancel requests, tool durations, the result cache,
+the LangGraph checkpointer, the list of recent plans and approval gates
+(:mod:`~toolplan_conformance.core`, :mod:`~toolplan_conformance.approvals`,
 :mod:`~toolplan_conformance.batch`, :mod:`~toolplan_conformance.controls`,
 :mod:`~toolplan_conformance.listing`).
 
@@ -43,7 +44,8 @@ are exported too, for a backend's tests of its own.
 
 from __future__ import annotations
 
-from toolplan_conformance import batch, controls, core, listing
+from toolplan_conformance import approvals, batch, controls, core, listing
+from toolplan_conformance.approvals import *  # noqa: F403
 from toolplan_conformance.batch import *  # noqa: F403
 from toolplan_conformance.connections import in_threads, other_store
 from toolplan_conformance.controls import *  # noqa: F403
@@ -64,6 +66,7 @@ __all__ = [
     *batch.__all__,
     *controls.__all__,
     *listing.__all__,
+    *approvals.__all__,
     "in_threads",
     "new_plan",
     "new_request",

@@ -142,14 +142,15 @@ def read_events(
     *,
     on_first: Any = None,
     wait_seconds: float | None = None,
+    query: str = EVENTS,
 ) -> list[dict[str, Any]]:
-    """Subscribe over SSE and collect every ``next`` payload until ``complete``."""
+    """Subscribe over SSE (``query``: the subscription, with ``$id``) and collect every
+    ``next`` payload until ``complete``."""
     payloads: list[dict[str, Any]] = []
     variables: dict[str, Any] = {"id": plan_id}
-    query = EVENTS
     if wait_seconds is not None:
         variables["wait"] = wait_seconds
-        query = EVENTS.replace("($id: String!)", "($id: String!, $wait: Float)").replace(
+        query = query.replace("($id: String!)", "($id: String!, $wait: Float)").replace(
             "stepEvents(planId: $id)", "stepEvents(planId: $id, waitSeconds: $wait)"
         )
     request = {"query": query, "variables": variables}

@@ -141,7 +141,16 @@ def lookup_hourly(key: str, config: RunnableConfig) -> dict[str, Any]:
     return {"key": key}
 
 
+@tool
+def wire_money(to: str, amount: float, config: RunnableConfig) -> dict[str, Any]:
+    """Send `amount` to the account `to` (a side effect): tagged approval, so a person approves
+    each call, with its arguments shown, before it is made."""
+    _log("call", config, to=to, amount=amount)
+    return {"sent": amount, "to": to}
+
+
 tagged(lookup, "read-only", cost_usd=0.001)
+tagged(wire_money, "approval")
 tagged(lookup_hourly, "read-only", cache_ttl=3600)
 
 TOOLS = [
@@ -156,4 +165,5 @@ TOOLS = [
     held,
     lookup,
     lookup_hourly,
+    wire_money,
 ]

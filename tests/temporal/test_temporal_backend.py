@@ -513,3 +513,38 @@ async def test_a_map_and_a_branch_run_as_in_process_each_item_an_activity(
         [f"{local.plan_id}:each[{i}]" for i in range(3)]
         + [f"{ref.plan_id}:each[{i}]" for i in range(3)]
     )
+
+
+WIRE = {
+    "steps": [
+        {"id": "account", "tool": "echo", "parameters": {"value": {"iban": "NO12"}}},
+        {"id": "pay", "tool": "wire_money", "parameters": {"to": "{{account.iban}}", "amount": 5}},
+        {"id": "receipt", "tool": "echo", "parameters": {"value": "{{pay.sent}}"}},
+        {"id": "report", "tool": "text", "parameters": {"value": "independent"}},
+    ]
+}
+
+
+async def test_a_gated_step_waits_and_an_approval_finishes_it_on_temporal(
+    worker: None,
+    store: SqliteStore,
+    catalog: ToolCatalog,
+    temporal_settings: TemporalSettings,
+    log: Callable[[], list[dict[str, Any]]],
+) -> None:
+    from toolplan.service.approvals import approve_steps
+
+    ref = submit_plan(WIRE, store=store, catalog=catalog, max_steps=50)
+    ctx = temporal_ctx(store, catalog, temporal_settings)
+    waiting = await execute_stored_plan(ref.plan_id, ctx)
+    assert waiting.status == "waiting"
+    assert waiting.step("pay").status == "waiting_approval"
+    assert waiting.step("pay").resolved_parameters == {"to": "NO12", "amount": 5}
+    assert waiting.step("report").status == "succeeded"
+    assert [c for c in log() if c["step"] == "pay"] == []
+
+    approve_steps(store, ref.plan_id, ["pay"], by="ada")
+    done = await execute_stored_plan(ref.plan_id, ctx)
+    assert done.status == "succeeded"
+    [call] = [c for c in log() if c["step"] == "pay"]
+    assert (call["to"], call["amount"]) == ("NO12", 5)

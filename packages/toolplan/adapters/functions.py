@@ -11,6 +11,7 @@ embedded SQLite default); a store the call opens, it closes. For many calls, bui
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,9 +37,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "answer_query",
+    "approve_steps",
     "cancel_execution",
     "clear_cache",
     "create_plan",
+    "deny_step",
     "execute_plan",
     "execute_plan_sync",
     "resolve_catalog",
@@ -65,8 +68,11 @@ def _options(
     options: ExecutionOptions | None,
     concurrency: int | None,
     fail_fast: bool | None,
+    approve_all: bool = False,
 ) -> ExecutionOptions:
     options = options or client.settings.execution
+    if approve_all:
+        options = replace(options, approve_all=True)
     if concurrency is not None:
         options = replace(options, concurrency=concurrency)
     if fail_fast is not None:
@@ -120,12 +126,15 @@ async def execute_plan(
     fail_fast: bool | None = None,
     approve: bool = False,
     resume: bool = False,
+    approve_all: bool = False,
     on_event: EventListener | None = None,
 ) -> ExecutionResult:
     """Run a stored plan, or resume it after a crash; a finished plan returns its stored result.
 
     A cancelled execution is returned as stored too, unless ``resume``: then it continues (its
-    finished steps are kept, the cancelled ones run).
+    finished steps are kept, the cancelled ones run). A step that needs a person's approval
+    waits (the result is ``waiting``; :func:`approve_steps` or :func:`deny_step` continue it)
+    unless ``approve_all``. ``approve`` is the other gate: it runs a ``needs_review`` plan.
     """
     async with _client(tools, store) as client:
         return await client.execute(
@@ -133,7 +142,47 @@ async def execute_plan(
             approve=approve,
             resume=resume,
             on_event=on_event,
-            options=_options(client, options, concurrency, fail_fast),
+            options=_options(client, options, concurrency, fail_fast, approve_all),
+        )
+
+
+async def approve_steps(
+    plan_id: str,
+    step_ids: Sequence[str] | None = None,
+    *,
+    store: Store | str | None = None,
+    tools: ToolsArg = None,
+    by: str | None = None,
+    enqueue: bool = False,
+    on_event: EventListener | None = None,
+) -> ExecutionResult:
+    """Approve steps of ``plan_id`` waiting for approval (every waiting step when ``step_ids``
+    is ``None``), each for exactly the arguments it waits with, recorded with the time and the
+    decider ``by`` (default the OS user); then continue the execution here (or on workers with
+    ``enqueue``) and return it (``toolplan approve``). A step not waiting, or a finished plan,
+    changes nothing: :class:`~toolplan.errors.NotWaiting`."""
+    async with _client(tools, store) as client:
+        return await client.approve(plan_id, step_ids, by=by, enqueue=enqueue, on_event=on_event)
+
+
+async def deny_step(
+    plan_id: str,
+    step_id: str,
+    reason: str,
+    *,
+    store: Store | str | None = None,
+    tools: ToolsArg = None,
+    by: str | None = None,
+    enqueue: bool = False,
+    on_event: EventListener | None = None,
+) -> ExecutionResult:
+    """Deny one step of ``plan_id`` waiting for approval, with ``reason`` (recorded with the
+    time and the decider ``by``, default the OS user): it becomes ``denied``, its dependents
+    are skipped, and the execution continues here (or on workers with ``enqueue``) and is
+    returned (``toolplan deny``)."""
+    async with _client(tools, store) as client:
+        return await client.deny(
+            plan_id, step_id, reason, by=by, enqueue=enqueue, on_event=on_event
         )
 
 
@@ -170,15 +219,17 @@ async def run_plan(
     options: ExecutionOptions | None = None,
     concurrency: int | None = None,
     fail_fast: bool | None = None,
+    approve_all: bool = False,
     on_event: EventListener | None = None,
 ) -> ExecutionResult:
-    """Validate, store and execute a plan in one call."""
+    """Validate, store and execute a plan in one call (``approve_all``: no step waits for a
+    person's approval)."""
     async with _client(tools, store) as client:
         outcome = await client.run(
             plan,
             query=query,
             on_event=on_event,
-            options=_options(client, options, concurrency, fail_fast),
+            options=_options(client, options, concurrency, fail_fast, approve_all),
         )
     assert outcome.result is not None  # a submitted plan never needs review
     return outcome.result

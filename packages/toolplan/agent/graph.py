@@ -314,6 +314,12 @@ async def respond(state: AgentState, ctx: AgentContext) -> AgentState:
     return update
 
 
+def _after_executor(state: AgentState) -> str:
+    # Steps waiting for a person's approval: nothing to answer or replan yet. The run ends
+    # waiting (exit 4); a decision continues the execution (toolplan approve / deny).
+    return END if state.get("status") == "waiting" else "respond"
+
+
 def _after_respond(state: AgentState) -> str:
     return "planner" if state.get("action") == "replan" else END
 
@@ -339,6 +345,6 @@ def build_agent_graph(
     builder.add_node("respond", bind_context(respond, resolve))
     builder.add_edge(START, "planner")
     builder.add_conditional_edges("planner", _after_planner, ["executor", END])
-    builder.add_edge("executor", "respond")
+    builder.add_conditional_edges("executor", _after_executor, ["respond", END])
     builder.add_conditional_edges("respond", _after_respond, ["planner", END])
     return builder

@@ -47,7 +47,8 @@ class AgentOutcome:
 
     @property
     def exit_code(self) -> int:
-        """0 when the last plan succeeded, 1 when it ended partial or failed."""
+        """0 when the last plan succeeded, 1 when it ended partial or failed, 4 while its steps
+        wait for a person's approval (no answer yet)."""
         return self.result.exit_code
 
     def to_json(self) -> dict[str, Any]:

@@ -26,6 +26,8 @@ _COLOURS: dict[str, tuple[str, str]] = {
     "failed": ("#fee2e2", "#dc2626"),
     "skipped": ("#fef9c3", "#ca8a04"),
     "cancelled": ("#f3e8ff", "#9333ea"),
+    "waiting_approval": ("#ffedd5", "#ea580c"),
+    "denied": ("#fee2e2", "#991b1b"),
 }
 """Fill and stroke per step state."""
 
@@ -95,7 +97,7 @@ def _mermaid(
         arrow = "==>" if (dep, step) in critical else "-->"
         lines.append(f"  {node[dep]} {arrow} {node[step]}")
     for name in sorted({_css_class(s) for s in state.values()}):
-        fill, stroke = _COLOURS.get(name.replace("_", " "), _COLOURS["pending"])
+        fill, stroke = _COLOURS.get(name, _COLOURS.get(name.replace("_", " "), _COLOURS["pending"]))
         lines.append(f"  classDef {name} fill:{fill},stroke:{stroke}")
     return "\n".join(lines) + "\n"
 

@@ -60,6 +60,7 @@ class BackgroundRuns:
         approve: bool = False,
         resume: bool = False,
         no_cache: bool = False,
+        approve_all: bool = False,
     ) -> ExecutionResult:
         """Run (or resume) a stored plan here; join the run already going on for it, if any.
 
@@ -67,7 +68,8 @@ class BackgroundRuns:
         started (status ``running``), or the result when the run ends before that (a finished plan
         is returned as stored). Errors raised before any step runs (unknown plan, plan needing
         review) are raised here in both modes. ``no_cache`` runs every tool call (the result cache
-        is neither read nor written); a run already going on keeps its own setting.
+        is neither read nor written), ``approve_all`` lets no step wait for approval; a run
+        already going on keeps its own settings (and takes in decisions recorded meanwhile).
 
         A backend with workers of its own (Temporal) runs the plan elsewhere: without ``wait``
         the plan is handed to it and its execution is returned at once (``queued`` until a worker
@@ -81,7 +83,7 @@ class BackgroundRuns:
                 assert queued is not None
                 return queued
         run = self._runs.get(plan_id) or self._start(
-            plan_id, approve=approve, resume=resume, no_cache=no_cache
+            plan_id, approve=approve, resume=resume, no_cache=no_cache, approve_all=approve_all
         )
         if wait:
             return await asyncio.shield(run.task)
@@ -97,7 +99,9 @@ class BackgroundRuns:
             raise RuntimeError(f"execution of {plan_id!r} started but has no stored record")
         return result
 
-    def _start(self, plan_id: str, *, approve: bool, resume: bool, no_cache: bool) -> _Run:
+    def _start(
+        self, plan_id: str, *, approve: bool, resume: bool, no_cache: bool, approve_all: bool
+    ) -> _Run:
         started = asyncio.Event()
 
         def listener(event: StepEvent) -> None:
@@ -109,6 +113,8 @@ class BackgroundRuns:
         context = self._make_context(listener)
         if no_cache:
             context = replace(context, options=replace(context.options, cache=False))
+        if approve_all:
+            context = replace(context, options=replace(context.options, approve_all=True))
         self._events.open(plan_id)
         task = asyncio.create_task(
             execute_stored_plan(plan_id, context, approve=approve, resume=resume),

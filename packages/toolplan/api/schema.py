@@ -28,11 +28,11 @@ from toolplan.api.types import (
     StepEventType,
     ToolType,
 )
-from toolplan.errors import PlanInvalid, ValidationIssue
+from toolplan.errors import ExecutionBusy, PlanInvalid, ValidationIssue
 from toolplan.execution.events import watch_step_events
 from toolplan.plans.ids import require_id
 from toolplan.plans.limits import check_text
-from toolplan.service import operations
+from toolplan.service import approvals, operations
 from toolplan.service.listing import DEFAULT_LIMIT, page_json, recent_plans
 
 __all__ = ["Mutation", "Query", "Subscription", "build_schema"]
@@ -193,6 +193,7 @@ class Mutation:
         approve: bool | None = False,
         resume: bool | None = False,
         no_cache: bool | None = False,
+        approve_all: bool | None = False,
     ) -> ExecutionType:
         require_id(plan_id, "plan")
         result = await info.context.runs.execute(
@@ -201,8 +202,58 @@ class Mutation:
             approve=bool(approve),
             resume=bool(resume),
             no_cache=bool(no_cache),
+            approve_all=bool(approve_all),
         )
         return ExecutionType.from_json(result.to_json())
+
+    @strawberry.mutation(
+        description="Approve steps waiting for approval (every waiting step when stepIds is "
+        "null or empty), each for exactly the arguments it waits with (pendingArguments), "
+        "recorded with the time and the decider (by); then continue the execution in the "
+        "server (wait: false returns once it runs again). A step not waiting, or a finished "
+        "plan, changes nothing: NOT_WAITING."
+    )
+    async def approve_step(
+        self,
+        info: Info,
+        plan_id: str,
+        step_ids: list[str] | None = None,
+        by: str | None = None,
+        wait: bool | None = True,
+    ) -> ExecutionType:
+        require_id(plan_id, "plan")
+        await asyncio.to_thread(
+            approvals.approve_steps, info.context.store, plan_id, step_ids, by=by or "api"
+        )
+        return await _continue_decided(info, plan_id, wait=wait is not False)
+
+    @strawberry.mutation(
+        description="Deny one step waiting for approval, with a reason (recorded with the time "
+        "and the decider, by): it becomes denied, its dependents are skipped, and the execution "
+        "continues in the server. A step not waiting, or a finished plan: NOT_WAITING."
+    )
+    async def deny_step(
+        self,
+        info: Info,
+        plan_id: str,
+        step_id: str,
+        reason: str,
+        by: str | None = None,
+        wait: bool | None = True,
+    ) -> ExecutionType:
+        require_id(plan_id, "plan")
+        context = info.context
+        await asyncio.to_thread(
+            lambda: approvals.deny_step(
+                context.store,
+                plan_id,
+                step_id,
+                reason,
+                by=by or "api",
+                limits=context.settings.limits,
+            )
+        )
+        return await _continue_decided(info, plan_id, wait=wait is not False)
 
     @strawberry.mutation(
         description="Cancel a plan's execution wherever it runs (this server, a worker, a CLI "
@@ -248,6 +299,19 @@ class Subscription:
         )
         async for event in source:
             yield StepEventType.from_event(event)
+
+
+async def _continue_decided(info: Info, plan_id: str, *, wait: bool) -> ExecutionType:
+    """Continue an execution a decision was just recorded on, in the server (it passed the
+    needs-review gate when it started). Another process still running its other steps takes the
+    decision in itself: the execution is returned as it stands."""
+    try:
+        result = await info.context.runs.execute(plan_id, wait=wait, approve=True)
+    except ExecutionBusy:
+        found = await asyncio.to_thread(operations.stored_result, info.context.store, plan_id)
+        assert found is not None
+        result = found
+    return ExecutionType.from_json(result.to_json())
 
 
 async def _until_started(info: Info, plan_id: str, timeout: float) -> None:

@@ -79,12 +79,36 @@ class PlanRefType:
         )
 
 
+@strawberry.type(name="Decision", description="A person's decision on a step that waited.")
+class DecisionType:
+    decision: str = strawberry.field(description="approved or denied.")
+    by: str = strawberry.field(description="Who decided.")
+    at: str = strawberry.field(description="When (ISO-8601 UTC).")
+    fingerprint: str = strawberry.field(
+        description="The fingerprint of the arguments decided on (sha256 of the tool and its "
+        "arguments as canonical JSON): an approval covers those arguments only."
+    )
+    reason: str | None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> DecisionType:
+        """From a step's ``decision`` in ``ExecutionResult.to_json()``."""
+        return cls(
+            decision=data["decision"],
+            by=data["by"],
+            at=data["at"],
+            fingerprint=data["fingerprint"],
+            reason=data.get("reason"),
+        )
+
+
 @strawberry.type(name="ExecutionStep", description="The durable record of one step's execution.")
 class ExecutionStepType:
     id: str
     tool: str
     status: str = strawberry.field(
-        description="pending, running, succeeded, failed, skipped or cancelled."
+        description="pending, running, waiting_approval (its tool is called once a person "
+        "approves: approveStep), succeeded, failed, skipped, denied or cancelled."
     )
     attempts: int
     output: JSON | None = strawberry.field(description="The tool's output, when it succeeded.")
@@ -116,6 +140,14 @@ class ExecutionStepType:
         description="The output of a succeeded step of an earlier version of the same request "
         "(planId:stepId), same tool and arguments: the tool was not called again.",
     )
+    pending_arguments: JSON | None = strawberry.field(
+        default=None,
+        description="While waiting_approval: exactly the arguments the tool will be called "
+        "with once approved (a forEach step: one per item); null otherwise.",
+    )
+    decision: DecisionType | None = strawberry.field(
+        default=None, description="A person's decision, once the step waited for approval."
+    )
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ExecutionStepType:
@@ -136,6 +168,10 @@ class ExecutionStepType:
             timeout=data.get("timeout"),
             timeout_source=data.get("timeoutSource"),
             reused_from=data.get("reusedFrom"),
+            pending_arguments=JSON(data.get("resolvedParameters"))
+            if data["status"] == "waiting_approval"
+            else None,
+            decision=DecisionType.from_json(data["decision"]) if data.get("decision") else None,
         )
 
 
@@ -144,7 +180,8 @@ class ExecutionType:
     plan_id: str
     request_id: str
     status: str = strawberry.field(
-        description="queued or running; when finished: succeeded, partial, failed or cancelled."
+        description="queued, running or waiting (steps wait for approval: approveStep, "
+        "denyStep); when finished: succeeded, partial, failed or cancelled."
     )
     error: str | None
     cancel_requested_at: str | None = strawberry.field(
@@ -304,7 +341,8 @@ class ToolType:
 class StepEventType:
     kind: str = strawberry.field(
         description="started, retrying, fallback (the tool failed for good and fallbackTool is "
-        "called instead), succeeded, failed, skipped or cancelled."
+        "called instead), succeeded, failed, skipped, cancelled, waiting (the step waits for "
+        "approval: arguments) or denied."
     )
     plan_id: str
     step_id: str
@@ -327,6 +365,10 @@ class StepEventType:
         default=None,
         description="On skipped: condition when a when condition decided it, not a failure.",
     )
+    arguments: JSON | None = strawberry.field(
+        default=None,
+        description="On waiting: the arguments the tool will be called with once approved.",
+    )
 
     @classmethod
     def from_event(cls, event: StepEvent) -> StepEventType:
@@ -344,6 +386,7 @@ class StepEventType:
             used_fallback=event.used_fallback,
             item=event.item,
             reason=event.reason,
+            arguments=JSON(event.arguments) if event.kind == "waiting" else None,
         )
 
 

@@ -8,7 +8,8 @@ session (:mod:`.session`: settings, store, catalog) and the output with its exit
 dependencies are imported inside the command functions, so ``toolplan --help`` stays fast.
 
 Exit codes: 0 all steps succeeded · 1 some step failed or was skipped · 2 invalid input, nothing
-executed · 3 infrastructure unavailable (store, LLM) · 130 interrupted. A reader that goes away
+executed · 3 infrastructure unavailable (store, LLM) · 4 steps wait for a person's approval
+(``toolplan approve`` / ``deny``) · 130 interrupted. A reader that goes away
 (``toolplan run ... | head -2``, or stderr closed) changes neither the run nor the exit code: the
 plan runs to its end, is recorded as it ended, and the command exits quietly with that outcome's
 code (:mod:`toolplan.cli.console`).
@@ -21,9 +22,11 @@ from typing import Annotated
 import typer
 
 from toolplan.cli import (
+    approve,
     batch,
     cache,
     cancel,
+    deny,
     execute,
     listing,
     plan,
@@ -80,6 +83,10 @@ app.command(short_help="Plan a query with the LLM, validate and store it.")(plan
 app.command(short_help="Show a plan and its execution, or a request and its plans.")(show.show)
 app.command("list", short_help="List stored plans, newest first.")(listing.list_plans)
 app.command()(cancel.cancel)
+app.command(short_help="Approve steps waiting for a person and continue the execution.")(
+    approve.approve
+)
+app.command(short_help="Deny a step waiting for a person; its dependents are skipped.")(deny.deny)
 app.add_typer(cache.cache_app, name="cache")
 app.command("tools", short_help="List the tools plans can use, or show one: toolplan tools NAME.")(
     tools.list_tools

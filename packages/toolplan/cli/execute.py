@@ -8,18 +8,26 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from toolplan.cli.options import (
+    ApproveAllOption,
     ConcurrencyOption,
     FailFastOption,
     JsonOption,
     McpOption,
     NoCacheOption,
+    NoInputOption,
     StoreOption,
     TemporalAddressOption,
     ToolsOption,
     YesOption,
 )
 from toolplan.cli.output import emit_json, finish_execution, guard, run_async, stderr, stdout
-from toolplan.cli.session import new_client, progress, say_recorded_tools, shown_store_uri
+from toolplan.cli.session import (
+    approval_prompt,
+    new_client,
+    progress,
+    say_recorded_tools,
+    shown_store_uri,
+)
 
 if TYPE_CHECKING:
     from toolplan.client import Toolplan
@@ -57,8 +65,13 @@ def execute(
         ),
     ] = False,
     temporal_address: TemporalAddressOption = None,
+    approve_all: ApproveAllOption = False,
+    no_input: NoInputOption = False,
 ) -> None:
     """Run a stored plan, or resume it after a crash. A finished plan prints its stored result.
+
+    A step that needs a person's approval waits: asked on the terminal, or the command exits 4
+    saying how to approve or deny it (toolplan approve / deny).
 
     With a Temporal address the plan runs as a Temporal workflow on `toolplan worker --temporal`
     processes, and this command waits for it (or only queues it, with --enqueue).
@@ -73,6 +86,7 @@ def execute(
             mcp=mcp,
             no_cache=no_cache,
             temporal_address=temporal_address,
+            approve_all=approve_all,
         )
 
     if enqueue:
@@ -80,18 +94,24 @@ def execute(
         return
     shown: list[str] = []
 
+    ask = approval_prompt(no_input=no_input, as_json=as_json)
+
+    async def executed(client: Toolplan) -> ExecutionResult:
+        result = await client.execute(
+            plan_id,
+            approve=yes,
+            resume=resume,
+            on_event=progress(as_json),
+            on_tools=say_recorded_tools,
+        )
+        if ask is not None:
+            result = await client.ask(result, ask, on_event=progress(as_json))
+        return result
+
     def body() -> ExecutionResult:
         with open_client() as client:
             shown.append(shown_store_uri(client.store_uri))
-            result = run_async(
-                client.execute(
-                    plan_id,
-                    approve=yes,
-                    resume=resume,
-                    on_event=progress(as_json),
-                    on_tools=say_recorded_tools,
-                )
-            )
+            result = run_async(executed(client))
         if result.stored:
             stderr.print(
                 f"{plan_id} already finished ({result.status}): this is its stored result; "

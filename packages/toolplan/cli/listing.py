@@ -22,7 +22,7 @@ def list_plans(
             "--status",
             metavar="STATUS",
             help="Only plans in this state: the execution's status (queued, running, "
-            "succeeded, partial, failed, cancelled), or planned / needs_review for plans "
+            "waiting, succeeded, partial, failed, cancelled), or planned / needs_review for plans "
             "never executed.",
         ),
     ] = None,

@@ -8,6 +8,8 @@ from typing import Annotated
 import typer
 
 __all__ = [
+    "ApproveAllOption",
+    "ByOption",
     "ConcurrencyOption",
     "FailFastOption",
     "FileOption",
@@ -17,6 +19,7 @@ __all__ = [
     "McpOption",
     "ModelOption",
     "NoCacheOption",
+    "NoInputOption",
     "QueryOption",
     "RequestIdOption",
     "StoreOption",
@@ -130,5 +133,26 @@ ThresholdOption = Annotated[
         min=0,
         max=1,
         help="Plans whose lowest step confidence is below this are stored as needs_review (default 0.5).",
+    ),
+]
+ApproveAllOption = Annotated[
+    bool,
+    typer.Option(
+        "--approve-all",
+        help="Pre-approve every step: none waits for a person (steps tagged approval, "
+        '"approval": true, MCP destructiveHint). For scripts and tests.',
+    ),
+]
+NoInputOption = Annotated[
+    bool,
+    typer.Option(
+        "--no-input",
+        help="Never ask on the terminal: steps that wait for approval stay waiting (exit 4).",
+    ),
+]
+ByOption = Annotated[
+    str | None,
+    typer.Option(
+        "--by", metavar="NAME", help="Who decides, stored with the decision (default: the OS user)."
     ),
 ]

@@ -23,6 +23,7 @@ from toolplan.errors import ToolplanError
 __all__ = [
     "DEBUG_ENV",
     "emit_json",
+    "finish_decision",
     "finish_execution",
     "guard",
     "run_async",
@@ -125,4 +126,21 @@ def finish_execution(result: ExecutionResult, *, as_json: bool, store_uri: str) 
             stdout.print(
                 f"it was cancelled; continue it with: toolplan execute {result.plan_id} --resume"
             )
+        for line in render.waiting_lines(result) if result.status == "waiting" else ():
+            stdout.print(line, highlight=False, markup=False)
     raise typer.Exit(result.exit_code)
+
+
+def finish_decision(result: ExecutionResult, *, as_json: bool, store_uri: str) -> None:
+    """How ``toolplan approve`` / ``deny`` end: the execution they continued (as
+    :func:`finish_execution`), or, handed to workers, what is queued (exit 0)."""
+    if result.status != "queued":
+        finish_execution(result, as_json=as_json, store_uri=store_uri)
+    if as_json:
+        emit_json(result.to_json())
+    else:
+        stdout.print(
+            f"recorded; queued {result.plan_id} in {store_uri}: a `toolplan worker` continues it",
+            highlight=False,
+        )
+    raise typer.Exit(0)

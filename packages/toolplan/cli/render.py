@@ -47,11 +47,49 @@ _STATUS_STYLE = {
     "planned": "green",
     "needs_review": "yellow",
     "cancelled": "magenta",
+    "waiting": "bold yellow",
+    "waiting_approval": "bold yellow",
+    "denied": "red",
 }
 
 
 def _status(value: str) -> Text:
     return Text(value, style=_STATUS_STYLE.get(value, ""))
+
+
+def call_text(tool: str, arguments: Any, limit: int = 60) -> str:
+    """A call as a person reads it before approving it: ``wire_money(to="NO12", amount=50)``;
+    an argument longer than ``limit`` is cut (``toolplan show --json`` has it whole)."""
+    if isinstance(arguments, list):  # a forEach step: one call per item
+        return "; ".join(call_text(tool, item, limit) for item in arguments)
+    if not isinstance(arguments, dict):
+        return f"{tool}({short(arguments, limit)})"
+    shown = ", ".join(
+        f"{key}={short(json.dumps(value, ensure_ascii=False, default=str), limit)}"
+        for key, value in arguments.items()
+    )
+    return f"{tool}({shown})"
+
+
+def decision_text(decision: dict[str, Any]) -> str:
+    """A stored decision in one line: ``approved by ada at 2025-…`` (with the reason)."""
+    text = f"{decision['decision']} by {decision['by']} at {decision['at']}"
+    return text + (f": {decision['reason']}" if decision.get("reason") else "")
+
+
+def waiting_lines(result: ExecutionResult) -> list[str]:
+    """What an execution that waits for approval says last: each waiting call, and how to
+    approve or deny it."""
+    lines = [
+        f"waiting for approval: {step.step_id} → {call_text(step.tool, step.resolved_parameters)}"
+        for step in result.waiting
+    ]
+    first = result.waiting[0].step_id if result.waiting else "STEP_ID"
+    lines.append(
+        f"approve with: toolplan approve {result.plan_id}"
+        f" · deny with: toolplan deny {result.plan_id} {first} --reason TEXT"
+    )
+    return lines
 
 
 def short(value: Any, limit: int = 60) -> str:
@@ -99,6 +137,8 @@ def print_execution(console: Console, result: ExecutionResult) -> None:
     table.add_column("output / error", overflow="fold", ratio=1)
     for step in result.steps:
         detail = step.error if step.status != "succeeded" else short(step.output, 80)
+        if step.status == "waiting_approval":
+            detail = "would call " + call_text(step.tool, step.resolved_parameters)
         text = Text(detail or "")
         if step.used_fallback:
             # Text, not markup: "[fallback]" as markup would vanish as an unknown style.
@@ -148,6 +188,7 @@ EXECUTION_STATUS_MEANING = {
     "succeeded": "every step succeeded",
     "partial": "some steps succeeded, others failed or were skipped",
     "failed": "no step succeeded",
+    "waiting": "steps wait for approval: toolplan approve ID, or toolplan deny ID STEP --reason",
 }
 """What an execution's status says (the latest run of a plan)."""
 
@@ -217,7 +258,11 @@ def print_described(console: Console, data: dict[str, Any]) -> None:
             status = _status(step["status"])
             succeeded = step["status"] == "succeeded"
             detail = short(step["output"]) if succeeded else step["error"] or ""
+            if step["status"] == "waiting_approval":
+                detail = "would call " + call_text(step["tool"], step["resolvedParameters"])
             text = Text(detail)
+            if step.get("decision") is not None:
+                text = Text.assemble((decision_text(step["decision"]) + "  ", "cyan"), text)
             if step.get("usedFallback"):
                 text = Text.assemble(("fallback: ", "yellow"), text)
             if step.get("cached"):
@@ -357,6 +402,8 @@ class ProgressPrinter:
         "failed": "✗",
         "skipped": "-",
         "cancelled": "■",
+        "waiting": "⏸",
+        "denied": "✗",
     }
 
     def __init__(self, console: Console) -> None:
@@ -374,6 +421,8 @@ def progress_line(event: StepEvent) -> str:
     head = f"{ProgressPrinter._SYMBOL[event.kind]} {step} ({event.tool})"
     if event.kind == "fallback":
         return f"{head} failed: {event.error}; calling its fallback {event.fallback_tool!r}"
+    if event.kind == "waiting":
+        return f"{head} waits for approval to call {call_text(event.tool, event.arguments)}"
     if event.kind == "skipped":
         reason = event.error or "skipped"
         return f"{head} {reason if reason.startswith('skipped') else f'skipped: {reason}'}"

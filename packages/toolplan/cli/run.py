@@ -12,6 +12,7 @@ from rich.markup import escape
 
 from toolplan.cli import render
 from toolplan.cli.options import (
+    ApproveAllOption,
     ConcurrencyOption,
     FailFastOption,
     FileOption,
@@ -21,6 +22,7 @@ from toolplan.cli.options import (
     McpOption,
     ModelOption,
     NoCacheOption,
+    NoInputOption,
     QueryOption,
     RequestIdOption,
     StoreOption,
@@ -30,7 +32,13 @@ from toolplan.cli.options import (
     YesOption,
 )
 from toolplan.cli.output import emit_json, finish_execution, guard, run_async, stderr, stdout
-from toolplan.cli.session import new_client, planning_progress, progress, shown_store_uri
+from toolplan.cli.session import (
+    approval_prompt,
+    new_client,
+    planning_progress,
+    progress,
+    shown_store_uri,
+)
 from toolplan.errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -81,6 +89,8 @@ def run(
         int,
         typer.Option("--max-replans", min=0, help="New plans allowed after a failed one."),
     ] = 1,
+    approve_all: ApproveAllOption = False,
+    no_input: NoInputOption = False,
 ) -> None:
     """Plan a query with the LLM, execute it and answer (replanning after failures); or run a
     plan --file."""
@@ -96,6 +106,7 @@ def run(
             no_cache=no_cache,
             temporal_address=temporal_address,
             model=model,
+            approve_all=approve_all,
         )
 
     if query_text is not None and file is None and not no_answer:
@@ -113,6 +124,7 @@ def run(
         return
     planning: dict[str, Any] = {}
     shown: list[str] = []
+    ask = approval_prompt(no_input=no_input, as_json=as_json)
 
     def body() -> ExecutionResult:
         from toolplan.pipeline.flow import FromDocument, FromQuery
@@ -157,8 +169,9 @@ def run(
             else:
                 assert file is not None
                 source = FromDocument(file, query=query, request_id=request_id)
-            outcome = run_async(
-                client.run(
+
+            async def ran() -> ExecutionResult:
+                outcome = await client.run(
                     source,
                     approve=yes,
                     on_planned=show,
@@ -167,11 +180,14 @@ def run(
                     confidence_threshold=confidence_threshold,
                     on_planning=planning_progress(as_json),
                 )
-            )
+                assert outcome.result is not None  # review="refuse": a refused plan raised
+                if ask is None:
+                    return outcome.result
+                return await client.ask(outcome.result, ask, on_event=progress(as_json))
+
+            return run_async(ran())
         finally:
             client.close()
-        assert outcome.result is not None  # review="refuse": a refused plan raised instead
-        return outcome.result
 
     result = guard(body, as_json=as_json, plan_id=lambda: planning.get("planId"))
     if as_json and "plan" in planning:
@@ -274,5 +290,9 @@ def _run_with_answer(
         f" — inspect with: toolplan show {outcome.request_id}",
         highlight=False,
     )
-    stdout.print(f"\n[bold]answer:[/] {escape(outcome.answer)}")
+    if outcome.result.status == "waiting":
+        for line in render.waiting_lines(outcome.result):
+            stdout.print(line, highlight=False, markup=False)
+    else:
+        stdout.print(f"\n[bold]answer:[/] {escape(outcome.answer)}")
     raise typer.Exit(outcome.exit_code)

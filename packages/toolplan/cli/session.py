@@ -3,18 +3,20 @@ environment and the command's flags: the one place a command reads the environme
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from toolplan.cli import render
 from toolplan.cli.output import stderr
-from toolplan.client import Toolplan
+from toolplan.client import Asker, Toolplan
 from toolplan.config import Settings
 from toolplan.engine.recorder import EventListener
 from toolplan.planning.progress import PlanningListener
-from toolplan.store.protocol import PlanRecord
+from toolplan.store.protocol import PlanRecord, StepRecord
 from toolplan.tools.sources import ToolSources
 
 __all__ = [
+    "approval_prompt",
     "new_client",
     "planning_progress",
     "progress",
@@ -35,6 +37,7 @@ def new_client(
     temporal_address: str | None = None,
     model: str | None = None,
     create_store: bool = True,
+    approve_all: bool = False,
 ) -> Toolplan:
     """A client whose settings are the environment's, overridden by the given flags (``model``:
     ``--model``). Its store and tools open on first use; the command closes it. Commands that
@@ -49,6 +52,7 @@ def new_client(
         mcp_config=str(mcp) if mcp else None,
         no_cache=no_cache,
         temporal_address=temporal_address,
+        approve_all=approve_all,
     )
     return Toolplan(settings=settings, model=model, create_store=create_store)
 
@@ -77,3 +81,22 @@ def shown_store_uri(uri: str) -> str:
     from toolplan.store.registry import store_uri_for
 
     return redact_uri(store_uri_for(uri))
+
+
+def approval_prompt(*, no_input: bool, as_json: bool) -> Asker | None:
+    """How a command asks a person about a step waiting for approval: inline on the terminal
+    (``Call wire_money(to="NO12", amount=50)? [y/N]`` on stderr; no denies it, Ctrl-D leaves it
+    waiting), or not at all (``None``) with ``--no-input``, ``--json``, or stdin not a TTY:
+    then the command exits 4 saying how to approve or deny."""
+    if no_input or as_json or not sys.stdin.isatty():
+        return None
+    import click
+
+    def ask(step: StepRecord) -> bool | None:
+        call = render.call_text(step.tool, step.resolved_parameters)
+        try:
+            return click.confirm(f"Call {call}?", default=False, err=True)
+        except click.Abort:  # end of input or Ctrl-C at the prompt: decide later
+            return None
+
+    return ask

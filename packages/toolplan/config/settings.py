@@ -362,6 +362,7 @@ class Settings:
         mcp_config: str | None = None,
         no_cache: bool = False,
         temporal_address: str | None = None,
+        approve_all: bool = False,
     ) -> Settings:
         """A copy with the flags a user gave on the command line applied."""
         execution = self.execution
@@ -374,6 +375,8 @@ class Settings:
                 execution = replace(execution, fail_fast=fail_fast)
             if no_cache:
                 execution = replace(execution, cache=False)
+            if approve_all:
+                execution = replace(execution, approve_all=True)
         except ValueError as error:
             raise InvalidInput(str(error)) from None
         return replace(

@@ -118,6 +118,9 @@ class ExecutionOptions:
     max_items: int = DEFAULT_MAX_ITEMS
     """The longest list a ``forEach`` step without ``maxItems`` runs over
     (``TOOLPLAN_MAX_ITEMS``); a longer one fails the step before any call."""
+    approve_all: bool = False
+    """Pre-approve every step: none waits for a person (``--approve-all``, for scripts and
+    tests)."""
     graph_checkpoints: bool = False
     """Also run the execution graph under the store's LangGraph checkpointer (thread = plan ID),
     so LangGraph tooling sees each execution's node boundaries (``TOOLPLAN_GRAPH_CHECKPOINTS=1``).

@@ -29,11 +29,21 @@ if TYPE_CHECKING:
 __all__ = ["EventListener", "Recorder", "StepEvent"]
 
 StepEventKind = Literal[
-    "started", "retrying", "fallback", "succeeded", "failed", "skipped", "cancelled"
+    "started",
+    "retrying",
+    "fallback",
+    "succeeded",
+    "failed",
+    "skipped",
+    "cancelled",
+    "waiting",
+    "denied",
 ]
 """``retrying``: an attempt failed and the tool is called again. ``fallback``: the tool failed for
 good (``error`` says why) and the step's fallback tool (``fallback_tool``) is called instead.
-``cancelled``: the execution was cancelled while the step ran or before it started."""
+``cancelled``: the execution was cancelled while the step ran or before it started.
+``waiting``: the step waits for a person's approval (``arguments``: what its tool would be
+called with). ``denied``: a person said no (``error``: who and why)."""
 
 
 @dataclass(frozen=True)
@@ -58,10 +68,12 @@ class StepEvent:
     """The item of a ``forEach`` step the transition is about (``None``: the step itself)."""
     reason: SkipReason | None = None
     """On ``skipped``: ``condition`` when a ``when`` condition decided it, not a failure."""
+    arguments: Any = None
+    """On ``waiting``: the resolved arguments the tool would be called with once approved."""
 
     def to_json(self) -> dict[str, Any]:
-        """camelCase JSON form."""
-        return {
+        """camelCase JSON form (``arguments`` only on ``waiting``)."""
+        data = {
             "kind": self.kind,
             "planId": self.plan_id,
             "stepId": self.step_id,
@@ -76,6 +88,9 @@ class StepEvent:
             "item": self.item,
             "reason": self.reason,
         }
+        if self.kind == "waiting":
+            data["arguments"] = self.arguments
+        return data
 
 
 EventListener = Callable[[StepEvent], None]
@@ -323,6 +338,18 @@ class Recorder:
             cached=cache_age_seconds is not None,
             used_fallback=used_fallback,
         )
+
+    async def waiting(self, step_id: str, tool: str, arguments: Any) -> None:
+        """The step waits for a person's approval to call its tool with ``arguments`` (any
+        earlier decision, given for other arguments, no longer applies)."""
+        changes: dict[str, Any] = {
+            "status": "waiting_approval",
+            "resolved_parameters": arguments,
+            "error": None,
+            "decision": None,
+        }
+        await self._write(step_id, changes)
+        self._emit("waiting", step_id, tool, 0, arguments=arguments)
 
     async def skipped(
         self, step_id: str, tool: str, message: str, *, reason: SkipReason | None = None

@@ -13,12 +13,20 @@ from toolplan.store.protocol import (
     StepRecord,
 )
 
-__all__ = ["ExecutionResult", "overall_status", "step_json"]
+__all__ = ["WAITING_EXIT_CODE", "ExecutionResult", "overall_status", "step_json"]
+
+WAITING_EXIT_CODE = 4
+"""The exit code of a run that stopped because steps wait for a person's approval."""
 
 
-def overall_status(steps: list[StepRecord]) -> Literal["succeeded", "partial", "failed"]:
-    """``succeeded`` if every step succeeded or was skipped by a condition (a decision, not a
-    failure), ``failed`` if none succeeded, else ``partial``."""
+def overall_status(
+    steps: list[StepRecord],
+) -> Literal["waiting", "succeeded", "partial", "failed"]:
+    """``waiting`` while a step waits for a person's approval; else ``succeeded`` if every step
+    succeeded or was skipped by a condition (a decision, not a failure), ``failed`` if none
+    succeeded, else ``partial`` (a denied step counts as a step that did not succeed)."""
+    if any(step.status == "waiting_approval" for step in steps):
+        return "waiting"
     succeeded = sum(1 for step in steps if step.status == "succeeded")
     decided = sum(1 for step in steps if step.status == "skipped" and step.reason == "condition")
     if succeeded + decided == len(steps):
@@ -56,6 +64,8 @@ def step_json(step: StepRecord) -> dict[str, Any]:
         data["reason"] = step.reason
     if step.items is not None:
         data["items"] = [item.to_json() for item in step.items]
+    if step.decision is not None:
+        data["decision"] = step.decision.to_json()
     return data
 
 
@@ -66,8 +76,8 @@ class ExecutionResult:
     request_id: str
     plan_id: str
     status: str
-    """``succeeded``, ``partial``, ``failed`` or ``cancelled`` when finished;
-    ``queued``/``running`` otherwise."""
+    """``succeeded``, ``partial``, ``failed`` or ``cancelled`` when finished; ``waiting`` while
+    a step waits for a person's approval; ``queued``/``running`` otherwise."""
     steps: list[StepRecord]
     outputs: dict[str, Any]
     """Output of each ``outputSteps`` step (every step when absent); ``None`` if it did not succeed."""
@@ -86,8 +96,16 @@ class ExecutionResult:
 
     @property
     def exit_code(self) -> int:
-        """0 when every step succeeded, 1 otherwise (``cancelled`` too: the CLI contract)."""
+        """0 when every step succeeded, 4 while a step waits for approval, 1 otherwise
+        (``cancelled`` too: the CLI contract)."""
+        if self.status == "waiting":
+            return WAITING_EXIT_CODE
         return 0 if self.status == "succeeded" else 1
+
+    @property
+    def waiting(self) -> list[StepRecord]:
+        """The steps waiting for a person's approval, in plan order."""
+        return [step for step in self.steps if step.status == "waiting_approval"]
 
     def step(self, step_id: str) -> StepRecord:
         """The record of one step."""

@@ -29,12 +29,14 @@ __all__ = ["Slots", "StepOutcome", "schedule"]
 class StepOutcome:
     """How a step ended."""
 
-    status: Literal["succeeded", "failed", "skipped"]
+    status: Literal["succeeded", "failed", "skipped", "waiting", "denied"]
+    """``waiting``: the step waits for a person's approval; its dependents stay pending (they
+    neither run nor are skipped). ``denied``: a person said no; its dependents are skipped."""
     output: Any = None
     error: str | None = None
     cause: str | None = None
-    """For a skipped step: the failed step (or the step whose condition was false) it traces
-    back to."""
+    """For a skipped step: the failed (or denied) step, or the step whose condition was false,
+    it traces back to."""
     reason: SkipReason | None = None
     """``condition``: skipped by a ``when`` condition (its own or a dependency's), not a failure."""
 
@@ -153,8 +155,11 @@ async def schedule(
             cause = outcomes[root].cause or root
             message = f"skipped because the condition of {cause!r} was false"
         else:
-            cause = root if outcomes[root].status == "failed" else _cause_of(root)
-            message = f"skipped because dependency {cause!r} failed"
+            cause = root if outcomes[root].status in _STOPPED else _cause_of(root)
+            if outcomes.get(cause, _PENDING).status == "denied":
+                message = f"skipped because dependency {cause!r} was denied"
+            else:
+                message = f"skipped because dependency {cause!r} failed"
         reason = outcomes[root].reason
         stack = list(dependents[root])
         while stack:
@@ -170,7 +175,7 @@ async def schedule(
         current = step
         while outcomes[current].cause is None:
             deps = [d for d in sorted(dependencies[current], key=rank.__getitem__) if d in outcomes]
-            failed = [d for d in deps if outcomes[d].status == "failed"]
+            failed = [d for d in deps if outcomes[d].status in _STOPPED]
             if failed:
                 return failed[0]
             skipped = [d for d in deps if outcomes[d].status == "skipped"]
@@ -195,7 +200,7 @@ async def schedule(
 
     # Steps already final from an earlier run may need their dependents skipped.
     for step in order:
-        if step in outcomes and outcomes[step].status != "succeeded":
+        if step in outcomes and outcomes[step].status not in ("succeeded", "waiting"):
             await skip_dependents_of(step)
     for step in order:
         if step not in outcomes and waiting[step] == 0:
@@ -215,7 +220,7 @@ async def schedule(
                 if waiting[child] == 0 and child not in outcomes:
                     newly_ready.append(child)
             ready.extend(sorted(newly_ready, key=rank.__getitem__))
-        else:
+        elif result.status != "waiting":  # a waiting step's dependents wait with it
             await skip_dependents_of(step)
 
     async def settle_queued() -> None:
@@ -258,7 +263,7 @@ async def schedule(
                 continue
             step, result = entry
             await settle(step, result)
-            if fail_fast and not stopping and outcomes[step].status != "succeeded":
+            if fail_fast and not stopping and outcomes[step].status not in ("succeeded", "waiting"):
                 stopping = True
                 await stop_after(step)
     finally:
@@ -270,3 +275,6 @@ async def schedule(
 
 
 _PENDING = StepOutcome("skipped", error="pending")  # sentinel: "no outcome yet"
+
+_STOPPED = ("failed", "denied")
+"""Outcomes whose dependents are skipped as failures' are (not a condition's decision)."""

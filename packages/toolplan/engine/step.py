@@ -15,6 +15,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, ToolException
 from pydantic import ValidationError
 
+from toolplan.engine.approval import covers, needs_approval
 from toolplan.engine.cache import cache_key, cache_ttl_of
 from toolplan.engine.effects import EarlierEffect
 from toolplan.engine.inputs import StepInputs
@@ -42,7 +43,14 @@ from toolplan.errors import TemplateError, Unavailable
 from toolplan.plans.json_schema import inline_refs
 from toolplan.plans.plan import Plan, Step
 from toolplan.plans.templates import INDEX, ITEM, resolve
-from toolplan.store.protocol import ItemRecord, RecordStore, ResultCache, cap_output, utc_now
+from toolplan.store.protocol import (
+    Decision,
+    ItemRecord,
+    RecordStore,
+    ResultCache,
+    cap_output,
+    utc_now,
+)
 from toolplan.tools.catalog import ToolCatalog
 
 __all__ = [
@@ -87,6 +95,7 @@ class StepRunner:
         earlier: Mapping[str, EarlierEffect] | None = None,
         prior_items: Mapping[str, list[ItemRecord]] | None = None,
         slots: Slots | None = None,
+        decisions: Mapping[str, Decision] | None = None,
     ) -> None:
         self.plan = plan
         # Plan.step() scans the list; a dict keeps a step's lookup O(1), so large plans stay linear.
@@ -116,6 +125,9 @@ class StepRunner:
         """Item records an earlier run of a ``forEach`` step left (resume runs the others)."""
         self.slots = slots or Slots(options.concurrency)
         """The plan's concurrency limit, shared with the scheduler: each item holds a slot."""
+        self.decisions: dict[str, Decision] = dict(decisions or {})
+        """People's decisions on steps that waited for approval, from the step records: an
+        approval lets its step call the tool with the arguments that were shown, no others."""
 
     def _config(
         self, step: Step, attempt: int, *, fallback: bool = False, item: int | None = None
@@ -269,6 +281,16 @@ class StepRunner:
         outputs = await self.inputs.outputs_for(step)
         try:
             items = item_list(step, outputs, self.options.max_items)
+            if self._gated(step):
+                # One approval for the whole list: every item's arguments are shown at once.
+                schema = self._arguments_schema(step.tool)
+                calls = [
+                    resolve(step.parameters, {**outputs, ITEM: item, INDEX: index}, schema)
+                    for index, item in enumerate(items)
+                ]
+                waiting = await self._wait_for_approval(step, calls)
+                if waiting is not None:
+                    return waiting
         except TemplateError as error:
             return await self._finish(step, "failed", 0, started, error=str(error))
         records, todo = unfinished_items(len(items), self.prior_items.get(step.id))
@@ -418,12 +440,30 @@ class StepRunner:
             return None
         return cache_ttl_of(self.catalog.get(step.tool), self.options.cache_ttl)
 
+    def _gated(self, step: Step) -> bool:
+        """Whether ``step``'s tool is called only once a person approved the call."""
+        return not self.options.approve_all and needs_approval(step, self.catalog.get(step.tool))
+
+    async def _wait_for_approval(self, step: Step, arguments: Any) -> StepOutcome | None:
+        """``None`` when an approval covers calling ``step``'s tool with ``arguments``; else the
+        step is recorded ``waiting_approval`` with them and that outcome returned."""
+        if covers(self.decisions.get(step.id), step.tool, arguments):
+            return None
+        await self.recorder.waiting(step.id, step.tool, arguments)
+        return StepOutcome("waiting")
+
     async def _done_before(
         self, step: Step, arguments: Any, attempts: int, started: float
     ) -> StepOutcome | None:
-        """The step finished without calling its tool: the same call succeeded in an earlier
-        version of the request, or a read-only tool's result is in the cache; else ``None``."""
+        """The step ends before its tool is called: the same call succeeded in an earlier
+        version of the request (no side effect happens again, so nothing to approve), it waits
+        for a person's approval, or a read-only tool's result is in the cache (never for a call
+        not approved yet); else ``None``."""
         earlier = self.earlier.get(cache_key(step.tool, arguments)) if self.earlier else None
+        if earlier is None and self._gated(step):
+            waiting = await self._wait_for_approval(step, arguments)
+            if waiting is not None:
+                return waiting
         if earlier is not None:
             return await self._finish(
                 step,

@@ -6,8 +6,9 @@ backend's worker, leaves the same transitions in the store's step records; :func
 turns the changes it sees there into the same :class:`~toolplan.engine.recorder.StepEvent` values,
 so the API's ``stepEvents`` follows any execution, wherever it runs.
 
-What polling can and cannot show: every attempt's ``started``, and the final ``succeeded``,
-``failed`` or ``skipped`` with its error and duration. A ``retrying`` event is emitted before
+What polling can and cannot show: every attempt's ``started``, ``waiting`` (with the arguments
+waiting for approval), and the final ``succeeded``, ``failed``, ``skipped`` or ``denied`` with
+its error and duration. A ``retrying`` event is emitted before
 each attempt after the first, without the earlier attempt's error (the records keep only the
 last one). Steps are reported in plan order within one poll.
 """
@@ -25,7 +26,7 @@ __all__ = ["DEFAULT_POLL_SECONDS", "watch_step_events"]
 DEFAULT_POLL_SECONDS = 0.2
 """How often the step records are read while an execution runs elsewhere."""
 
-_FINAL = ("succeeded", "failed", "skipped", "cancelled")
+_FINAL = ("succeeded", "failed", "skipped", "cancelled", "denied")
 
 
 def _changes(plan_id: str, step: StepRecord, before: StepRecord | None) -> list[StepEvent]:
@@ -37,6 +38,18 @@ def _changes(plan_id: str, step: StepRecord, before: StepRecord | None) -> list[
                 StepEvent("retrying", plan_id, step.step_id, step.tool, attempt - 1, utc_now())
             )
         events.append(StepEvent("started", plan_id, step.step_id, step.tool, attempt, utc_now()))
+    if step.status == "waiting_approval" and (before is None or before.status != step.status):
+        events.append(
+            StepEvent(
+                "waiting",
+                plan_id,
+                step.step_id,
+                step.tool,
+                step.attempts,
+                utc_now(),
+                arguments=step.resolved_parameters,
+            )
+        )
     if step.status in _FINAL and (before is None or before.status not in _FINAL):
         events.append(
             StepEvent(

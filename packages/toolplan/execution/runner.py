@@ -22,6 +22,7 @@ same idempotency key.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -41,6 +42,7 @@ from toolplan.execution.lease import take_lease, while_holding
 from toolplan.plans.plan import Plan, parse_plan
 from toolplan.store.protocol import (
     TERMINAL_EXECUTION_STATUSES,
+    Decision,
     ExecutionLog,
     ExecutionRecord,
     ItemRecord,
@@ -55,6 +57,7 @@ __all__ = [
     "ExecutionBusy",
     "ExecutionContext",
     "ResumeState",
+    "decided_meanwhile",
     "finish_execution",
     "new_worker_id",
     "run_plan_steps",
@@ -75,6 +78,9 @@ class ResumeState:
     and reopened): attempt numbers go on from there."""
     items: dict[str, list[ItemRecord]] = field(default_factory=dict)
     """Item records of unfinished ``forEach`` steps: only the items that did not finish run."""
+    decisions: dict[str, Decision] = field(default_factory=dict)
+    """People's decisions on steps that waited for approval (a ``waiting_approval`` step is
+    not final: it runs again, and waits again unless an approval covers its arguments)."""
 
     @classmethod
     def of(cls, execution: ExecutionRecord) -> ResumeState:
@@ -83,7 +89,7 @@ class ResumeState:
             finished={
                 s.step_id: StepOutcome(s.status, output=s.output, error=s.error, reason=s.reason)
                 for s in execution.steps
-                if s.status in ("succeeded", "failed", "skipped")
+                if s.status in ("succeeded", "failed", "skipped", "denied")
             },
             items={
                 s.step_id: list(s.items)
@@ -96,6 +102,7 @@ class ResumeState:
                 for s in execution.steps
                 if s.status in ("running", "pending") and s.attempts
             },
+            decisions={s.step_id: s.decision for s in execution.steps if s.decision is not None},
         )
 
 
@@ -109,6 +116,32 @@ def _checked(record: PlanRecord, catalog: ToolCatalog) -> tuple[Plan, Analysis]:
 def _create(store: ExecutionLog, plan: Plan, plan_id: str, status: str) -> ExecutionRecord:
     pairs = [(step.id, step.tool) for step in plan.steps]
     return store.create_execution(plan_id, pairs, status=status)  # type: ignore[arg-type]
+
+
+async def decided_meanwhile(
+    store: ExecutionLog,
+    plan_id: str,
+    outcomes: Mapping[str, StepOutcome],
+    recorder: Recorder,
+) -> ResumeState | None:
+    """When steps of this run wait for approval: the state to schedule again from if a person
+    decided on one of them while the rest ran (``None`` when nobody did, or nothing waits), so
+    an approval given meanwhile is not left for a later run."""
+    if not any(outcome.status == "waiting" for outcome in outcomes.values()):
+        return None
+    await recorder.drain()
+    latest = await asyncio.to_thread(store.get_execution, plan_id)
+    if latest is None:
+        return None
+    waiting = {step for step, outcome in outcomes.items() if outcome.status == "waiting"}
+    still = {
+        step: outcomes[step] for step in waiting if latest.step(step).status == "waiting_approval"
+    }
+    if len(still) == len(waiting):
+        return None
+    state = ResumeState.of(latest)
+    # Steps still waiting keep their outcome: they are not asked about a second time.
+    return replace(state, finished={**state.finished, **still})
 
 
 async def start_execution(
@@ -126,7 +159,8 @@ def _finished(store: ExecutionLog, plan_id: str) -> ExecutionRecord:
     final = store.get_execution(plan_id)
     assert final is not None
     status = overall_status(final.steps)
-    finished_at = utc_now()
+    # A waiting execution has not finished: a person's decision continues it.
+    finished_at = None if status == "waiting" else utc_now()
     store.set_execution_status(plan_id, status, finished_at=finished_at)
     return replace(final, status=status, finished_at=finished_at)
 
@@ -228,11 +262,31 @@ async def _run_plan_steps(ctx: ExecutionContext, record: PlanRecord) -> Executio
         cache=store,
         timeouts=opened.timeouts,
         earlier=opened.earlier,
+        decisions=resume.decisions,
     )
     tools = {step.id: step.tool for step in plan.steps}
 
     async def skip(step_id: str, message: str, reason: SkipReason | None) -> None:
         await recorder.skipped(step_id, tools[step_id], message, reason=reason)
+
+    async def run_steps() -> None:
+        finished = resume.finished
+        while True:
+            outcomes = await schedule(
+                analysis.order,
+                analysis.dependencies,
+                runner.run,
+                skip,
+                concurrency=ctx.options.concurrency,
+                fail_fast=ctx.options.fail_fast,
+                finished=finished,
+                slots=slots,
+            )
+            decided = await decided_meanwhile(store, plan_id, outcomes, recorder)
+            if decided is None:
+                return
+            runner.decisions.update(decided.decisions)
+            finished = decided.finished
 
     try:
         # A cancel requested before we held the lease (or while nobody did) ends it right away.
@@ -244,16 +298,7 @@ async def _run_plan_steps(ctx: ExecutionContext, record: PlanRecord) -> Executio
             run_until_cancelled(
                 store,
                 plan_id,
-                schedule(
-                    analysis.order,
-                    analysis.dependencies,
-                    runner.run,
-                    skip,
-                    concurrency=ctx.options.concurrency,
-                    fail_fast=ctx.options.fail_fast,
-                    finished=resume.finished,
-                    slots=slots,
-                ),
+                run_steps(),
                 poll=ctx.options.cancel_poll,
             ),
         )

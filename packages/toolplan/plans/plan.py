@@ -97,6 +97,12 @@ class Step(BaseModel):
         "skips the step and its dependents.",
     )
 
+    approval: bool | None = Field(
+        default=None,
+        description="Wait for a person's approval, with the resolved arguments shown, before "
+        "calling the tool. A tool tagged 'approval' always waits; false does not lift that.",
+    )
+
     _normalize_depends_on = field_validator("depends_on", mode="before")(_as_id_list)
 
     @property

@@ -89,7 +89,7 @@ class MongoControls:
         # Queued: nobody runs it, so it ends here. The conditional update races fairly with a
         # worker's claim (also conditional on the queued state): exactly one of them wins.
         ended = self._executions.update_one(
-            {"planId": plan_id, "status": "queued"},
+            {"planId": plan_id, "status": {"$in": ["queued", "waiting"]}},
             {
                 "$set": {
                     "status": "cancelled",
@@ -101,7 +101,7 @@ class MongoControls:
         )
         if ended.modified_count == 1:
             self._steps.update_many(
-                {"planId": plan_id, "status": {"$in": ["pending", "running"]}},
+                {"planId": plan_id, "status": {"$in": ["pending", "running", "waiting_approval"]}},
                 {
                     "$set": {
                         "status": "cancelled",

@@ -63,7 +63,7 @@ class SqliteControls:
                         for i, (step_id, tool) in enumerate(steps)
                     ],
                 )
-            elif row[0] == "queued":
+            elif row[0] in ("queued", "waiting"):
                 db.execute(
                     "UPDATE tp_executions SET status = 'cancelled', finished_at = ?,"
                     " cancel_requested_at = ?, worker_id = NULL, lease_until = NULL,"
@@ -72,7 +72,7 @@ class SqliteControls:
                 )
                 db.execute(
                     "UPDATE tp_steps SET status = 'cancelled', error = ?, finished_at = ?"
-                    " WHERE plan_id = ? AND status IN ('pending', 'running')",
+                    " WHERE plan_id = ? AND status IN ('pending', 'running', 'waiting_approval')",
                     (CANCELLED_BEFORE_START, now, plan_id),
                 )
             elif row[0] == "running":

@@ -71,6 +71,7 @@ from toolplan.store.codec import dumps, loads
 from toolplan.store.protocol import (
     EXECUTION_STATUSES,
     STEP_FIELDS,
+    Decision,
     ExecutionRecord,
     ExecutionStatus,
     ItemRecord,
@@ -138,6 +139,7 @@ _STEP_KEYS: dict[str, str] = {
     "reason": "reason",
     "items": "items",
     "item": "items",
+    "decision": "decision",
 }
 assert set(_STEP_KEYS) == STEP_FIELDS
 
@@ -514,6 +516,7 @@ class MongoStore(MongoControls):
             reused_from=document.get("reusedFrom"),
             reason=document.get("reason"),
             items=_items_from(document.get("items")),
+            decision=_decision_from(document.get("decision")),
         )
 
     @guarded
@@ -562,6 +565,8 @@ class MongoStore(MongoControls):
                 continue
             if name == "items":
                 value = None if value is None else {str(i.index): dumps(i.to_json()) for i in value}
+            if name == "decision":
+                value = None if value is None else value.to_json()
             if name in ("output", "resolved_parameters"):
                 value, truncated = self._payload(value)
                 capped = capped or (truncated and name == "output")
@@ -611,6 +616,17 @@ class MongoStore(MongoControls):
             raise KeyError(f"no step {step_id!r} in the execution of {plan_id!r}")
 
     @guarded
+    def decide_step(self, plan_id: str, step_id: str, changes: Mapping[str, Any]) -> bool:
+        selector = {"planId": plan_id, "stepId": step_id}
+        fields = self._step_fields(changes)
+        won = self._steps.update_one({**selector, "status": "waiting_approval"}, {"$set": fields})
+        if won.matched_count == 1:
+            return True
+        if self._steps.count_documents(selector, limit=1) != 1:
+            raise KeyError(f"no step {step_id!r} in the execution of {plan_id!r}")
+        return False
+
+    @guarded
     def set_execution_status(
         self,
         plan_id: str,
@@ -638,7 +654,7 @@ class MongoStore(MongoControls):
         self._executions.update_one(
             {
                 "planId": plan_id,
-                "status": {"$in": ["queued", "running"]},
+                "status": {"$in": ["queued", "running", "waiting"]},
                 "$or": [{"leaseUntil": None}, {"leaseUntil": {"$lt": now}}],
             },
             {"$set": {"status": "queued", "queuedAt": now, **_NO_OWNER}},
@@ -707,7 +723,11 @@ class MongoStore(MongoControls):
         if expected_owner is not None:
             holders.append({"workerId": expected_owner})
         result = self._executions.update_one(
-            {"planId": plan_id, "status": {"$in": ["queued", "running"]}, "$or": holders},
+            {
+                "planId": plan_id,
+                "status": {"$in": ["queued", "running", "waiting"]},
+                "$or": holders,
+            },
             {"$set": {"status": "running", **_owner(worker_id, until)}},
         )
         return result.matched_count == 1
@@ -852,6 +872,10 @@ class MongoStore(MongoControls):
     def close(self) -> None:
         """Close the client and its connection pool."""
         self._connection.close()
+
+
+def _decision_from(stored: Mapping[str, Any] | None) -> Decision | None:
+    return None if stored is None else Decision.from_json(stored)
 
 
 def _items_from(stored: Mapping[str, str] | None) -> list[ItemRecord] | None:

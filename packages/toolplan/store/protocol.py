@@ -43,6 +43,8 @@ __all__ = [
     "TERMINAL_EXECUTION_STATUSES",
     "CachedResult",
     "CheckpointStore",
+    "Decision",
+    "DecisionKind",
     "ExecutionLog",
     "ExecutionRecord",
     "ExecutionStatus",
@@ -74,23 +76,46 @@ __all__ = [
 PlanStatus = Literal["planned", "needs_review"]
 """``needs_review``: the planner's confidence was under the threshold; run only with ``--yes``."""
 
-ExecutionStatus = Literal["queued", "running", "succeeded", "partial", "failed", "cancelled"]
+ExecutionStatus = Literal[
+    "queued", "running", "waiting", "succeeded", "partial", "failed", "cancelled"
+]
 """``partial``: some steps succeeded, some failed or were skipped. ``failed``: none succeeded.
-``cancelled``: stopped by a cancel request; its finished steps are kept."""
+``cancelled``: stopped by a cancel request; its finished steps are kept. ``waiting``: nothing
+can run until a person decides on the steps ``waiting_approval``; nobody holds it (not
+terminal: an approval continues it)."""
 
-StepStatus = Literal["pending", "running", "succeeded", "failed", "skipped", "cancelled"]
+StepStatus = Literal[
+    "pending",
+    "running",
+    "waiting_approval",
+    "succeeded",
+    "failed",
+    "skipped",
+    "denied",
+    "cancelled",
+]
 """``cancelled``: the step was running (its tool call was cancelled) or had not started when its
-execution was cancelled."""
+execution was cancelled. ``waiting_approval``: its dependencies succeeded and its arguments are
+resolved (``resolved_parameters``), but its tool is called only once a person approves.
+``denied``: a person said no (``decision`` has who, when and why); its dependents are skipped."""
 
 ListedStatus = Literal[
-    "planned", "needs_review", "queued", "running", "succeeded", "partial", "failed", "cancelled"
+    "planned",
+    "needs_review",
+    "queued",
+    "running",
+    "waiting",
+    "succeeded",
+    "partial",
+    "failed",
+    "cancelled",
 ]
 """What :meth:`PlanRepository.recent_plans` filters on: the execution's status, or the plan's
 (``planned``, ``needs_review``) when it was never executed."""
 
 PLAN_STATUSES: frozenset[str] = frozenset({"planned", "needs_review"})
 EXECUTION_STATUSES: frozenset[str] = frozenset(
-    {"queued", "running", "succeeded", "partial", "failed", "cancelled"}
+    {"queued", "running", "waiting", "succeeded", "partial", "failed", "cancelled"}
 )
 
 TERMINAL_EXECUTION_STATUSES: frozenset[str] = frozenset(
@@ -248,6 +273,48 @@ def decode_plan_cursor(cursor: str) -> tuple[str, str]:
     return created_at, plan_id
 
 
+DecisionKind = Literal["approved", "denied"]
+"""A person's answer to a step ``waiting_approval``."""
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A person's answer to a step ``waiting_approval``, stored on the step: what, who, when,
+    why, and which arguments were shown (their fingerprint: an approval covers those arguments
+    only; a call with others asks again)."""
+
+    kind: DecisionKind
+    by: str
+    """Who decided (``--by``; default the OS user)."""
+    at: str
+    """When (ISO-8601 UTC)."""
+    fingerprint: str
+    """The fingerprint of the arguments shown when deciding
+    (:func:`toolplan.engine.approval.fingerprint`)."""
+    reason: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The stored form (and the ``decision`` of a step in ``toolplan show --json``)."""
+        return {
+            "decision": self.kind,
+            "by": self.by,
+            "at": self.at,
+            "fingerprint": self.fingerprint,
+            "reason": self.reason,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Decision:
+        """Inverse of :meth:`to_json`."""
+        return cls(
+            kind=data["decision"],
+            by=str(data["by"]),
+            at=str(data["at"]),
+            fingerprint=str(data["fingerprint"]),
+            reason=data.get("reason"),
+        )
+
+
 @dataclass(frozen=True)
 class StepRecord:
     """The durable record of one step in one execution."""
@@ -278,6 +345,8 @@ class StepRecord:
     """Why a ``skipped`` step was skipped when that was a decision, not a failure."""
     items: list[ItemRecord] | None = None
     """A ``forEach`` step's items, once its list is known (``None`` for any other step)."""
+    decision: Decision | None = None
+    """A person's answer, once the step waited for approval (:meth:`ExecutionLog.decide_step`)."""
 
 
 STEP_FIELDS = frozenset(
@@ -300,6 +369,7 @@ STEP_FIELDS = frozenset(
         "reason",
         "items",
         "item",
+        "decision",
     }
 )
 """Fields :meth:`Store.update_step` may change. ``items`` sets a ``forEach`` step's whole list
@@ -472,8 +542,8 @@ class ExecutionLog(_Role, Protocol):
         """Record a cancel request for the execution of a plan, atomically; return the record.
 
         - no execution yet: it is created ``cancelled``, every step ``cancelled``;
-        - ``queued`` (nobody runs it): it becomes ``cancelled`` at once, with its unfinished
-          steps, and no worker can claim it any more;
+        - ``queued`` or ``waiting`` (nobody runs it): it becomes ``cancelled`` at once, with its
+          unfinished steps (``waiting_approval`` ones too), and no worker can claim it any more;
         - ``running``: ``cancel_requested_at`` is set (once; repeated requests keep the first
           time). The process running it notices (:meth:`cancel_requested`) and ends it;
         - finished (``cancelled`` included): nothing changes.
@@ -483,6 +553,13 @@ class ExecutionLog(_Role, Protocol):
     def cancel_requested(self, plan_id: str) -> bool:
         """Whether a cancel was requested for the execution (a cheap read, polled by the process
         running it)."""
+        ...
+
+    def decide_step(self, plan_id: str, step_id: str, changes: Mapping[str, Any]) -> bool:
+        """Apply ``changes`` (keys from ``STEP_FIELDS``, a ``decision`` among them) to one step
+        only if it is ``waiting_approval``, atomically: ``True`` when applied; ``False``, and
+        nothing changes, when it is not (never waited, or decided meanwhile: one decision wins).
+        An unknown step raises ``KeyError`` like :meth:`update_step`."""
         ...
 
     def reopen(self, plan_id: str) -> bool:
@@ -516,10 +593,13 @@ class WorkQueue(_Role, Protocol):
     claim or an acquire makes it ``running`` with the caller as owner until ``now + lease``, and
     records the calling process (:func:`lease_holder`) as ``owner_host``/``owner_pid``; only
     the owner renews; a release puts a running execution back to ``queued`` and clears the owner.
+    A ``waiting`` execution is not claimable (nobody can run it before a decision) but may be
+    acquired (the process that records a decision continues it) or enqueued (for workers).
     """
 
     def enqueue(self, plan_id: str, steps: list[tuple[str, str]]) -> ExecutionRecord:
-        """Queue an execution for workers (creates it with status ``queued`` if absent)."""
+        """Queue an execution for workers (creates it with status ``queued`` if absent); a
+        ``queued``, ``waiting`` or ``running`` one without a live lease is queued (again)."""
         ...
 
     def claim(self, worker_id: str, lease_seconds: float) -> str | None:

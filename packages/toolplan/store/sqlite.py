@@ -38,6 +38,7 @@ from toolplan.store.codec import dumps, loads
 from toolplan.store.protocol import (
     EXECUTION_STATUSES,
     STEP_FIELDS,
+    Decision,
     ExecutionRecord,
     ExecutionStatus,
     ItemRecord,
@@ -116,6 +117,7 @@ CREATE TABLE IF NOT EXISTS tp_steps (
     reused_from TEXT,
     reason TEXT,
     items TEXT,
+    decision TEXT,
     PRIMARY KEY (plan_id, step_id)
 );
 CREATE INDEX IF NOT EXISTS tp_steps_by_tool ON tp_steps(tool, status);
@@ -186,6 +188,7 @@ _ADDED_COLUMNS = {
         "reused_from TEXT",
         "reason TEXT",
         "items TEXT",
+        "decision TEXT",
     ),
 }
 """Columns added after the first release: files created before get them when opened."""
@@ -515,6 +518,7 @@ class SqliteStore(SqliteControls):
                 reused_from=s["reused_from"],
                 reason=s["reason"],
                 items=_items_from(s["items"]),
+                decision=_decision_from(s["decision"]),
             )
             for s in step_rows
         ]
@@ -552,6 +556,19 @@ class SqliteStore(SqliteControls):
                     raise KeyError(f"no step {step_id!r} in the execution of {plan_id!r}")
 
     @guarded
+    def decide_step(self, plan_id: str, step_id: str, changes: Mapping[str, Any]) -> bool:
+        sql, values = _step_update(plan_id, step_id, changes)
+        with self._transaction() as db:
+            if db.execute(sql + " AND status = 'waiting_approval'", values).rowcount == 1:
+                return True
+            exists = db.execute(
+                "SELECT 1 FROM tp_steps WHERE plan_id = ? AND step_id = ?", (plan_id, step_id)
+            ).fetchone()
+        if exists is None:
+            raise KeyError(f"no step {step_id!r} in the execution of {plan_id!r}")
+        return False
+
+    @guarded
     def set_execution_status(
         self,
         plan_id: str,
@@ -578,7 +595,7 @@ class SqliteStore(SqliteControls):
             self._db.execute(
                 "UPDATE tp_executions SET status = 'queued', queued_at = ?, worker_id = NULL,"
                 " lease_until = NULL, owner_host = NULL, owner_pid = NULL"
-                " WHERE plan_id = ? AND status IN ('queued', 'running')"
+                " WHERE plan_id = ? AND status IN ('queued', 'running', 'waiting')"
                 " AND (lease_until IS NULL OR lease_until < ?)",
                 (time.time(), plan_id, time.time()),
             )
@@ -615,7 +632,8 @@ class SqliteStore(SqliteControls):
             cursor = self._db.execute(
                 "UPDATE tp_executions SET status = 'running', worker_id = ?, lease_until = ?,"
                 " owner_host = ?, owner_pid = ?"
-                " WHERE plan_id = ? AND status IN ('queued', 'running') AND (worker_id IS NULL"
+                " WHERE plan_id = ? AND status IN ('queued', 'running', 'waiting')"
+                " AND (worker_id IS NULL"
                 " OR lease_until IS NULL OR lease_until < ? OR worker_id = ? OR worker_id = ?)",
                 (
                     worker_id,
@@ -824,6 +842,9 @@ def _step_update(
         elif name == "items":
             assignments.append("items = ?")
             values.append(None if value is None else dumps([i.to_json() for i in value]))
+        elif name == "decision":
+            assignments.append("decision = ?")
+            values.append(None if value is None else dumps(value.to_json()))
         else:
             assignments.append(f"{name} = ?")
             values.append(dumps(value) if name in _JSON_STEP_FIELDS else value)
@@ -831,6 +852,10 @@ def _step_update(
     columns = ", ".join(assignments) or "step_id = step_id"
     sql = f"UPDATE tp_steps SET {columns} WHERE plan_id = ? AND step_id = ?"
     return sql, (*values, plan_id, step_id)
+
+
+def _decision_from(text: str | None) -> Decision | None:
+    return None if text is None else Decision.from_json(loads(text))
 
 
 def _items_from(text: str | None) -> list[ItemRecord] | None:

@@ -34,8 +34,10 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
 from toolplan.config import Settings
+from toolplan.engine.approval import needs_approval
 from toolplan.engine.effects import earlier_effects
 from toolplan.engine.inputs import StoreInputs
+from toolplan.engine.policies import ExecutionOptions
 from toolplan.engine.recorder import Recorder
 from toolplan.engine.scheduler import StepOutcome
 from toolplan.engine.step import AttemptFailed, StepRunner
@@ -49,6 +51,7 @@ from toolplan.plans.plan import Plan, parse_plan
 from toolplan.store.lookup import find_plan
 from toolplan.store.protocol import (
     TERMINAL_EXECUTION_STATUSES,
+    Decision,
     ItemRecord,
     PlanRecord,
     Store,
@@ -192,8 +195,24 @@ class PlanActivities:
             },
             # A later version of a request never repeats a side effect an earlier one had.
             earlier=await asyncio.to_thread(earlier_effects, self.store, record, catalog),
+            decisions=await self._decisions(call.plan_id, plan, catalog, options),
         )
         return runner, recorder
+
+    async def _decisions(
+        self, plan_id: str, plan: Plan, catalog: ToolCatalog, options: ExecutionOptions
+    ) -> dict[str, Decision]:
+        """People's decisions on the plan's steps, read only when a step may wait for one (a
+        gated step runs its tool only with an approval of its exact arguments)."""
+        gated = not options.approve_all and any(
+            needs_approval(step, catalog.get(step.tool)) for step in plan.steps
+        )
+        if not gated:
+            return {}
+        execution = await asyncio.to_thread(self.store.get_execution, plan_id)
+        if execution is None:
+            return {}
+        return {s.step_id: s.decision for s in execution.steps if s.decision is not None}
 
     async def _step_started(self, plan_id: str, step_id: str) -> float:
         execution = await asyncio.to_thread(self.store.get_execution, plan_id)

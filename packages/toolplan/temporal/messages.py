@@ -65,6 +65,8 @@ class RunOptions:
     timeout_min_observations: int = 20
     timeout_factor: float = 3.0
     timeout_history: int = 100
+    approve_all: bool = False
+    """No step waits for a person's approval (``--approve-all``)."""
 
     @classmethod
     def of(cls, options: ExecutionOptions, *, heartbeat_seconds: float) -> RunOptions:
@@ -88,6 +90,7 @@ class RunOptions:
             timeout_min_observations=options.timeouts.min_observations,
             timeout_factor=options.timeouts.factor,
             timeout_history=options.timeouts.history,
+            approve_all=options.approve_all,
         )
 
     def execution_options(self) -> ExecutionOptions:
@@ -114,6 +117,7 @@ class RunOptions:
                 history=self.timeout_history,
             ),
             graph_checkpoints=False,
+            approve_all=self.approve_all,
         )
 
 
