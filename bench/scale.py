@@ -25,7 +25,9 @@ from bench.memstore import MemoryStore
 from bench.simtools import plan_from_dag, sim_catalog
 from bench.stats import median
 from toolplan.analysis import analyze
+from toolplan.config import limits_from_env
 from toolplan.execution.runner import ExecutionContext
+from toolplan.plans.limits import InputLimits
 from toolplan.plans.plan import load_plan
 from toolplan.service.operations import execute_stored_plan, submit_plan
 from toolplan.store.sqlite import SqliteStore
@@ -37,6 +39,12 @@ def scale_plan(steps: int) -> dict[str, Any]:
     """A mixed random DAG of ``steps`` steps, edges by template (as an LLM writes them)."""
     dag = random_dag(0, "mixed", min_steps=steps, max_steps=steps, median_latency=0.001)
     return plan_from_dag(dag, zero_latency=True)
+
+
+def _limits() -> InputLimits:
+    """The input limits with the plan size :func:`run_scale` raised (``TOOLPLAN_MAX_PLAN_BYTES``,
+    which its child processes inherit): the bench reads it, as an entry point would."""
+    return limits_from_env()
 
 
 def _time(fn: Callable[[], Any], repeats: int) -> float:
@@ -55,9 +63,11 @@ async def _execute(steps: int, backend: str) -> dict[str, Any]:
         store = MemoryStore() if backend == "memory" else SqliteStore(Path(directory) / "s.db")
         try:
             ctx = ExecutionContext(store=store, catalog=catalog)
-            warm = submit_plan(scale_plan(10), store=store, catalog=catalog, max_steps=10)
+            warm = submit_plan(
+                scale_plan(10), store=store, catalog=catalog, max_steps=10, limits=_limits()
+            )
             await execute_stored_plan(warm.plan_id, ctx)
-            ref = submit_plan(plan, store=store, catalog=catalog, max_steps=steps)
+            ref = submit_plan(plan, store=store, catalog=catalog, max_steps=steps, limits=_limits())
             started = time.perf_counter()
             result = await execute_stored_plan(ref.plan_id, ctx)
             wall = time.perf_counter() - started
@@ -87,7 +97,7 @@ def _child(kind: str, steps: int) -> dict[str, Any]:
     catalog = sim_catalog()
     report: dict[str, Any] = {"rss_after_imports_mb": round(_rss_mb(), 1)}
     if kind == "analyze":
-        analyze(load_plan(scale_plan(steps)), catalog, max_steps=steps)
+        analyze(load_plan(scale_plan(steps), limits=_limits()), catalog, max_steps=steps)
     else:
         asyncio.run(_execute(steps, "sqlite"))
     report["peak_rss_mb"] = round(_peak_mb(), 1)
@@ -131,16 +141,21 @@ async def run_scale(
     started = time.perf_counter()
     catalog = sim_catalog()
     rows: dict[str, Any] = {}
-    analyze(load_plan(scale_plan(50)), catalog)  # warm caches (catalog schemas, regexes)
+    analyze(
+        load_plan(scale_plan(50), limits=_limits()), catalog
+    )  # warm caches (catalog schemas, regexes)
     for size in sizes:
         data = scale_plan(size)
-        plan = load_plan(data)
+        limits = _limits()
+        plan = load_plan(data, limits=limits)
         count = repeats.get(size, 1)
         store = MemoryStore()
-        parse_s = _time(functools.partial(load_plan, data), count)
+        parse_s = _time(functools.partial(load_plan, data, limits=limits), count)
         analyze_s = _time(functools.partial(analyze, plan, catalog, max_steps=size), count)
         submit_s = _time(
-            functools.partial(submit_plan, data, store=store, catalog=catalog, max_steps=size),
+            functools.partial(
+                submit_plan, data, store=store, catalog=catalog, max_steps=size, limits=limits
+            ),
             count,
         )
         analysis = analyze(plan, catalog, max_steps=size)
