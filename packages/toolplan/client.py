@@ -258,6 +258,7 @@ class Toolplan:
             load_plan(plan, limits=self.settings.limits),
             self.catalog,
             max_steps=max_steps if max_steps is not None else self.settings.max_steps,
+            max_items=self.settings.execution.max_items,
         )
 
     async def submit(
@@ -282,6 +283,7 @@ class Toolplan:
             meta=dict(meta or {}),
             limits=self.settings.limits,
             estimates=self.settings.estimates,
+            max_items=self.settings.execution.max_items,
         )
 
     async def plan(

@@ -254,7 +254,7 @@ def test_every_validation_error_at_once_exits_2(cli: Cli) -> None:
         "when '{{chek.ok}}' names unknown step 'chek'",
         "forEach '{{posts}}' is an object with keys blogs, count, not a list",
         "did you mean {{$item._id}}?",
-        "forEach lists 3 items, more than its maxItems (2)",
+        "forEach lists 3 items, more than the limit of 2 (its maxItems)",
     ):
         assert expected in text, (expected, text)
     assert not cli.calls()
@@ -345,3 +345,25 @@ def test_the_readme_plan_maps_then_branches(cli: Cli) -> None:
     assert [o["text"] for o in steps["comments"]["output"]] == ["Reviewed (0)", "Reviewed (1)"]
     assert steps["report"]["status"] == "succeeded"
     assert (steps["nothing"]["status"], steps["nothing"]["reason"]) == ("skipped", "condition")
+
+
+def test_a_literal_list_over_the_configured_limit_is_refused_before_anything_runs(
+    cli: Cli,
+) -> None:
+    plan = {
+        "steps": [
+            {
+                "id": "each",
+                "tool": "echo",
+                "forEach": [1, 2, 3],
+                "parameters": {"value": "{{$item}}"},
+            }
+        ]
+    }
+    cli.env["TOOLPLAN_MAX_ITEMS"] = "2"  # validation reads the setting, as the run does
+    refused = cli("run", "--file", cli.write_plan(plan), "--json")
+    assert refused.code == 2, refused.stderr
+    assert "forEach lists 3 items, more than the limit of 2 (TOOLPLAN_MAX_ITEMS)" in refused.stderr
+    assert not cli.calls()
+    cli.env.pop("TOOLPLAN_MAX_ITEMS")
+    assert cli("run", "--file", cli.write_plan(plan), "--json").code == 0  # the default: 100

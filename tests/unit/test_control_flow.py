@@ -169,10 +169,10 @@ def test_a_literal_list_longer_than_max_items() -> None:
         "parameters": {"location": "{{$item}}"},
     }
     [own] = issues_of(step)
-    assert "forEach lists 3 items, more than its maxItems (2)" in own
+    assert "forEach lists 3 items, more than the limit of 2 (its maxItems)" in own
     del step["maxItems"]
     [default] = issues_of(step, max_items=2)
-    assert "more than the default of 2 (2)" in default
+    assert "more than the limit of 2 (TOOLPLAN_MAX_ITEMS)" in default
 
 
 def test_malformed_conditions_and_loop_templates_in_the_wrong_place() -> None:

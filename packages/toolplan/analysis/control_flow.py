@@ -118,11 +118,11 @@ def check_control_flow(
 
     limit = step.max_items or max_items
     if isinstance(step.for_each, list) and len(step.for_each) > limit:
-        source = "its maxItems" if step.max_items else f"the default of {max_items}"
+        source = "its maxItems" if step.max_items else "TOOLPLAN_MAX_ITEMS"
         problem(
             "limit",
-            f"forEach lists {len(step.for_each)} items, more than {source} ({limit}); "
-            "raise maxItems on the step if this is intended, or split the list",
+            f"forEach lists {len(step.for_each)} items, more than the limit of {limit} "
+            f"({source}); raise maxItems on the step if this is intended, or split the list",
         )
     if step.max_items is not None and step.for_each is None:
         problem("item", "maxItems applies only to a step with forEach; remove it or add forEach")

@@ -27,7 +27,7 @@ from toolplan.errors import InvalidInput, PlanInvalid
 from toolplan.execution.runner import ExecutionContext
 from toolplan.plans.limits import InputLimits, check_text
 from toolplan.plans.meta import caller_meta
-from toolplan.plans.plan import Plan
+from toolplan.plans.plan import DEFAULT_MAX_ITEMS, Plan
 from toolplan.service.operations import PlanRef, execute_stored_plan, submit_plan
 from toolplan.store.lookup import require_approval
 from toolplan.store.protocol import Store
@@ -138,6 +138,7 @@ async def obtain_plan(
     planner: PlannerContext | None = None,
     limits: InputLimits | None = None,
     estimates: EstimateSettings | None = None,
+    max_items: int = DEFAULT_MAX_ITEMS,
 ) -> Planned:
     """Store the plan ``source`` describes: validate a document, or plan a query with
     ``planner`` (required then). The input limits (``limits``, default the built-in ones)
@@ -175,6 +176,7 @@ async def obtain_plan(
         meta=dict(source.meta or {}),
         limits=limits,
         estimates=estimates,
+        max_items=max_items,
     )
     return Planned(ref, None, _ms(started))
 
@@ -204,6 +206,7 @@ async def plan_then_execute(
         planner=planner,
         limits=limits,
         estimates=estimates,
+        max_items=ctx.options.max_items,
     )
     if on_planned is not None:
         on_planned(planned)

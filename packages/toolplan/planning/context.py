@@ -23,6 +23,7 @@ from toolplan.planning.schema import (
     plan_schema,
 )
 from toolplan.plans.limits import InputLimits
+from toolplan.plans.plan import DEFAULT_MAX_ITEMS
 from toolplan.store.protocol import Store
 from toolplan.tools.catalog import ToolCatalog
 
@@ -56,6 +57,8 @@ class PlannerContext:
     """The input limits the model's plan must meet, like any other plan."""
     estimates: EstimateSettings | None = None
     """How the stored plan is estimated (``None``: the defaults)."""
+    max_items: int = DEFAULT_MAX_ITEMS
+    """The longest literal ``forEach`` list of a step without ``maxItems`` (``TOOLPLAN_MAX_ITEMS``)."""
     prompts_dir: str | None = None
     """Prompt files to use instead of the shipped ones (``TOOLPLAN_PROMPTS_DIR``)."""
     listener: PlanningListener | None = None

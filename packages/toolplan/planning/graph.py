@@ -258,7 +258,11 @@ async def analyze_dependencies(state: PlanningState, ctx: PlannerContext) -> Pla
         plan = parse_plan(state["candidate"])
         analysis = await asyncio.to_thread(
             lambda: analyze(
-                plan, ctx.catalog, max_steps=ctx.max_steps, estimate=plan_estimator(ctx.store)
+                plan,
+                ctx.catalog,
+                max_steps=ctx.max_steps,
+                max_items=ctx.max_items,
+                estimate=plan_estimator(ctx.store),
             )
         )
     except PlanInvalid as invalid:

@@ -61,4 +61,5 @@ def build_planner_context(
         limits=settings.limits,
         estimates=settings.estimates,
         prompts_dir=planner.prompts_dir,
+        max_items=settings.execution.max_items,
     )

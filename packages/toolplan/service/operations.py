@@ -28,7 +28,7 @@ from toolplan.execution.queue import enqueue_plan
 from toolplan.plans.ids import is_valid_id, new_id, require_id
 from toolplan.plans.limits import InputLimits, check_text
 from toolplan.plans.meta import ESTIMATE_KEY, TOOL_SOURCES_KEY, VERSION_KEY, caller_meta
-from toolplan.plans.plan import Plan, Step, load_plan, parse_plan
+from toolplan.plans.plan import DEFAULT_MAX_ITEMS, Plan, Step, load_plan, parse_plan
 from toolplan.store.lookup import find_plan, find_request, require_approval
 from toolplan.store.protocol import (
     TERMINAL_EXECUTION_STATUSES,
@@ -128,8 +128,10 @@ def submit_plan(
     estimates: EstimateSettings | None = None,
     reusable: bool = False,
     record_meta: Mapping[str, Any] | None = None,
+    max_items: int = DEFAULT_MAX_ITEMS,
 ) -> PlanRef:
-    """Validate a plan and store it with new IDs; nothing runs.
+    """Validate a plan and store it with new IDs; nothing runs (``max_items``: the longest
+    literal ``forEach`` list of a step without ``maxItems``, ``TOOLPLAN_MAX_ITEMS``).
 
     With ``request_id``, the plan becomes a new version of that existing request; with
     ``reusable``, it is indexed for plan reuse (:func:`store_plan`). The input
@@ -140,7 +142,9 @@ def submit_plan(
     limits = limits or InputLimits()
     check_text(query, "the query", limits)
     plan = load_plan(source, limits=limits)
-    analysis = analyze(plan, catalog, max_steps=max_steps, estimate=plan_estimator(store))
+    analysis = analyze(
+        plan, catalog, max_steps=max_steps, max_items=max_items, estimate=plan_estimator(store)
+    )
     return store_plan(
         plan,
         analysis,
