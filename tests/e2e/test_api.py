@@ -818,3 +818,35 @@ def test_run_query_answers_and_replans(llm: FakeOpenAIServer, client: GraphQLCli
     llm.script([])  # the model is down: UPSTREAM error, no traceback
     body = client.gql(RUN_QUERY, {"query": QUERY, "maxReplans": 0})
     assert body["errors"] and body["data"] is None
+
+
+MAPPED_EXECUTION = """query($id: String!) {
+  execution(planId: $id) { status steps { id status reason items } }
+}"""
+
+
+def test_the_execution_query_shows_a_maps_items_and_a_conditions_skip(
+    client: GraphQLClient,
+) -> None:
+    plan = {
+        "steps": [
+            {"id": "each", "tool": "echo", "forEach": [1, 2], "parameters": {"value": "{{$item}}"}},
+            {"id": "never", "tool": "echo", "when": False, "parameters": {"value": 0}},
+        ]
+    }
+    ref = submit(client, plan)
+    assert client.data(EXECUTE, {"id": ref["planId"]})["executePlan"]["status"] == "succeeded"
+    steps = {
+        s["id"]: s
+        for s in client.data(MAPPED_EXECUTION, {"id": ref["planId"]})["execution"]["steps"]
+    }
+    assert [(i["index"], i["status"]) for i in steps["each"]["items"]] == [
+        (0, "succeeded"),
+        (1, "succeeded"),
+    ]
+    assert steps["each"]["reason"] is None
+    assert (steps["never"]["status"], steps["never"]["reason"], steps["never"]["items"]) == (
+        "skipped",
+        "condition",
+        None,
+    )

@@ -148,6 +148,15 @@ class ExecutionStepType:
     decision: DecisionType | None = strawberry.field(
         default=None, description="A person's decision, once the step waited for approval."
     )
+    reason: str | None = strawberry.field(
+        default=None,
+        description="On a skipped step: condition when a when condition decided it, not a failure.",
+    )
+    items: JSON | None = strawberry.field(
+        default=None,
+        description="A forEach step's items once its list is known: index, status, attempts, "
+        "error (and output, usedFallback, durationMs); null for any other step.",
+    )
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ExecutionStepType:
@@ -172,6 +181,8 @@ class ExecutionStepType:
             if data["status"] == "waiting_approval"
             else None,
             decision=DecisionType.from_json(data["decision"]) if data.get("decision") else None,
+            reason=data.get("reason"),
+            items=JSON(data["items"]) if data.get("items") is not None else None,
         )
 
 
@@ -369,6 +380,10 @@ class StepEventType:
         default=None,
         description="On waiting: the arguments the tool will be called with once approved.",
     )
+    cached: bool = strawberry.field(
+        default=False,
+        description="On succeeded: the output came from the result cache; no tool was called.",
+    )
 
     @classmethod
     def from_event(cls, event: StepEvent) -> StepEventType:
@@ -387,6 +402,7 @@ class StepEventType:
             item=event.item,
             reason=event.reason,
             arguments=JSON(event.arguments) if event.kind == "waiting" else None,
+            cached=event.cached,
         )
 
 
