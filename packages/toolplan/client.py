@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from toolplan.planning.context import PlannerContext
     from toolplan.planning.planner import PlanningOutcome
     from toolplan.planning.progress import PlanningListener
+    from toolplan.tools.recorded import RecordedTools
     from toolplan.tools.sources import ToolSources
 
 __all__ = ["DECLINED_AT_PROMPT", "Asker", "Document", "Toolplan"]
@@ -106,6 +107,7 @@ class Toolplan:
         self._catalog = tools if isinstance(tools, ToolCatalog) else None
         self._backend = backend
         self._planners: dict[tuple[Any, ...], PlannerContext] = {}
+        self._recorded: RecordedTools | None = None
         self._lock = threading.Lock()
 
     @classmethod
@@ -188,10 +190,15 @@ class Toolplan:
         told which recorded sources are used."""
         if self.tools_chosen:
             return self.catalog
-        from toolplan.tools.recorded import RecordedTools
+        with self._lock:
+            if self._recorded is None:
+                from toolplan.tools.recorded import RecordedTools
 
-        recorded = RecordedTools(self.settings, on_load=on_load)
-        found = recorded.catalog_for_sync(record) if recorded.active else None
+                # One per client: each distinct set of recorded sources loads once, however
+                # many plans (a worker's) run with it.
+                self._recorded = RecordedTools(self.settings)
+            recorded = self._recorded
+        found = recorded.catalog_for_sync(record, on_load=on_load) if recorded.active else None
         return found if found is not None else self.catalog
 
     def execution_context(
@@ -458,6 +465,7 @@ class Toolplan:
     ) -> ExecutionRecord:
         """Hand a stored plan to workers (``toolplan worker`` processes, or Temporal's) and
         return its execution record at once."""
+        record = None
         if self.settings.temporal.enabled:
             record = await asyncio.to_thread(find_plan, self.store, plan_id)
             catalog = await asyncio.to_thread(self.catalog_for, record, on_load=on_tools)
@@ -466,7 +474,9 @@ class Toolplan:
             ctx = await asyncio.to_thread(
                 lambda: ExecutionContext(store=self.store, catalog=ToolCatalog())
             )
-        return await operations.enqueue_execution(plan_id, ctx, approve=approve, resume=resume)
+        return await operations.enqueue_execution(
+            plan_id, ctx, approve=approve, resume=resume, record=record
+        )
 
     async def run(
         self,

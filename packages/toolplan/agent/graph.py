@@ -141,9 +141,10 @@ async def planner(state: AgentState, ctx: AgentContext) -> AgentState:
         meta=meta,
     )
     planned = await _obtain(source, ctx)
+    plan = await _plan_of(planned, ctx)
     failed = state.get("plan") if replan_of else None
-    if failed is None or not _same_calls(await _plan_of(planned, ctx), failed):
-        return _planned_update(state, planned, await _plan_of(planned, ctx))
+    if failed is None or not _same_calls(plan, failed):
+        return _planned_update(state, planned, plan)
     assert replan_of is not None  # only a replan is compared with the plan it replaces
     note = load_prompt("replan-identical", settings=ctx.planner.prompts_dir).render(
         plan_id=replan_of, reason=state.get("reason") or "it failed"

@@ -323,7 +323,12 @@ async def execute_stored_plan(
 
 
 async def enqueue_execution(
-    plan_id: str, ctx: ExecutionContext, *, approve: bool = False, resume: bool = False
+    plan_id: str,
+    ctx: ExecutionContext,
+    *,
+    approve: bool = False,
+    resume: bool = False,
+    record: PlanRecord | None = None,
 ) -> ExecutionRecord:
     """Hand a stored plan to workers and return its execution record at once.
 
@@ -331,13 +336,15 @@ async def enqueue_execution(
     to the store's lease queue, which ``toolplan worker`` processes drain
     (:func:`toolplan.execution.queue.enqueue_plan`). Queueing a plan that is already running or finished
     returns its record unchanged; a ``cancelled`` one is continued only with ``resume``. A
-    ``needs_review`` plan is refused unless ``approve``.
+    ``needs_review`` plan is refused unless ``approve``. ``record`` is the plan, when the caller
+    has read it.
     """
     if not isinstance(ctx.backend, DetachedBackend):
         return await asyncio.to_thread(
             enqueue_plan, ctx.store, plan_id, approve=approve, resume=resume
         )
-    record = await asyncio.to_thread(find_plan, ctx.store, plan_id)
+    if record is None:
+        record = await asyncio.to_thread(find_plan, ctx.store, plan_id)
     require_approval(record.plan_id, record.status, record.plan, approve=approve, action="queued")
     if resume:
         await asyncio.to_thread(ctx.store.reopen, plan_id)

@@ -80,8 +80,11 @@ class RecordedTools:
             return None
         return sources
 
-    async def catalog_for(self, record: PlanRecord) -> ToolCatalog | None:
+    async def catalog_for(
+        self, record: PlanRecord, *, on_load: OnLoad | None = None
+    ) -> ToolCatalog | None:
         """The catalog of the tools recorded with ``record``, or ``None``: use your own.
+        ``on_load`` (default the one given at construction) is told before sources load.
 
         Raises :class:`~toolplan.errors.ToolsUnavailable` when they cannot be loaded here."""
         sources = self.sources_for(record)
@@ -97,8 +100,9 @@ class RecordedTools:
                 f"the config yourself: {sources.describe()}",
                 details={"planId": record.plan_id, "toolSources": sources.to_json()},
             )
-        if self.on_load is not None:
-            self.on_load(record, sources)
+        announce = on_load or self.on_load
+        if announce is not None:
+            announce(record, sources)
         try:
             catalog = await aload_catalog(_Modules(sources.modules), strict=True)
         except (InvalidInput, ImportError, Unavailable) as error:
@@ -112,6 +116,8 @@ class RecordedTools:
         self._catalogs[sources] = catalog
         return catalog
 
-    def catalog_for_sync(self, record: PlanRecord) -> ToolCatalog | None:
+    def catalog_for_sync(
+        self, record: PlanRecord, *, on_load: OnLoad | None = None
+    ) -> ToolCatalog | None:
         """:meth:`catalog_for` from sync code (the CLI)."""
-        return run_blocking(self.catalog_for(record))
+        return run_blocking(self.catalog_for(record, on_load=on_load))
