@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 from toolplan.analysis import Analysis
 from toolplan.analysis.reuse import ReuseMode
 from toolplan.client import Toolplan
-from toolplan.config import Settings
 from toolplan.engine.policies import ExecutionOptions
 from toolplan.engine.recorder import EventListener
 from toolplan.engine.result import ExecutionResult
@@ -27,7 +26,7 @@ from toolplan.execution.cancel import DEFAULT_CANCEL_WAIT
 from toolplan.plans.plan import Plan
 from toolplan.service.operations import PlanRef
 from toolplan.service.wiring import ToolsArg, resolve_catalog
-from toolplan.store import Store, open_store
+from toolplan.store import Store
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -45,7 +44,6 @@ __all__ = [
     "execute_plan",
     "execute_plan_sync",
     "resolve_catalog",
-    "resolve_store",
     "run_plan",
     "run_plan_sync",
     "submit_plan",
@@ -78,13 +76,6 @@ def _options(
     if fail_fast is not None:
         options = replace(options, fail_fast=fail_fast)
     return options
-
-
-def resolve_store(store: Store | str | None = None, *, settings: Settings | None = None) -> Store:
-    """A :class:`Store` from a store object, a URI, or the configured default."""
-    if store is None or isinstance(store, str):
-        return open_store(store or (settings or Settings.from_env()).store_uri)
-    return store
 
 
 def validate_plan(
