@@ -174,6 +174,27 @@ def _expected(file: Path) -> dict[str, list[str] | None]:
     return out
 
 
+def _expected_control(file: Path) -> dict[str, list[str]]:
+    """Per query id, the control fields (``forEach``, ``when``) its plan must use, when given."""
+    out: dict[str, list[str]] = {}
+    for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            item = json.loads(line)
+            control = (item.get("expected") or {}).get("control")
+            if control:
+                out[str(item.get("id", number))] = list(control)
+    return out
+
+
+def control_used(plan: dict[str, Any]) -> list[str]:
+    """The control fields a plan uses: ``forEach`` and ``when``, in that order."""
+    return [
+        name
+        for name in ("forEach", "when")
+        if any(step.get(name) is not None for step in plan.get("steps", []))
+    ]
+
+
 def run_file(file: Path, out: Path, env: dict[str, str], log: Path) -> dict[str, Any]:
     """Run one query file through ``toolplan batch --execute``; return its rows and log slice."""
     name = file.stem
@@ -209,6 +230,7 @@ def run_file(file: Path, out: Path, env: dict[str, str], log: Path) -> dict[str,
         "seconds": round(time.time() - started, 1),
         "rows": rows,
         "expected": _expected(file),
+        "control": _expected_control(file),
         "calls": read_log(log)[before:],
     }
 
@@ -248,6 +270,14 @@ def score(runs: list[dict[str, Any]], store_uri: str) -> dict[str, Any]:
                 if record is not None:
                     row["depth"], row["dataDepth"] = plan_depths(record.plan)
                     row["plan"] = record.plan
+            wanted = run.get("control", {}).get(str(row["id"]))
+            if wanted is not None:
+                used = control_used(row.get("plan") or {})
+                # a map/branch query counts when its plan uses the control it needs, calls the
+                # expected tools and executes
+                row["controlOk"] = (
+                    set(wanted) <= set(used) and row["exact"] and row.get("status") == "succeeded"
+                )
             rows.append(row)
         per_file[Path(run["file"]).stem] = figures(rows, run["calls"])
         per_file[Path(run["file"]).stem]["seconds"] = run["seconds"]
@@ -296,6 +326,14 @@ def figures(rows: list[dict[str, Any]], calls: list[dict[str, Any]]) -> dict[str
             ),
         },
         "deeperThanDataFlow": len(deeper),
+        "mapBranch": (
+            {
+                "queries": sum("controlOk" in r for r in rows),
+                "ok": sum(bool(r.get("controlOk")) for r in rows),
+            }
+            if any("controlOk" in r for r in rows)
+            else None
+        ),
     }
 
 
@@ -317,14 +355,26 @@ def markdown(report: dict[str, Any]) -> str:
         )
 
     body = "".join(row(name, f) for name, f in report["files"].items())
-    return head + body + row("**total**", report["total"])
+    text = head + body + row("**total**", report["total"])
+    mapped = report["total"].get("mapBranch")
+    if mapped:
+        text += (
+            f"\nmap/branch queries planned with the forEach/when they need, the expected tools, "
+            f"and executed: {mapped['ok']}/{mapped['queries']}\n"
+        )
+    return text
 
 
 def failures(runs: list[dict[str, Any]]) -> str:
     lines = []
     for run in runs:
         for row in run.get("scored", []):
-            if row["valid"] and row["exact"] and row.get("status") == "succeeded":
+            if (
+                row["valid"]
+                and row["exact"]
+                and row.get("status") == "succeeded"
+                and row.get("controlOk", True)
+            ):
                 continue
             wanted = run["expected"].get(str(row["id"]))
             lines.append(

@@ -95,6 +95,34 @@ async def test_strict_nested_nulls_and_fillers_plan_in_one_call(
     assert address["required"] == ["city", "zip", "country"]  # the nested nulls' cause
 
 
+# -- identical duplicates (issue 28: the largest cause of wrong BFCL plans) ---------------------
+
+
+async def test_identical_duplicate_steps_are_merged_and_recorded(
+    llm: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    berlin = {"to": {"city": "Berlin"}}
+    madrid = {"to": {"city": "Madrid"}}
+    llm.script(
+        [
+            Reply.structured(
+                plan(
+                    step("a", "ship", berlin),
+                    step("b", "ship", madrid),
+                    step("c", "ship", berlin),  # the model wrote Berlin twice
+                    outputs=["a", "b", "c"],
+                )
+            )
+        ]
+    )
+    ctx = make_context(tmp_path, catalog=SHIP)
+    outcome = await create_plan("ship one parcel to Berlin and one to Madrid", ctx)
+    assert [s["id"] for s in outcome.plan["steps"]] == ["a", "b"]
+    assert outcome.plan["outputSteps"] == ["a", "b"]
+    record = ctx.store.get_plan(outcome.ref.plan_id)
+    assert record is not None and record.meta["mergedSteps"] == {"c": "a"}
+
+
 # -- step ids -----------------------------------------------------------------------------------
 
 BLOG = {"name": "Ann", "email": "ann@example.org"}

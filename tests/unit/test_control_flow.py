@@ -131,7 +131,7 @@ def test_item_or_index_in_a_step_without_for_each() -> None:
         },
     )
     assert "'{{$item._id}}' is only defined in a step with forEach" in item
-    assert '"forEach": "{{stepId.list}}"' in item
+    assert "add forEach with a template of the list to call the tool for" in item
     assert "fallback parameters: template '{{$index}}'" in index
 
 
@@ -142,6 +142,38 @@ def test_for_each_or_when_naming_an_unknown_step() -> None:
     assert "forEach '{{post.blogs}}' names unknown step 'post'" in for_each
     assert "did you mean 'posts'?" in for_each
     assert "when '{{chek.ok}}' names unknown step 'chek'" in when
+
+
+def test_a_for_each_over_a_step_never_written_names_the_tool_that_lists_it() -> None:
+    # what a small model wrote for "comment on every blog post": the map, without the list
+    [message] = issues_of(comment(forEach="{{posts.blogs}}"))
+    assert "names unknown step 'posts'" in message
+    assert "a step with id 'posts' calling 'listBlogs' (its output has 'blogs')" in message
+
+
+def test_a_condition_on_a_tool_name_says_to_add_the_step() -> None:
+    draft = {
+        "id": "draft",
+        "tool": "createDraft",
+        "parameters": {"title": "Slow", "content": "p95 is high"},
+        "when": "{{check_threshold.exceeded}}",
+    }
+    [message] = issues_of(draft)
+    assert (
+        "'check_threshold' is a tool, not a step: add a step with id 'check_threshold'" in message
+    )
+
+
+def test_a_missing_key_of_an_object_holding_one_list_points_at_the_list() -> None:
+    metrics = {"id": "metrics", "tool": "list_metrics", "parameters": {}}
+    query = {
+        "id": "values",
+        "tool": "query_metric",
+        "forEach": "{{metrics.items}}",
+        "parameters": {"name": "{{$item.name}}"},
+    }
+    [message] = issues_of(metrics, query)
+    assert "without 'items'; the list is under 'metrics': {{metrics.metrics}}" in message
 
 
 def test_for_each_over_a_path_that_is_not_a_list() -> None:

@@ -23,6 +23,7 @@ from toolplan.plans.templates import (
     find_templates,
     malformed_templates,
 )
+from toolplan.tools.catalog import ToolCatalog
 
 __all__ = ["check_control_flow", "control_references", "whole_template"]
 
@@ -58,12 +59,58 @@ def _close(name: str, known: Collection[str]) -> str:
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
+def _producers(template: Template, catalog: ToolCatalog | None) -> str:
+    """For a ``forEach`` over a step that does not exist: the tools whose declared output
+    holds a list under the template's first key, as the step to add (a small model tends to
+    write the map and forget the step that lists what it maps over)."""
+    if catalog is None or not template.path or not isinstance(template.path[0], str):
+        return ""
+    key = template.path[0]
+    tools = []
+    for name in catalog.names:
+        returns = catalog.info(name).returns or {}
+        found = (returns.get("properties") or {}).get(key)
+        if isinstance(found, dict) and "array" in _types(found):
+            tools.append(name)
+    if not tools or len(tools) > 3:
+        return ""
+    options = " or ".join(repr(t) for t in tools)
+    return (
+        f"; add the step that lists them first: a step with id {template.step!r} calling "
+        f"{options} (its output has {key!r})"
+    )
+
+
+def _tool_named(template: Template, catalog: ToolCatalog | None) -> str:
+    """A template naming a tool where a step belongs (``{{check_threshold.exceeded}}``)."""
+    if catalog is None or template.step not in catalog:
+        return ""
+    return (
+        f"; {template.step!r} is a tool, not a step: add a step with id {template.step!r} "
+        "calling it, or name the step that calls it"
+    )
+
+
+def _types(schema: dict[str, Any]) -> set[str]:
+    kinds = schema.get("type")
+    found = set(kinds) if isinstance(kinds, list) else {kinds} if kinds else set()
+    for branch in schema.get("anyOf") or schema.get("oneOf") or []:
+        if isinstance(branch, dict):
+            found |= _types(branch)
+    return found
+
+
 def check_control_flow(
-    step: Step, ids: Collection[str], *, max_items: int = DEFAULT_MAX_ITEMS
+    step: Step,
+    ids: Collection[str],
+    *,
+    max_items: int = DEFAULT_MAX_ITEMS,
+    catalog: ToolCatalog | None = None,
 ) -> list[ValidationIssue]:
     """Problems of one step's ``forEach``, ``maxItems``, ``when`` and loop templates.
 
-    ``ids`` are the plan's step ids; ``max_items`` is the limit of a step without ``maxItems``.
+    ``ids`` are the plan's step ids; ``max_items`` is the limit of a step without ``maxItems``;
+    ``catalog`` lets a ``forEach`` over a missing step name the tool that would list it.
     """
     where = f"step {step.id!r}"
     issues: list[ValidationIssue] = []
@@ -92,7 +139,12 @@ def check_control_flow(
             problem(
                 "reference",
                 f"{field} {text!r} names unknown step {template.step!r} "
-                f"(steps: {', '.join(ids)}){_close(template.step, ids)}",
+                f"(steps: {', '.join(ids)})"
+                + (
+                    _close(template.step, ids)
+                    or _tool_named(template, catalog)
+                    or (_producers(template, catalog) if field == "forEach" else "")
+                ),
             )
 
     calls: list[tuple[str, Any]] = [("parameters", step.parameters)]
@@ -106,8 +158,9 @@ def check_control_flow(
                 problem(
                     "item",
                     f"{label}: template {template.text!r} is only defined in a step with "
-                    'forEach; add "forEach": "{{stepId.list}}" (the list to call the tool '
-                    "for, once per item) or reference a step's output instead",
+                    "forEach; add forEach with a template of the list to call the tool for, "
+                    "once per item (a list that another step of the plan returns), or "
+                    "reference a step's output instead",
                 )
             elif template.step == INDEX and template.path:
                 problem(

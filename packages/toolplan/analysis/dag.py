@@ -361,7 +361,7 @@ def analyze(
                     step.id,
                 )
 
-        issues.extend(check_control_flow(step, ids, max_items=max_items))
+        issues.extend(check_control_flow(step, ids, max_items=max_items, catalog=catalog))
 
     for output in plan.output_steps or []:
         if output not in ids:

@@ -28,7 +28,7 @@ from toolplan.plans.plan import Plan, Step
 from toolplan.plans.templates import ITEM, PathSegment, Template, find_templates
 from toolplan.tools.catalog import ToolCatalog
 
-__all__ = ["check_template_types"]
+__all__ = ["check_template_types", "list_in_output"]
 
 _KIND_NAMES = {
     "object": "an object",
@@ -118,7 +118,7 @@ def _walk(output: _Output, template: Template) -> Mapping[str, Any] | None:
                 hint = (
                     f"; did you mean {{{{{_written(output.step, (*walked, close[0], *template.path[len(walked) + 1 :]))}}}}}?"
                     if close
-                    else ""
+                    else _list_hint(output.step, walked, shape, template.path[len(walked) + 1 :])
                 )
                 raise _Mismatch(
                     f"{what} returns an object with keys {', '.join(properties)}, "
@@ -153,6 +153,27 @@ def _list_hint(
     if len(lists) != 1:
         return ""
     return f"; the list is under {lists[0]!r}: {{{{{_written(step, (*walked, lists[0], *rest))}}}}}"
+
+
+def list_in_output(
+    step: str, returns: Mapping[str, Any] | None, *, mapped: bool = False
+) -> str | None:
+    """The template of the one list a step's declared output offers to map over: the whole
+    output when it is a list (always, for a ``forEach`` step: ``mapped``), else the object's
+    only list-typed key. ``None`` when there is none, or more than one."""
+    if mapped:
+        return f"{{{{{step}}}}}"
+    shape = _one_shape(inline_refs(dict(returns))) if returns else None
+    if shape is None:
+        return None
+    kind = _kind(shape)
+    if kind == "array":
+        return f"{{{{{step}}}}}"
+    if kind != "object":
+        return None
+    properties = shape.get("properties") or {}
+    lists = [name for name, sub in properties.items() if _kind(_one_shape(sub) or {}) == "array"]
+    return f"{{{{{step}.{lists[0]}}}}}" if len(lists) == 1 else None
 
 
 def _compatible(expected: set[str], actual: str) -> bool:

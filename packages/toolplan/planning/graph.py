@@ -45,6 +45,8 @@ from toolplan.errors import InvalidInput, PlanInvalid
 from toolplan.execution.graph import bind_context, context_resolver
 from toolplan.planning.call import StructuredRequest, call_model
 from toolplan.planning.context import PlannerContext
+from toolplan.planning.duplicates import merge_duplicates
+from toolplan.planning.item_names import read_item_names
 from toolplan.planning.parsing import message_payload, read_plan
 from toolplan.planning.progress import PlanningEvent, PlanningEventKind, notify
 from toolplan.planning.prompts import (
@@ -105,6 +107,8 @@ class PlanningState(TypedDict, total=False):
     raw_candidate: str | None
     unreadable: list[str]
     """Steps whose parameters could not be read: their argument checks are not reported."""
+    merged_steps: dict[str, str]
+    """Identical steps of the answer merged into one: ``{dropped id: kept id}``."""
     repairs: int
     llm_calls: int
     usage: dict[str, int]
@@ -219,6 +223,9 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
     )
     payload = message_payload(reply.answer.message)
     reading = read_plan(payload, ctx.catalog)
+    merged: dict[str, str] = {}
+    if reading.data is not None:
+        reading.data, merged = merge_duplicates(read_item_names(reading.data, ctx.catalog))
     steps = len(reading.data["steps"]) if reading.data is not None else None
     tell("answered", reply.calls, reply.usage, steps=steps)
     errors = [issue.message for issue in reading.issues]
@@ -231,6 +238,7 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
         else json.dumps(payload, ensure_ascii=False),
         "errors": errors,
         "unreadable": reading.unreadable,
+        "merged_steps": merged,
         "repairs": repairs,
         "llm_calls": reply.calls,
         "usage": reply.usage,
@@ -293,7 +301,7 @@ async def persist(state: PlanningState, ctx: PlannerContext) -> PlanningState:
     low = confidence is not None and confidence < ctx.confidence_threshold
     status = "needs_review" if low else "planned"
     planning_ms = round((time.time() - state.get("started_at", time.time())) * 1000, 1)
-    record_meta = {
+    record_meta: dict[str, Any] = {
         "model": state.get("model"),
         "llmCalls": state.get("llm_calls", 0),
         "usage": state.get("usage"),
@@ -304,6 +312,8 @@ async def persist(state: PlanningState, ctx: PlannerContext) -> PlanningState:
         "repairs": state.get("repairs", 0),
         "reasoning": plan.reasoning,
     }
+    if state.get("merged_steps"):
+        record_meta["mergedSteps"] = state["merged_steps"]
     ref = await asyncio.to_thread(
         store_plan,
         plan,

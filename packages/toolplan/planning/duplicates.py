@@ -1,0 +1,102 @@
+"""Identical steps a model wrote twice, merged into one before validation.
+
+Small models repeat a step: asked for the weather in two cities, they write three calls, two of
+them ``get_weather(city="Berlin")``. Run as written, the tool is called twice for one answer, and
+a side effect (a payment, a comment) happens twice. On BFCL (issue 28), identical duplicates were
+the largest single cause of wrong plans.
+
+Two steps are identical when everything but their id (and the free-text ``description`` and
+``confidence``) is the same: tool, arguments, ``dependsOn``, ``forEach``, ``when``, fallback,
+approval. References are compared after renaming: a step that only differs from another by
+naming two identical steps is itself a duplicate (merged to a fixpoint, in plan order).
+
+The later step is dropped; every template, ``dependsOn`` entry and ``outputSteps`` entry naming it
+names the earlier one instead. A plan that really means to call a tool twice with the same
+arguments (send the same message twice) is rare, and a planner cannot tell it from the mistake;
+the merge is reported with the plan (``mergedSteps`` in the planning record) so it is never
+silent.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+__all__ = ["merge_duplicates"]
+
+_IGNORED = frozenset({"id", "description", "confidence"})
+
+
+def merge_duplicates(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """``data`` (plan JSON as read from the model) with identical steps merged, and the merges
+    as ``{dropped id: kept id}``. Steps without a string id and tool are left alone (the
+    validator reports them)."""
+    merged: dict[str, str] = {}
+    steps = list(data.get("steps") or [])
+    while True:
+        seen: dict[str, str] = {}
+        found: dict[str, str] = {}
+        for step in steps:
+            if not _mergeable(step):
+                continue
+            key = _key(step)
+            if key in seen:
+                found[step["id"]] = seen[key]
+            else:
+                seen[key] = step["id"]
+        if not found:
+            break
+        merged.update(found)
+        steps = [_renamed(s, found) for s in steps if not (_mergeable(s) and s["id"] in found)]
+    if not merged:
+        return data, {}
+    # a chain a -> b -> c of merges names c's survivor directly
+    for dropped, kept in merged.items():
+        while kept in merged:
+            kept = merged[kept]
+        merged[dropped] = kept
+    out = dict(data, steps=steps)
+    outputs = data.get("outputSteps")
+    if isinstance(outputs, list):
+        out["outputSteps"] = list(dict.fromkeys(merged.get(o, o) for o in outputs))
+    return out, merged
+
+
+def _mergeable(step: Any) -> bool:
+    return (
+        isinstance(step, dict)
+        and isinstance(step.get("id"), str)
+        and isinstance(step.get("tool"), str)
+    )
+
+
+def _key(step: dict[str, Any]) -> str:
+    body = {k: v for k, v in step.items() if k not in _IGNORED}
+    if isinstance(body.get("dependsOn"), list):
+        body["dependsOn"] = sorted(map(str, body["dependsOn"]))
+    return json.dumps(body, sort_keys=True, default=str)
+
+
+def _renamed(value: Any, names: dict[str, str]) -> Any:
+    if isinstance(value, dict):
+        out = {k: _renamed(v, names) for k, v in value.items() if k != "dependsOn"}
+        if "dependsOn" in value:
+            deps = value["dependsOn"]
+            out["dependsOn"] = (
+                list(dict.fromkeys(names.get(d, d) if isinstance(d, str) else d for d in deps))
+                if isinstance(deps, list)
+                else deps
+            )
+        return out
+    if isinstance(value, list):
+        return [_renamed(v, names) for v in value]
+    if isinstance(value, str) and "{{" in value:
+        return _pattern(names).sub(lambda m: m.group(1) + names[m.group(2)], value)
+    return value
+
+
+def _pattern(names: dict[str, str]) -> re.Pattern[str]:
+    # the step name right after "{{" (and spaces), ending where the template's path starts
+    alternatives = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    return re.compile(r"(\{\{\s*)(" + alternatives + r")(?=[\s.\[}])")

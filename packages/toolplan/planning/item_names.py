@@ -1,0 +1,121 @@
+"""The current item of a ``forEach`` step, named the way small models name it.
+
+Asked to comment on every post, a small model writes the map right and names the item wrong:
+
+    {"id": "comment", "forEach": "{{posts.blogs}}",
+     "parameters": {"blogId": "{{blog._id}}"}}        # or "{{comment._id}}"
+
+``{{blog._id}}`` names no step and ``{{comment._id}}`` names the step itself, which would be a
+cycle. In a step's own parameters, neither can mean anything but the item, so both are read as
+``{{$item._id}}``. The item's declared type still checks the path (``{{$item.path}}`` against
+what the list holds), so a wrong guess is still reported, with the fix, before anything runs.
+
+A name close to one of the plan's step ids (a typo such as ``autor`` for ``author``) is left
+alone: the validator's "did you mean" hint is the better repair.
+
+The other half of the same mistake: a step whose parameters use ``{{$item...}}`` with no
+``forEach`` at all. ``$item`` means nothing outside a map, so when exactly one list is on offer
+from the other steps' declared outputs (a list, an object's only list-typed key, or a ``forEach``
+step's list of results), that list is the step's ``forEach``. With none or several on offer, the
+step is left for the validator, whose hint names the choices.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Collection
+from typing import Any
+
+from toolplan.analysis.types import list_in_output
+from toolplan.plans.templates import ITEM, Template, find_templates, references
+from toolplan.tools.catalog import ToolCatalog
+
+__all__ = ["read_item_names"]
+
+_TEMPLATE = re.compile(r"\{\{[^{}]*\}\}")
+
+
+def read_item_names(data: dict[str, Any], catalog: ToolCatalog | None = None) -> dict[str, Any]:
+    """``data`` (plan JSON as read from the model) with the item of each ``forEach`` step named
+    ``$item`` where the parameters named it after the step itself or after no step, and, with
+    ``catalog``, the one list on offer as the ``forEach`` of a step using ``$item`` without one."""
+    steps = data.get("steps")
+    if not isinstance(steps, list):
+        return data
+    ids = {s["id"] for s in steps if isinstance(s, dict) and isinstance(s.get("id"), str)}
+    changed = False
+    out = []
+    for step in steps:
+        if isinstance(step, dict) and step.get("id") in ids:
+            fixed = step
+            if step.get("forEach") is None and catalog is not None and _uses_item(step):
+                fixed = _with_for_each(step, steps, catalog)
+            if fixed.get("forEach") is not None:
+                fixed = _step(fixed, ids)
+            changed = changed or fixed is not step
+            step = fixed
+        out.append(step)
+    return dict(data, steps=out) if changed else data
+
+
+def _uses_item(step: dict[str, Any]) -> bool:
+    fallback = step.get("fallback")
+    calls = [
+        step.get("parameters"),
+        fallback.get("parameters") if isinstance(fallback, dict) else None,
+    ]
+    return any(t.is_loop for t in find_templates(calls))
+
+
+def _with_for_each(step: dict[str, Any], steps: list[Any], catalog: ToolCatalog) -> dict[str, Any]:
+    offered = []
+    for other in steps:
+        if not isinstance(other, dict) or other is step or not isinstance(other.get("id"), str):
+            continue
+        tool = other.get("tool")
+        if not isinstance(tool, str) or tool not in catalog:
+            continue
+        if step.get("id") in references(other):
+            continue  # it reads this step: mapping over it would be a cycle
+        found = list_in_output(
+            other["id"], catalog.info(tool).returns, mapped=other.get("forEach") is not None
+        )
+        if found is not None:
+            offered.append(found)
+    return dict(step, forEach=offered[0]) if len(offered) == 1 else step
+
+
+def _step(step: dict[str, Any], ids: Collection[str]) -> dict[str, Any]:
+    own = step["id"]
+    others = [i for i in ids if i != own]
+
+    def is_item(name: str) -> bool:
+        if name == own:
+            return True
+        return name not in ids and not difflib.get_close_matches(name, others, n=1, cutoff=0.6)
+
+    def fix(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: fix(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [fix(v) for v in value]
+        if isinstance(value, str) and "{{" in value:
+            return _TEMPLATE.sub(lambda m: _renamed(m.group(0), is_item), value)
+        return value
+
+    out = dict(step)
+    out["parameters"] = fix(step.get("parameters"))
+    fallback = step.get("fallback")
+    if isinstance(fallback, dict) and "parameters" in fallback:
+        out["fallback"] = dict(fallback, parameters=fix(fallback["parameters"]))
+    return step if out == step else out
+
+
+def _renamed(text: str, is_item: Any) -> str:
+    template = Template.parse(text)
+    if template is None or template.is_loop or not is_item(template.step):
+        return text
+    inner = text[2:-2]
+    start = inner.index(template.step)
+    return "{{" + inner[:start] + ITEM + inner[start + len(template.step) :] + "}}"

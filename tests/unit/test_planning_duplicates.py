@@ -1,0 +1,108 @@
+"""Identical steps a model wrote twice are merged before validation (issue 28)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from toolplan.planning.duplicates import merge_duplicates
+
+
+def step(sid: str, tool: str = "get_weather", **parameters: Any) -> dict[str, Any]:
+    return {"id": sid, "tool": tool, "parameters": parameters, "dependsOn": []}
+
+
+def ids(data: dict[str, Any]) -> list[str]:
+    return [s["id"] for s in data["steps"]]
+
+
+def test_the_later_identical_step_is_dropped_and_references_follow() -> None:
+    data = {
+        "steps": [
+            step("berlin", city="Berlin"),
+            step("berlin2", city="Berlin"),
+            {
+                "id": "compare",
+                "tool": "compare",
+                "parameters": {
+                    "a": "{{berlin.temp}}",
+                    "b": "{{ berlin2.temp }}",
+                    "c": "{{berlin2}}",
+                },
+                "dependsOn": ["berlin2", "berlin"],
+            },
+        ],
+        "outputSteps": ["berlin2", "compare"],
+    }
+    out, merged = merge_duplicates(data)
+    assert merged == {"berlin2": "berlin"}
+    assert ids(out) == ["berlin", "compare"]
+    compare = out["steps"][1]
+    assert compare["parameters"] == {
+        "a": "{{berlin.temp}}",
+        "b": "{{ berlin.temp }}",
+        "c": "{{berlin}}",
+    }
+    assert compare["dependsOn"] == ["berlin"]
+    assert out["outputSteps"] == ["berlin", "compare"]
+
+
+def test_steps_that_differ_in_anything_but_id_and_description_are_kept() -> None:
+    data = {
+        "steps": [
+            step("a", city="Berlin"),
+            step("b", city="Madrid"),
+            step("c", tool="get_time", city="Berlin"),
+            {**step("d", city="Berlin"), "when": "{{b.hot}}"},
+            {**step("e", city="Berlin"), "approval": True},
+        ]
+    }
+    out, merged = merge_duplicates(data)
+    assert merged == {} and out is data
+
+
+def test_description_and_confidence_do_not_make_steps_different() -> None:
+    data = {
+        "steps": [
+            {**step("a", city="Rome"), "description": "weather in Rome", "confidence": 0.9},
+            {**step("b", city="Rome"), "description": "Rome's weather", "confidence": 0.7},
+        ]
+    }
+    out, merged = merge_duplicates(data)
+    assert merged == {"b": "a"} and ids(out) == ["a"]
+
+
+def test_merges_reach_a_fixpoint_through_the_steps_that_use_duplicates() -> None:
+    # b duplicates a; then d (using b) duplicates c (using a)
+    data = {
+        "steps": [
+            step("a", city="Oslo"),
+            step("b", city="Oslo"),
+            step("c", tool="forecast", t="{{a.temp}}"),
+            step("d", tool="forecast", t="{{b.temp}}"),
+            step("e", tool="report", x="{{d}}", y="{{c}}"),
+        ]
+    }
+    out, merged = merge_duplicates(data)
+    assert merged == {"b": "a", "d": "c"}
+    assert ids(out) == ["a", "c", "e"]
+    assert out["steps"][2]["parameters"] == {"x": "{{c}}", "y": "{{c}}"}
+
+
+def test_a_name_that_prefixes_another_is_not_renamed() -> None:
+    data = {
+        "steps": [
+            step("w", city="Lima"),
+            step("w2", city="Lima"),
+            step("w22", city="Quito"),
+            step("r", tool="report", x="{{w22.temp}}", y="{{w2[0]}}"),
+        ]
+    }
+    out, merged = merge_duplicates(data)
+    assert merged == {"w2": "w"}
+    assert out["steps"][-1]["parameters"] == {"x": "{{w22.temp}}", "y": "{{w[0]}}"}
+
+
+def test_malformed_steps_are_left_for_the_validator() -> None:
+    data = {"steps": [{"tool": "x"}, {"tool": "x"}, "junk", "junk"]}
+    out, merged = merge_duplicates(data)
+    assert merged == {} and out["steps"] == data["steps"]

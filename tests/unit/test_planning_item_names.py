@@ -1,0 +1,97 @@
+"""A forEach step's item, named after the step or after no step, is read as ``$item``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from toolplan.planning.item_names import read_item_names
+from toolplan.tools import load_tool_modules
+
+CATALOG = load_tool_modules(["blog", "metrics"])
+
+
+def plan(*steps: dict[str, Any]) -> dict[str, Any]:
+    return {"steps": list(steps)}
+
+
+POSTS = {"id": "posts", "tool": "listBlogs", "parameters": {}}
+
+
+def mapped(parameters: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    return {
+        "id": "comment",
+        "tool": "createComment",
+        "forEach": "{{posts.blogs}}",
+        "parameters": parameters,
+        **fields,
+    }
+
+
+def test_the_step_itself_and_an_unknown_name_mean_the_item() -> None:
+    data = plan(
+        POSTS,
+        mapped(
+            {"blogId": "{{ comment._id }}", "text": "On {{blog.title}}: nice", "n": "{{$index}}"},
+            fallback={"tool": "log", "parameters": {"id": "{{blog._id}}"}},
+        ),
+    )
+    out = read_item_names(data)
+    step = out["steps"][1]
+    assert step["parameters"] == {
+        "blogId": "{{ $item._id }}",
+        "text": "On {{$item.title}}: nice",
+        "n": "{{$index}}",
+    }
+    assert step["fallback"]["parameters"] == {"id": "{{$item._id}}"}
+    assert data["steps"][1]["parameters"]["blogId"] == "{{ comment._id }}"  # input untouched
+
+
+def test_real_steps_typos_and_steps_without_for_each_are_left_alone() -> None:
+    data = plan(
+        POSTS,
+        {"id": "author", "tool": "getAuthor", "parameters": {}},
+        mapped({"blogId": "{{$item._id}}", "by": "{{author._id}}", "x": "{{autor._id}}"}),
+        {"id": "plain", "tool": "createComment", "parameters": {"blogId": "{{blog._id}}"}},
+    )
+    assert read_item_names(data) is data
+
+
+def test_a_plan_without_steps_is_returned_as_it_is() -> None:
+    assert read_item_names({"steps": "x"}) == {"steps": "x"}
+
+
+def test_item_without_for_each_maps_over_the_one_list_on_offer() -> None:
+    # what the model wrote for "for every post by author a1, add the comment 'Reviewed'"
+    data = plan(
+        {"id": "posts", "tool": "listBlogs", "parameters": {"authorId": "a1"}},
+        {
+            "id": "comments",
+            "tool": "createComment",
+            "parameters": {"blogId": "{{$item._id}}", "text": "Reviewed"},
+        },
+        {"id": "draft", "tool": "createDraft", "parameters": {"title": "t", "content": "c"}},
+    )
+    out = read_item_names(data, CATALOG)
+    assert out["steps"][1]["forEach"] == "{{posts.blogs}}"
+    assert "forEach" not in out["steps"][0] and "forEach" not in out["steps"][2]
+
+
+def test_item_without_for_each_is_left_alone_when_the_list_is_not_certain() -> None:
+    comments = {
+        "id": "comments",
+        "tool": "createComment",
+        "parameters": {"blogId": "{{$item._id}}", "text": "Reviewed"},
+    }
+    none = plan({"id": "d", "tool": "createDraft", "parameters": {}}, comments)
+    two = plan(
+        {"id": "a", "tool": "listBlogs", "parameters": {}},
+        {"id": "b", "tool": "list_metrics", "parameters": {}},
+        comments,
+    )
+    cycle = plan(
+        {"id": "a", "tool": "listBlogs", "parameters": {"authorId": "{{comments[0]._id}}"}},
+        comments,
+    )
+    for data in (none, two, cycle):
+        assert read_item_names(data, CATALOG) is data
+    assert read_item_names(two) is two  # and nothing is inferred without a catalog
