@@ -117,3 +117,12 @@ def test_reuse_lookup_runs_at_its_smallest_size() -> None:
         rows = lookup_costs(kind, [3, 6], repeats=1)  # it asserts which lookups find a plan
         assert list(rows) == ["3", "6"]
         assert all(len(row) == 5 and min(row.values()) >= 0 for row in rows.values())
+
+
+async def test_map_overhead_runs_at_its_smallest_size() -> None:
+    from bench.map_overhead import foreach_plan, run_map_overhead
+
+    assert foreach_plan(3)["steps"][0]["forEach"] == [0, 1, 2]
+    result = await run_map_overhead(sizes=(2,), repeats=1, backends=("memory",))
+    row = result["rows"]["memory/2"]
+    assert row["calls"] == 2 and row["plain_ms_per_call"] > 0 and row["foreach_ms_per_call"] > 0
