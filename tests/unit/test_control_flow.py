@@ -238,3 +238,33 @@ def test_a_for_each_step_output_is_a_list_of_item_outputs() -> None:
     [message] = issues_of(POSTS, comment(), later)
     assert "returns a list, so it has no key 'author'" in message
     assert "{{comments[0].author}}" in message
+
+
+# -- planner-only: a condition on a number ----------------------------------------------------
+
+
+def test_a_condition_on_a_number_or_text_is_refused_for_planner_plans() -> None:
+    from toolplan.analysis.conditions import check_conditions
+
+    cpu = {"id": "cpu", "tool": "query_metric", "parameters": {"name": "cpu_usage"}}
+    draft = {"id": "draft", "tool": "createDraft", "parameters": {"title": "t", "content": "c"}}
+    number = parse_plan({"steps": [cpu, {**draft, "when": "{{cpu.current}}"}]})
+    analyze(number, CATALOG)  # valid for the engine: a hand-written plan may mean it
+    [issue] = check_conditions(number, CATALOG)
+    assert "when '{{cpu.current}}' is a number, not a yes/no value" in issue.message
+    assert "'check_threshold'" in issue.message
+    text = parse_plan({"steps": [cpu, {**draft, "when": {"not": "{{cpu.unit}}"}}]})
+    assert "is text" in check_conditions(text, CATALOG)[0].message
+    check = {
+        "id": "check",
+        "tool": "check_threshold",
+        "parameters": {"metric_name": "cpu_usage", "threshold": 80},
+    }
+    fine = [
+        {**draft, "when": "{{check.exceeded}}"},  # a boolean
+        {**draft, "when": {"not": "{{check.exceeded}}"}},
+        {**draft, "when": "{{cpu.series}}"},  # a list: "if there are any"
+        {**draft, "when": True},
+    ]
+    for when in fine:
+        assert check_conditions(parse_plan({"steps": [cpu, check, when]}), CATALOG) == []

@@ -83,10 +83,11 @@ def test_item_without_for_each_is_left_alone_when_the_list_is_not_certain() -> N
         "parameters": {"blogId": "{{$item._id}}", "text": "Reviewed"},
     }
     none = plan({"id": "d", "tool": "createDraft", "parameters": {}}, comments)
+    whole = dict(comments, parameters={"blogId": "{{$item}}", "text": "Reviewed"})
     two = plan(
         {"id": "a", "tool": "listBlogs", "parameters": {}},
         {"id": "b", "tool": "list_metrics", "parameters": {}},
-        comments,
+        whole,  # the whole item: either list could be meant
     )
     cycle = plan(
         {"id": "a", "tool": "listBlogs", "parameters": {"authorId": "{{comments[0]._id}}"}},
@@ -95,3 +96,17 @@ def test_item_without_for_each_is_left_alone_when_the_list_is_not_certain() -> N
     for data in (none, two, cycle):
         assert read_item_names(data, CATALOG) is data
     assert read_item_names(two) is two  # and nothing is inferred without a catalog
+
+
+def test_the_item_paths_pick_the_list_whose_items_have_them() -> None:
+    # the p95 latency's series (numbers) is on offer too, but numbers have no _id
+    data = plan(
+        {"id": "blogs", "tool": "listBlogs", "parameters": {}},
+        {"id": "latency", "tool": "query_metric", "parameters": {"name": "latency_p95"}},
+        {
+            "id": "comments",
+            "tool": "createComment",
+            "parameters": {"blogId": "{{$item._id}}", "text": "Thanks"},
+        },
+    )
+    assert read_item_names(data, CATALOG)["steps"][2]["forEach"] == "{{blogs.blogs}}"

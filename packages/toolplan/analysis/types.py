@@ -28,7 +28,13 @@ from toolplan.plans.plan import Plan, Step
 from toolplan.plans.templates import ITEM, PathSegment, Template, find_templates
 from toolplan.tools.catalog import ToolCatalog
 
-__all__ = ["check_template_types", "list_in_output"]
+__all__ = [
+    "check_template_types",
+    "declared_schema",
+    "fits_path",
+    "list_in_output",
+    "schema_kind",
+]
 
 _KIND_NAMES = {
     "object": "an object",
@@ -157,23 +163,74 @@ def _list_hint(
 
 def list_in_output(
     step: str, returns: Mapping[str, Any] | None, *, mapped: bool = False
-) -> str | None:
-    """The template of the one list a step's declared output offers to map over: the whole
-    output when it is a list (always, for a ``forEach`` step: ``mapped``), else the object's
-    only list-typed key. ``None`` when there is none, or more than one."""
+) -> tuple[str, Mapping[str, Any] | None] | None:
+    """The one list a step's declared output offers to map over, as ``(template, item schema)``:
+    the whole output when it is a list (always, for a ``forEach`` step: ``mapped``; its items are
+    then ``returns``), else the object's only list-typed key. ``None`` when there is none, or
+    more than one. The item schema is ``None`` when unknown."""
     if mapped:
-        return f"{{{{{step}}}}}"
+        return f"{{{{{step}}}}}", returns
     shape = _one_shape(inline_refs(dict(returns))) if returns else None
     if shape is None:
         return None
     kind = _kind(shape)
     if kind == "array":
-        return f"{{{{{step}}}}}"
+        return f"{{{{{step}}}}}", _items(shape)
     if kind != "object":
         return None
     properties = shape.get("properties") or {}
-    lists = [name for name, sub in properties.items() if _kind(_one_shape(sub) or {}) == "array"]
-    return f"{{{{{step}.{lists[0]}}}}}" if len(lists) == 1 else None
+    lists = [
+        (name, _one_shape(sub) or {})
+        for name, sub in properties.items()
+        if _kind(_one_shape(sub) or {}) == "array"
+    ]
+    if len(lists) != 1:
+        return None
+    name, listed = lists[0]
+    return f"{{{{{step}.{name}}}}}", _items(listed)
+
+
+def _items(shape: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    items = shape.get("items")
+    return items if isinstance(items, Mapping) and items else None
+
+
+def fits_path(schema: Mapping[str, Any] | None, path: tuple[PathSegment, ...]) -> bool:
+    """Whether ``path`` can exist in a value of ``schema`` (``True`` when it cannot be known)."""
+    if schema is None or not path:
+        return True
+    try:
+        _walk(_Output("x", "x", schema), Template("{{x}}", "x", path))
+    except _Mismatch:
+        return False
+    return True
+
+
+def declared_schema(
+    plan: Plan, catalog: ToolCatalog, template: Template
+) -> Mapping[str, Any] | None:
+    """The declared schema of the value ``template`` names, when certain; else ``None``."""
+    steps = {step.id: step for step in plan.steps}
+    step = steps.get(template.step)
+    if step is None or step.tool not in catalog:
+        return None
+    if step.fallback is not None and step.fallback.tool != step.tool:
+        return None
+    returns = catalog.info(step.tool).returns
+    if not returns:
+        return None
+    schema = {"type": "array", "items": returns} if step.for_each is not None else returns
+    try:
+        at = _walk(_Output(step.id, step.tool, schema), template)
+    except _Mismatch:
+        return None
+    return _one_shape(at) if at is not None else None
+
+
+def schema_kind(schema: Mapping[str, Any]) -> str | None:
+    """``object``, ``array``, ``string``, ``number``, ``integer``, ``boolean``, ``null``, or
+    ``None`` when the schema allows several."""
+    return _kind(schema)
 
 
 def _compatible(expected: set[str], actual: str) -> bool:

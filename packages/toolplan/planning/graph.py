@@ -39,6 +39,7 @@ from typing_extensions import TypedDict
 
 from toolplan._caches import register_cache
 from toolplan.analysis import Analysis, analyze
+from toolplan.analysis.conditions import check_conditions
 from toolplan.analysis.grounding import check_grounding
 from toolplan.config import PlannerSettings
 from toolplan.errors import InvalidInput, PlanInvalid
@@ -286,6 +287,7 @@ async def analyze_dependencies(state: PlanningState, ctx: PlannerContext) -> Pla
     # value made up where a tool's output belongs); the request is what literals may come from
     grounding = check_grounding(plan, ctx.catalog, state["query"], context=state.get("context"))
     reading_errors += [issue.message for issue in grounding]
+    reading_errors += [issue.message for issue in check_conditions(plan, ctx.catalog)]
     if reading_errors:
         return {"errors": reading_errors, "plan": None, "analysis": None}
     return {"errors": [], "plan": plan.to_json(), "analysis": analysis.to_json()}

@@ -27,8 +27,8 @@ import re
 from collections.abc import Collection
 from typing import Any
 
-from toolplan.analysis.types import list_in_output
-from toolplan.plans.templates import ITEM, Template, find_templates, references
+from toolplan.analysis.types import fits_path, list_in_output
+from toolplan.plans.templates import ITEM, PathSegment, Template, find_templates, references
 from toolplan.tools.catalog import ToolCatalog
 
 __all__ = ["read_item_names"]
@@ -59,16 +59,24 @@ def read_item_names(data: dict[str, Any], catalog: ToolCatalog | None = None) ->
     return dict(data, steps=out) if changed else data
 
 
-def _uses_item(step: dict[str, Any]) -> bool:
+def _calls(step: dict[str, Any]) -> list[Any]:
     fallback = step.get("fallback")
-    calls = [
+    return [
         step.get("parameters"),
         fallback.get("parameters") if isinstance(fallback, dict) else None,
     ]
-    return any(t.is_loop for t in find_templates(calls))
+
+
+def _uses_item(step: dict[str, Any]) -> bool:
+    return any(t.is_loop for t in find_templates(_calls(step)))
+
+
+def _item_paths(step: dict[str, Any]) -> list[tuple[PathSegment, ...]]:
+    return [t.path for t in find_templates(_calls(step)) if t.step == ITEM]
 
 
 def _with_for_each(step: dict[str, Any], steps: list[Any], catalog: ToolCatalog) -> dict[str, Any]:
+    paths = _item_paths(step)
     offered = []
     for other in steps:
         if not isinstance(other, dict) or other is step or not isinstance(other.get("id"), str):
@@ -81,8 +89,10 @@ def _with_for_each(step: dict[str, Any], steps: list[Any], catalog: ToolCatalog)
         found = list_in_output(
             other["id"], catalog.info(tool).returns, mapped=other.get("forEach") is not None
         )
-        if found is not None:
-            offered.append(found)
+        # a list whose items cannot have the paths the step reads ({{$item._id}} over numbers)
+        # is not on offer
+        if found is not None and all(fits_path(found[1], path) for path in paths):
+            offered.append(found[0])
     return dict(step, forEach=offered[0]) if len(offered) == 1 else step
 
 
