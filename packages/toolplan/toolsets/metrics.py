@@ -141,4 +141,7 @@ tagged(list_metrics, "metrics", "read")
 tagged(query_metric, "metrics", "read")
 tagged(check_threshold, "metrics", "check")
 
-TOOLS = [list_metrics, query_metric, check_threshold]
+# check_threshold before query_metric: a small planner model reads the catalog in order and,
+# asked "is X above N?", took the first tool that reads the metric (Qwen2.5-Coder-1.5B planned
+# query_metric plus a condition on the raw number until check_threshold came first).
+TOOLS = [list_metrics, check_threshold, query_metric]
