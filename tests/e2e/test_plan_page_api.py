@@ -100,6 +100,10 @@ def test_plan_data_has_states_marks_items_layout_timeline_and_versions(
     assert set(rows) == {"a", "b", "boom", "each"}  # after never started
     assert rows["b"]["startMs"] >= rows["a"]["endMs"] - 1 and rows["a"]["critical"]
     assert view["timeline"]["estimateMs"] == view["estimate"]["durationMs"]
+    # 5 steps never seen are estimated at a second each; the run took milliseconds, so the axis
+    # covers the run and the estimate is named as off the scale.
+    assert view["timeline"]["estimateOffScale"] is True
+    assert view["timeline"]["spanMs"] == max(row["endMs"] for row in rows.values())
     assert [v["planId"] for v in view["versions"]] == [plan_id]
     assert view["colours"]["failed"] == ["#fee2e2", "#dc2626"]
 

@@ -26,6 +26,8 @@ NOT_RUN = "not run"
 """The state of a step of a plan never executed."""
 FINISHED = frozenset({"succeeded", "partial", "failed", "cancelled"})
 """Execution statuses after which nothing changes (unless resumed): the page stops listening."""
+OFF_SCALE = 4.0
+"""The timeline's axis covers the estimate unless it is more than this many times the run."""
 _ITEM_DONE = frozenset({"succeeded", "failed", "skipped", "cancelled", "denied"})
 
 
@@ -124,7 +126,8 @@ def _timeline(
 ) -> dict[str, Any]:
     """Bars of the steps that started, in milliseconds from the first start: ``startMs``,
     ``endMs`` (``now`` for a step still running, with ``running``), ``critical``; ``spanMs``,
-    what the axis covers (the run so far or the estimate, whichever is longer)."""
+    what the axis covers (the run so far or the estimate, whichever is longer, unless the
+    estimate is more than :data:`OFF_SCALE` times the run: ``estimateOffScale``)."""
     starts = [_instant(step["startedAt"]) for step in steps if step["startedAt"]]
     origin = min((start for start in starts if start), default=None)
     rows: list[dict[str, Any]] = []
@@ -147,11 +150,16 @@ def _timeline(
                 }
             )
     estimated = float(estimate["durationMs"]) if estimate else None
-    span = max([row["endMs"] for row in rows] + [estimated or 0.0, 1.0])
+    ran = max([row["endMs"] for row in rows] + [1.0])
+    # An estimate far beyond the run would squash every bar into a sliver: the axis then covers
+    # the run, and the estimate is named as off the scale.
+    off_scale = estimated is not None and bool(rows) and estimated > OFF_SCALE * ran
+    span = ran if off_scale or estimated is None else max(ran, estimated)
     return {
         "origin": origin.isoformat() if origin else None,
         "rows": rows,
         "estimateMs": estimated,
+        "estimateOffScale": off_scale,
         "spanMs": span,
     }
 

@@ -202,7 +202,7 @@ function renderSummary() {
 
 function renderTimeline() {
   const gantt = document.getElementById("gantt");
-  const { rows, spanMs, estimateMs } = view.timeline;
+  const { rows, spanMs, estimateMs, estimateOffScale } = view.timeline;
   if (!rows.length) {
     gantt.replaceChildren(el("p", { class: "hint", text: "No step has started yet." }));
     return;
@@ -221,7 +221,7 @@ function renderTimeline() {
     const track = el("div", { class: "track" }, bar,
       el("span", { class: "sr-only", text: `${row.state}, from ${formatMs(row.startMs)} to ${formatMs(row.endMs)}` +
         (row.critical ? ", on the critical path" : "") }));
-    if (estimateMs !== null) {
+    if (estimateMs !== null && !estimateOffScale) {
       const marker = el("div", { class: "estimate", "aria-hidden": "true" });
       marker.style.left = percent(estimateMs);
       track.append(marker);
@@ -232,7 +232,9 @@ function renderTimeline() {
   children.push(el("div", { class: "axis" }, el("span"),
     el("div", { class: "ticks" }, el("span", { text: "0" }), el("span", { text: formatMs(spanMs) }))));
   children.push(el("p", { class: "estimate-note", text:
-    (estimateMs !== null ? `Dashed line: the estimate, ${formatMs(estimateMs)}. ` : "No estimate. ") +
+    (estimateMs === null ? "No estimate. " : estimateOffScale
+      ? `The estimate, ${formatMs(estimateMs)}, is off this scale (the steps span ${formatMs(spanMs)}). `
+      : `Dashed line: the estimate, ${formatMs(estimateMs)}. `) +
     "★ and thick bars: the critical path." }));
   gantt.replaceChildren(...children);
 }
