@@ -64,6 +64,9 @@ class PlannerContext:
     listener: PlanningListener | None = None
     """Told what planning is doing while the model works (:mod:`toolplan.planning.progress`);
     the CLI prints it on stderr."""
+    stream: bool = True
+    """Stream the model's answers, so each step is told as soon as it is written
+    (:mod:`toolplan.planning.streaming`); turned off when the endpoint could not stream."""
 
     def model_call(self) -> ModelCall:
         """How this planner calls its model (for :func:`~toolplan.planning.call.call_model`)."""
