@@ -194,3 +194,34 @@ def test_cli_exit_3_when_the_stream_is_refused_for_the_credentials(
     done = cli_llm("plan", QUERY, "--json")
     assert done.code == 3, done.stderr
     assert "rejected the credentials" in done.json()["error"]
+
+
+async def test_the_agent_graph_streams_the_planning_progress(
+    server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    from toolplan.agent.graph import AgentContext, AgentGraphContext, build_agent_graph
+
+    server.script(
+        [
+            answer(broken_blog_plan(), (100, 20)),
+            answer(blog_plan(), (120, 25)),
+            Reply.structured({"action": "answer", "answer": "ok"}),
+        ]
+    )
+    settings = Settings.from_env().with_overrides(store_uri=f"sqlite:///{tmp_path / 'a.db'}")
+    client = Toolplan(settings=settings)
+    heard: list[PlanningEvent] = []
+    ctx = AgentContext(client.planner_context(listener=heard.append), client.execution_context())
+    graph = build_agent_graph().compile()
+    streamed = [
+        chunk
+        async for chunk in graph.astream(
+            {"query": QUERY}, context=AgentGraphContext(agent=ctx), stream_mode="custom"
+        )
+    ]
+    kinds = ["planning", "step", "step", "answered", "repairing", "step", "step", "answered"]
+    assert [(c["event"], c["kind"]) for c in streamed] == [("planning", k) for k in kinds]
+    assert streamed[5]["step"]["tool"] == "createAuthor" and streamed[5]["attempt"] == 2
+    assert streamed[-1]["llmCalls"] == 2 and streamed[-1]["steps"] == 2
+    assert [e.kind for e in heard] == kinds  # the planner's own listener still hears them
+    assert ctx.planner.stream is True
