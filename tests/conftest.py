@@ -1,5 +1,5 @@
 """Fixtures shared by every test directory: a MongoDB server for the session, the rule that a
-MongoDB test which skips in CI is a failure, and a guard against stores leaked into the shared
+MongoDB or browser test which skips in CI is a failure, and a guard against stores leaked into the shared
 temporary folder.
 
 The server is jongodb (an in-memory MongoDB wire-protocol server, see
@@ -69,22 +69,31 @@ def _no_store_in_the_shared_temp_folder() -> Iterator[None]:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> Iterator[None]:
-    """In CI (``$CI`` set), a ``mongodb`` test that skips at run time fails instead.
+    """In CI (``$CI`` set), a ``mongodb`` or ``browser`` test that skips at run time fails.
 
-    A skip there means the MongoDB run silently did not happen (server missing, fixture gave up),
-    which is exactly what CI must catch. Declared ``skipif`` variants (tests that document jongodb
-    or real-MongoDB behaviour only) are reviewed code and stay skips.
+    A skip there means the MongoDB run (server missing, fixture gave up) or the browser run
+    (Playwright or /usr/bin/chromium missing) silently did not happen, which is exactly what CI
+    must catch. Declared ``skipif`` variants (tests that document jongodb or real-MongoDB
+    behaviour only) are reviewed code and stay skips.
     """
     outcome: Any = yield
     report = outcome.get_result()
     if not (report.skipped and _truthy("CI")) or hasattr(report, "wasxfail"):
         return
-    if item.get_closest_marker("mongodb") is None or item.get_closest_marker("skipif"):
+    if item.get_closest_marker("skipif"):
         return
     reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
-    report.outcome = "failed"
-    report.longrepr = (
-        f"MongoDB test skipped in CI: {reason}\n"
-        "The MongoDB run must not be skipped in CI; make jongodb installable "
-        "(bash scripts/jongodb.sh install) or set TOOLPLAN_TEST_MONGODB_URI."
-    )
+    if item.get_closest_marker("mongodb") is not None:
+        report.outcome = "failed"
+        report.longrepr = (
+            f"MongoDB test skipped in CI: {reason}\n"
+            "The MongoDB run must not be skipped in CI; make jongodb installable "
+            "(bash scripts/jongodb.sh install) or set TOOLPLAN_TEST_MONGODB_URI."
+        )
+    elif item.get_closest_marker("browser") is not None:
+        report.outcome = "failed"
+        report.longrepr = (
+            f"Browser test skipped in CI: {reason}\n"
+            "The plan-page browser tests must not be skipped in CI; install chromium "
+            "(bash scripts/browser.sh) and Playwright (pip install -e '.[dev]')."
+        )

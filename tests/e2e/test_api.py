@@ -850,3 +850,59 @@ def test_the_execution_query_shows_a_maps_items_and_a_conditions_skip(
         "condition",
         None,
     )
+
+
+PLANNING_EVENTS = """subscription($id: String!) {
+  planningEvents(requestId: $id) {
+    requestId kind model attempt attempts elapsedMs llmCalls usage step steps tokens problem
+  }
+}"""
+
+
+def test_run_query_planning_is_followed_live_by_request_id(
+    llm: FakeOpenAIServer, client: GraphQLClient
+) -> None:
+    """Issue 28, no silence: a client subscribes to ``planningEvents`` with its own request ID,
+    then calls ``runQuery`` with it, and sees the planner's progress while the model answers.
+    No sleep: the model's answer waits until the subscriber has the first event."""
+    own = "req_1700000000_progress1"
+    seen_first = threading.Event()
+
+    def once_followed(request: dict[str, Any]) -> Reply:
+        assert seen_first.wait(timeout=60), "the subscriber never saw the planning event"
+        return Reply.structured(blog_plan(), usage=(30, 12)).with_(pieces=20)
+
+    llm.script([once_followed, Reply.structured({"action": "answer", "answer": "Done."})])
+    collected: list[list[dict[str, Any]]] = []
+    reader = threading.Thread(
+        target=lambda: collected.append(
+            read_events(client, own, on_first=seen_first.set, query=PLANNING_EVENTS)
+        )
+    )
+    reader.start()
+    run = client.data(RUN_QUERY, {"query": QUERY, "requestId": own})["runQuery"]
+    reader.join(timeout=60)
+    assert not reader.is_alive()
+    assert run["requestId"] == own and run["answer"] == "Done."
+    events = [p["data"]["planningEvents"] for p in collected[0]]
+    assert [e["kind"] for e in events] == ["planning", "step", "step", "answered"]
+    assert {e["requestId"] for e in events} == {own}
+    planning, first, second, answered = events
+    assert planning["model"] == "openai:gpt-4o-mini" and planning["llmCalls"] == 0
+    assert first["step"] == {
+        "id": "author",
+        "tool": "createAuthor",
+        "parameters": {"name": "Alice", "email": "alice@test.com"},
+    }
+    assert second["step"]["tool"] == "createBlog" and second["steps"] == 2
+    assert 0 < first["tokens"] < second["tokens"] < 20  # told while the answer streamed
+    assert answered["steps"] == 2 and answered["usage"] == {"inputTokens": 30, "outputTokens": 12}
+    assert all(e["problem"] is None for e in events)
+    # a late subscriber gets the events of the planning that ended; a request that never plans
+    # completes with none once the wait is over
+    again = read_events(client, own, query=PLANNING_EVENTS)
+    assert [p["data"]["planningEvents"]["kind"] for p in again] == [e["kind"] for e in events]
+    quiet = PLANNING_EVENTS.replace(
+        "planningEvents(requestId: $id)", "planningEvents(requestId: $id, waitSeconds: 0)"
+    )
+    assert read_events(client, "req_1700000000_neverplans", query=quiet) == []

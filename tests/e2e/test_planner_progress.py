@@ -1,6 +1,7 @@
 """No silence while planning (issue 28): ``toolplan plan`` and ``run`` print what the planner is
 doing on stderr while the model works, through the real CLI and the local OpenAI-compatible
-server; ``--json`` prints nothing until the end, and a closed stderr never fails a run."""
+server: each step as soon as the streamed answer has it, repairs, answers; ``--json`` prints
+nothing until the end, and a closed stderr never fails a run."""
 
 from __future__ import annotations
 
@@ -22,13 +23,18 @@ def test_plan_prints_progress_on_stderr_only(cli_llm: Cli, llm: FakeOpenAIServer
     assert done.code == 0, done.stderr
     lines = done.stderr.splitlines()
     assert lines[0] == PLANNING
+    # each answer's steps as they were written, then the answer; the repaired one again
+    assert lines[1].startswith('  + createAuthr(name="Alice", email="alice@test.com")  ')
+    assert lines[2].startswith('  + createBlog(authorId="{{writer._id}}", title="Hello", ')
     assert (
-        lines[1].startswith("answered after ")
-        and "2 step(s); 1 LLM call(s), 100 input" in (lines[1])
+        lines[3].startswith("answered after ")
+        and "2 step(s); 1 LLM call(s), 100 input" in (lines[3])
     )
-    assert lines[2].startswith("repairing (attempt 2 of 3): step 'author': unknown tool")
-    assert lines[2].endswith("(+1 more)")
-    assert lines[3].startswith("answered after ") and "2 LLM call(s)" in lines[3]
+    assert lines[4].startswith("repairing (attempt 2 of 3): step 'author': unknown tool")
+    assert lines[4].endswith("(+1 more)")
+    assert lines[5].startswith('  + createAuthor(name="Alice", email="alice@test.com")  ')
+    assert lines[6].startswith("  + createBlog(")
+    assert lines[7].startswith("answered after ") and "2 LLM call(s)" in lines[7]
     assert "planning with" not in done.stdout and "stored plan_" in done.stdout
 
 
@@ -53,7 +59,8 @@ def test_run_prints_progress_before_the_plan(cli_llm: Cli, llm: FakeOpenAIServer
     )
     done = cli_llm("run", QUERY)
     assert done.code == 0, done.stderr
-    assert done.stderr.startswith(PLANNING + "\nanswered after ")
+    assert done.stderr.startswith(PLANNING + '\n  + createAuthor(name="Alice"')
+    assert done.stderr.index("  + createBlog(") < done.stderr.index("answered after")
     assert done.stderr.index("answered after") < done.stderr.index("critical path")
 
     llm.script([Reply.structured(blog_plan())])

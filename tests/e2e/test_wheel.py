@@ -74,6 +74,18 @@ def test_wheel_ships_the_prompts_and_examples(wheel: Path) -> None:
     assert "toolplan/examples/blog_chain.json" in names and "toolplan/py.typed" in names
 
 
+def test_wheel_ships_the_plan_page(wheel: Path) -> None:
+    """The plan page's files are package data (pyproject's package-data), not only in the
+    checkout: ``toolplan serve`` from the wheel serves ``/ui/plans`` offline."""
+    from toolplan.api.ui import ASSETS
+
+    names = set(zipfile.ZipFile(wheel).namelist())
+    on_disk = {path.name for path in (REPO / "packages/toolplan/api/ui_assets").iterdir()}
+    assert on_disk == set(ASSETS)
+    for name in ASSETS:
+        assert f"toolplan/api/ui_assets/{name}" in names
+
+
 def test_wheel_ships_the_conformance_suite_as_its_own_package(wheel: Path) -> None:
     """Store authors import ``toolplan_conformance`` from the installed wheel, beside toolplan."""
     archive = zipfile.ZipFile(wheel)

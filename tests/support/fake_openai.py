@@ -1,6 +1,8 @@
 """A tiny local OpenAI-compatible HTTP server for tests (stdlib only, no network).
 
-It serves ``POST /v1/chat/completions`` (plain or ``stream=true`` SSE) and
+It serves ``POST /v1/chat/completions`` (plain or ``stream=true`` SSE, the text in
+``Reply.pieces`` chunks; ``FakeOpenAIServer(streaming="refuse")`` answers a streamed request
+400 without taking a reply, ``streaming="ignore"`` answers it as a plain one) and
 ``GET /v1/models`` on ``127.0.0.1`` and answers from a FIFO script of replies,
 recording every request so tests can assert what the client sent::
 
@@ -68,6 +70,8 @@ class Reply:
     """Prompt tokens reported as read from the server's cache (``prompt_tokens_details``)."""
     finish_reason: str | None = None
     """Overrides ``stop``/``tool_calls``, e.g. ``length`` for an answer cut off at max_tokens."""
+    pieces: int = 3
+    """How many chunks a streamed answer's text (content or arguments) is sent in."""
 
     def with_(self, **changes: Any) -> Reply:
         """A copy with ``cached`` / ``finish_reason`` (or other fields) changed."""
@@ -130,7 +134,9 @@ class Reply:
             concrete = Reply.tool_call(fn, self.obj, usage=self.usage)
         else:
             concrete = Reply.content(json.dumps(self.obj), usage=self.usage)
-        return replace(concrete, cached=self.cached, finish_reason=self.finish_reason)
+        return replace(
+            concrete, cached=self.cached, finish_reason=self.finish_reason, pieces=self.pieces
+        )
 
 
 ScriptEntry = Reply | Callable[[dict[str, Any]], Reply]
@@ -145,8 +151,16 @@ def _pieces(text: str, n: int = 3) -> list[str]:
 class FakeOpenAIServer:
     """Scripted OpenAI-compatible server on ``127.0.0.1:<free port>`` (daemon thread)."""
 
-    def __init__(self, *, api_key: str | None = None, models: Iterable[str] = ("gpt-4o-mini",)):
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        models: Iterable[str] = ("gpt-4o-mini",),
+        streaming: str = "sse",
+    ):
         self.api_key = api_key
+        self.streaming = streaming
+        """``sse`` (streams), ``refuse`` (400 to ``stream=true``), ``ignore`` (plain JSON)."""
         self.models = list(models)
         self._lock = threading.Lock()
         self._queue: deque[ScriptEntry] = deque()
@@ -289,6 +303,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if self.path.rstrip("/") != "/v1/chat/completions":
             return self._error(Reply.error(404, f"Unknown path {self.path}"))
+        if body.get("stream") and fake.streaming == "refuse":
+            return self._error(Reply.error(400, "streaming is not supported", should_retry=False))
         entry, n = fake._next()
         if entry is None:
             return self._error(
@@ -308,7 +324,7 @@ class _Handler(BaseHTTPRequestHandler):
             "model": body.get("model", "fake"),
         }
         call_id = fake._call_id() if reply.kind == "tool_call" else ""
-        if body.get("stream"):
+        if body.get("stream") and fake.streaming == "sse":
             usage = bool((body.get("stream_options") or {}).get("include_usage"))
             chunks = _chunks(base, reply, call_id, usage)
             sse = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks)
@@ -354,11 +370,11 @@ def _chunks(
         fn = {"name": reply.name, "arguments": ""}
         call = {"index": 0, "id": call_id, "type": "function", "function": fn}
         yield chunk({"role": "assistant", "content": None, "tool_calls": [call]})
-        for piece in _pieces(reply.arguments):
+        for piece in _pieces(reply.arguments, reply.pieces):
             yield chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]})
     else:
         yield chunk({"role": "assistant", "content": "", "refusal": None})
-        for piece in _pieces(reply.text):
+        for piece in _pieces(reply.text, reply.pieces):
             yield chunk({"content": piece})
     yield chunk({}, _finish(reply))
     if include_usage:

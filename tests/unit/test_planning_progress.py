@@ -58,8 +58,9 @@ async def test_planning_and_a_repair_are_told_as_they_happen(tmp_path: Path) -> 
         listener=events.append,
     )
     await create_plan(QUERY, ctx)
-    assert [e.kind for e in events] == ["planning", "answered", "repairing", "answered"]
-    planning, first, repairing, second = events
+    kinds = ["planning", "step", "step", "answered", "repairing", "step", "step", "answered"]
+    assert [e.kind for e in events] == kinds
+    planning, first, repairing, second = (e for e in events if e.kind != "step")
     assert (planning.model, planning.attempt, planning.attempts) == ("fake:model", 1, 3)
     assert planning.llm_calls == 0 and planning.usage == {"inputTokens": 0, "outputTokens": 0}
     assert first.steps == 2 and first.llm_calls == 1 and first.usage["outputTokens"] == 20
@@ -79,8 +80,9 @@ async def test_a_retry_with_a_larger_limit_is_told(tmp_path: Path) -> None:
         listener=events.append,
     )
     await create_plan(QUERY, ctx)
-    assert [e.kind for e in events] == ["planning", "retrying", "answered"]
-    retrying = events[1]
+    kinds = ["planning", "step", "step", "retrying", "step", "step", "answered"]
+    assert [e.kind for e in events] == kinds
+    retrying = events[3]
     assert retrying.max_tokens == 128 and retrying.llm_calls == 1
     assert retrying.usage == {"inputTokens": 100, "outputTokens": 64}
 
@@ -104,12 +106,23 @@ async def test_the_graph_streams_the_same_events(tmp_path: Path) -> None:
     ]
     assert [(c["event"], c["kind"]) for c in streamed] == [
         ("planning", "planning"),
+        ("planning", "step"),
+        ("planning", "step"),
         ("planning", "answered"),
         ("planning", "repairing"),
+        ("planning", "step"),
+        ("planning", "step"),
         ("planning", "answered"),
     ]
-    assert streamed[2]["attempt"] == 2 and "createAuthr" in streamed[2]["problem"]
-    assert streamed[3]["llmCalls"] == 2 and streamed[3]["steps"] == 2
+    assert streamed[1]["step"] == {
+        "id": "author",
+        "tool": "createAuthr",
+        "parameters": {"name": "Alice", "email": "alice@test.com"},
+    }
+    assert (streamed[1]["steps"], streamed[2]["steps"]) == (1, 2)
+    assert 0 < streamed[1]["tokens"] < streamed[2]["tokens"]
+    assert streamed[4]["attempt"] == 2 and "createAuthr" in streamed[4]["problem"]
+    assert streamed[7]["llmCalls"] == 2 and streamed[7]["steps"] == 2
 
 
 def event(kind: Any, **fields: Any) -> PlanningEvent:

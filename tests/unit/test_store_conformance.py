@@ -314,6 +314,28 @@ def test_sqlite_files_from_before_the_plan_list_are_upgraded(tmp_path: Path) -> 
         assert [s.plan_id for s in planned] == [never.plan_id]
 
 
+@pytest.mark.mongodb
+def test_mongodb_executions_from_before_the_plan_list_are_upgraded(mongodb_uri: str) -> None:
+    from pymongo import MongoClient
+
+    opened = open_store(mongodb_uri)
+    executed = started_execution(opened, steps=1)
+    opened.close()
+    client: MongoClient[dict[str, Any]] = MongoClient(mongodb_uri)
+    try:
+        db = client.get_default_database()
+        db["executions"].update_many({}, {"$unset": {"planCreatedAt": "", "requestId": ""}})
+        db["plans"].update_many({}, {"$unset": {"executed": ""}})
+        with closing(open_store(mongodb_uri)) as upgraded:  # opening upgrades
+            running = upgraded.recent_plans(status="running").items
+            assert [s.plan_id for s in running] == [executed.plan_id]
+            assert upgraded.recent_plans(status="planned").items == []
+        stored = db["executions"].find_one({"planId": executed.plan_id})
+        assert stored is not None and stored["requestId"].startswith("req_")
+    finally:
+        client.close()
+
+
 @pytest.mark.parametrize(
     ("status", "request_filter", "index"),
     [

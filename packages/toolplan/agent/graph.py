@@ -12,6 +12,10 @@ replans (``max_replans``, default 1) are spent, the answer says what failed.
 
 Compiled without a checkpointer for ``langgraph.json``; :func:`toolplan.agent.loop.run_agent`
 invokes it with an :class:`AgentGraphContext`. Step records are the durable truth, as elsewhere.
+
+While ``planner`` plans, the planning progress (:mod:`toolplan.planning.progress`: planning,
+each step as the model writes it, repairs, answers) is forwarded to this graph's custom stream
+(``stream_mode="custom"``), each event as its JSON form.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, NotRequired
 
-from langgraph.config import get_config
+from langgraph.config import get_config, get_stream_writer
 from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel, ConfigDict, InstanceOf
 from pydantic.json_schema import SkipJsonSchema
@@ -82,6 +86,8 @@ class AgentInput(TypedDict):
     query: str
     request_id: NotRequired[str]
     """Store the plans as new versions of this request."""
+    new_request: NotRequired[bool]
+    """``request_id`` may be new (a client's own ID): the first plan creates the request."""
     max_replans: NotRequired[int]
     """New plans allowed after the first (default 1)."""
 
@@ -91,6 +97,7 @@ class AgentState(TypedDict, total=False):
 
     query: str
     request_id: str
+    new_request: bool
     max_replans: int
     replans: int
     plan_id: str
@@ -136,6 +143,7 @@ async def planner(state: AgentState, ctx: AgentContext) -> AgentState:
     source = FromQuery(
         state["query"],
         state.get("request_id"),
+        new_request=state.get("new_request", False),
         reuse="off" if replan_of else ctx.reuse,
         context=state.get("context"),
         meta=meta,
@@ -177,15 +185,22 @@ async def planner(state: AgentState, ctx: AgentContext) -> AgentState:
 
 
 async def _obtain(source: FromQuery, ctx: AgentContext) -> Planned:
-    planned = await obtain_plan(
-        source,
-        store=ctx.execution.store,
-        catalog=ctx.execution.catalog,
-        max_steps=ctx.planner.max_steps,
-        planner=ctx.planner,
-        limits=ctx.planner.limits,
-        estimates=ctx.planner.estimates,
-    )
+    # the planning graph's progress, on this graph's custom stream too (as the planning graph
+    # streams it: a run of this graph sees it without subgraphs=True)
+    writer = get_stream_writer()
+    planner = ctx.planner.telling(lambda event: writer(event.to_json()))
+    try:
+        planned = await obtain_plan(
+            source,
+            store=ctx.execution.store,
+            catalog=ctx.execution.catalog,
+            max_steps=ctx.planner.max_steps,
+            planner=planner,
+            limits=ctx.planner.limits,
+            estimates=ctx.planner.estimates,
+        )
+    finally:
+        ctx.planner.learn_from(planner)
     if ctx.on_planned is not None:
         ctx.on_planned(planned)
     return planned

@@ -74,9 +74,11 @@ async def run_agent(
     *,
     request_id: str | None = None,
     max_replans: int = DEFAULT_MAX_REPLANS,
+    new_request: bool = False,
 ) -> AgentOutcome:
     """Plan ``query``, execute, answer; replan at most ``max_replans`` times when the model
-    asks. Raises :class:`~toolplan.errors.LLMUnavailable` (exit 3) when the model cannot be
+    asks. With ``new_request``, ``request_id`` may be a new, well-formed ID of the caller's
+    choosing: the first plan creates the request under it. Raises :class:`~toolplan.errors.LLMUnavailable` (exit 3) when the model cannot be
     reached, even after steps ran (their records are kept)."""
     if not query.strip():
         raise InvalidInput("the query is empty; say what should be done")
@@ -86,6 +88,7 @@ async def run_agent(
     inputs: AgentInput = {"query": query, "max_replans": max_replans}
     if request_id is not None:
         inputs["request_id"] = request_id
+        inputs["new_request"] = new_request
     graph = build_agent_graph().compile(name="agent")
     config: Any = {"recursion_limit": 4 * (max_replans + 2)}
     state: Any = await graph.ainvoke(inputs, config, context=AgentGraphContext(agent=ctx))

@@ -13,12 +13,12 @@ from collections.abc import Mapping, Sequence
 from itertools import pairwise
 from typing import Any, Literal
 
-__all__ = ["DiagramFormat", "described_diagram", "diagram"]
+__all__ = ["STATE_COLOURS", "DiagramFormat", "described_diagram", "diagram"]
 
 DiagramFormat = Literal["mermaid", "dot"]
 """``mermaid``: a ``flowchart TD``; ``dot``: a Graphviz ``digraph``."""
 
-_COLOURS: dict[str, tuple[str, str]] = {
+STATE_COLOURS: dict[str, tuple[str, str]] = {
     "pending": ("#f4f4f5", "#71717a"),
     "not run": ("#f4f4f5", "#71717a"),
     "running": ("#dbeafe", "#2563eb"),
@@ -97,7 +97,9 @@ def _mermaid(
         arrow = "==>" if (dep, step) in critical else "-->"
         lines.append(f"  {node[dep]} {arrow} {node[step]}")
     for name in sorted({_css_class(s) for s in state.values()}):
-        fill, stroke = _COLOURS.get(name, _COLOURS.get(name.replace("_", " "), _COLOURS["pending"]))
+        fill, stroke = STATE_COLOURS.get(
+            name, STATE_COLOURS.get(name.replace("_", " "), STATE_COLOURS["pending"])
+        )
         lines.append(f"  classDef {name} fill:{fill},stroke:{stroke}")
     return "\n".join(lines) + "\n"
 
@@ -118,7 +120,7 @@ def _dot(
     for index, layer in enumerate(layers):
         lines.append(f'  subgraph cluster_L{index} {{ label="layer {index}"; style=dashed;')
         for step in layer:
-            fill, stroke = _COLOURS.get(state[step], _COLOURS["pending"])
+            fill, stroke = STATE_COLOURS.get(state[step], STATE_COLOURS["pending"])
             lines.append(
                 f'    {node[step]} [label="{_dot_text(labels[step])}", '
                 f'fillcolor="{fill}", color="{stroke}", class="{_css_class(state[step])}"];'

@@ -1,4 +1,5 @@
-"""The ASGI application behind ``toolplan serve``: ``/graphql`` with GraphiQL, auth and limits.
+"""The ASGI application behind ``toolplan serve``: ``/graphql`` with GraphiQL, the plan page
+(``/ui/plans``, :mod:`toolplan.api.ui`), auth and limits.
 
 Layers, outermost first: bearer-token check (or, without a token, a loopback ``Host`` check),
 the body-size limit, then strawberry's GraphQL view, whose schema extensions enforce the document
@@ -31,6 +32,7 @@ from toolplan.api.errors import ErrorCode, present_errors, send_error
 from toolplan.api.limits import BodySizeLimit
 from toolplan.api.schema import build_schema
 from toolplan.api.settings import ApiSettings
+from toolplan.api.ui import ui_routes
 from toolplan.client import Toolplan
 from toolplan.config import Settings
 from toolplan.store import Store
@@ -141,7 +143,7 @@ def create_app(
 
     guard = Middleware(BearerAuth, token=api.token) if api.token else Middleware(LoopbackHostOnly)
     app = Starlette(
-        routes=[Route(GRAPHQL_PATH, view, methods=["GET", "POST"])],
+        routes=[Route(GRAPHQL_PATH, view, methods=["GET", "POST"]), *ui_routes(context)],
         middleware=[guard, Middleware(BodySizeLimit, max_bytes=api.max_body_bytes)],
         lifespan=lifespan,
     )

@@ -11,9 +11,14 @@ from toolplan.api.errors import send_error
 from toolplan.api.settings import TOKEN_ENV, ApiSettings
 from toolplan.errors import InvalidInput
 
-__all__ = ["BearerAuth", "LoopbackHostOnly", "check_bind", "is_loopback"]
+__all__ = ["UI_DATA_PATH", "UI_PATH", "BearerAuth", "LoopbackHostOnly", "check_bind", "is_loopback"]
 
 Scope = dict[str, Any]
+
+UI_PATH = "/ui"
+"""The plan page (:mod:`toolplan.api.ui`): its pages and assets hold no data."""
+UI_DATA_PATH = "/ui/data"
+"""The plan page's data: a token like any API request."""
 
 
 def is_loopback(host: str) -> bool:
@@ -44,16 +49,21 @@ def _presented_token(scope: Scope) -> bytes | None:
     return None
 
 
-def _is_ide_page(scope: Scope) -> bool:
-    """``GET /graphql`` without a ``query``: the static GraphiQL page, which holds no data.
+def _is_static_page(scope: Scope) -> bool:
+    """``GET /graphql`` without a ``query`` (the GraphiQL page), or a plan page or its assets
+    under ``/ui`` (not ``/ui/data``): static files that hold no data.
 
-    It is served without a token so a browser can open it; GraphiQL then sends the token with
-    every operation (set it in GraphiQL's Headers pane).
+    They are served without a token so a browser can open them; GraphiQL, and the plan page,
+    then send the token with every request for data (GraphiQL's Headers pane; the plan page
+    asks for it).
     """
     if scope["type"] != "http" or scope.get("method") != "GET":
         return False
+    path = scope.get("path", "")
+    if path == UI_PATH or (path.startswith(f"{UI_PATH}/") and not path.startswith(UI_DATA_PATH)):
+        return True
     params = parse_qs(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
-    return scope.get("path") == "/graphql" and "query" not in params
+    return path == "/graphql" and "query" not in params
 
 
 def _host_name(scope: Scope) -> str | None:
@@ -102,7 +112,7 @@ class BearerAuth:
         self._token = token.encode("utf-8")
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
-        if scope["type"] not in ("http", "websocket") or _is_ide_page(scope):
+        if scope["type"] not in ("http", "websocket") or _is_static_page(scope):
             await self.app(scope, receive, send)
             return
         presented = _presented_token(scope)

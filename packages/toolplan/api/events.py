@@ -1,31 +1,52 @@
-"""Step events of the executions this server runs, fanned out to subscribers.
+"""Events of the runs this server does, fanned out to subscribers: the step events of each
+execution (by plan ID), and the planning progress of each query (by request ID,
+:class:`PlanningNews`).
 
 The engine calls the :class:`~toolplan.execution.runner.ExecutionContext` listener on the event
-loop for every step transition; the hub keeps the events of each run so a subscriber who arrives
-late still receives the whole run, then the live events, and an end when the run ends.
-Everything here runs on the event loop thread, so no locks are needed.
+loop for every step transition, the planner its listener for every planning event; a hub keeps
+the events of each run so a subscriber who arrives late still receives the whole run, then the
+live events, and an end when the run ends. Everything here runs on the event loop thread, so no
+locks are needed.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
-from toolplan.engine.recorder import StepEvent
+from toolplan.planning.progress import PlanningEvent
 
-__all__ = ["EventHub"]
+__all__ = ["EventHub", "PlanningNews", "planning_hub"]
+
+E = TypeVar("E")
 
 
-class EventHub:
-    """Per-plan event history and subscriber queues for runs inside this process."""
+@dataclass(frozen=True)
+class PlanningNews:
+    """A planning event of the query planned under ``request_id``."""
 
-    def __init__(self, *, retain: int = 64) -> None:
+    request_id: str
+    event: PlanningEvent
+
+
+def _plan_id(event: Any) -> str:
+    return str(event.plan_id)
+
+
+class EventHub(Generic[E]):
+    """Per-run event history and subscriber queues for runs inside this process; a run is
+    named by ``key`` of its events (step events: their plan ID)."""
+
+    def __init__(self, *, retain: int = 64, key: Callable[[E], str] = _plan_id) -> None:
         self.retain = retain
         """How many finished runs keep their events for late subscribers."""
-        self._history: OrderedDict[str, list[StepEvent]] = OrderedDict()
+        self._key = key
+        self._history: OrderedDict[str, list[E]] = OrderedDict()
         self._open: set[str] = set()
-        self._subscribers: dict[str, set[asyncio.Queue[StepEvent | None]]] = {}
+        self._subscribers: dict[str, set[asyncio.Queue[E | None]]] = {}
         self._opened: dict[str, asyncio.Event] = {}
 
     def open(self, plan_id: str) -> None:
@@ -48,12 +69,13 @@ class EventHub:
             return self.knows(plan_id)
         return True
 
-    def publish(self, event: StepEvent) -> None:
+    def publish(self, event: E) -> None:
         """Record one event of an open run and hand it to every subscriber."""
-        if event.plan_id not in self._open:
-            self.open(event.plan_id)
-        self._history[event.plan_id].append(event)
-        for queue in self._subscribers.get(event.plan_id, ()):
+        run = self._key(event)
+        if run not in self._open:
+            self.open(run)
+        self._history[run].append(event)
+        for queue in self._subscribers.get(run, ()):
             queue.put_nowait(event)
 
     def close(self, plan_id: str) -> None:
@@ -82,7 +104,7 @@ class EventHub:
         """Whether ``plan_id`` runs here now, or ran here recently (its events are kept)."""
         return plan_id in self._open or plan_id in self._history
 
-    async def subscribe(self, plan_id: str) -> AsyncIterator[StepEvent]:
+    async def subscribe(self, plan_id: str) -> AsyncIterator[E]:
         """The events of the current or last run of ``plan_id`` so far, then live ones until the
         run ends. Ends at once when this process has not run the plan recently."""
         # No await between the snapshot and the registration: no event can slip between them.
@@ -91,7 +113,7 @@ class EventHub:
             for event in replay:
                 yield event
             return
-        queue: asyncio.Queue[StepEvent | None] = asyncio.Queue()
+        queue: asyncio.Queue[E | None] = asyncio.Queue()
         self._subscribers.setdefault(plan_id, set()).add(queue)
         try:
             for event in replay:
@@ -106,3 +128,8 @@ class EventHub:
             subscribers.discard(queue)
             if not subscribers:
                 self._subscribers.pop(plan_id, None)
+
+
+def planning_hub() -> EventHub[PlanningNews]:
+    """The hub of the planning progress of the queries planned here, by request ID."""
+    return EventHub(key=lambda news: news.request_id)

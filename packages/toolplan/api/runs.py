@@ -43,7 +43,9 @@ class _Run:
 class BackgroundRuns:
     """The executions running in this server process."""
 
-    def __init__(self, make_context: ContextFactory, store: Store, events: EventHub) -> None:
+    def __init__(
+        self, make_context: ContextFactory, store: Store, events: EventHub[StepEvent]
+    ) -> None:
         self._make_context = make_context
         self._store = store
         self._events = events

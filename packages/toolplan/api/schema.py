@@ -21,6 +21,7 @@ from toolplan.api.settings import ApiSettings
 from toolplan.api.types import (
     ExecutionType,
     PlanListType,
+    PlanningEventType,
     PlanRefType,
     PlanType,
     QueryRunType,
@@ -119,13 +120,19 @@ class Mutation:
         check_text(query, "the query", info.context.settings.limits)
         if request_id is not None:
             require_id(request_id, "req")
-        planner = await info.context.planner()
-        outcome = await create_plan(query, planner, request_id=request_id, new_request=True)
+        planner = await info.context.planner_telling(request_id)
+        try:
+            outcome = await create_plan(query, planner, request_id=request_id, new_request=True)
+        finally:
+            await info.context.planned(request_id, planner)
         return PlanRefType.from_ref(outcome.ref)
 
     @strawberry.mutation(
         description="Plan a query with the LLM, execute it and answer from the results; a failed "
-        "plan may be replanned (at most maxReplans times), as a new version of the request."
+        "plan may be replanned (at most maxReplans times), as a new version of the request. "
+        "A well-formed requestId (req_<seconds>_<id>) that does not exist yet is the client's "
+        "own: the request is created under it, and planningEvents(requestId) follows the "
+        "planning."
     )
     async def run_query(
         self, info: Info, query: str, request_id: str | None = None, max_replans: int = 1
@@ -136,12 +143,16 @@ class Mutation:
         check_text(query, "the query", info.context.settings.limits)
         if request_id is not None:
             require_id(request_id, "req")
+        planner = await info.context.planner_telling(request_id)
         ctx = AgentContext(
-            await info.context.planner(),
-            info.context.execution_context(),
-            reuse=info.context.settings.plan_reuse,
+            planner, info.context.execution_context(), reuse=info.context.settings.plan_reuse
         )
-        outcome = await run_agent(query, ctx, request_id=request_id, max_replans=max_replans)
+        try:
+            outcome = await run_agent(
+                query, ctx, request_id=request_id, max_replans=max_replans, new_request=True
+            )
+        finally:
+            await info.context.planned(request_id, planner)
         return QueryRunType.from_json(outcome.to_json())
 
     @strawberry.mutation(
@@ -299,6 +310,23 @@ class Subscription:
         )
         async for event in source:
             yield StepEventType.from_event(event)
+
+    @strawberry.subscription(
+        description="What the planner does while the model plans the query of runQuery or "
+        "createPlanWithRequestId called with this (client's own) requestId: planning, each step "
+        "as the model writes it, repairs, answers; completes when that call returns. Subscribe "
+        "first: a request not planning yet is waited for, up to waitSeconds (default 30; then "
+        "it completes with no event). Events of a planning that ended recently are replayed."
+    )
+    async def planning_events(
+        self, info: Info, request_id: str, wait_seconds: float | None = DEFAULT_EVENTS_WAIT
+    ) -> AsyncGenerator[PlanningEventType, None]:
+        require_id(request_id, "req")
+        hub = info.context.planning
+        if not hub.knows(request_id):
+            await hub.wait_opened(request_id, max(0.0, min(wait_seconds or 0.0, MAX_EVENTS_WAIT)))
+        async for news in hub.subscribe(request_id):
+            yield PlanningEventType.from_news(news)
 
 
 async def _continue_decided(info: Info, plan_id: str, *, wait: bool) -> ExecutionType:

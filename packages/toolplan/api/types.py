@@ -7,6 +7,7 @@ from typing import Any
 import strawberry
 from strawberry.scalars import JSON
 
+from toolplan.api.events import PlanningNews
 from toolplan.engine.recorder import StepEvent
 from toolplan.service.operations import PlanRef
 from toolplan.tools.catalog import ToolInfo
@@ -20,6 +21,7 @@ __all__ = [
     "PlanStepType",
     "PlanSummaryType",
     "PlanType",
+    "PlanningEventType",
     "QueryRunPlanType",
     "QueryRunType",
     "RequestType",
@@ -403,6 +405,60 @@ class StepEventType:
             reason=event.reason,
             arguments=JSON(event.arguments) if event.kind == "waiting" else None,
             cached=event.cached,
+        )
+
+
+@strawberry.type(
+    name="PlanningEvent",
+    description="What the planner is doing while the model works (runQuery and "
+    "createPlanWithRequestId with the client's requestId): planning, each step as the model "
+    "writes it, repairing, retrying, answered.",
+)
+class PlanningEventType:
+    request_id: str
+    kind: str = strawberry.field(
+        description="planning (the first call is made), step (the streamed answer has one more "
+        "step: step, steps, tokens), repairing (problem, problems), retrying (maxTokens: the "
+        "answer stopped at the output limit) or answered (steps: null when no plan was read)."
+    )
+    model: str = strawberry.field(description="The provider:model planning.")
+    attempt: int = strawberry.field(description="1 for the first plan, 2 for the first repair...")
+    attempts: int
+    elapsed_ms: float = strawberry.field(description="Since planning started.")
+    llm_calls: int = strawberry.field(description="Answered calls so far.")
+    usage: JSON = strawberry.field(description="Tokens so far: inputTokens, outputTokens.")
+    step: JSON | None = strawberry.field(
+        description="On step: the step as written (id, tool, parameters), not yet validated."
+    )
+    steps: int | None = strawberry.field(
+        description="On step: the answer's steps so far; on answered: the steps read."
+    )
+    tokens: int | None = strawberry.field(
+        description="On step: the answer's output so far, in streamed chunks (about a token each)."
+    )
+    problem: str | None = strawberry.field(description="On repairing: the first problem.")
+    problems: int | None = strawberry.field(description="On repairing: how many.")
+    max_tokens: int | None = strawberry.field(description="On retrying: the larger limit.")
+
+    @classmethod
+    def from_news(cls, news: PlanningNews) -> PlanningEventType:
+        """From the planner's :class:`~toolplan.planning.progress.PlanningEvent`."""
+        event = news.event
+        return cls(
+            request_id=news.request_id,
+            kind=event.kind,
+            model=event.model,
+            attempt=event.attempt,
+            attempts=event.attempts,
+            elapsed_ms=round(event.elapsed_ms, 1),
+            llm_calls=event.llm_calls,
+            usage=JSON(dict(event.usage)),
+            step=JSON(event.step) if event.step is not None else None,
+            steps=event.steps,
+            tokens=event.tokens,
+            problem=event.problem,
+            problems=event.problems if event.kind == "repairing" else None,
+            max_tokens=event.max_tokens,
         )
 
 

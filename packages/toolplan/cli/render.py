@@ -450,10 +450,16 @@ class PlanningPrinter:
 
 
 def planning_line(event: PlanningEvent) -> str:
-    """One planning event as a line of text, e.g. ``planning with openai:gpt-4o-mini…`` or
+    """One planning event as a line of text, e.g. ``planning with openai:gpt-4o-mini…``,
+    ``  + get_weather(city="Berlin")  4.1 s, 212 tokens`` (a step of the answer being written:
+    each argument cut at 40 characters, the call at 100) or
     ``repairing (attempt 2 of 3): step 'blog': unknown tool 'createBlg' (+1 more)``."""
     if event.kind == "planning":
         return f"planning with {event.model}…"
+    if event.kind == "step":
+        step = event.step or {}
+        call = short(call_text(str(step.get("tool")), step.get("parameters") or {}, 40), 100)
+        return f"  + {call}  {event.elapsed_ms / 1000:.1f} s, {event.tokens or 0} tokens"
     if event.kind == "repairing":
         more = f" (+{event.problems - 1} more)" if event.problems > 1 else ""
         problem = short(" ".join((event.problem or "").split()), 160)

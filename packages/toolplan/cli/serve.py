@@ -1,4 +1,5 @@
-"""``toolplan serve``: the GraphQL API (and GraphiQL) over HTTP, served by uvicorn."""
+"""``toolplan serve``: the GraphQL API (and GraphiQL) and the plan page over HTTP, served by
+uvicorn."""
 
 from __future__ import annotations
 
@@ -47,10 +48,11 @@ def serve(
     mcp: McpOption = None,
     model: ModelOption = None,
 ) -> None:
-    """Serve the GraphQL API at /graphql (GraphiQL in a browser) until interrupted.
+    """Serve the GraphQL API at /graphql (GraphiQL in a browser) and the plan page at /ui/plans
+    until interrupted.
 
-    With $TOOLPLAN_API_TOKEN set, every request needs 'Authorization: Bearer <token>'; without it
-    the server answers this machine only.
+    With $TOOLPLAN_API_TOKEN set, every request needs 'Authorization: Bearer <token>' (the plan
+    page asks for it); without it the server answers this machine only.
     """
 
     def body() -> None:
@@ -76,7 +78,8 @@ def serve(
             application = create_app(api=api, client=client)
             shown = f"[{host}]" if ":" in host else host
             stderr.print(
-                f"toolplan API: http://{shown}:{port}/graphql (GraphiQL in a browser); "
+                f"toolplan API: http://{shown}:{port}/graphql (GraphiQL in a browser), "
+                f"plans at http://{shown}:{port}/ui/plans; "
                 f"store {opened.uri}; {len(catalog)} tools"
                 + (f"; planning with {model}" if model else "")
                 + (

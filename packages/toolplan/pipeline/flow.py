@@ -65,6 +65,9 @@ class FromQuery:
     meta: Mapping[str, Any] | None = None
     """Labels stored with the plan, beside the planning record (e.g. ``{"replanOf":
     "plan_..."}``); a key toolplan sets itself is refused (:mod:`toolplan.plans.meta`)."""
+    new_request: bool = False
+    """``request_id`` may be new (a client's own, well-formed ID): a request not stored yet is
+    created under it."""
 
     def __post_init__(self) -> None:
         caller_meta(self.meta)
@@ -163,6 +166,7 @@ async def obtain_plan(
             request_id=source.request_id,
             context=source.context,
             meta=source.meta,
+            new_request=source.new_request,
         )
         return Planned(outcome.ref, outcome, _ms(started))
     ref = await asyncio.to_thread(

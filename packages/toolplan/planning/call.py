@@ -21,6 +21,7 @@ from toolplan.config import StructuredMethod
 from toolplan.engine.tracing import model_call_span, record_usage
 from toolplan.errors import LLMUnavailable, ToolplanError
 from toolplan.planning.llm_errors import llm_errors, schema_rejected, truncated
+from toolplan.planning.streaming import AnswerStream, ask_streamed, streams
 
 __all__ = [
     "ModelAnswer",
@@ -29,6 +30,7 @@ __all__ = [
     "StructuredRequest",
     "account",
     "add_usage",
+    "answer_of",
     "ask_structured",
     "call_model",
 ]
@@ -105,7 +107,11 @@ async def ask_structured(
         # openai's parse() helpers (json_schema) raise for a cut-off answer; its tokens were
         # still spent, and the completion says how many
         return _cut_off(error)
-    message = result.get("raw") if isinstance(result, dict) else None
+    return answer_of(result.get("raw") if isinstance(result, dict) else None)
+
+
+def answer_of(message: BaseMessage | None) -> ModelAnswer:
+    """The answer in ``message``, with its usage and finish reason."""
     usage = getattr(message, "usage_metadata", None) or {}
     details = usage.get("input_token_details") or {}
     metadata = getattr(message, "response_metadata", None) or {}
@@ -162,6 +168,7 @@ async def call_model(
     larger: ModelCall | None = None,
     on_larger: Callable[[ModelCall, int, dict[str, int]], None] | None = None,
     config: RunnableConfig | None = None,
+    stream: AnswerStream | None = None,
 ) -> ModelReply:
     """Ask ``call.model`` for ``request``'s structured answer.
 
@@ -172,6 +179,10 @@ async def call_model(
     (with the calls and usage so far). ``usage`` and ``calls`` are the totals before this call;
     every error carries them with the calls made here (:func:`account`), and an answer cut off at
     the last limit tried raises :class:`~toolplan.planning.llm_errors.LLMOutputTruncated`.
+
+    With ``stream``, each answer is streamed and its steps are told to ``stream`` as they are
+    written (:mod:`toolplan.planning.streaming`); the answer, its usage and everything above are
+    the same as without.
     """
     current = call
     for attempt in [call] if larger is None else [call, larger]:
@@ -181,12 +192,12 @@ async def call_model(
         try:
             with llm_errors(current.spec, endpoint=current.endpoint, max_tokens=current.max_tokens):
                 try:
-                    answer = await _ask(current, request, config)
+                    answer = await _ask(current, request, config, stream)
                 except Exception as error:
                     if fallback is None or not schema_rejected(error):
                         raise
                     request = fallback()
-                    answer = await _ask(current, request, config)
+                    answer = await _ask(current, request, config, stream)
         except LLMUnavailable as error:
             account(error, calls, usage)
             raise
@@ -201,18 +212,25 @@ async def call_model(
 
 
 async def _ask(
-    call: ModelCall, request: StructuredRequest, config: RunnableConfig | None
+    call: ModelCall,
+    request: StructuredRequest,
+    config: RunnableConfig | None,
+    stream: AnswerStream | None,
 ) -> ModelAnswer:
     # One OpenTelemetry span per request sent (a schema fallback or a larger limit is another).
     with model_call_span(call.spec, max_tokens=call.max_tokens, endpoint=call.endpoint) as span:
-        answer = await ask_structured(
-            call.model,
-            request.messages,
-            request.schema,
-            method=call.method,
-            strict=request.strict,
-            config=config,
+        answer = (
+            await _streamed(call, request, config, stream) if streams(call.model, stream) else None
         )
+        if answer is None:
+            answer = await ask_structured(
+                call.model,
+                request.messages,
+                request.schema,
+                method=call.method,
+                strict=request.strict,
+                config=config,
+            )
         record_usage(
             span,
             input_tokens=answer.input_tokens,
@@ -221,3 +239,32 @@ async def _ask(
             finish_reason=answer.finish_reason,
         )
         return answer
+
+
+async def _streamed(
+    call: ModelCall,
+    request: StructuredRequest,
+    config: RunnableConfig | None,
+    stream: AnswerStream | None,
+) -> ModelAnswer | None:
+    """The answer streamed to ``stream``; ``None`` (and no more streaming) when the endpoint
+    cannot stream."""
+    assert stream is not None
+    try:
+        message = await ask_streamed(
+            call.model,
+            request.messages,
+            request.schema,
+            method=call.method,
+            strict=request.strict,
+            stream=stream,
+            config=config,
+        )
+    except Exception as error:
+        if type(error).__name__ != "LengthFinishReasonError":
+            raise
+        return _cut_off(error)  # as ask_structured reads it
+    if message is None:
+        stream.enabled = False
+        return None
+    return answer_of(message)

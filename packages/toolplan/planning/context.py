@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -15,7 +15,7 @@ from toolplan.analysis.estimates import EstimateSettings
 from toolplan.config import StructuredMethod
 from toolplan.planning.call import ModelCall
 from toolplan.planning.model import retry_max_tokens, with_max_tokens
-from toolplan.planning.progress import PlanningListener
+from toolplan.planning.progress import PlanningEvent, PlanningListener, notify
 from toolplan.planning.schema import (
     DEFAULT_TYPED_SCHEMA_MAX_TOOLS,
     PlanSchema,
@@ -64,6 +64,27 @@ class PlannerContext:
     listener: PlanningListener | None = None
     """Told what planning is doing while the model works (:mod:`toolplan.planning.progress`);
     the CLI prints it on stderr."""
+    stream: bool = True
+    """Stream the model's answers, so each step is told as soon as it is written
+    (:mod:`toolplan.planning.streaming`); turned off when the endpoint could not stream."""
+
+    def telling(self, listener: PlanningListener) -> PlannerContext:
+        """A copy for one planning run that also tells ``listener`` (after this context's own
+        listener): a server's subscribers, a graph's stream. What the copy learns of the
+        endpoint is not shared: hand it back with :meth:`learn_from`."""
+        own = self.listener
+
+        def both(event: PlanningEvent) -> None:
+            notify(event, own)
+            notify(event, listener)
+
+        return replace(self, listener=both)
+
+    def learn_from(self, other: PlannerContext) -> None:
+        """Keep what ``other`` (a copy: :meth:`telling`) learned of the endpoint: that it
+        rejected the schema, or could not stream."""
+        self.schema_fallback = self.schema_fallback or other.schema_fallback
+        self.stream = self.stream and other.stream
 
     def model_call(self) -> ModelCall:
         """How this planner calls its model (for :func:`~toolplan.planning.call.call_model`)."""

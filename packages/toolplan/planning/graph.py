@@ -11,7 +11,8 @@ generic one: :mod:`toolplan.planning.schema`). Its answer is read leniently wher
 repair round. Invalid plans are never stored.
 
 While the model works, ``select_tools`` tells the planner context's listener and LangGraph's
-custom stream what it is doing: planning, repairing, asking again with a larger output limit, an
+custom stream what it is doing: planning, each step as soon as the streamed answer has it
+(:mod:`toolplan.planning.streaming`), repairing, asking again with a larger output limit, an
 answer back (:mod:`toolplan.planning.progress`).
 
 The system prompt depends only on the catalog and the schema kind, so it is byte-identical from
@@ -60,6 +61,7 @@ from toolplan.planning.prompts import (
 from toolplan.planning.schema import (
     PlanSchema,
 )
+from toolplan.planning.streaming import AnswerStream
 from toolplan.plans.limits import check_json
 from toolplan.plans.meta import caller_meta
 from toolplan.plans.plan import parse_plan
@@ -203,6 +205,12 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
     else:
         tell("planning", calls, usage)
 
+    def step_seen(step: dict[str, Any], count: int, tokens: int) -> None:
+        shown = _shown_step(step, ctx.catalog)
+        tell("step", calls, usage, step=shown, steps=count, tokens=tokens)
+
+    stream = AnswerStream(step_seen, enabled=ctx.stream)
+
     def generic() -> StructuredRequest:
         nonlocal schema
         ctx.schema_fallback = True  # this endpoint cannot take the schema it was sent
@@ -221,7 +229,9 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
             "retrying", calls, usage, max_tokens=larger.max_tokens
         ),
         config=get_config(),  # the run's callbacks: Studio streams the model's tokens
+        stream=stream,
     )
+    ctx.stream = stream.enabled  # an endpoint that could not stream is not asked to again
     payload = message_payload(reply.answer.message)
     reading = read_plan(payload, ctx.catalog)
     merged: dict[str, str] = {}
@@ -247,6 +257,20 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
         "prompt_version": prompt.version,
         "plan_schema": schema.kind,
         "started_at": started_at,
+    }
+
+
+def _shown_step(step: dict[str, Any], catalog: Any) -> dict[str, Any]:
+    """A step of the answer being written, as it will be read (parameters given as a JSON
+    string parsed, fillers dropped): ``id``, ``tool``, ``parameters``."""
+    read = read_plan({"steps": [step]}, catalog).data
+    steps = read["steps"] if read is not None else []
+    found = steps[0] if steps else step
+    parameters = found.get("parameters")
+    return {
+        "id": found.get("id"),
+        "tool": found.get("tool"),
+        "parameters": parameters if isinstance(parameters, dict) else {},
     }
 
 

@@ -23,6 +23,7 @@ __all__ = [
     "schema_rejected",
     "status_code",
     "truncated",
+    "unreachable",
 ]
 
 _DEFAULT_ENDPOINT = "https://api.openai.com/v1"
@@ -106,13 +107,24 @@ def _reason(error: Exception, base: str, spec: str) -> str | None:
     if code is not None and code >= 400:
         return f"the endpoint {base} answered {code}: {error_text(error)}"
     # a timeout is also a connection error in openai's hierarchy: ask about it first
-    if isinstance(error, TimeoutError) or _kind_named(error, "Timeout"):
+    if _timed_out(error):
         return f"the endpoint {base} timed out"
-    if isinstance(error, ConnectionError) or _kind_named(
-        error, "Connection", "ConnectError", "TransportError"
-    ):
+    if unreachable(error):
         return f"cannot reach the endpoint {base} ({error.__cause__ or error})"
     return None
+
+
+def _timed_out(error: BaseException) -> bool:
+    return isinstance(error, TimeoutError) or _kind_named(error, "Timeout")
+
+
+def unreachable(error: BaseException) -> bool:
+    """Whether ``error`` is a timeout or a connection failure (no answer from the endpoint)."""
+    return (
+        _timed_out(error)
+        or isinstance(error, ConnectionError)
+        or _kind_named(error, "Connection", "ConnectError", "TransportError")
+    )
 
 
 def error_text(error: Any) -> str:

@@ -1,9 +1,11 @@
 """What the planner is doing while the model works, as events (:class:`PlanningEvent`).
 
 A small model takes 10 to 60 s, or more on a CPU, for one plan. The planning graph tells of each
-step of its work: before the first call (``planning``), before a repair (``repairing``, with the
-first problem the model is asked to fix), before asking again with a larger output limit
-(``retrying``) and after each answer (``answered``, with the elapsed time and the tokens so far).
+step of its work: before the first call (``planning``), each step of the plan as soon as the
+streamed answer has it whole (``step``, with its tool and arguments), before a repair
+(``repairing``, with the first problem the model is asked to fix), before asking again with a
+larger output limit (``retrying``) and after each answer (``answered``, with the elapsed time and
+the tokens so far).
 
 Two ways to listen, both optional: the planner context's ``listener`` (the CLI prints the events
 on stderr), and LangGraph's custom stream (``stream_mode="custom"``), where each event arrives as
@@ -22,8 +24,10 @@ __all__ = ["PlanningEvent", "PlanningEventKind", "PlanningListener", "notify"]
 
 _log = logging.getLogger(__name__)
 
-PlanningEventKind = Literal["planning", "repairing", "retrying", "answered"]
-"""``planning``: the first call is about to be made. ``repairing``: the last answer had problems
+PlanningEventKind = Literal["planning", "step", "repairing", "retrying", "answered"]
+"""``planning``: the first call is about to be made. ``step``: the answer being written has one
+more step (only when it is streamed: :mod:`toolplan.planning.streaming`; a step may be told again
+by the answer of a repair or a retry). ``repairing``: the last answer had problems
 and the model is asked again with them. ``retrying``: the answer stopped at the output limit and
 the same request is asked again with a larger one. ``answered``: an answer came back."""
 
@@ -52,7 +56,14 @@ class PlanningEvent:
     max_tokens: int | None = None
     """``retrying``: the larger output limit."""
     steps: int | None = None
-    """``answered``: the steps read from the answer (``None``: no plan could be read)."""
+    """``answered``: the steps read from the answer (``None``: no plan could be read);
+    ``step``: the steps of the answer so far, this one included."""
+    step: dict[str, Any] | None = None
+    """``step``: the step as the model wrote it: ``id``, ``tool`` and ``parameters`` (read as
+    the whole answer will be, fillers left out). Shown, not yet validated."""
+    tokens: int | None = None
+    """``step``: the answer's output so far, in streamed chunks (about one token each; the
+    exact count comes with ``answered``)."""
 
     def to_json(self) -> dict[str, Any]:
         """The event as LangGraph's custom stream carries it."""
@@ -72,6 +83,8 @@ class PlanningEvent:
             data["maxTokens"] = self.max_tokens
         elif self.kind == "answered":
             data["steps"] = self.steps
+        elif self.kind == "step":
+            data.update(step=dict(self.step or {}), steps=self.steps, tokens=self.tokens)
         return data
 
 

@@ -208,6 +208,7 @@ class MongoStore(MongoControls):
                 IndexModel([("status", 1), ("planCreatedAt", 1), ("planId", 1)]),
             ]
         )
+        self._backfill_plan_keys()
         self._steps.create_indexes(
             [
                 IndexModel([("planId", 1), ("stepId", 1)], unique=True),
@@ -330,6 +331,20 @@ class MongoStore(MongoControls):
         if plan is None:
             return {}
         return {"planCreatedAt": plan["createdAt"], "requestId": plan["requestId"]}
+
+    def _backfill_plan_keys(self) -> None:
+        """Executions written before the list of recent plans existed lack their plan's
+        ``planCreatedAt`` and ``requestId``, so a list filtered by status would never show them:
+        copy them once, when the store opens (the SQLite store does the same in its migration).
+        Plans themselves without ``executed`` are left as they are: the list checks them against
+        their execution."""
+        for execution in self._executions.find(
+            {"planCreatedAt": {"$exists": False}}, {"planId": 1}
+        ):
+            keys = self._plan_keys(execution["planId"])
+            if keys:
+                self._executions.update_one({"_id": execution["_id"]}, {"$set": keys})
+                self._mark_executed(execution["planId"])
 
     def _mark_executed(self, plan_id: str) -> None:
         """The plan has an execution now: it leaves the plans never executed. Written after the

@@ -1,0 +1,198 @@
+"""The model's answer streamed, so each step of the plan is seen as soon as it is written.
+
+:func:`ask_streamed` sends the very request :func:`toolplan.planning.call.ask_structured` sends
+(the model as ``with_structured_output`` binds it, for any provider), with ``stream`` on, and
+tells :class:`AnswerStream` of every step of the plan whose JSON object is complete
+(:mod:`toolplan.planning.partial`). It returns the whole answer as one message, read as the
+non-streamed call's is: the tool call's arguments parsed strictly once they are complete (a
+partial parse would accept a cut-off answer), the usage of the stream's last chunk (OpenAI
+servers send it when asked by ``stream_options.include_usage``, which toolplan's OpenAI models
+set: ``stream_usage``), the finish reason. Planning reads it as it reads any answer.
+
+A server that cannot stream (it refuses the request, or sends no chunk) is asked plainly
+instead, and :attr:`AnswerStream.enabled` turns off so the next calls do not try again. A model
+that does not stream (``disable_streaming``, or no streaming implementation) answers at once, in
+one piece, as without a stream.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.messages.tool import InvalidToolCall, ToolCall
+from langchain_core.output_parsers.openai_tools import make_invalid_tool_call, parse_tool_call
+from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig
+
+from toolplan.planning.llm_errors import error_text, schema_rejected, status_code, unreachable
+from toolplan.planning.parsing import loads_lenient
+from toolplan.planning.partial import StepScanner
+
+__all__ = ["AnswerStream", "StepSeen", "ask_streamed", "streams"]
+
+_log = logging.getLogger(__name__)
+
+StepSeen = Callable[[dict[str, Any], int, int], None]
+"""Told of a step of the answer as soon as its object is complete: the step as written, how
+many steps the answer has so far, and how many chunks (about a token each) it has so far."""
+
+_REFUSED = frozenset({400, 404, 405, 406, 415, 422, 501})
+"""Statuses a server answers a streamed request it cannot serve with (saying ``stream``)."""
+
+
+@dataclass
+class AnswerStream:
+    """Follows the answers of a planner's calls while the model writes them."""
+
+    on_step: StepSeen
+    enabled: bool = True
+    """Whether to stream: turned off when the endpoint could not."""
+
+
+def streams(model: BaseChatModel, stream: AnswerStream | None) -> bool:
+    """Whether ``model``'s answer is streamed to ``stream``."""
+    return stream is not None and stream.enabled and not getattr(model, "disable_streaming", False)
+
+
+async def ask_streamed(
+    model: BaseChatModel,
+    messages: Sequence[BaseMessage],
+    schema: dict[str, Any],
+    *,
+    method: str,
+    strict: bool,
+    stream: AnswerStream,
+    config: RunnableConfig | None = None,
+) -> BaseMessage | None:
+    """The answer to the structured request, streamed: each complete step told to ``stream``.
+    ``None`` when the server could not stream (ask it plainly then); client errors propagate
+    untranslated, as the plain call's do."""
+    options: dict[str, Any] = {"strict": strict} if method == "json_schema" else {}
+    structured = model.with_structured_output(schema, method=method, include_raw=True, **options)
+    raw = _raw_model(structured)
+    if raw is None:
+        return None
+    follow = _Follow(stream.on_step)
+    message: Any = None
+    try:
+        async for chunk in raw.astream(list(messages), config):
+            follow(chunk)
+            message = chunk if message is None else message + chunk
+    except Exception as error:
+        if follow.chunks or not _cannot_stream(error):
+            raise
+        _log.info("the model's endpoint cannot stream (%s); asking without a stream", error)
+        return None
+    return None if message is None else _whole(message)
+
+
+def _raw_model(structured: Runnable[Any, Any]) -> Runnable[Any, Any] | None:
+    """The model as ``with_structured_output(..., include_raw=True)`` bound it (the ``raw`` of
+    ``RunnableMap(raw=llm) | parser``), ready to stream; ``None`` when it is not that shape."""
+    steps = getattr(getattr(structured, "first", None), "steps__", None)
+    raw = steps.get("raw") if isinstance(steps, dict) else None
+    if not isinstance(raw, Runnable):
+        return None
+    if isinstance(raw, RunnableBinding) and "response_format" in raw.kwargs:
+        return _plain_response_format(raw)
+    return raw
+
+
+def _plain_response_format(raw: RunnableBinding[Any, Any]) -> Runnable[Any, Any]:
+    """An OpenAI model bound to a ``response_format``: the same request body, sent as a plain
+    stream. ``ChatOpenAI`` streams a ``response_format`` through openai's parse helpers, which
+    stop at a cut-off answer before its usage arrives (the tokens would be lost, where the
+    plain call reports them); a ``response_format`` in ``extra_body`` reaches the server as it
+    is, and the answer is read here as any other."""
+    bound = raw.bound
+    if "extra_body" not in getattr(type(bound), "model_fields", {}):
+        return raw
+    kwargs = dict(raw.kwargs)
+    response_format = kwargs.pop("response_format")
+    extra = {
+        **(getattr(bound, "extra_body", None) or {}),
+        **(kwargs.pop("extra_body", None) or {}),
+        "response_format": response_format,
+    }
+    return bound.bind(**kwargs, extra_body=extra)
+
+
+def _cannot_stream(error: Exception) -> bool:
+    """Whether a stream that failed before its first chunk may be asked for plainly: an error
+    status that names the stream (or 501), a stream that could not be read (no chunk, not
+    server-sent events: a ``ValueError``) or is not implemented. Not when the endpoint is
+    unreachable, refuses the schema (the schema fallback's case) or the credentials: a plain
+    request would fail the same way."""
+    if schema_rejected(error) or unreachable(error):
+        return False
+    code = status_code(error)
+    if code is not None:  # another 400 (a context too long...) is the plain request's too
+        return code == 501 or (code in _REFUSED and "stream" in error_text(error).lower())
+    return isinstance(error, ValueError | NotImplementedError)
+
+
+@dataclass
+class _Follow:
+    """Reads each chunk's text (the tool call's arguments, or the content) for steps."""
+
+    on_step: StepSeen
+    chunks: int = 0
+    steps: int = 0
+
+    def __post_init__(self) -> None:
+        self._content, self._arguments = StepScanner(), StepScanner()
+
+    def __call__(self, chunk: Any) -> None:
+        found: list[str] = []
+        text = chunk.content if isinstance(chunk.content, str) else ""
+        arguments = "".join(
+            part.get("args") or "" for part in getattr(chunk, "tool_call_chunks", None) or []
+        )
+        if text or arguments:
+            self.chunks += 1
+        if not isinstance(chunk, AIMessageChunk):  # the whole answer at once: nothing to follow
+            return
+        found += self._content.feed(text) + self._arguments.feed(arguments)
+        for piece in found:
+            try:
+                step = loads_lenient(piece)
+            except (ValueError, RecursionError):
+                continue
+            if isinstance(step, dict):
+                self.steps += 1
+                self.on_step(step, self.steps, self.chunks)
+
+
+def _whole(message: Any) -> BaseMessage:
+    """The streamed answer as the plain call returns it: tool calls parsed strictly from their
+    complete arguments (a call whose arguments are not JSON is an invalid tool call, with its
+    text, as langchain-openai reads a plain answer)."""
+    if not isinstance(message, AIMessageChunk):
+        return message
+    calls: list[ToolCall] = []
+    invalid: list[InvalidToolCall] = []
+    for part in message.tool_call_chunks:
+        raw = {
+            "id": part.get("id"),
+            "function": {"name": part.get("name") or "", "arguments": part.get("args") or ""},
+        }
+        try:
+            parsed = parse_tool_call(raw, return_id=True)
+        except Exception as error:  # as langchain-openai reads a plain answer's tool calls
+            invalid.append(make_invalid_tool_call(raw, str(error)))
+            continue
+        if parsed is not None:
+            calls.append(parsed)  # type: ignore[arg-type]
+    return AIMessage(
+        content=message.content,
+        additional_kwargs=message.additional_kwargs,
+        response_metadata=message.response_metadata,
+        usage_metadata=message.usage_metadata,
+        id=message.id,
+        tool_calls=calls,
+        invalid_tool_calls=invalid,
+    )

@@ -1,0 +1,185 @@
+"""What the plan page (``/ui/plans/{planId}``) shows of one plan, as one JSON object.
+
+Everything the page draws is decided here, from the stored records: each step's state and marks,
+where its box sits (:func:`toolplan.analysis.layout.layout` over the stored layers), the timeline
+of the steps against the critical path and the estimate, and the other versions of the request
+with each replan's reason. The browser only paints it; the API route only serves it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from toolplan.analysis.diagram import STATE_COLOURS
+from toolplan.analysis.layout import layout
+from toolplan.plans.ids import require_id
+from toolplan.plans.meta import VERSION_KEY
+from toolplan.service.listing import MAX_LIMIT
+from toolplan.service.operations import describe
+from toolplan.store.protocol import Store
+
+__all__ = ["FINISHED", "NOT_RUN", "plan_view"]
+
+NOT_RUN = "not run"
+"""The state of a step of a plan never executed."""
+FINISHED = frozenset({"succeeded", "partial", "failed", "cancelled"})
+"""Execution statuses after which nothing changes (unless resumed): the page stops listening."""
+OFF_SCALE = 4.0
+"""The timeline's axis covers the estimate unless it is more than this many times the run."""
+_ITEM_DONE = frozenset({"succeeded", "failed", "skipped", "cancelled", "denied"})
+
+
+def plan_view(store: Store, plan_id: str, *, now: datetime | None = None) -> dict[str, Any]:
+    """The page's data of ``plan_id`` (:class:`~toolplan.errors.NotFound` if unknown,
+    :class:`~toolplan.errors.InvalidInput` if malformed): ``planId``, ``requestId``, ``query``,
+    ``status``, ``finished``, ``estimate``, ``actualDurationMs``, ``error``, ``steps`` (in
+    analysis order), ``graph`` (the layout), ``timeline``, ``versions`` and ``colours``."""
+    require_id(plan_id, "plan")
+    described = describe(store, plan_id)
+    analysis: Mapping[str, Any] = described["analysis"]
+    execution: Mapping[str, Any] | None = described["execution"]
+    records = {step["id"]: step for step in execution["steps"]} if execution else {}
+    critical = list(analysis.get("criticalPath") or [])
+    planned = {step["id"]: step for step in described["plan"]["steps"]}
+    order = [step for layer in analysis.get("layers") or [] for step in layer]
+    steps = [_step(planned[step], records.get(step), step in critical) for step in order]
+    status = execution["status"] if execution else described["status"]
+    return {
+        "planId": described["planId"],
+        "requestId": described["requestId"],
+        "query": described["query"],
+        "createdAt": described["createdAt"],
+        "reasoning": described["plan"].get("reasoning"),
+        "status": status,
+        "finished": status in FINISHED,
+        "error": execution.get("error") if execution else None,
+        "estimate": described["estimate"],
+        "actualDurationMs": described["actualDurationMs"],
+        "steps": steps,
+        "graph": layout(
+            analysis.get("layers") or [], analysis.get("dependencies") or {}, critical
+        ).to_json(),
+        "criticalPath": critical,
+        "timeline": _timeline(steps, described["estimate"], now or datetime.now(UTC)),
+        "versions": _versions(store, described["requestId"], plan_id),
+        "colours": {state: list(colours) for state, colours in STATE_COLOURS.items()},
+    }
+
+
+def _step(
+    planned: Mapping[str, Any], record: Mapping[str, Any] | None, critical: bool
+) -> dict[str, Any]:
+    """One node: state, counts, marks, and what a click shows (arguments, output, error)."""
+    record = record or {}
+    items = record.get("items")
+    for_each = planned.get("forEach")
+    total = len(items) if items else len(for_each) if isinstance(for_each, list) else None
+    decision = record.get("decision")
+    marks = []
+    if record.get("cached"):
+        marks.append("cached")
+    if record.get("reusedFrom"):
+        marks.append("reused")
+    if record.get("usedFallback"):
+        marks.append("fallback")
+    if decision:
+        marks.append(f"{decision['decision']} by {decision['by']}")
+    elif record.get("status") == "waiting_approval":
+        marks.append("needs approval")
+    return {
+        "id": planned["id"],
+        "tool": planned["tool"],
+        "state": record.get("status", NOT_RUN),
+        "attempts": record.get("attempts", 0),
+        "durationMs": record.get("durationMs"),
+        "startedAt": record.get("startedAt"),
+        "finishedAt": record.get("finishedAt"),
+        "critical": critical,
+        "marks": marks,
+        "fallbackTool": (planned.get("fallback") or {}).get("tool"),
+        "reason": record.get("reason"),
+        "forEach": for_each is not None,
+        "items": None
+        if for_each is None
+        else {
+            "done": sum(1 for item in items or () if item.get("status") in _ITEM_DONE),
+            "total": total,
+            "failed": sum(1 for item in items or () if item.get("status") == "failed"),
+        },
+        "parameters": planned.get("parameters"),
+        "resolvedParameters": record.get("resolvedParameters"),
+        "pendingArguments": record.get("pendingArguments"),
+        "output": record.get("output"),
+        "error": record.get("error"),
+        "itemDetails": items,
+    }
+
+
+def _instant(text: str | None) -> datetime | None:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")) if text else None
+
+
+def _timeline(
+    steps: Sequence[Mapping[str, Any]], estimate: Mapping[str, Any] | None, now: datetime
+) -> dict[str, Any]:
+    """Bars of the steps that started, in milliseconds from the first start: ``startMs``,
+    ``endMs`` (``now`` for a step still running, with ``running``), ``critical``; ``spanMs``,
+    what the axis covers (the run so far or the estimate, whichever is longer, unless the
+    estimate is more than :data:`OFF_SCALE` times the run: ``estimateOffScale``)."""
+    starts = [_instant(step["startedAt"]) for step in steps if step["startedAt"]]
+    origin = min((start for start in starts if start), default=None)
+    rows: list[dict[str, Any]] = []
+    if origin is not None:
+        for step in steps:
+            started = _instant(step["startedAt"])
+            if started is None:
+                continue
+            finished = _instant(step["finishedAt"])
+            running = finished is None and step["state"] in ("running", "waiting_approval")
+            end = finished or (now if running else started)
+            rows.append(
+                {
+                    "id": step["id"],
+                    "state": step["state"],
+                    "critical": step["critical"],
+                    "running": running,
+                    "startMs": round((started - origin).total_seconds() * 1000, 1),
+                    "endMs": round(max(0.0, (end - origin).total_seconds() * 1000), 1),
+                }
+            )
+    estimated = float(estimate["durationMs"]) if estimate else None
+    ran = max([row["endMs"] for row in rows] + [1.0])
+    # An estimate far beyond the run would squash every bar into a sliver: the axis then covers
+    # the run, and the estimate is named as off the scale.
+    off_scale = estimated is not None and bool(rows) and estimated > OFF_SCALE * ran
+    span = ran if off_scale or estimated is None else max(ran, estimated)
+    return {
+        "origin": origin.isoformat() if origin else None,
+        "rows": rows,
+        "estimateMs": estimated,
+        "estimateOffScale": off_scale,
+        "spanMs": span,
+    }
+
+
+def _versions(store: Store, request_id: str, plan_id: str) -> list[dict[str, Any]]:
+    """Every plan version of the request, oldest first, with its status and, for a replan, the
+    plan it replaced and why (the agent loop records ``replanOf`` and ``replanReason``)."""
+    statuses = {
+        summary.plan_id: summary.status
+        for summary in store.recent_plans(request_id=request_id, limit=MAX_LIMIT).items
+    }
+    return [
+        {
+            "planId": record.plan_id,
+            "version": record.meta.get(VERSION_KEY, index),
+            "status": statuses.get(record.plan_id, record.status),
+            "createdAt": record.created_at,
+            "replanOf": record.meta.get("replanOf"),
+            "replanReason": record.meta.get("replanReason"),
+            "current": record.plan_id == plan_id,
+        }
+        for index, record in enumerate(store.list_plans(request_id), start=1)
+    ]

@@ -1,0 +1,227 @@
+"""The planner streams the model's answer and tells each step as soon as it is written (issue 28,
+no silence), through the real ChatOpenAI client and the local OpenAI-compatible server, which
+answers ``stream=true`` with server-sent events.
+
+What is checked is the order of events, never timing: a step is told while its answer is still
+streaming (fewer chunks than its answer has), and the plan, usage and requests are exactly the
+plain call's. A server that cannot stream is asked plainly, once, and not streamed to again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import Cli
+from tests.support.fake_openai import FakeOpenAIServer, Reply
+from tests.support.plans import QUERY, blog_plan, broken_blog_plan
+from toolplan.client import Toolplan
+from toolplan.config import Settings
+from toolplan.errors import LLMUnavailable
+from toolplan.planning.context import PlannerContext
+from toolplan.planning.planner import PlanningOutcome, create_plan
+from toolplan.planning.progress import PlanningEvent
+
+METHODS = ["function_calling", "json_schema"]
+
+
+@pytest.fixture
+def env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("TOOLPLAN_LLM_RETRIES", "0")
+    monkeypatch.setenv("TOOLPLAN_TOOLS", "blog")
+    monkeypatch.delenv("TOOLPLAN_MODEL", raising=False)
+    return monkeypatch
+
+
+@pytest.fixture
+def server(env: pytest.MonkeyPatch) -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer(api_key="sk-test") as llm:
+        env.setenv("OPENAI_BASE_URL", llm.base_url)
+        yield llm
+
+
+def planner(tmp_path: Path, name: str = "tp", **kwargs: Any) -> PlannerContext:
+    settings = Settings.from_env().with_overrides(store_uri=f"sqlite:///{tmp_path / name}.db")
+    return Toolplan(settings=settings).planner_context(**kwargs)
+
+
+def answer(plan: dict[str, Any], usage: tuple[int, int] = (300, 90)) -> Reply:
+    """A plan streamed in 40 chunks: a step is complete long before the answer is."""
+    return Reply.structured(plan, usage=usage).with_(pieces=40, cached=120)
+
+
+def without_stream(request: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in request.items() if k not in ("stream", "stream_options")}
+
+
+@pytest.mark.parametrize("method", METHODS)
+async def test_each_step_is_told_while_its_answer_streams(
+    server: FakeOpenAIServer, env: pytest.MonkeyPatch, tmp_path: Path, method: str
+) -> None:
+    env.setenv("TOOLPLAN_STRUCTURED_METHOD", method)
+    server.script([answer(broken_blog_plan()), answer(blog_plan())])
+    events: list[PlanningEvent] = []
+    outcome = await create_plan(QUERY, planner(tmp_path, listener=events.append))
+    kinds = [e.kind for e in events]
+    assert kinds == [
+        "planning",
+        "step",
+        "step",
+        "answered",
+        "repairing",
+        "step",
+        "step",
+        "answered",
+    ]
+    first, second = events[5], events[6]
+    assert first.step == {
+        "id": "author",
+        "tool": "createAuthor",
+        "parameters": {"name": "Alice", "email": "alice@test.com"},
+    }
+    assert second.step is not None and second.step["tool"] == "createBlog"
+    assert second.step["parameters"]["authorId"] == "{{author._id}}"
+    assert (first.steps, second.steps) == (1, 2) and first.attempt == 2
+    # told as the chunks came: the first step well before the answer's 40 chunks were in
+    assert first.tokens is not None and second.tokens is not None
+    assert 0 < first.tokens < second.tokens < 40
+    assert events[1].elapsed_ms <= events[3].elapsed_ms  # before its answer was complete
+    assert outcome.ref.status == "planned"
+    assert all(r["stream"] is True for r in server.requests)
+    assert all(r["stream_options"] == {"include_usage": True} for r in server.requests)
+
+
+@pytest.mark.parametrize("method", METHODS)
+async def test_the_streamed_plan_and_usage_are_the_plain_calls(
+    server: FakeOpenAIServer, env: pytest.MonkeyPatch, tmp_path: Path, method: str
+) -> None:
+    env.setenv("TOOLPLAN_STRUCTURED_METHOD", method)
+    env.setenv("TOOLPLAN_LLM_MAX_TOKENS", "64")
+
+    async def plan(stream: bool) -> tuple[PlanningOutcome, list[dict[str, Any]]]:
+        before = len(server.requests)
+        server.script(
+            [
+                answer(blog_plan(), (900, 64)).with_(finish_reason="length"),  # a larger limit
+                answer(broken_blog_plan(), (950, 100)),  # a repair
+                answer(blog_plan(), (1000, 110)),
+            ]
+        )
+        ctx = planner(tmp_path, f"stream-{stream}")
+        ctx.stream = stream
+        return await create_plan(QUERY, ctx), server.requests[before:]
+
+    streamed, streamed_requests = await plan(True)
+    plain, plain_requests = await plan(False)
+    assert streamed.plan == plain.plan and streamed.analysis == plain.analysis
+    assert streamed.llm_calls == plain.llm_calls == 3
+    expected = {"inputTokens": 2850, "outputTokens": 274, "cachedInputTokens": 360}
+    assert streamed.usage == plain.usage == expected
+    assert [r.get("stream") for r in streamed_requests] == [True] * 3
+    assert [r.get("stream") for r in plain_requests] == [False] * 3
+    # the very same requests, the stream aside (the response_format of json_schema included)
+    assert [without_stream(r) for r in streamed_requests] == [
+        without_stream(r) for r in plain_requests
+    ]
+
+
+@pytest.mark.parametrize("refusal", ["refuse", "ignore"])
+async def test_a_server_that_cannot_stream_is_asked_plainly(
+    env: pytest.MonkeyPatch, tmp_path: Path, refusal: str
+) -> None:
+    with FakeOpenAIServer(api_key="sk-test", streaming=refusal) as llm:
+        env.setenv("OPENAI_BASE_URL", llm.base_url)
+        replies = [answer(broken_blog_plan(), (100, 20)), answer(blog_plan(), (120, 25))]
+        # "ignore" answers the streamed request with a plain body: that reply is spent
+        llm.script(([answer(blog_plan())] if refusal == "ignore" else []) + replies)
+        events: list[PlanningEvent] = []
+        ctx = planner(tmp_path, listener=events.append)
+        outcome = await create_plan(QUERY, ctx)
+        assert outcome.ref.status == "planned" and outcome.llm_calls == 2
+        assert outcome.usage == {"inputTokens": 220, "outputTokens": 45, "cachedInputTokens": 240}
+        # streamed once, refused; asked plainly; the repair is not streamed again
+        assert [r.get("stream") for r in llm.requests] == [True, False, False]
+        assert ctx.stream is False
+        kinds = [e.kind for e in events]
+        assert kinds == ["planning", "answered", "repairing", "answered"]
+
+
+async def test_a_client_error_while_streaming_is_the_plain_calls_error(
+    server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    server.script([Reply.error(401, "Incorrect API key provided")])
+    with pytest.raises(LLMUnavailable, match=r"rejected the credentials \(401\)"):
+        await create_plan(QUERY, planner(tmp_path))
+    assert len(server.requests) == 1  # not asked again without a stream
+
+
+def test_cli_prints_a_line_per_step_before_the_answer(cli_llm: Cli, llm: FakeOpenAIServer) -> None:
+    cli_llm.env["TOOLPLAN_STRUCTURED_METHOD"] = "json_schema"
+    llm.script([answer(blog_plan())])
+    done = cli_llm("plan", QUERY)
+    assert done.code == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert lines[0] == "planning with openai:gpt-4o-mini…"
+    assert lines[1].startswith('  + createAuthor(name="Alice", email="alice@test.com")  ')
+    assert lines[2].startswith(
+        '  + createBlog(authorId="{{author._id}}", title="Hello", content="about world")  '
+    )
+    assert lines[1].endswith(" tokens") and " s, " in lines[1]
+    assert lines[3].startswith("answered after ") and "2 step(s)" in lines[3]
+
+
+def test_cli_json_prints_no_step(cli_llm: Cli, llm: FakeOpenAIServer) -> None:
+    llm.script([answer(blog_plan())])
+    done = cli_llm("plan", QUERY, "--json")
+    assert done.code == 0, done.stderr
+    assert done.stderr == ""
+    assert done.json()["usage"] == {
+        "inputTokens": 300,
+        "outputTokens": 90,
+        "cachedInputTokens": 120,
+    }
+    assert llm.requests[0]["stream"] is True  # streamed all the same, and silent
+
+
+def test_cli_exit_3_when_the_stream_is_refused_for_the_credentials(
+    cli_llm: Cli, llm: FakeOpenAIServer
+) -> None:
+    llm.script([Reply.error(401, "Incorrect API key provided")])
+    done = cli_llm("plan", QUERY, "--json")
+    assert done.code == 3, done.stderr
+    assert "rejected the credentials" in done.json()["error"]
+
+
+async def test_the_agent_graph_streams_the_planning_progress(
+    server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    from toolplan.agent.graph import AgentContext, AgentGraphContext, build_agent_graph
+
+    server.script(
+        [
+            answer(broken_blog_plan(), (100, 20)),
+            answer(blog_plan(), (120, 25)),
+            Reply.structured({"action": "answer", "answer": "ok"}),
+        ]
+    )
+    settings = Settings.from_env().with_overrides(store_uri=f"sqlite:///{tmp_path / 'a.db'}")
+    client = Toolplan(settings=settings)
+    heard: list[PlanningEvent] = []
+    ctx = AgentContext(client.planner_context(listener=heard.append), client.execution_context())
+    graph = build_agent_graph().compile()
+    streamed = [
+        chunk
+        async for chunk in graph.astream(
+            {"query": QUERY}, context=AgentGraphContext(agent=ctx), stream_mode="custom"
+        )
+    ]
+    kinds = ["planning", "step", "step", "answered", "repairing", "step", "step", "answered"]
+    assert [(c["event"], c["kind"]) for c in streamed] == [("planning", k) for k in kinds]
+    assert streamed[5]["step"]["tool"] == "createAuthor" and streamed[5]["attempt"] == 2
+    assert streamed[-1]["llmCalls"] == 2 and streamed[-1]["steps"] == 2
+    assert [e.kind for e in heard] == kinds  # the planner's own listener still hears them
+    assert ctx.planner.stream is True
