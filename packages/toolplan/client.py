@@ -572,7 +572,11 @@ class Toolplan:
         (idempotent; a running one is waited for up to ``wait`` seconds)."""
         store = await asyncio.to_thread(lambda: self.store)
         return await operations.cancel_execution(
-            plan_id, store, wait=wait, lease_seconds=self.settings.execution.lease_seconds
+            plan_id,
+            store,
+            wait=wait,
+            lease_seconds=self.settings.execution.lease_seconds,
+            backend=self.backend,
         )
 
     # -- reading ---------------------------------------------------------------------------

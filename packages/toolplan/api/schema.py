@@ -264,10 +264,7 @@ class Mutation:
     )
     async def cancel_execution(self, info: Info, plan_id: str) -> ExecutionType:
         require_id(plan_id, "plan")
-        context = info.context
-        result = await operations.cancel_execution(
-            plan_id, context.store, lease_seconds=context.settings.execution.lease_seconds
-        )
+        result = await info.context.client.cancel(plan_id)
         return ExecutionType.from_json(result.to_json())
 
 
