@@ -29,10 +29,11 @@ from toolplan.api.types import (
     ToolType,
 )
 from toolplan.errors import ExecutionBusy, PlanInvalid, ValidationIssue
+from toolplan.execution import approvals
 from toolplan.execution.events import watch_step_events
 from toolplan.plans.ids import require_id
 from toolplan.plans.limits import check_text
-from toolplan.service import approvals, operations
+from toolplan.service import operations
 from toolplan.service.listing import DEFAULT_LIMIT, page_json, recent_plans
 
 __all__ = ["Mutation", "Query", "Subscription", "build_schema"]
