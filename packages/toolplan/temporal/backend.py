@@ -172,7 +172,7 @@ class TemporalBackend:
             handle = await self._handle(plan_id)
             follower = asyncio.create_task(self._follow(ctx, plan_id)) if ctx.listener else None
             result = asyncio.ensure_future(handle.result())
-            settled = asyncio.ensure_future(self._until_waiting(handle, token))
+            settled = asyncio.ensure_future(self._until_waiting(ctx, plan_id, handle, token))
             try:
                 await asyncio.wait({result, settled}, return_when=asyncio.FIRST_COMPLETED)
                 if not result.done():
@@ -199,11 +199,18 @@ class TemporalBackend:
         assert final is not None
         return final
 
-    async def _until_waiting(self, handle: WorkflowHandle[object, str], token: str) -> None:
+    async def _until_waiting(
+        self, ctx: ExecutionContext, plan_id: str, handle: WorkflowHandle[object, str], token: str
+    ) -> None:
         """Until the workflow has taken in the signal marked ``token`` and waits for a person's
-        decision (its execution stored ``waiting``), as its memo says. Never returns for a
-        workflow that finishes: its result says so first."""
+        decision, as its memo says. Never returns for a workflow that finishes: its result says
+        so first. Temporal is asked only while the store shows the execution ``waiting`` (the
+        workflow stores that before it waits), not all along a long run."""
         while True:
+            execution = await asyncio.to_thread(ctx.store.get_execution, plan_id)
+            if execution is None or execution.status != "waiting":
+                await asyncio.sleep(self.poll_seconds)
+                continue
             with temporal_errors(self.settings):
                 described = await handle.describe()
                 settled = await described.memo_value(SETTLED_MEMO, None)
