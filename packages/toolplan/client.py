@@ -360,7 +360,7 @@ class Toolplan:
         ``by`` (default the OS user); then continue the execution in this process, as
         :meth:`execute` does, or hand it to workers with ``enqueue``. A step that is not
         waiting, or a finished plan, changes nothing: :class:`~toolplan.errors.NotWaiting`."""
-        from toolplan.service.approvals import approve_steps
+        from toolplan.execution.approvals import approve_steps
 
         store = await asyncio.to_thread(lambda: self.store)
         await asyncio.to_thread(approve_steps, store, plan_id, step_ids, by=by)
@@ -383,7 +383,7 @@ class Toolplan:
         """Deny one step waiting for approval, with ``reason``: it becomes ``denied`` and its
         dependents are skipped as the execution continues (here, or on workers with
         ``enqueue``); recorded with the time and the decider ``by`` (default the OS user)."""
-        from toolplan.service.approvals import deny_step
+        from toolplan.execution.approvals import deny_step
 
         store = await asyncio.to_thread(lambda: self.store)
         await asyncio.to_thread(
@@ -405,7 +405,7 @@ class Toolplan:
         """While ``result`` waits for approval, ask about each waiting step (``ask(step)``:
         ``True`` approves it, ``False`` denies it, ``None`` leaves it waiting), record the
         answers and continue; return the result once nothing waits or nothing was decided."""
-        from toolplan.service.approvals import approve_steps, deny_step
+        from toolplan.execution.approvals import approve_steps, deny_step
 
         store = await asyncio.to_thread(lambda: self.store)
         while result.status == "waiting":
@@ -572,7 +572,11 @@ class Toolplan:
         (idempotent; a running one is waited for up to ``wait`` seconds)."""
         store = await asyncio.to_thread(lambda: self.store)
         return await operations.cancel_execution(
-            plan_id, store, wait=wait, lease_seconds=self.settings.execution.lease_seconds
+            plan_id,
+            store,
+            wait=wait,
+            lease_seconds=self.settings.execution.lease_seconds,
+            backend=self.backend,
         )
 
     # -- reading ---------------------------------------------------------------------------

@@ -525,26 +525,124 @@ WIRE = {
 }
 
 
-async def test_a_gated_step_waits_and_an_approval_finishes_it_on_temporal(
+async def _workflow(settings: TemporalSettings, plan_id: str) -> tuple[str, Any]:
+    """The run ID and status of the plan's latest workflow run."""
+    client = await connect(settings)
+    described = await client.get_workflow_handle(workflow_id(plan_id)).describe()
+    return described.run_id, described.status
+
+
+async def test_a_gated_step_waits_on_a_signal_and_an_approval_finishes_it_on_temporal(
     worker: None,
     store: SqliteStore,
     catalog: ToolCatalog,
     temporal_settings: TemporalSettings,
     log: Callable[[], list[dict[str, Any]]],
 ) -> None:
-    from toolplan.service.approvals import approve_steps
+    """The workflow waits (running, in one run) while a step waits for approval; the client's
+    approve records the decision and signals it; the same run calls the tool once, with the
+    arguments that were shown."""
+    from toolplan.client import Toolplan
+
+    ref = submit_plan(WIRE, store=store, catalog=catalog, max_steps=50)
+    backend = TemporalBackend(temporal_settings, poll_seconds=0.05)
+    tp = Toolplan(store=store, tools=catalog, backend=backend)
+    waiting = await tp.execute(ref.plan_id, options=OPTIONS)
+    assert (waiting.status, waiting.exit_code) == ("waiting", 4)
+    assert waiting.step("pay").status == "waiting_approval"
+    shown = waiting.step("pay").resolved_parameters
+    assert shown == {"to": "NO12", "amount": 5}
+    assert waiting.step("report").status == "succeeded"
+    assert [c for c in log() if c["step"] == "pay"] == []
+    # The workflow did not end: it waits, durably, for the decision signal.
+    run_id, status = await _workflow(temporal_settings, ref.plan_id)
+    assert status == WorkflowExecutionStatus.RUNNING
+
+    done = await tp.approve(ref.plan_id, ["pay"], by="ada", options=OPTIONS)
+    assert done.status == "succeeded"
+    assert done.step("receipt").output == 5
+    [call] = [c for c in log() if c["step"] == "pay" and c["event"] == "call"]
+    assert {"to": call["to"], "amount": call["amount"]} == shown
+    # Signalled, not restarted: the same run finished the plan.
+    assert await _workflow(temporal_settings, ref.plan_id) == (
+        run_id,
+        WorkflowExecutionStatus.COMPLETED,
+    )
+
+
+async def test_a_denial_signals_the_waiting_workflow_on_temporal(
+    worker: None,
+    store: SqliteStore,
+    catalog: ToolCatalog,
+    temporal_settings: TemporalSettings,
+    log: Callable[[], list[dict[str, Any]]],
+) -> None:
+    from toolplan.client import Toolplan
+
+    ref = submit_plan(WIRE, store=store, catalog=catalog, max_steps=50)
+    tp = Toolplan(
+        store=store, tools=catalog, backend=TemporalBackend(temporal_settings, poll_seconds=0.05)
+    )
+    assert (await tp.execute(ref.plan_id, options=OPTIONS)).status == "waiting"
+    run_id, _ = await _workflow(temporal_settings, ref.plan_id)
+
+    done = await tp.deny(ref.plan_id, "pay", "wrong account", by="ada", options=OPTIONS)
+    assert done.status == "partial"
+    assert done.step("pay").status == "denied"
+    assert done.step("receipt").status == "skipped"
+    assert "'pay' was denied" in (done.step("receipt").error or "")
+    assert [c for c in log() if c["step"] == "pay"] == []
+    assert await _workflow(temporal_settings, ref.plan_id) == (
+        run_id,
+        WorkflowExecutionStatus.COMPLETED,
+    )
+
+
+async def test_a_decision_recorded_with_no_workflow_running_starts_one_on_temporal(
+    worker: None,
+    store: SqliteStore,
+    catalog: ToolCatalog,
+    temporal_settings: TemporalSettings,
+    log: Callable[[], list[dict[str, Any]]],
+) -> None:
+    """The store is the truth: the waiting workflow is gone (terminated by an operator), the
+    approval is recorded anyway, and executing the plan starts a workflow that takes it in."""
+    from toolplan.execution.approvals import approve_steps
 
     ref = submit_plan(WIRE, store=store, catalog=catalog, max_steps=50)
     ctx = temporal_ctx(store, catalog, temporal_settings)
     waiting = await execute_stored_plan(ref.plan_id, ctx)
     assert waiting.status == "waiting"
-    assert waiting.step("pay").status == "waiting_approval"
-    assert waiting.step("pay").resolved_parameters == {"to": "NO12", "amount": 5}
-    assert waiting.step("report").status == "succeeded"
-    assert [c for c in log() if c["step"] == "pay"] == []
+    client = await connect(temporal_settings)
+    first, _ = await _workflow(temporal_settings, ref.plan_id)
+    await client.get_workflow_handle(workflow_id(ref.plan_id)).terminate("operator")
 
     approve_steps(store, ref.plan_id, ["pay"], by="ada")
     done = await execute_stored_plan(ref.plan_id, ctx)
     assert done.status == "succeeded"
-    [call] = [c for c in log() if c["step"] == "pay"]
+    [call] = [c for c in log() if c["step"] == "pay" and c["event"] == "call"]
     assert (call["to"], call["amount"]) == ("NO12", 5)
+    second, status = await _workflow(temporal_settings, ref.plan_id)
+    assert (second != first, status) == (True, WorkflowExecutionStatus.COMPLETED)
+
+
+async def test_cancelling_a_waiting_plan_ends_its_waiting_workflow_on_temporal(
+    worker: None,
+    store: SqliteStore,
+    catalog: ToolCatalog,
+    temporal_settings: TemporalSettings,
+    log: Callable[[], list[dict[str, Any]]],
+) -> None:
+    from toolplan.client import Toolplan
+
+    ref = submit_plan(WIRE, store=store, catalog=catalog, max_steps=50)
+    backend = TemporalBackend(temporal_settings, poll_seconds=0.05)
+    tp = Toolplan(store=store, tools=catalog, backend=backend)
+    assert (await tp.execute(ref.plan_id, options=OPTIONS)).status == "waiting"
+
+    cancelled = await tp.cancel(ref.plan_id)
+    assert cancelled.status == "cancelled"
+    assert cancelled.step("pay").status == "cancelled"
+    client = await connect(temporal_settings)
+    assert await client.get_workflow_handle(workflow_id(ref.plan_id)).result() == "cancelled"
+    assert [c for c in log() if c["step"] == "pay"] == []

@@ -1,7 +1,9 @@
 """The agent graph (LangGraph StateGraph), LLMCompiler's loop:
 
     planner ──► executor ──► respond ─┬─ answer ──────────────► END
-       ▲                              └─ replan, replans left ─┐
+       ▲          ▲   │               └─ replan, replans left ─┐
+       │          │   └─ waiting ──► approval ── nothing decided ─► END
+       │          └── decided ──────────┘
        └───────────────────────────────────────────────────────┘
 
 ``planner`` and ``executor`` are the core's two halves of plan-then-execute
@@ -9,6 +11,13 @@
 reads the results (:mod:`toolplan.agent.respond`) and answers or asks for a new plan. A new plan
 is a new version of the same request, with ``meta.replanOf`` naming the plan it replaces. When the
 replans (``max_replans``, default 1) are spent, the answer says what failed.
+
+Steps waiting for a person's approval: ``approval`` raises LangGraph's ``interrupt()`` with them
+and their arguments (:mod:`toolplan.execution.interrupts`), so LangGraph Studio shows an
+approve/deny prompt; ``Command(resume={"approve": [...], "deny": {"step": "reason"}})`` records
+the decisions (as ``toolplan approve`` / ``deny`` do) and the executor continues the execution;
+``respond`` then answers, or replans seeing the denial's reason. ``run_agent`` (the CLI) passes
+``interrupt=False``: the run ends ``waiting`` (exit 4) for a decision from anywhere.
 
 Compiled without a checkpointer for ``langgraph.json``; :func:`toolplan.agent.loop.run_agent`
 invokes it with an :class:`AgentGraphContext`. Step records are the durable truth, as elsewhere.
@@ -36,7 +45,7 @@ from toolplan.agent.respond import DEFAULT_RESPOND_BUDGET, decide, replan_contex
 from toolplan.analysis.reuse import ReuseMode
 from toolplan.engine.result import ExecutionResult
 from toolplan.execution.context import ExecutionContext
-from toolplan.execution.graph import bind_context, context_resolver
+from toolplan.execution.graph import DECIDED, approval_node, bind_context, context_resolver
 from toolplan.pipeline.flow import FromQuery, Planned, execute_planned, obtain_plan
 from toolplan.planning.context import PlannerContext
 from toolplan.planning.prompts import load_prompt
@@ -78,6 +87,9 @@ class AgentGraphContext(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="ignore", frozen=True)
 
     agent: SkipJsonSchema[InstanceOf[AgentContext] | None] = None
+    interrupt: bool = True
+    """Ask about steps waiting for approval with ``interrupt()`` (needs a checkpointer); else
+    the run ends ``waiting``."""
 
 
 class AgentInput(TypedDict):
@@ -331,9 +343,13 @@ async def respond(state: AgentState, ctx: AgentContext) -> AgentState:
 
 
 def _after_executor(state: AgentState) -> str:
-    # Steps waiting for a person's approval: nothing to answer or replan yet. The run ends
-    # waiting (exit 4); a decision continues the execution (toolplan approve / deny).
-    return END if state.get("status") == "waiting" else "respond"
+    # Steps waiting for a person's approval: nothing to answer or replan yet; ask (interrupt),
+    # or end waiting (exit 4) for a decision from toolplan approve / deny.
+    return "approval" if state.get("status") == "waiting" else "respond"
+
+
+def _after_approval(state: AgentState) -> str:
+    return "executor" if state.get("status") == DECIDED else END
 
 
 def _after_respond(state: AgentState) -> str:
@@ -359,8 +375,18 @@ def build_agent_graph(
     builder.add_node("planner", bind_context(planner, resolve))
     builder.add_node("executor", bind_context(executor, resolve))
     builder.add_node("respond", bind_context(respond, resolve))
+    builder.add_node(
+        "approval",
+        approval_node(
+            resolve,
+            lambda state: state["plan_id"],
+            lambda agent: agent.execution.store,
+            lambda agent: agent.planner.limits,
+        ),
+    )
     builder.add_edge(START, "planner")
     builder.add_conditional_edges("planner", _after_planner, ["executor", END])
-    builder.add_conditional_edges("executor", _after_executor, ["respond", END])
+    builder.add_conditional_edges("executor", _after_executor, ["respond", "approval"])
+    builder.add_conditional_edges("approval", _after_approval, ["executor", END])
     builder.add_conditional_edges("respond", _after_respond, ["planner", END])
     return builder

@@ -91,7 +91,9 @@ async def run_agent(
         inputs["new_request"] = new_request
     graph = build_agent_graph().compile(name="agent")
     config: Any = {"recursion_limit": 4 * (max_replans + 2)}
-    state: Any = await graph.ainvoke(inputs, config, context=AgentGraphContext(agent=ctx))
+    # Steps waiting for approval end the run ``waiting`` (exit 4): the CLI asks inline itself.
+    context = AgentGraphContext(agent=ctx, interrupt=False)
+    state: Any = await graph.ainvoke(inputs, config, context=context)
     store = ctx.execution.store
 
     def last() -> tuple[ExecutionResult, dict[str, Any] | None]:

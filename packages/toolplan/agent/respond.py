@@ -68,10 +68,11 @@ def _json(value: Any) -> str:
 
 
 def _problems(result: ExecutionResult) -> list[tuple[str, str]]:
-    """(step id, one line) for every step that failed or was skipped."""
+    """(step id, one line) for every step that failed, was denied by a person (the reason is
+    in its error) or was skipped."""
     found = []
     for step in result.steps:
-        if step.status in ("failed", "skipped"):
+        if step.status in ("failed", "skipped", "denied"):
             found.append((step.step_id, f"{step.tool} {step.status}: {step.error or 'no error'}"))
     return found
 

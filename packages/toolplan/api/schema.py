@@ -30,10 +30,11 @@ from toolplan.api.types import (
     ToolType,
 )
 from toolplan.errors import ExecutionBusy, PlanInvalid, ValidationIssue
+from toolplan.execution import approvals
 from toolplan.execution.events import watch_step_events
 from toolplan.plans.ids import require_id
 from toolplan.plans.limits import check_text
-from toolplan.service import approvals, operations
+from toolplan.service import operations
 from toolplan.service.listing import DEFAULT_LIMIT, page_json, recent_plans
 
 __all__ = ["Mutation", "Query", "Subscription", "build_schema"]
@@ -275,10 +276,7 @@ class Mutation:
     )
     async def cancel_execution(self, info: Info, plan_id: str) -> ExecutionType:
         require_id(plan_id, "plan")
-        context = info.context
-        result = await operations.cancel_execution(
-            plan_id, context.store, lease_seconds=context.settings.execution.lease_seconds
-        )
+        result = await info.context.client.cancel(plan_id)
         return ExecutionType.from_json(result.to_json())
 
 

@@ -102,8 +102,8 @@ def _elapsed_ms(started_at: str | None) -> float | None:
 
 
 async def end_cancelled(store: ExecutionLog, plan_id: str, recorder: Recorder) -> None:
-    """Record the steps still running (their tool calls were cancelled) or pending as
-    ``cancelled``, through ``recorder`` (after its earlier writes), then the execution."""
+    """Record the steps still running (their tool calls were cancelled), pending or waiting for
+    approval as ``cancelled``, through ``recorder`` (after its earlier writes), then the execution."""
     await recorder.drain()
     execution = await asyncio.to_thread(store.get_execution, plan_id)
     assert execution is not None
@@ -116,7 +116,7 @@ async def end_cancelled(store: ExecutionLog, plan_id: str, recorder: Recorder) -
                 attempts=step.attempts,
                 duration_ms=_elapsed_ms(step.started_at),
             )
-        elif step.status == "pending":
+        elif step.status in ("pending", "waiting_approval"):
             await recorder.cancelled(
                 step.step_id, step.tool, CANCELLED_BEFORE_START, attempts=step.attempts
             )

@@ -13,7 +13,13 @@ from toolplan.engine.recorder import EventListener
 from toolplan.store.protocol import ExecutionRecord, PlanRecord, Store
 from toolplan.tools.catalog import ToolCatalog
 
-__all__ = ["DetachedBackend", "ExecutionBackend", "ExecutionContext", "new_worker_id"]
+__all__ = [
+    "DetachedBackend",
+    "ExecutionBackend",
+    "ExecutionContext",
+    "WakeableBackend",
+    "new_worker_id",
+]
 
 
 def new_worker_id() -> str:
@@ -36,6 +42,18 @@ class DetachedBackend(ExecutionBackend, Protocol):
 
     async def start(self, record: PlanRecord, ctx: ExecutionContext) -> ExecutionRecord:
         """Queue the plan for the backend's workers; return its execution record at once."""
+        ...
+
+
+@runtime_checkable
+class WakeableBackend(ExecutionBackend, Protocol):
+    """A backend whose runs wait, durably and elsewhere, for a change in the store (a Temporal
+    workflow waiting for a person's decision): told when one was made that it cannot see
+    otherwise (a cancel). Decisions reach it through :meth:`ExecutionBackend.run` and
+    :meth:`DetachedBackend.start`, which every decision's continuation calls."""
+
+    async def wake(self, plan_id: str) -> None:
+        """Tell whatever waits on ``plan_id``'s execution to read the store again."""
         ...
 
 

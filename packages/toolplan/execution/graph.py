@@ -1,4 +1,5 @@
-"""The execution graph (LangGraph): ``load_plan`` → ``run_steps``.
+"""The execution graph (LangGraph): ``load_plan`` → ``run_steps`` (→ ``approval`` →
+``run_steps`` while steps wait for a person's approval).
 
 ``run_steps`` hands the plan to the context's execution backend (in-process: the eager
 scheduler). Every step transition is written durably to the store as it happens (see
@@ -10,6 +11,13 @@ node boundaries, for LangGraph tooling.
 (``{"event": "step", "kind": "started", "stepId": ..., ...}``, :meth:`StepEvent.to_json`), so
 Studio and ``graph.astream(..., stream_mode="custom")`` show each step as it starts, retries,
 succeeds, fails or is skipped, not only the two node updates.
+
+When steps wait for approval, ``approval`` raises LangGraph's ``interrupt()`` with them and their
+arguments (:mod:`toolplan.execution.interrupts`): Studio shows an approve/deny prompt, and
+``Command(resume={"approve": [...], "deny": {"step": "reason"}})`` records the decisions and
+runs the steps on. That needs a checkpointer (Studio's own, or one compiled in by the caller);
+with ``ExecutionGraphContext(interrupt=False)`` the graph ends ``waiting`` instead, for a
+decision from ``toolplan approve`` / ``deny`` or the API.
 
 It is an adapter for LangGraph Studio and for graphs that compose it: ``toolplan execute``, the
 API and workers call the backend directly (:func:`toolplan.service.operations.execute_stored_plan`).
@@ -38,14 +46,24 @@ from toolplan.engine.result import ExecutionResult
 from toolplan.errors import InvalidInput
 from toolplan.execution.backend import backend_of
 from toolplan.execution.context import ExecutionContext
+from toolplan.execution.interrupts import ask_for_approval
+from toolplan.plans.limits import InputLimits
 from toolplan.store.lookup import find_plan, require_approval
-from toolplan.store.protocol import TERMINAL_EXECUTION_STATUSES, ExecutionRecord, PlanRecord
+from toolplan.store.protocol import (
+    TERMINAL_EXECUTION_STATUSES,
+    ExecutionRecord,
+    PlanRecord,
+    Store,
+)
 
 __all__ = [
+    "DECIDED",
     "ExecutionGraphContext",
     "ExecutionInput",
     "ExecutionState",
+    "approval_node",
     "build_execution_graph",
+    "interrupts",
     "run_execution_graph",
 ]
 
@@ -84,6 +102,9 @@ class ExecutionGraphContext(BaseModel):
 
     execution: SkipJsonSchema[InstanceOf[ExecutionContext] | None] = None
     """Store, catalog, options, listener and backend of this execution."""
+    interrupt: bool = True
+    """Ask about steps waiting for approval with ``interrupt()`` (needs a checkpointer); else
+    the graph ends ``waiting``."""
 
 
 C = TypeVar("C")
@@ -186,6 +207,47 @@ def _route(state: ExecutionState) -> str:
     return END if state.get("status") in TERMINAL_EXECUTION_STATUSES else "run_steps"
 
 
+def _after_run(state: ExecutionState) -> str:
+    return "approval" if state.get("status") == "waiting" else END
+
+
+def _after_approval(state: ExecutionState) -> str:
+    return "run_steps" if state.get("status") == DECIDED else END
+
+
+DECIDED = "decided"
+"""The graph state's ``status`` after ``approval`` recorded decisions: the steps run on."""
+
+
+def interrupts(runtime: Runtime[Any] | None) -> bool:
+    """Whether a graph invoked with ``runtime`` asks about waiting steps with ``interrupt()``
+    (its context's ``interrupt``; yes for a context without one, as Studio's)."""
+    given = runtime.context if runtime is not None else None
+    return bool(getattr(given, "interrupt", True))
+
+
+def approval_node(
+    resolve: Callable[[Runtime[Any] | None], Awaitable[C]],
+    plan_id_of: Callable[[Any], str],
+    store_of: Callable[[C], Store],
+    limits_of: Callable[[C], InputLimits | None] = lambda ctx: None,
+) -> Any:
+    """The ``approval`` node of a graph whose state names a plan (``plan_id_of(state)``) whose
+    steps wait for approval: :func:`~toolplan.execution.interrupts.ask_for_approval` on the
+    store of the resolved context, then ``status`` :data:`DECIDED` when the execution should go
+    on. ``limits_of(ctx)``: the input limits a denial's reason is checked against."""
+
+    async def approval(state: Any, runtime: Runtime[Any]) -> dict[str, Any]:
+        """Ask a person about the steps waiting for approval (LangGraph ``interrupt``)."""
+        if not interrupts(runtime):
+            return {}
+        ctx = await resolve(runtime)
+        decided = await ask_for_approval(store_of(ctx), plan_id_of(state), limits=limits_of(ctx))
+        return {"status": DECIDED} if decided else {}
+
+    return approval
+
+
 def build_execution_graph(
     default_context: Callable[[], ExecutionContext] | None = None,
 ) -> StateGraph[ExecutionState, ExecutionGraphContext, ExecutionInput, ExecutionState]:
@@ -205,9 +267,14 @@ def build_execution_graph(
     )
     builder.add_node("load_plan", bind_context(load_plan, resolve))
     builder.add_node("run_steps", bind_context(run_steps, resolve))
+    builder.add_node(
+        "approval",
+        approval_node(resolve, lambda state: state["plan_id"], lambda ctx: ctx.store),
+    )
     builder.add_edge(START, "load_plan")
     builder.add_conditional_edges("load_plan", _route, ["run_steps", END])
-    builder.add_edge("run_steps", END)
+    builder.add_conditional_edges("run_steps", _after_run, ["approval", END])
+    builder.add_conditional_edges("approval", _after_approval, ["run_steps", END])
     return builder
 
 
@@ -232,7 +299,8 @@ async def run_execution_graph(
         # earlier simply starts again (load_plan has no side effects).
         resume = tuple(snapshot.next) == ("run_steps",)
         inputs: Any = None if resume else {"plan_id": plan_id, "approve": approve}
-        context = ExecutionGraphContext(execution=ctx)
+        # The CLI and the API ask about waiting steps themselves (exit 4, approveStep).
+        context = ExecutionGraphContext(execution=ctx, interrupt=False)
         output: ExecutionState = await graph.ainvoke(
             inputs, config, context=context, durability="sync"
         )

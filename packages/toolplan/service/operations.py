@@ -7,6 +7,7 @@ layers over these functions; no behaviour lives only in one of them.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import weakref
 from collections.abc import Callable, Mapping
@@ -20,10 +21,10 @@ from toolplan.analysis import Analysis, analyze, check_tools
 from toolplan.analysis.estimates import Estimate, EstimateSettings, estimate_plan
 from toolplan.analysis.reuse import index_plan
 from toolplan.engine.result import ExecutionResult
-from toolplan.errors import ExecutionGone, InvalidInput, StoreUnavailable
+from toolplan.errors import ExecutionGone, InvalidInput, StoreUnavailable, Unavailable
 from toolplan.execution.backend import DetachedBackend, backend_of
 from toolplan.execution.cancel import DEFAULT_CANCEL_WAIT, request_cancel
-from toolplan.execution.context import ExecutionContext
+from toolplan.execution.context import ExecutionBackend, ExecutionContext, WakeableBackend
 from toolplan.execution.queue import enqueue_plan
 from toolplan.plans.ids import is_valid_id, new_id, require_id
 from toolplan.plans.limits import InputLimits, check_text
@@ -352,14 +353,26 @@ async def enqueue_execution(
 
 
 async def cancel_execution(
-    plan_id: str, store: Store, *, wait: float = DEFAULT_CANCEL_WAIT, lease_seconds: float = 30.0
+    plan_id: str,
+    store: Store,
+    *,
+    wait: float = DEFAULT_CANCEL_WAIT,
+    lease_seconds: float = 30.0,
+    backend: ExecutionBackend | None = None,
 ) -> ExecutionResult:
     """Cancel the execution of a stored plan, wherever it runs; return it as it then stands.
 
     See :func:`toolplan.execution.cancel.request_cancel`: idempotent, a finished plan is
-    returned unchanged, a running one is waited for up to ``wait`` seconds.
+    returned unchanged, a running one is waited for up to ``wait`` seconds. A ``backend`` whose
+    runs wait elsewhere for a decision (a Temporal workflow) is told, so that the run ends too;
+    when it cannot be reached, the cancel stands and the run ends when it next wakes.
     """
-    return await request_cancel(store, plan_id, wait=wait, lease_seconds=lease_seconds)
+    result = await request_cancel(store, plan_id, wait=wait, lease_seconds=lease_seconds)
+    if isinstance(backend, WakeableBackend) and result.status == "cancelled":
+        # Recorded in the store: an unreachable run reads it when it next wakes.
+        with contextlib.suppress(Unavailable):
+            await backend.wake(plan_id)
+    return result
 
 
 def describe(store: Store, identifier: str) -> dict[str, Any]:

@@ -8,7 +8,10 @@
   :meth:`~toolplan.engine.step.StepRunner.run_attempt`, with template inputs read from the store
   (:class:`~toolplan.engine.inputs.StoreInputs`) and every transition recorded there;
 - ``toolplan.give_up``: the step's fallback (an activity of its own), or its failure (local);
-- ``toolplan.skip_step``, ``toolplan.finish_plan``, ``toolplan.cancel_plan`` (local): records.
+- ``toolplan.skip_step``, ``toolplan.finish_plan``, ``toolplan.cancel_plan`` (local): records;
+- ``toolplan.pause_plan`` (local): when steps wait for approval, whether people decided
+  meanwhile (the state to schedule again from), or the execution stored ``waiting`` with its
+  lease given back while the workflow waits for :data:`~toolplan.temporal.messages.DECIDED_SIGNAL`.
 
 Retries: a tool's failure raises an :class:`~temporalio.exceptions.ApplicationError` whose
 ``type`` is the failure kind. ``ToolException`` and rejected arguments are non-retryable; other
@@ -61,6 +64,8 @@ from toolplan.store.protocol import (
 from toolplan.temporal.messages import (
     FinishedStep,
     MapStarted,
+    PauseCall,
+    Paused,
     PlanLayout,
     PlanRun,
     SkipCall,
@@ -143,6 +148,7 @@ class PlanActivities:
             self.skip_step,
             self.finish_plan,
             self.cancel_plan,
+            self.pause_plan,
         ]
 
     async def _plan(self, plan_id: str) -> tuple[PlanRecord, Plan]:
@@ -476,6 +482,45 @@ class PlanActivities:
             status = await finish_execution(self.store, plan_id)
             await asyncio.to_thread(self.store.release, plan_id, lease_owner(plan_id))
         return status
+
+    @activity.defn(name="toolplan.pause_plan")
+    async def pause_plan(self, call: PauseCall) -> Paused:
+        """Steps wait for approval and nothing else can run. Decided on meanwhile: the lease is
+        taken back (the execution ``running`` again) and the state to schedule again from is
+        returned. Ended meanwhile (a cancel): its status. Else the execution is stored
+        ``waiting`` and its lease given back: nobody runs it while a person thinks."""
+        store, plan_id, owner = self.store, call.plan_id, lease_owner(call.plan_id)
+        with _as_activity_errors():
+            execution = await asyncio.to_thread(store.get_execution, plan_id)
+            if execution is None or execution.status in TERMINAL_EXECUTION_STATUSES:
+                await asyncio.to_thread(store.release, plan_id, owner)
+                return Paused(final_status=execution.status if execution else "cancelled")
+            still = [
+                step_id
+                for step_id in call.waiting
+                if execution.step(step_id).status == "waiting_approval"
+            ]
+            if len(still) == len(call.waiting):
+                await finish_execution(store, plan_id)  # ``waiting``: its finish time unset
+                await asyncio.to_thread(store.release, plan_id, owner)
+                return Paused()
+            try:
+                current = await acquire_lease(store, execution, owner, LEASE_SECONDS)
+            except ExecutionBusy:
+                # Another process continued it (a client without Temporal settings): once it
+                # has finished, so has this workflow; until then, retried.
+                latest = await asyncio.to_thread(store.get_execution, plan_id)
+                if latest is not None and latest.status in TERMINAL_EXECUTION_STATUSES:
+                    return Paused(final_status=latest.status)
+                raise
+        resume = ResumeState.of(current)
+        finished = {
+            step_id: FinishedStep(outcome.status, outcome.error)
+            for step_id, outcome in resume.finished.items()
+        }
+        # Steps still waiting keep their outcome: they are not asked about a second time.
+        finished.update({step_id: FinishedStep("waiting") for step_id in still})
+        return Paused(decided=True, finished=finished)
 
     @activity.defn(name="toolplan.cancel_plan")
     async def cancel_plan(self, plan_id: str) -> str:

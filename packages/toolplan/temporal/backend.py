@@ -11,12 +11,20 @@ A plan has one workflow ID (:func:`~toolplan.temporal.messages.workflow_id`): st
 that is already running attaches to its workflow (``USE_EXISTING``), whoever starts it; a plan
 whose workflow ended without finishing it (terminated) gets a new run that resumes from the step
 records.
+
+Every start is a signal-with-start of :data:`~toolplan.temporal.messages.DECIDED_SIGNAL`: a
+workflow waiting for a person's decision reads the store again (the decision ``toolplan
+approve`` / ``deny`` recorded, or a cancel), and with no workflow running one is started. A
+starter that waits returns when the workflow has finished, or has taken its signal in and waits
+for a person again: the execution is then ``waiting`` (``toolplan execute`` exits 4) while the
+workflow keeps waiting, durably, for the next decision.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import uuid
 
 from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
@@ -26,6 +34,7 @@ from temporalio.exceptions import (
     CancelledError,
     TerminatedError,
 )
+from temporalio.service import RPCError
 
 from toolplan.config import TemporalSettings
 from toolplan.engine.observers import BestEffort
@@ -36,7 +45,14 @@ from toolplan.execution.events import DEFAULT_POLL_SECONDS, watch_step_events
 from toolplan.execution.runner import start_execution
 from toolplan.store.protocol import TERMINAL_EXECUTION_STATUSES, ExecutionRecord, PlanRecord
 from toolplan.temporal.client import connect, temporal_errors
-from toolplan.temporal.messages import PlanRun, RunOptions, workflow_id
+from toolplan.temporal.messages import (
+    DECIDED_SIGNAL,
+    SETTLED_MEMO,
+    Decisions,
+    PlanRun,
+    RunOptions,
+    workflow_id,
+)
 from toolplan.temporal.workflow import WORKFLOW_NAME
 
 __all__ = ["TemporalBackend"]
@@ -87,18 +103,32 @@ class TemporalBackend:
 
     async def start(self, record: PlanRecord, ctx: ExecutionContext) -> ExecutionRecord:
         """Queue the plan on Temporal and return its execution record at once (``queued``, or
-        as it is when the plan is already running or finished)."""
+        as it is when the plan is already running, waiting or finished). A workflow waiting for
+        a decision is signalled to read the store again."""
+        execution, _ = await self._start(record, ctx)
+        return execution
+
+    async def _start(
+        self, record: PlanRecord, ctx: ExecutionContext
+    ) -> tuple[ExecutionRecord, str | None]:
+        """:meth:`start`, and the token of the signal sent (``None`` when nothing was)."""
         plan_id = record.plan_id
         client = await connect(self.settings)  # an unreachable server leaves no record behind
         # The plan is checked against this process's catalog, like an in-process run; the
         # worker checks it again against its own.
         _, _, execution = await start_execution(ctx.store, ctx.catalog, record, status="queued")
         if execution.status in TERMINAL_EXECUTION_STATUSES:
-            return execution
+            return execution, None
         run = PlanRun(
             plan_id, RunOptions.of(ctx.options, heartbeat_seconds=self.settings.heartbeat_seconds)
         )
+        signal = Decisions(
+            uuid.uuid4().hex,
+            {s.step_id: s.decision.kind for s in execution.steps if s.decision is not None},
+        )
         with temporal_errors(self.settings):
+            # Signal-with-start: a running workflow (waiting for a decision) gets the signal;
+            # else a new one starts with it and resumes from the step records.
             await client.start_workflow(
                 WORKFLOW_NAME,
                 run,
@@ -107,14 +137,24 @@ class TemporalBackend:
                 id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
                 id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
                 static_summary=f"toolplan plan {plan_id}",
+                start_signal=DECIDED_SIGNAL,
+                start_signal_args=[signal],
             )
         current = await asyncio.to_thread(ctx.store.get_execution, plan_id)
         assert current is not None
-        return current
+        return current, signal.token
+
+    async def wake(self, plan_id: str) -> None:
+        """Tell the plan's workflow, if one runs, that its execution changed in the store (a
+        cancel): a workflow waiting for a decision reads it again and ends. Starts nothing."""
+        handle = await self._handle(plan_id)
+        with contextlib.suppress(RPCError), temporal_errors(self.settings):
+            await handle.signal(DECIDED_SIGNAL, Decisions(uuid.uuid4().hex))
 
     async def run(self, record: PlanRecord, ctx: ExecutionContext) -> ExecutionRecord:
-        """Start (or join) the plan's workflow and wait for it; step events reach
-        ``ctx.listener`` from the step records the workers write.
+        """Start (or join, or signal) the plan's workflow and wait until it finishes or waits
+        for a person's decision; step events reach ``ctx.listener`` from the step records the
+        workers write.
 
         The wait is the execution's OpenTelemetry span; its steps' spans are made by the
         workers (children of it when Temporal's ``TracingInterceptor`` carries the context)."""
@@ -127,25 +167,60 @@ class TemporalBackend:
 
     async def _run(self, record: PlanRecord, ctx: ExecutionContext) -> ExecutionRecord:
         plan_id = record.plan_id
-        execution = await self.start(record, ctx)
-        if execution.status not in TERMINAL_EXECUTION_STATUSES:
+        execution, token = await self._start(record, ctx)
+        if execution.status not in TERMINAL_EXECUTION_STATUSES and token is not None:
             handle = await self._handle(plan_id)
             follower = asyncio.create_task(self._follow(ctx, plan_id)) if ctx.listener else None
+            result = asyncio.ensure_future(handle.result())
+            settled = asyncio.ensure_future(self._until_waiting(ctx, plan_id, handle, token))
             try:
-                with temporal_errors(self.settings):
-                    await handle.result()
+                await asyncio.wait({result, settled}, return_when=asyncio.FIRST_COMPLETED)
+                if not result.done():
+                    settled.result()
+                else:
+                    with temporal_errors(self.settings):
+                        result.result()
             except WorkflowFailureError as error:
                 failure = _failure(plan_id, error)
                 if failure is not None:
                     raise failure from None
             finally:
+                for task in (result, settled):
+                    if not task.done():
+                        task.cancel()
+                        with contextlib.suppress(asyncio.CancelledError, Exception):
+                            await task
                 if follower is not None:
-                    # The follower ends once it has read the final records.
+                    # The follower ends once it has read the final records; a waiting
+                    # execution has none, so it is stopped after one more poll.
                     with contextlib.suppress(TimeoutError, asyncio.CancelledError):
                         await asyncio.wait_for(follower, timeout=self.poll_seconds * 5)
         final = await asyncio.to_thread(ctx.store.get_execution, plan_id)
         assert final is not None
         return final
+
+    async def _until_waiting(
+        self, ctx: ExecutionContext, plan_id: str, handle: WorkflowHandle[object, str], token: str
+    ) -> None:
+        """Until the workflow has taken in the signal marked ``token`` and waits for a person's
+        decision, as its memo says. Never returns for a workflow that finishes: its result says
+        so first. Temporal is asked only while the store shows the execution ``waiting`` (the
+        workflow stores that before it waits), not all along a long run."""
+        while True:
+            execution = await asyncio.to_thread(ctx.store.get_execution, plan_id)
+            if execution is None or execution.status != "waiting":
+                await asyncio.sleep(self.poll_seconds)
+                continue
+            with temporal_errors(self.settings):
+                described = await handle.describe()
+                settled = await described.memo_value(SETTLED_MEMO, None)
+            if (
+                isinstance(settled, dict)
+                and settled.get("phase") == "waiting"
+                and token in settled.get("answered", ())
+            ):
+                return
+            await asyncio.sleep(self.poll_seconds)
 
     async def _follow(self, ctx: ExecutionContext, plan_id: str) -> None:
         # The workers' step records are the truth; the listener only watches them, and its

@@ -14,7 +14,12 @@ from toolplan.engine.policies import ExecutionOptions, RetryPolicy, TimeoutPolic
 from toolplan.execution.lease import ENGINE_HOLDER_PREFIX
 
 __all__ = [
+    "DECIDED_SIGNAL",
+    "SETTLED_MEMO",
+    "Decisions",
     "MapStarted",
+    "PauseCall",
+    "Paused",
     "PlanLayout",
     "PlanRun",
     "RunOptions",
@@ -27,6 +32,16 @@ __all__ = [
 ]
 
 WORKFLOW_ID_PREFIX = "toolplan-"
+
+DECIDED_SIGNAL = "toolplan.decided"
+"""The signal a plan's workflow waits on while steps wait for approval: people's decisions were
+recorded in the store (or the plan was executed or cancelled again): look at it."""
+
+SETTLED_MEMO = "toolplan.settled"
+"""The workflow's memo that tells a starter its signal was taken in: ``{"phase": "waiting" |
+"done", "answered": [tokens]}``, written each time the workflow has read the store after
+signals and waits for a person again (or ends). A memo, not a query: the server answers it
+(``describe``), so a starter that stops asking leaves no query task behind on a worker."""
 
 
 def workflow_id(plan_id: str) -> str:
@@ -219,3 +234,35 @@ class SkipCall:
     """The message recorded."""
     kind: str | None = None
     """``condition`` when a condition decided it (:data:`~toolplan.store.SkipReason`)."""
+
+
+@dataclass(frozen=True)
+class Decisions:
+    """The payload of :data:`DECIDED_SIGNAL`: the decisions the sender saw recorded on the
+    plan's steps (step ID → ``approved`` or ``denied``), for the workflow's history. The store
+    stays the truth: the workflow reads it again, and a step's tool is called only with an
+    approval of its exact arguments, read there."""
+
+    token: str
+    """The sender's own mark: :data:`SETTLED_MEMO` tells it when this signal was taken in."""
+    decisions: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PauseCall:
+    """The input of ``toolplan.pause_plan``: the steps the schedule left waiting."""
+
+    plan_id: str
+    waiting: list[str]
+
+
+@dataclass(frozen=True)
+class Paused:
+    """What ``toolplan.pause_plan`` found: the execution ended meanwhile (``final_status``: a
+    cancel), people decided on waiting steps (``decided``: schedule again from ``finished``),
+    or nothing changed (the execution is stored ``waiting``, its lease given back)."""
+
+    final_status: str | None = None
+    decided: bool = False
+    finished: dict[str, FinishedStep] = field(default_factory=dict)
+    """With ``decided``: the steps in a final state, and those still waiting (``waiting``)."""

@@ -16,11 +16,22 @@ in a worker, with Temporal's retry policy for its attempts; its fallback is a se
 (``toolplan.give_up``). Starting, skipping, finishing and cancelling are short store writes done
 as local activities. Activities are named by string, so this module (re-imported in Temporal's
 sandbox) never imports the tools, LangChain or the store.
+
+Approvals: when the only steps left wait for a person's approval, the workflow stores the
+execution ``waiting`` (``toolplan.pause_plan``) and waits, durably and for as long as it takes,
+on the signal :data:`~toolplan.temporal.messages.DECIDED_SIGNAL` (``workflow.wait_condition``).
+Whoever records a decision (``toolplan approve`` / ``deny``, the API's mutations, the Python
+functions) sends it; the workflow reads the store again and schedules on from there: an
+approved step's activity calls its tool with exactly the arguments that were shown, a denied
+step's dependents are skipped. A decision recorded while no workflow runs starts one (the
+signal is sent with signal-with-start), which resumes from the step records. The memo
+:data:`~toolplan.temporal.messages.SETTLED_MEMO` tells a sender when its signal was taken in.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
@@ -33,7 +44,12 @@ with workflow.unsafe.imports_passed_through():
     from toolplan.engine.items import run_items
     from toolplan.engine.scheduler import Slots, StepOutcome, schedule
     from toolplan.temporal.messages import (
+        DECIDED_SIGNAL,
+        SETTLED_MEMO,
+        Decisions,
         MapStarted,
+        PauseCall,
+        Paused,
         PlanLayout,
         PlanRun,
         SkipCall,
@@ -70,6 +86,9 @@ outage pauses the plan, it never fails a step."""
 
 _RECORD_TIMEOUT = timedelta(seconds=60)
 
+_MEMO_TOKENS = 64
+"""The latest signal tokens the settled memo lists (a sender asks about its own, just sent)."""
+
 
 def step_retry_policy(run: PlanRun) -> RetryPolicy:
     """Temporal's retry policy of a step activity: the run's exponential backoff, ToolException
@@ -102,10 +121,30 @@ def _final_failure(error: ActivityError) -> tuple[int, str]:
 class PlanWorkflow:
     """Runs (or resumes) the unfinished steps of one stored plan; returns its final status."""
 
+    def __init__(self) -> None:
+        self._tokens: list[str] = []
+        """The tokens of the decision signals received, in order."""
+        self._answered = 0
+        """How many of them the workflow had received when it last read the store and settled
+        (waiting again, or done): those senders' decisions are taken in."""
+
+    @workflow.signal(name=DECIDED_SIGNAL)
+    def decided(self, message: Decisions) -> None:
+        """Decisions were recorded in the store (or the plan was executed or cancelled again)."""
+        self._tokens.append(message.token)
+
+    def _settle(self, phase: str, seen: int) -> None:
+        """The store was read after the first ``seen`` signals and the workflow waits for a
+        person again (``waiting``) or ends (``done``): say so in its memo."""
+        self._answered = max(self._answered, seen)
+        answered = self._tokens[: self._answered][-_MEMO_TOKENS:]
+        workflow.upsert_memo({SETTLED_MEMO: {"phase": phase, "answered": answered}})
+
     @workflow.run
     async def run(self, run: PlanRun) -> str:
         plan_id = run.plan_id
         try:
+            seen = len(self._tokens)
             layout: PlanLayout = await workflow.execute_local_activity(
                 "toolplan.start_plan",
                 run,
@@ -114,29 +153,40 @@ class PlanWorkflow:
                 retry_policy=_RECORD_RETRY,
             )
             if layout.finished_status is not None:
+                self._settle("done", seen)
                 return layout.finished_status
             if layout.cancel_requested:  # requested while nobody ran it: nothing more runs
                 return await self._cancelled(plan_id)
             self._slots = Slots(run.options.concurrency)  # shared by steps and map items
-            await schedule(
-                layout.order,
-                layout.dependencies,
-                lambda step_id: self._run_step(run, layout, step_id),
-                lambda step_id, message, reason: self._skip(plan_id, step_id, message, reason),
-                concurrency=run.options.concurrency,
-                fail_fast=run.options.fail_fast,
-                finished={
-                    step_id: StepOutcome(done.status, error=done.error)  # type: ignore[arg-type]
-                    for step_id, done in layout.finished.items()
-                },
-                slots=self._slots,
-            )
+            finished = layout.finished
+            while True:
+                outcomes = await schedule(
+                    layout.order,
+                    layout.dependencies,
+                    lambda step_id: self._run_step(run, layout, step_id),
+                    lambda step_id, message, reason: self._skip(plan_id, step_id, message, reason),
+                    concurrency=run.options.concurrency,
+                    fail_fast=run.options.fail_fast,
+                    finished={
+                        step_id: StepOutcome(done.status, error=done.error)  # type: ignore[arg-type]
+                        for step_id, done in finished.items()
+                    },
+                    slots=self._slots,
+                )
+                waiting = [s for s, outcome in outcomes.items() if outcome.status == "waiting"]
+                if not waiting:
+                    break
+                paused = await self._wait_for_decisions(plan_id, waiting)
+                if paused.final_status is not None:
+                    return paused.final_status
+                finished = paused.finished
         except asyncio.CancelledError:
             # A cancel (requested in the store and passed on by a step's activity, or by an
             # operator): running steps were cancelled, and have stopped, by schedule(); record
             # them and those not started as cancelled, and the execution, then end as cancelled.
             await self._cancelled(plan_id)
             raise
+        seen = len(self._tokens)
         status: str = await workflow.execute_local_activity(
             "toolplan.finish_plan",
             plan_id,
@@ -144,7 +194,32 @@ class PlanWorkflow:
             start_to_close_timeout=_RECORD_TIMEOUT,
             retry_policy=_RECORD_RETRY,
         )
+        self._settle("done", seen)
         return status
+
+    async def _wait_for_decisions(self, plan_id: str, waiting: list[str]) -> Paused:
+        """Steps wait for approval and nothing else can run: wait for a decision signal until
+        the store shows one of them decided (or the execution ended: a cancel). A signal that
+        arrives while the store is read is not lost: it is counted before the read."""
+        while True:
+            seen = len(self._tokens)
+            paused: Paused = await workflow.execute_local_activity(
+                "toolplan.pause_plan",
+                PauseCall(plan_id, waiting),
+                result_type=Paused,
+                start_to_close_timeout=_RECORD_TIMEOUT,
+                retry_policy=_RECORD_RETRY,
+            )
+            if paused.final_status is not None:
+                self._settle("done", seen)
+                return paused
+            if paused.decided:
+                return paused
+            self._settle("waiting", seen)
+            await workflow.wait_condition(functools.partial(self._signalled_after, seen))
+
+    def _signalled_after(self, seen: int) -> bool:
+        return len(self._tokens) > seen
 
     async def _run_step(self, run: PlanRun, layout: PlanLayout, step_id: str) -> StepOutcome:
         spec = layout.steps[step_id]
