@@ -17,7 +17,7 @@ Every message names the step, tool, template or field involved and says how to f
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 __all__ = [
     "ExecutionBusy",
@@ -72,6 +72,10 @@ class ValidationIssue:
     code: str
     message: str
     step: str | None = None
+    fix: tuple[str, str] | None = field(default=None, compare=False)
+    """The one repair the message names, when it is certain: in ``step``, the template written
+    ``fix[0]`` is meant as ``fix[1]`` (``{{w.temp}}`` where the argument takes the object
+    ``{{w}}``). The planner applies it before asking the model again."""
 
     def __str__(self) -> str:
         return self.message

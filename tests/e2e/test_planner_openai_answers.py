@@ -123,6 +123,49 @@ async def test_identical_duplicate_steps_are_merged_and_recorded(
     assert record is not None and record.meta["mergedSteps"] == {"c": "a"}
 
 
+# -- certain fixes (issue 28: a small model repeats its plan over "did you mean") ---------------
+
+
+async def test_a_fix_the_validator_is_certain_of_is_applied_without_a_repair_round(
+    llm: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    from toolplan.tools import load_tool_modules
+
+    weather = load_tool_modules(["weather"])
+    answer = plan(
+        step("paris", "get_weather", {"location": "Paris"}),
+        step("berlin", "get_weather", {"location": "Berlin"}),
+        step("compare", "compare_data", {"data_a": "{{paris.temp}}", "data_b": "{{berlin}}"}),
+    )
+    llm.script([Reply.structured(answer)])
+    ctx = make_context(tmp_path, catalog=weather)
+    outcome = await create_plan("compare the weather in Paris and Berlin", ctx)
+    assert outcome.llm_calls == 1 and len(llm.requests) == 1
+    assert outcome.plan["steps"][2]["parameters"] == {"data_a": "{{paris}}", "data_b": "{{berlin}}"}
+    record = ctx.store.get_plan(outcome.ref.plan_id)
+    assert record is not None
+    assert record.meta["autoFixed"] == ["compare: {{paris.temp}} -> {{paris}}"]
+
+
+async def test_problems_left_after_the_certain_fixes_go_to_the_model(
+    llm: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    from toolplan.tools import load_tool_modules
+
+    weather = load_tool_modules(["weather"])
+    fixable = step("compare", "compare_data", {"data_a": "{{paris.temp}}", "data_b": "{{x}}"})
+    right = step("compare", "compare_data", {"data_a": "{{paris}}", "data_b": "{{paris}}"})
+    paris = step("paris", "get_weather", {"location": "Paris"})
+    llm.script([Reply.structured(plan(paris, fixable)), Reply.structured(plan(paris, right))])
+    outcome = await create_plan(
+        "compare Paris with itself", make_context(tmp_path, catalog=weather)
+    )
+    assert outcome.llm_calls == 2
+    repair = str(llm.requests[1]["messages"][-1]["content"])
+    assert "references unknown step 'x'" in repair
+    assert "{{paris.temp}}" not in repair.split("Problems:")[1]  # fixed, not reported
+
+
 # -- step ids -----------------------------------------------------------------------------------
 
 BLOG = {"name": "Ann", "email": "ann@example.org"}

@@ -48,7 +48,12 @@ _KIND_NAMES = {
 
 
 class _Mismatch(Exception):
-    """A path step that cannot exist in the declared output."""
+    """A path step that cannot exist in the declared output; ``fix`` is the template meant,
+    when one close key or the only list makes it certain."""
+
+    def __init__(self, message: str, fix: str | None = None) -> None:
+        super().__init__(message)
+        self.fix = fix
 
 
 @dataclass(frozen=True)
@@ -121,14 +126,21 @@ def _walk(output: _Output, template: Template) -> Mapping[str, Any] | None:
                 current = properties[segment]
             elif properties and not shape.get("additionalProperties"):
                 close = difflib.get_close_matches(segment, list(properties), n=1, cutoff=0.6)
-                hint = (
-                    f"; did you mean {{{{{_written(output.step, (*walked, close[0], *template.path[len(walked) + 1 :]))}}}}}?"
+                rest = template.path[len(walked) + 1 :]
+                fix = (
+                    f"{{{{{_written(output.step, (*walked, close[0], *rest))}}}}}"
                     if close
-                    else _list_hint(output.step, walked, shape, template.path[len(walked) + 1 :])
+                    else None
+                )
+                hint = (
+                    f"; did you mean {fix}?"
+                    if fix
+                    else _list_hint(output.step, walked, shape, rest)
                 )
                 raise _Mismatch(
                     f"{what} returns an object with keys {', '.join(properties)}, "
-                    f"without {segment!r}{hint}"
+                    f"without {segment!r}{hint}",
+                    fix,
                 )
             else:
                 return None
@@ -254,8 +266,9 @@ def _fields_of(
 
 def _type_issue(
     template: Template, at: Mapping[str, Any], expected: Mapping[str, Any], argument: str
-) -> str | None:
-    """A message when a whole-value template's type cannot fit the argument's schema."""
+) -> tuple[str, str | None] | None:
+    """A message when a whole-value template's type cannot fit the argument's schema, and the
+    template meant when only one fits (the object a field was taken from)."""
     kinds = accepted_types(expected)
     shape = _one_shape(at)
     if kinds is None or shape is None:
@@ -275,17 +288,17 @@ def _type_issue(
             f'; or write it inside a sentence, where any value becomes text: "... {example} ..."'
         )
     if fields:
-        return message + f"; use a field of it: {' or '.join(fields[:3])}" + as_text
+        return message + f"; use a field of it: {' or '.join(fields[:3])}" + as_text, None
     items = _one_shape(shape.get("items") or {}) if actual == "array" else None
     if items is not None and _compatible(kinds, _kind(items) or ""):
         element = _written(template.step, (*template.path, 0))
-        return message + f"; use one element: {{{{{element}}}}}" + as_text
+        return message + f"; use one element: {{{{{element}}}}}" + as_text, None
     if as_text:
-        return message + as_text.replace("; or write", "; write", 1)
+        return message + as_text.replace("; or write", "; write", 1), None
     if template.path and "object" in kinds:
         parent = "{{" + _written(template.step, template.path[:-1]) + "}}"
-        return message + f"; did you mean {parent!r}?"
-    return message
+        return message + f"; did you mean {parent!r}?", parent
+    return message, None
 
 
 def _text_example(template: Template, shape: Mapping[str, Any]) -> str:
@@ -402,6 +415,10 @@ def _item_output(
     return _Output(ITEM, step.tool, items, f"an item of {template.text!r}"), None
 
 
+def _fix(written: str, meant: str | None) -> tuple[str, str] | None:
+    return (written, meant) if meant is not None and meant != written else None
+
+
 def _check_call(
     step: Step,
     tool: str,
@@ -433,15 +450,20 @@ def _check_call(
                             "template-type",
                             f"{label}: template {template.text!r}: {mismatch}",
                             step.id,
+                            _fix(template.text, mismatch.fix),
                         )
                     )
                     continue
                 if whole is not None and whole.text == template.text and at is not None:
-                    message = _type_issue(template, at, expected, repr(where))
-                    if message:
+                    found = _type_issue(template, at, expected, repr(where))
+                    if found:
+                        message, meant = found
                         issues.append(
                             ValidationIssue(
-                                "template-type", f"{label} of tool {tool!r}: {message}", step.id
+                                "template-type",
+                                f"{label} of tool {tool!r}: {message}",
+                                step.id,
+                                _fix(template.text, meant),
                             )
                         )
     return issues

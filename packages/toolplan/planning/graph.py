@@ -48,6 +48,7 @@ from toolplan.execution.graph import bind_context, context_resolver
 from toolplan.planning.call import StructuredRequest, call_model
 from toolplan.planning.context import PlannerContext
 from toolplan.planning.duplicates import merge_duplicates
+from toolplan.planning.fixes import apply_fixes
 from toolplan.planning.item_names import read_item_names
 from toolplan.planning.parsing import message_payload, read_plan
 from toolplan.planning.progress import PlanningEvent, PlanningEventKind, notify
@@ -64,7 +65,7 @@ from toolplan.planning.schema import (
 from toolplan.planning.streaming import AnswerStream
 from toolplan.plans.limits import check_json
 from toolplan.plans.meta import caller_meta
-from toolplan.plans.plan import parse_plan
+from toolplan.plans.plan import Plan, parse_plan
 from toolplan.service.operations import plan_estimator, store_plan
 
 __all__ = [
@@ -110,6 +111,8 @@ class PlanningState(TypedDict, total=False):
     raw_candidate: str | None
     unreadable: list[str]
     """Steps whose parameters could not be read: their argument checks are not reported."""
+    auto_fixed: list[str]
+    """Certain fixes the planner applied to the answer (``"step: old -> new"``)."""
     merged_steps: dict[str, str]
     """Identical steps of the answer merged into one: ``{dropped id: kept id}``."""
     repairs: int
@@ -277,18 +280,19 @@ def _shown_step(step: dict[str, Any], catalog: Any) -> dict[str, Any]:
 async def analyze_dependencies(state: PlanningState, ctx: PlannerContext) -> PlanningState:
     """Validate the candidate with the engine's validator and compute its structure, with the
     critical-path estimates the stored analysis has (so ``persist`` does not analyse again)."""
-    if state.get("candidate") is None:
+    candidate = state.get("candidate")
+    if candidate is None:
         return {"plan": None, "analysis": None}
     reading_errors = list(state.get("errors") or [])
     unreadable = set(state.get("unreadable") or [])
     try:
         # the input limits first: the model's plan is input like any other, and a limit it
         # breaks is a problem it can fix, reported with the others
-        check_json(state["candidate"], ctx.limits)
+        check_json(candidate, ctx.limits)
     except PlanInvalid as invalid:
         reading_errors += [issue.message for issue in invalid.issues]
-    try:
-        plan = parse_plan(state["candidate"])
+    async def validated(data: dict[str, Any]) -> tuple[Plan, Analysis]:
+        plan = parse_plan(data)
         analysis = await asyncio.to_thread(
             lambda: analyze(
                 plan,
@@ -298,15 +302,31 @@ async def analyze_dependencies(state: PlanningState, ctx: PlannerContext) -> Pla
                 estimate=plan_estimator(ctx.store),
             )
         )
+        return plan, analysis
+
+    auto_fixed: list[str] = []
+    try:
+        plan, analysis = await validated(candidate)
     except PlanInvalid as invalid:
-        # every problem of every step at once; the argument checks of a step whose parameters
-        # could not be read would only repeat that problem
-        found = [
-            issue.message
-            for issue in invalid.issues
-            if not (issue.code == "arguments" and issue.step in unreadable)
-        ]
-        return {"errors": reading_errors + found, "plan": None, "analysis": None}
+        problems = invalid
+        # the fixes the validator is certain of first: a small model shown them tends to
+        # answer with the same plan again
+        fixed = apply_fixes(candidate, invalid.issues)
+        if fixed is not None:
+            try:
+                plan, analysis = await validated(fixed[0])
+                candidate, auto_fixed = fixed
+            except PlanInvalid as still:
+                problems = still
+        if not auto_fixed:
+            # every problem of every step at once; the argument checks of a step whose
+            # parameters could not be read would only repeat that problem
+            found = [
+                issue.message
+                for issue in problems.issues
+                if not (issue.code == "arguments" and issue.step in unreadable)
+            ]
+            return {"errors": reading_errors + found, "plan": None, "analysis": None}
     # planner-only checks: valid by every schema, and wrong when run (an id passed by name, a
     # value made up where a tool's output belongs); the request is what literals may come from
     grounding = check_grounding(plan, ctx.catalog, state["query"], context=state.get("context"))
@@ -314,7 +334,12 @@ async def analyze_dependencies(state: PlanningState, ctx: PlannerContext) -> Pla
     reading_errors += [issue.message for issue in check_conditions(plan, ctx.catalog)]
     if reading_errors:
         return {"errors": reading_errors, "plan": None, "analysis": None}
-    return {"errors": [], "plan": plan.to_json(), "analysis": analysis.to_json()}
+    return {
+        "errors": [],
+        "plan": plan.to_json(),
+        "analysis": analysis.to_json(),
+        "auto_fixed": auto_fixed,
+    }
 
 
 async def persist(state: PlanningState, ctx: PlannerContext) -> PlanningState:
@@ -340,6 +365,8 @@ async def persist(state: PlanningState, ctx: PlannerContext) -> PlanningState:
     }
     if state.get("merged_steps"):
         record_meta["mergedSteps"] = state["merged_steps"]
+    if state.get("auto_fixed"):
+        record_meta["autoFixed"] = state["auto_fixed"]
     ref = await asyncio.to_thread(
         store_plan,
         plan,
