@@ -4,8 +4,8 @@ shown; ``toolplan deny`` skips its dependents; ``"approval": true``, ``--approve
 decision on nothing waiting (exit 2).
 
 ``wire_money`` (tests/support/tools.py) is tagged ``approval`` and logs each call with its
-arguments. On SQLite; the cases where the decision travels between processes through the store
-(``ON_BOTH_STORES``) run on MongoDB too. What each store does with waiting steps and decisions is
+arguments. Every CLI case of the issue's contract runs on SQLite and on MongoDB
+(``ON_BOTH_STORES``); the worker and agent cases on SQLite. What each store does with waiting steps and decisions is
 the conformance suite's (toolplan_conformance.approvals).
 """
 
@@ -95,6 +95,7 @@ def test_approve_from_another_process_calls_the_tool_once_with_the_shown_argumen
     assert "approved by ada at" in shown.stdout
 
 
+@ON_BOTH_STORES
 def test_deny_records_the_reason_and_skips_the_dependents(cli: Cli) -> None:
     plan_id, _ = _waiting(cli)
     done = cli("deny", plan_id, "pay", "--reason", "wrong account", "--by", "bob", "--json")
@@ -116,6 +117,7 @@ def test_deny_records_the_reason_and_skips_the_dependents(cli: Cli) -> None:
     assert "denied by bob at" in shown.stdout and "wrong account" in shown.stdout
 
 
+@ON_BOTH_STORES
 def test_approval_true_in_the_plan_gates_an_untagged_tool(cli: Cli) -> None:
     plan = {
         "steps": [
@@ -130,6 +132,7 @@ def test_approval_true_in_the_plan_gates_an_untagged_tool(cli: Cli) -> None:
     assert len(_calls_of(cli, "note")) == 1
 
 
+@ON_BOTH_STORES
 def test_approve_all_runs_every_step_without_waiting(cli: Cli) -> None:
     done = cli("run", "--file", cli.write_plan(WIRE_PLAN), "--approve-all", "--json")
     assert done.code == 0, done.stderr
@@ -137,6 +140,7 @@ def test_approve_all_runs_every_step_without_waiting(cli: Cli) -> None:
     assert len(_calls_of(cli, "pay")) == 1
 
 
+@ON_BOTH_STORES
 def test_deciding_on_something_not_waiting_changes_nothing(cli: Cli) -> None:
     plan_id, _ = _waiting(cli)
     not_waiting = cli("approve", plan_id, "report", "--json")

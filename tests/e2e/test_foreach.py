@@ -1,7 +1,7 @@
 """Maps and branches through the CLI: ``forEach`` over a list output, ``when`` conditions, their
 validation errors (exit 2) and a kill -9 in the middle of a map.
 
-Every test runs on SQLite; the map, the branch and the kill/resume also on MongoDB.
+Every test of the contract runs on SQLite and on MongoDB; the README's example on SQLite only.
 """
 
 from __future__ import annotations
@@ -74,6 +74,7 @@ def test_a_map_over_five_items(cli: Cli) -> None:
     assert "5/5 items" in table.stdout
 
 
+@BOTH
 def test_an_empty_list_succeeds_with_no_call(cli: Cli) -> None:
     plan = {
         "steps": [
@@ -93,6 +94,7 @@ def test_an_empty_list_succeeds_with_no_call(cli: Cli) -> None:
     assert not [c for c in cli.calls() if c["step"] == "each"]
 
 
+@BOTH
 def test_a_list_over_the_limit_fails_before_any_call(cli: Cli) -> None:
     cli.env["TOOLPLAN_MAX_ITEMS"] = "4"
     done = _run(cli, MAP)
@@ -111,6 +113,7 @@ def test_a_list_over_the_limit_fails_before_any_call(cli: Cli) -> None:
     assert "has 5 items, more than the limit of 3 (its maxItems)" in step["error"]
 
 
+@BOTH
 def test_failed_items_fail_the_step_and_keep_the_others(cli: Cli) -> None:
     plan = {
         "steps": [
@@ -174,6 +177,7 @@ def test_when_true_false_and_negated_a_condition_skipped_plan_exits_0(cli: Cli) 
     assert "incident" in called and not called & {"calm", "empty", "after_calm"}
 
 
+@BOTH
 def test_a_literal_false_condition_and_a_failure_elsewhere(cli: Cli) -> None:
     plan = {
         "steps": [
@@ -187,6 +191,7 @@ def test_a_literal_false_condition_and_a_failure_elsewhere(cli: Cli) -> None:
     assert done.json()["status"] == "partial"
 
 
+@BOTH
 def test_a_map_then_a_branch_on_its_result(cli: Cli) -> None:
     plan = {
         "steps": [
@@ -207,6 +212,7 @@ def test_a_map_then_a_branch_on_its_result(cli: Cli) -> None:
 # -- validation: exit 2, every problem at once -------------------------------------------------
 
 
+@BOTH
 def test_every_validation_error_at_once_exits_2(cli: Cli) -> None:
     plan = {
         "steps": [
