@@ -39,7 +39,8 @@ def test_pyproject_lists_every_package_directory() -> None:
     on_disk = {
         ".".join(path.parent.relative_to(REPO / "packages").parts)
         for path in (REPO / "packages").rglob("*")
-        if path.suffix in (".py", ".json") and "__pycache__" not in path.parts
+        if path.suffix in (".py", ".json", ".html", ".js", ".css")
+        and "__pycache__" not in path.parts
     }
     assert set(config["packages"]) == on_disk | {"toolplan.prompts"}
     assert config["package-dir"]["toolplan.prompts"] == "prompts"
