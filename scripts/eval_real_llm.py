@@ -88,7 +88,37 @@ def _loads(raw: bytes) -> Any:
     try:
         return json.loads(raw)
     except ValueError:
-        return raw.decode("utf-8", "replace")
+        text = raw.decode("utf-8", "replace")
+        return _from_stream(text) if text.lstrip().startswith("data:") else text
+
+
+def _from_stream(text: str) -> dict[str, Any]:
+    """A streamed answer (SSE chunks, as the planner asks since it shows steps while the model
+    writes) put back together in the shape of a plain one: the content and tool-call arguments
+    joined, the last finish reason, usage and llama.cpp timings."""
+    content: list[str] = []
+    arguments: list[str] = []
+    answer: dict[str, Any] = {}
+    finish = None
+    for line in text.splitlines():
+        data = line.removeprefix("data:").strip()
+        if not line.startswith("data:") or not data or data == "[DONE]":
+            continue
+        try:
+            chunk = json.loads(data)
+        except ValueError:
+            continue
+        for key in ("usage", "timings"):
+            if chunk.get(key):
+                answer[key] = chunk[key]
+        for choice in chunk.get("choices") or []:
+            delta = choice.get("delta") or {}
+            content.append(delta.get("content") or "")
+            for call in delta.get("tool_calls") or []:
+                arguments.append((call.get("function") or {}).get("arguments") or "")
+            finish = choice.get("finish_reason") or finish
+    message = {"role": "assistant", "content": "".join(content) or "".join(arguments)}
+    return {"choices": [{"message": message, "finish_reason": finish}], "streamed": True, **answer}
 
 
 @contextmanager
