@@ -106,3 +106,13 @@ def test_malformed_steps_are_left_for_the_validator() -> None:
     data = {"steps": [{"tool": "x"}, {"tool": "x"}, "junk", "junk"]}
     out, merged = merge_duplicates(data)
     assert merged == {} and out["steps"] == data["steps"]
+
+
+def test_a_repeat_that_waits_for_its_twin_is_merged_one_that_waits_for_more_is_not() -> None:
+    twin = {**step("b", city="Rome"), "dependsOn": ["a"]}
+    out, merged = merge_duplicates({"steps": [step("a", city="Rome"), twin]})
+    assert merged == {"b": "a"} and ids(out) == ["a"]
+    other = step("x", tool="lookup", city="Rome")
+    later = {**step("b", city="Rome"), "dependsOn": ["x"]}  # an order "a" does not keep
+    data = {"steps": [step("a", city="Rome"), other, later]}
+    assert merge_duplicates(data) == (data, {})

@@ -6,8 +6,10 @@ a side effect (a payment, a comment) happens twice. On BFCL (issue 28), identica
 the largest single cause of wrong plans.
 
 Two steps are identical when everything but their id (and the free-text ``description`` and
-``confidence``) is the same: tool, arguments, ``dependsOn``, ``forEach``, ``when``, fallback,
-approval. References are compared after renaming: a step that only differs from another by
+``confidence``) is the same: tool, arguments, ``forEach``, ``when``, fallback, approval. Their
+``dependsOn`` may differ only in a way that loses no order: the later step may also wait for the
+earlier one (models repeat a call "after" the first), but for nothing else the earlier one does
+not wait for. References are compared after renaming: a step that only differs from another by
 naming two identical steps is itself a duplicate (merged to a fixpoint, in plan order).
 
 The later step is dropped; every template, ``dependsOn`` entry and ``outputSteps`` entry naming it
@@ -35,16 +37,17 @@ def merge_duplicates(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, st
     merged: dict[str, str] = {}
     steps = list(data.get("steps") or [])
     while True:
-        seen: dict[str, str] = {}
+        seen: dict[str, dict[str, Any]] = {}
         found: dict[str, str] = {}
         for step in steps:
             if not _mergeable(step):
                 continue
             key = _key(step)
-            if key in seen:
-                found[step["id"]] = seen[key]
-            else:
-                seen[key] = step["id"]
+            first = seen.get(key)
+            if first is not None and _waits_no_longer(step, first):
+                found[step["id"]] = first["id"]
+            elif first is None:
+                seen[key] = step
         if not found:
             break
         merged.update(found)
@@ -72,10 +75,20 @@ def _mergeable(step: Any) -> bool:
 
 
 def _key(step: dict[str, Any]) -> str:
-    body = {k: v for k, v in step.items() if k not in _IGNORED}
-    if isinstance(body.get("dependsOn"), list):
-        body["dependsOn"] = sorted(map(str, body["dependsOn"]))
+    body = {k: v for k, v in step.items() if k not in _IGNORED and k != "dependsOn"}
     return json.dumps(body, sort_keys=True, default=str)
+
+
+def _depends_on(step: dict[str, Any]) -> set[str]:
+    deps = step.get("dependsOn")
+    return {d for d in deps if isinstance(d, str)} if isinstance(deps, list) else set()
+
+
+def _waits_no_longer(later: dict[str, Any], first: dict[str, Any]) -> bool:
+    """Whether dropping ``later`` for ``first`` keeps every order the plan asked for: ``later``
+    waits for nothing ``first`` does not wait for (besides ``first`` itself, the usual
+    "the same call again, after the first" of a model that repeats itself)."""
+    return _depends_on(later) - {first["id"]} <= _depends_on(first)
 
 
 def _renamed(value: Any, names: dict[str, str]) -> Any:

@@ -291,6 +291,7 @@ async def analyze_dependencies(state: PlanningState, ctx: PlannerContext) -> Pla
         check_json(candidate, ctx.limits)
     except PlanInvalid as invalid:
         reading_errors += [issue.message for issue in invalid.issues]
+
     async def validated(data: dict[str, Any]) -> tuple[Plan, Analysis]:
         plan = parse_plan(data)
         analysis = await asyncio.to_thread(
