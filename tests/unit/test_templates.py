@@ -137,3 +137,18 @@ def test_with_the_argument_schema_a_scalar_where_only_text_goes_becomes_text() -
     assert resolve({"text": "{{cpu.tags}}"}, outputs, schema) == {"text": [1]}
     # without a schema every whole-value template keeps its type
     assert resolve({"text": "{{cpu.current}}"}, outputs) == {"text": 42.5}
+
+
+def test_rename_sources_renames_step_templates_only_and_keeps_their_spelling() -> None:
+    from toolplan.plans.templates import rename_sources
+
+    value = {
+        "a": "{{ old.x }} and {{old[0]}} but not {{older}}, {{$item.old}} or {{old..bad}}",
+        "b": ["{{old}}", 3, {"old": "{{other.old}}"}],
+    }
+    renamed = rename_sources(value, {"old": "new"}.get)
+    assert renamed == {
+        "a": "{{ new.x }} and {{new[0]}} but not {{older}}, {{$item.old}} or {{old..bad}}",
+        "b": ["{{new}}", 3, {"old": "{{other.old}}"}],
+    }
+    assert value["b"][0] == "{{old}}"  # a copy

@@ -16,6 +16,7 @@ from collections.abc import Collection, Iterator
 from typing import Any
 
 from toolplan.errors import ValidationIssue
+from toolplan.plans.json_schema import accepted_types
 from toolplan.plans.plan import DEFAULT_MAX_ITEMS, Step
 from toolplan.plans.templates import (
     INDEX,
@@ -70,7 +71,7 @@ def _producers(template: Template, catalog: ToolCatalog | None) -> str:
     for name in catalog.names:
         returns = catalog.info(name).returns or {}
         found = (returns.get("properties") or {}).get(key)
-        if isinstance(found, dict) and "array" in _types(found):
+        if isinstance(found, dict) and "array" in (accepted_types(found) or ()):
             tools.append(name)
     if not tools or len(tools) > 3:
         return ""
@@ -89,15 +90,6 @@ def _tool_named(template: Template, catalog: ToolCatalog | None) -> str:
         f"; {template.step!r} is a tool, not a step: add a step with id {template.step!r} "
         "calling it, or name the step that calls it"
     )
-
-
-def _types(schema: dict[str, Any]) -> set[str]:
-    kinds = schema.get("type")
-    found = set(kinds) if isinstance(kinds, list) else {kinds} if kinds else set()
-    for branch in schema.get("anyOf") or schema.get("oneOf") or []:
-        if isinstance(branch, dict):
-            found |= _types(branch)
-    return found
 
 
 def check_control_flow(

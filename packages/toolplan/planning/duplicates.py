@@ -22,8 +22,9 @@ silent.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
+
+from toolplan.plans.templates import rename_sources
 
 __all__ = ["merge_duplicates"]
 
@@ -91,25 +92,16 @@ def _waits_no_longer(later: dict[str, Any], first: dict[str, Any]) -> bool:
     return _depends_on(later) - {first["id"]} <= _depends_on(first)
 
 
-def _renamed(value: Any, names: dict[str, str]) -> Any:
-    if isinstance(value, dict):
-        out = {k: _renamed(v, names) for k, v in value.items() if k != "dependsOn"}
-        if "dependsOn" in value:
-            deps = value["dependsOn"]
-            out["dependsOn"] = (
-                list(dict.fromkeys(names.get(d, d) if isinstance(d, str) else d for d in deps))
-                if isinstance(deps, list)
-                else deps
-            )
-        return out
-    if isinstance(value, list):
-        return [_renamed(v, names) for v in value]
-    if isinstance(value, str) and "{{" in value:
-        return _pattern(names).sub(lambda m: m.group(1) + names[m.group(2)], value)
-    return value
-
-
-def _pattern(names: dict[str, str]) -> re.Pattern[str]:
-    # the step name right after "{{" (and spaces), ending where the template's path starts
-    alternatives = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
-    return re.compile(r"(\{\{\s*)(" + alternatives + r")(?=[\s.\[}])")
+def _renamed(step: Any, names: dict[str, str]) -> Any:
+    """``step`` with its templates and ``dependsOn`` naming the kept steps."""
+    if not isinstance(step, dict):
+        return step
+    out = rename_sources({k: v for k, v in step.items() if k != "dependsOn"}, names.get)
+    deps = step.get("dependsOn")
+    if "dependsOn" in step:
+        out["dependsOn"] = (
+            list(dict.fromkeys(names.get(d, d) if isinstance(d, str) else d for d in deps))
+            if isinstance(deps, list)
+            else deps
+        )
+    return out

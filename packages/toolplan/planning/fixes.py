@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from toolplan.errors import ValidationIssue
+from toolplan.plans.templates import map_strings
 
 __all__ = ["apply_fixes"]
 
@@ -43,11 +44,9 @@ def apply_fixes(
 
 
 def _replaced(value: Any, replace: dict[str, str]) -> Any:
-    if isinstance(value, dict):
-        return {k: _replaced(v, replace) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_replaced(v, replace) for v in value]
-    if isinstance(value, str) and "{{" in value:
+    def change(text: str) -> str:
         for old, new in replace.items():
-            value = value.replace(old, new)
-    return value
+            text = text.replace(old, new)
+        return text
+
+    return map_strings(value, change)

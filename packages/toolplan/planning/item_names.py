@@ -23,17 +23,14 @@ step is left for the validator, whose hint names the choices.
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Collection
 from typing import Any
 
 from toolplan.analysis.types import fits_path, list_in_output
-from toolplan.plans.templates import ITEM, PathSegment, Template, find_templates, references
+from toolplan.plans.templates import ITEM, PathSegment, find_templates, references, rename_sources
 from toolplan.tools.catalog import ToolCatalog
 
 __all__ = ["read_item_names"]
-
-_TEMPLATE = re.compile(r"\{\{[^{}]*\}\}")
 
 
 def read_item_names(data: dict[str, Any], catalog: ToolCatalog | None = None) -> dict[str, Any]:
@@ -106,13 +103,7 @@ def _step(step: dict[str, Any], ids: Collection[str]) -> dict[str, Any]:
         return name not in ids and not difflib.get_close_matches(name, others, n=1, cutoff=0.6)
 
     def fix(value: Any) -> Any:
-        if isinstance(value, dict):
-            return {k: fix(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [fix(v) for v in value]
-        if isinstance(value, str) and "{{" in value:
-            return _TEMPLATE.sub(lambda m: _renamed(m.group(0), is_item), value)
-        return value
+        return rename_sources(value, lambda name: ITEM if is_item(name) else None)
 
     out = dict(step)
     out["parameters"] = fix(step.get("parameters"))
@@ -120,12 +111,3 @@ def _step(step: dict[str, Any], ids: Collection[str]) -> dict[str, Any]:
     if isinstance(fallback, dict) and "parameters" in fallback:
         out["fallback"] = dict(fallback, parameters=fix(fallback["parameters"]))
     return step if out == step else out
-
-
-def _renamed(text: str, is_item: Any) -> str:
-    template = Template.parse(text)
-    if template is None or template.is_loop or not is_item(template.step):
-        return text
-    inner = text[2:-2]
-    start = inner.index(template.step)
-    return "{{" + inner[:start] + ITEM + inner[start + len(template.step) :] + "}}"

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,7 +41,9 @@ __all__ = [
     "contains_template",
     "find_templates",
     "malformed_templates",
+    "map_strings",
     "references",
+    "rename_sources",
     "resolve",
     "strings_in",
     "to_text",
@@ -175,6 +177,42 @@ def strings_in(value: Any) -> Iterator[str]:
     elif isinstance(value, list):
         for item in value:
             yield from strings_in(item)
+
+
+def map_strings(value: Any, change: Callable[[str], str]) -> Any:
+    """A copy of a JSON value with every string, inside objects and lists, passed through
+    ``change`` (object keys are left as they are)."""
+    if isinstance(value, str):
+        return change(value)
+    if isinstance(value, dict):
+        return {key: map_strings(item, change) for key, item in value.items()}
+    if isinstance(value, list):
+        return [map_strings(item, change) for item in value]
+    return value
+
+
+def rename_sources(value: Any, rename: Callable[[str], str | None]) -> Any:
+    """A copy of a JSON value whose well-formed step templates name ``rename(step)`` instead of
+    ``step`` where it gives a name (``{{ old.x }}`` becomes ``{{ new.x }}``, spacing and path
+    kept); loop templates and everything else are left as written."""
+
+    def one(text: str) -> str:
+        template = Template.parse(text)
+        new = None if template is None or template.is_loop else rename(template.step)
+        if template is None or new is None:
+            return text
+        inner = text[2:-2]
+        start = inner.index(template.step)
+        return "{{" + inner[:start] + new + inner[start + len(template.step) :] + "}}"
+
+    def change(text: str) -> str:
+        out, position = [], 0
+        for start, end in _spans(text):
+            out += [text[position:start], one(text[start:end])]
+            position = end
+        return "".join(out) + text[position:]
+
+    return map_strings(value, change)
 
 
 def find_templates(value: Any) -> Iterator[Template]:
