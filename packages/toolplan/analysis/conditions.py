@@ -35,14 +35,7 @@ def check_conditions(plan: Plan, catalog: ToolCatalog) -> list[ValidationIssue]:
         kind = schema_kind(schema) if schema is not None else None
         if kind not in _NOT_YES_NO:
             continue
-        comparing = [
-            name
-            for name in catalog.names
-            if any(
-                schema_kind(p) == "boolean"
-                for p in ((catalog.info(name).returns or {}).get("properties") or {}).values()
-            )
-        ]
+        comparing = _comparing_tools(catalog)
         suggestion = f" (e.g. {', '.join(map(repr, comparing[:3]))})" if comparing else ""
         issues.append(
             ValidationIssue(
@@ -55,3 +48,15 @@ def check_conditions(plan: Plan, catalog: ToolCatalog) -> list[ValidationIssue]:
             )
         )
     return issues
+
+
+def _comparing_tools(catalog: ToolCatalog) -> list[str]:
+    """Tools whose declared output has a yes/no field: the ones that compare."""
+    return [
+        name
+        for name in catalog.names
+        if any(
+            schema_kind(p) == "boolean"
+            for p in ((catalog.info(name).returns or {}).get("properties") or {}).values()
+        )
+    ]

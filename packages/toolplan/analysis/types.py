@@ -166,11 +166,17 @@ def _list_hint(
     rest: tuple[PathSegment, ...],
 ) -> str:
     """When the object holds exactly one list, the path through it."""
+    only = _only_list(shape)
+    if only is None:
+        return ""
+    return f"; the list is under {only!r}: {{{{{_written(step, (*walked, only, *rest))}}}}}"
+
+
+def _only_list(shape: Mapping[str, Any]) -> str | None:
+    """The key of an object schema's only list-typed property; ``None`` for none or several."""
     properties = shape.get("properties") or {}
     lists = [name for name, sub in properties.items() if _kind(_one_shape(sub) or {}) == "array"]
-    if len(lists) != 1:
-        return ""
-    return f"; the list is under {lists[0]!r}: {{{{{_written(step, (*walked, lists[0], *rest))}}}}}"
+    return lists[0] if len(lists) == 1 else None
 
 
 def list_in_output(
@@ -190,16 +196,10 @@ def list_in_output(
         return f"{{{{{step}}}}}", _items(shape)
     if kind != "object":
         return None
-    properties = shape.get("properties") or {}
-    lists = [
-        (name, _one_shape(sub) or {})
-        for name, sub in properties.items()
-        if _kind(_one_shape(sub) or {}) == "array"
-    ]
-    if len(lists) != 1:
+    name = _only_list(shape)
+    if name is None:
         return None
-    name, listed = lists[0]
-    return f"{{{{{step}.{name}}}}}", _items(listed)
+    return f"{{{{{step}.{name}}}}}", _items(_one_shape(shape["properties"][name]) or {})
 
 
 def _items(shape: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -222,18 +222,12 @@ def declared_schema(
     plan: Plan, catalog: ToolCatalog, template: Template
 ) -> Mapping[str, Any] | None:
     """The declared schema of the value ``template`` names, when certain; else ``None``."""
-    steps = {step.id: step for step in plan.steps}
-    step = steps.get(template.step)
-    if step is None or step.tool not in catalog:
+    step = next((s for s in plan.steps if s.id == template.step), None)
+    output = _declared_output(step, catalog) if step is not None else None
+    if output is None:
         return None
-    if step.fallback is not None and step.fallback.tool != step.tool:
-        return None
-    returns = catalog.info(step.tool).returns
-    if not returns:
-        return None
-    schema = {"type": "array", "items": returns} if step.for_each is not None else returns
     try:
-        at = _walk(_Output(step.id, step.tool, schema), template)
+        at = _walk(output, template)
     except _Mismatch:
         return None
     return _one_shape(at) if at is not None else None
@@ -332,20 +326,29 @@ def _positions(
             )
 
 
+def _declared_output(step: Step, catalog: ToolCatalog) -> _Output | None:
+    """What ``step`` returns, when its tool declares it and no fallback tool may answer instead
+    (then the output may come from either tool)."""
+    if step.tool not in catalog:
+        return None
+    if step.fallback is not None and step.fallback.tool != step.tool:
+        return None
+    returns = catalog.info(step.tool).returns
+    if not returns:
+        return None
+    # A forEach step's output is the list of its per-item outputs.
+    schema = {"type": "array", "items": returns} if step.for_each is not None else returns
+    return _Output(step.id, step.tool, schema)
+
+
 def check_template_types(plan: Plan, catalog: ToolCatalog) -> list[ValidationIssue]:
     """Problems of templates against the declared outputs of the steps they reference."""
     steps = {step.id: step for step in plan.steps}
     outputs: dict[str, _Output] = {}
     for step in plan.steps:
-        if step.tool not in catalog:
-            continue
-        if step.fallback is not None and step.fallback.tool != step.tool:
-            continue  # the output may come from either tool
-        returns = catalog.info(step.tool).returns
-        if returns:
-            # A forEach step's output is the list of its per-item outputs.
-            schema = {"type": "array", "items": returns} if step.for_each is not None else returns
-            outputs[step.id] = _Output(step.id, step.tool, schema)
+        output = _declared_output(step, catalog)
+        if output is not None:
+            outputs[step.id] = output
 
     issues: list[ValidationIssue] = []
     for step in plan.steps:
