@@ -195,24 +195,14 @@ def _percentile(values: list[float], q: float) -> float | None:
     return ordered[max(0, -(-int(q * 100) * len(ordered) // 100) - 1)]
 
 
-def _expected(file: Path) -> dict[str, list[str] | None]:
+def _expected(file: Path, field: str) -> dict[str, list[str] | None]:
+    """Per query id, its ``expected[field]`` (``tools``, or ``control``: the ``forEach``/``when``
+    its plan must use), ``None`` where not given."""
     out: dict[str, list[str] | None] = {}
     for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), 1):
         if line.strip():
             item = json.loads(line)
-            out[str(item.get("id", number))] = (item.get("expected") or {}).get("tools")
-    return out
-
-
-def _expected_control(file: Path) -> dict[str, list[str]]:
-    """Per query id, the control fields (``forEach``, ``when``) its plan must use, when given."""
-    out: dict[str, list[str]] = {}
-    for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            item = json.loads(line)
-            control = (item.get("expected") or {}).get("control")
-            if control:
-                out[str(item.get("id", number))] = list(control)
+            out[str(item.get("id", number))] = (item.get("expected") or {}).get(field)
     return out
 
 
@@ -259,8 +249,8 @@ def run_file(file: Path, out: Path, env: dict[str, str], log: Path) -> dict[str,
         "file": str(file),
         "seconds": round(time.time() - started, 1),
         "rows": rows,
-        "expected": _expected(file),
-        "control": _expected_control(file),
+        "expected": _expected(file, "tools"),
+        "control": _expected(file, "control"),
         "calls": read_log(log)[before:],
     }
 
