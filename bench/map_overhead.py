@@ -17,16 +17,12 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-import time
 from typing import Any
 
 from bench.backends import store_factory
-from bench.simtools import sim_catalog
+from bench.overhead import timed_execution
 from bench.stats import median
 from toolplan.engine.policies import ExecutionOptions
-from toolplan.execution.runner import ExecutionContext
-from toolplan.service.operations import execute_stored_plan, submit_plan
-from toolplan.store.protocol import Store
 
 __all__ = ["foreach_plan", "plain_plan", "run_map_overhead"]
 
@@ -49,20 +45,6 @@ def foreach_plan(calls: int) -> dict[str, Any]:
     return {"reasoning": f"one forEach over {calls} items", "steps": [step]}
 
 
-async def _timed(store: Store, plan: dict[str, Any], max_steps: int) -> float:
-    catalog = sim_catalog()
-    ref = await asyncio.to_thread(
-        submit_plan, plan, store=store, catalog=catalog, max_steps=max_steps
-    )
-    ctx = ExecutionContext(store=store, catalog=catalog, options=ExecutionOptions())
-    started = time.perf_counter()
-    status = (await execute_stored_plan(ref.plan_id, ctx)).status
-    wall = time.perf_counter() - started
-    if status != "succeeded":
-        raise RuntimeError(f"map overhead run ended {status}")
-    return wall
-
-
 async def run_map_overhead(
     *,
     sizes: tuple[int, ...] = (1, 10, 100),
@@ -75,14 +57,14 @@ async def run_map_overhead(
     for backend in backends:
         with store_factory(backend) as new_store:
             store = new_store()
-            await _timed(store, plain_plan(2), 2)  # warm imports and the store
-            await _timed(store, foreach_plan(2), 2)
+            await timed_execution(store, plain_plan(2), max_steps=2)  # warm imports and the store
+            await timed_execution(store, foreach_plan(2), max_steps=2)
             for size in sizes:
                 plain: list[float] = []
                 mapped: list[float] = []
                 for _ in range(repeats):
-                    plain.append(await _timed(store, plain_plan(size), size))
-                    mapped.append(await _timed(store, foreach_plan(size), size))
+                    plain.append(await timed_execution(store, plain_plan(size), max_steps=size))
+                    mapped.append(await timed_execution(store, foreach_plan(size), max_steps=size))
                 plain_ms = median(plain) * 1000 / size
                 map_ms = median(mapped) * 1000 / size
                 rows[f"{backend}/{size}"] = {

@@ -23,7 +23,7 @@ from toolplan.execution.runner import ExecutionContext, run_plan_steps
 from toolplan.service.operations import execute_stored_plan, submit_plan
 from toolplan.store.protocol import Store
 
-__all__ = ["GOAL_DURABLE_MS", "GOAL_MEMORY_MS", "ROW_LABELS", "run_overhead"]
+__all__ = ["GOAL_DURABLE_MS", "GOAL_MEMORY_MS", "ROW_LABELS", "run_overhead", "timed_execution"]
 
 GOAL_MEMORY_MS = 1.0
 GOAL_DURABLE_MS = 3.0
@@ -82,9 +82,17 @@ async def _scheduler_only(dag: Dag) -> float:
 
 async def _engine(store: Store, dag: Dag, plan: dict[str, Any], *, graph: bool = True) -> float:
     """``execute_stored_plan`` (graph + checkpointer + runner), or ``run_plan_steps`` alone."""
+    return await timed_execution(store, plan, max_steps=dag.size, graph=graph)
+
+
+async def timed_execution(
+    store: Store, plan: dict[str, Any], *, max_steps: int, graph: bool = True
+) -> float:
+    """Seconds to execute ``plan`` (stored first, untimed) over the simulated tools: through
+    ``execute_stored_plan``, or ``run_plan_steps`` alone; raises unless it succeeded."""
     catalog = sim_catalog()
     ref = await asyncio.to_thread(
-        submit_plan, plan, store=store, catalog=catalog, max_steps=dag.size
+        submit_plan, plan, store=store, catalog=catalog, max_steps=max_steps
     )
     ctx = ExecutionContext(store=store, catalog=catalog, options=ExecutionOptions())
     started = time.perf_counter()
