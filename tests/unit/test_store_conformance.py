@@ -326,12 +326,15 @@ def test_mongodb_executions_from_before_the_plan_list_are_upgraded(mongodb_uri: 
         db = client.get_default_database()
         db["executions"].update_many({}, {"$unset": {"planCreatedAt": "", "requestId": ""}})
         db["plans"].update_many({}, {"$unset": {"executed": ""}})
+        db["migrations"].delete_many({})  # a database from before: never upgraded
         with closing(open_store(mongodb_uri)) as upgraded:  # opening upgrades
             running = upgraded.recent_plans(status="running").items
             assert [s.plan_id for s in running] == [executed.plan_id]
             assert upgraded.recent_plans(status="planned").items == []
         stored = db["executions"].find_one({"planId": executed.plan_id})
         assert stored is not None and stored["requestId"].startswith("req_")
+        # done once: a later open reads the marker, not every execution
+        assert db["migrations"].count_documents({}) == 1
     finally:
         client.close()
 

@@ -23,6 +23,8 @@ Collections, in the database named by the URI (``toolplan`` when it names none):
     server delete expired entries, and reads skip any not yet deleted.
 ``checkpoints``, ``checkpoint_writes``
     LangGraph checkpoints, written by ``MongoDBSaver``.
+``migrations``
+    one document per one-time upgrade of older data done when a store opened (``_id``: its name).
 
 Consistency without multi-document transactions, which a standalone ``mongod`` does not have:
 
@@ -146,6 +148,8 @@ assert set(_STEP_KEYS) == STEP_FIELDS
 _CLAIM_BATCH = 8
 """Queue entries read per claim round; losers of a race try the next one."""
 _CLAIM_ROUNDS = 16
+_PLAN_KEYS_MIGRATION = "executions.planKeys"
+"""The ``migrations`` document of the pass that copied plan keys onto older executions."""
 
 
 def _summary(plan: _Document, execution: _Document | None) -> PlanSummary:
@@ -175,6 +179,7 @@ class MongoStore(MongoControls):
         self._steps: Collection[_Document] = self._db["steps"]
         self._records: Collection[_Document] = self._db["records"]
         self._cache: Collection[_Document] = self._db["cache"]
+        self._migrations: Collection[_Document] = self._db["migrations"]
         self._saver: BaseCheckpointSaver[Any] | None = None
         self._saver_lock = threading.Lock()
         try:
@@ -337,7 +342,10 @@ class MongoStore(MongoControls):
         ``planCreatedAt`` and ``requestId``, so a list filtered by status would never show them:
         copy them once, when the store opens (the SQLite store does the same in its migration).
         Plans themselves without ``executed`` are left as they are: the list checks them against
-        their execution."""
+        their execution. The pass is recorded in ``migrations``, so a later open costs one read
+        by ``_id`` instead of a scan of every execution."""
+        if self._migrations.find_one({"_id": _PLAN_KEYS_MIGRATION}) is not None:
+            return
         for execution in self._executions.find(
             {"planCreatedAt": {"$exists": False}}, {"planId": 1}
         ):
@@ -345,6 +353,9 @@ class MongoStore(MongoControls):
             if keys:
                 self._executions.update_one({"_id": execution["_id"]}, {"$set": keys})
                 self._mark_executed(execution["planId"])
+        self._migrations.update_one(
+            {"_id": _PLAN_KEYS_MIGRATION}, {"$set": {"at": time.time()}}, upsert=True
+        )
 
     def _mark_executed(self, plan_id: str) -> None:
         """The plan has an execution now: it leaves the plans never executed. Written after the
