@@ -17,11 +17,12 @@ import pytest
 
 from tests.e2e.conftest import Cli
 from tests.support.fake_openai import FakeOpenAIServer, Reply
-from tests.support.plans import QUERY, blog_plan, broken_blog_plan
+from tests.support.plans import QUERY, blog_plan, broken_blog_plan, llm_step
 from toolplan.client import Toolplan
 from toolplan.config import Settings
 from toolplan.errors import LLMUnavailable
 from toolplan.planning.context import PlannerContext
+from toolplan.planning.llm_errors import LLMOutputRepeating
 from toolplan.planning.planner import PlanningOutcome, create_plan
 from toolplan.planning.progress import PlanningEvent
 
@@ -157,6 +158,55 @@ async def test_a_client_error_while_streaming_is_the_plain_calls_error(
     with pytest.raises(LLMUnavailable, match=r"rejected the credentials \(401\)"):
         await create_plan(QUERY, planner(tmp_path))
     assert len(server.requests) == 1  # not asked again without a stream
+
+
+def looping_plan(copies: int) -> dict[str, Any]:
+    """An answer that writes the same call again and again (it would end at the output limit)."""
+    step = llm_step("author", "createAuthor", {"name": "Alice", "email": "alice@test.com"})
+    steps = [{**step, "id": f"author{n}"} for n in range(copies)]
+    return {"reasoning": "r", "steps": steps, "outputSteps": ["author0"]}
+
+
+@pytest.mark.parametrize("method", METHODS)
+async def test_an_answer_repeating_a_step_is_stopped_and_not_asked_again(
+    server: FakeOpenAIServer, env: pytest.MonkeyPatch, tmp_path: Path, method: str
+) -> None:
+    env.setenv("TOOLPLAN_STRUCTURED_METHOD", method)
+    env.setenv("TOOLPLAN_LLM_MAX_TOKENS", "4000")  # a larger limit could be asked for
+    server.script([answer(looping_plan(12)).with_(pieces=120, finish_reason="length")])
+    events: list[PlanningEvent] = []
+    with pytest.raises(LLMOutputRepeating, match=r"createAuthor\(.*3 times") as raised:
+        await create_plan(QUERY, planner(tmp_path, listener=events.append))
+    assert len(server.requests) == 1  # no retry at a larger limit: it would loop again
+    details = raised.value.details
+    assert details["steps"] == 3 and details["llmCalls"] == 1
+    # stopped as the third copy closed, well before the answer's 120 chunks
+    assert 0 < details["stoppedAfterTokens"] < 60
+    assert details["usage"]["outputTokens"] == details["stoppedAfterTokens"]
+    assert [e.kind for e in events] == ["planning", "step", "step", "step"]
+
+
+async def test_an_answer_longer_than_the_step_limit_is_stopped(
+    server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    steps = [
+        llm_step(f"a{n}", "createAuthor", {"name": f"A{n}", "email": f"a{n}@test.com"})
+        for n in range(6)
+    ]
+    server.script([answer({"reasoning": "r", "steps": steps, "outputSteps": ["a0"]})])
+    ctx = planner(tmp_path)
+    ctx.max_steps = 2
+    with pytest.raises(LLMOutputRepeating, match="more than 2 steps") as raised:
+        await create_plan(QUERY, ctx)
+    assert raised.value.details["steps"] == 3 and len(server.requests) == 1
+
+
+def test_cli_exit_3_for_an_answer_that_repeats_itself(cli_llm: Cli, llm: FakeOpenAIServer) -> None:
+    llm.script([answer(looping_plan(8)).with_(pieces=80)])
+    done = cli_llm("plan", QUERY, "--json")
+    assert done.code == 3, done.stderr
+    assert "repeating itself" in done.json()["error"]
+    assert cli_llm("list", "--json").json()["plans"] == []  # nothing was stored
 
 
 def test_cli_prints_a_line_per_step_before_the_answer(cli_llm: Cli, llm: FakeOpenAIServer) -> None:

@@ -20,7 +20,12 @@ from langchain_core.runnables import RunnableConfig
 from toolplan.config import StructuredMethod
 from toolplan.engine.tracing import model_call_span, record_usage
 from toolplan.errors import LLMUnavailable, ToolplanError
-from toolplan.planning.llm_errors import llm_errors, schema_rejected, truncated
+from toolplan.planning.llm_errors import (
+    LLMOutputRepeating,
+    llm_errors,
+    schema_rejected,
+    truncated,
+)
 from toolplan.planning.streaming import AnswerStream, ask_streamed, streams
 
 __all__ = [
@@ -198,6 +203,11 @@ async def call_model(
                         raise
                     request = fallback()
                     answer = await _ask(current, request, config, stream)
+        except LLMOutputRepeating as error:  # stopped mid-answer: that call's output counts
+            spent = dict(usage or {"inputTokens": 0, "outputTokens": 0})
+            spent["outputTokens"] += error.tokens
+            account(error, calls + 1, spent)
+            raise
         except LLMUnavailable as error:
             account(error, calls, usage)
             raise

@@ -212,7 +212,7 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
         shown = _shown_step(step, ctx.catalog)
         tell("step", calls, usage, step=shown, steps=count, tokens=tokens)
 
-    stream = AnswerStream(step_seen, enabled=ctx.stream)
+    stream = AnswerStream(step_seen, enabled=ctx.stream, max_steps=ctx.max_steps)
 
     def generic() -> StructuredRequest:
         nonlocal schema

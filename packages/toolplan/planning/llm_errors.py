@@ -17,6 +17,7 @@ from typing import Any
 from toolplan.errors import LLMUnavailable
 
 __all__ = [
+    "LLMOutputRepeating",
     "LLMOutputTruncated",
     "error_text",
     "llm_errors",
@@ -36,6 +37,17 @@ class LLMOutputTruncated(LLMUnavailable):
     costs the whole limit in generation time. The planner asks once more with a larger limit
     first (:meth:`~toolplan.planning.context.PlannerContext.larger_model_call`): a plan that is
     only long then fits."""
+
+
+class LLMOutputRepeating(LLMOutputTruncated):
+    """The model was stopped while it wrote its answer: it wrote the same step again and again,
+    or more steps than the plan may have. Its answer would only have ended at the output limit,
+    so it is not asked again with a larger one (that would double the time lost)."""
+
+    def __init__(self, message: str, *, tokens: int, steps: int) -> None:
+        super().__init__(message, details={"stoppedAfterTokens": tokens, "steps": steps})
+        self.tokens = tokens
+        """About how many tokens the model had written when it was stopped (chunks read)."""
 
 
 def truncated(

@@ -9,6 +9,11 @@ partial parse would accept a cut-off answer), the usage of the stream's last chu
 servers send it when asked by ``stream_options.include_usage``, which toolplan's OpenAI models
 set: ``stream_usage``), the finish reason. Planning reads it as it reads any answer.
 
+An answer that runs away is stopped as soon as that is certain, not at the output limit: a step
+written :attr:`AnswerStream.repeats` times with the same tool and arguments (a model that loops),
+or more steps than the plan's step limit. :class:`~toolplan.planning.llm_errors.LLMOutputRepeating`
+is raised then, with the calls and tokens spent.
+
 A server that cannot stream (it refuses the request, or sends no chunk) is asked plainly
 instead, and :attr:`AnswerStream.enabled` turns off so the next calls do not try again. A model
 that does not stream (``disable_streaming``, or no streaming implementation) answers at once, in
@@ -17,7 +22,10 @@ one piece, as without a stream.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,7 +36,13 @@ from langchain_core.messages.tool import InvalidToolCall, ToolCall
 from langchain_core.output_parsers.openai_tools import make_invalid_tool_call, parse_tool_call
 from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig
 
-from toolplan.planning.llm_errors import error_text, schema_rejected, status_code, unreachable
+from toolplan.planning.llm_errors import (
+    LLMOutputRepeating,
+    error_text,
+    schema_rejected,
+    status_code,
+    unreachable,
+)
 from toolplan.planning.parsing import loads_lenient
 from toolplan.planning.partial import StepScanner
 
@@ -51,6 +65,10 @@ class AnswerStream:
     on_step: StepSeen
     enabled: bool = True
     """Whether to stream: turned off when the endpoint could not."""
+    max_steps: int | None = None
+    """The plan's step limit: an answer writing more steps than this is stopped."""
+    repeats: int = 3
+    """An answer writing one step (tool and arguments) this many times is stopped."""
 
 
 def streams(model: BaseChatModel, stream: AnswerStream | None) -> bool:
@@ -76,7 +94,7 @@ async def ask_streamed(
     raw = _raw_model(structured)
     if raw is None:
         return None
-    follow = _Follow(stream.on_step)
+    follow = _Follow(stream)
     message: Any = None
     try:
         async for chunk in raw.astream(list(messages), config):
@@ -139,12 +157,13 @@ def _cannot_stream(error: Exception) -> bool:
 class _Follow:
     """Reads each chunk's text (the tool call's arguments, or the content) for steps."""
 
-    on_step: StepSeen
+    stream: AnswerStream
     chunks: int = 0
     steps: int = 0
 
     def __post_init__(self) -> None:
         self._content, self._arguments = StepScanner(), StepScanner()
+        self._written: Counter[str] = Counter()
 
     def __call__(self, chunk: Any) -> None:
         found: list[str] = []
@@ -164,7 +183,48 @@ class _Follow:
                 continue
             if isinstance(step, dict):
                 self.steps += 1
-                self.on_step(step, self.steps, self.chunks)
+                self.stream.on_step(step, self.steps, self.chunks)
+                self._check(step)
+
+    def _check(self, step: dict[str, Any]) -> None:
+        """Stop an answer that runs away (:class:`LLMOutputRepeating`)."""
+        limit = self.stream.max_steps
+        if limit is not None and self.steps > limit:
+            raise LLMOutputRepeating(
+                f"the model wrote more than {limit} steps (the plan's step limit) and was "
+                f"stopped after about {self.chunks} tokens; nothing was stored. Raise --max-steps "
+                "if the plan is that long",
+                tokens=self.chunks,
+                steps=self.steps,
+            )
+        key = _call_key(step)
+        self._written[key] += 1
+        if self._written[key] >= self.stream.repeats:
+            raise LLMOutputRepeating(
+                f"the model wrote the step {_shown(step)} {self._written[key]} times and was "
+                f"stopped after about {self.chunks} tokens: it was repeating itself, and would "
+                "have stopped only at the output limit; nothing was stored",
+                tokens=self.chunks,
+                steps=self.steps,
+            )
+
+
+def _call_key(step: dict[str, Any]) -> str:
+    """What makes two written steps the same call: the tool, its arguments, its map and its
+    condition (not the step id, nor ``dependsOn``)."""
+    call = [step.get(name) for name in ("tool", "parameters", "forEach", "when")]
+    return json.dumps(call, sort_keys=True, default=str)
+
+
+def _shown(step: dict[str, Any]) -> str:
+    """``tool(args)`` for an error message, cut to a line."""
+    parameters = step.get("parameters")
+    if isinstance(parameters, str):  # the generic schema's arguments, as JSON text
+        with contextlib.suppress(ValueError):
+            parameters = json.loads(parameters)
+    arguments = json.dumps(parameters, ensure_ascii=False, default=str)
+    text = f"{step.get('tool')}({arguments})"
+    return text if len(text) <= 120 else text[:117] + "..."
 
 
 def _whole(message: Any) -> BaseMessage:
