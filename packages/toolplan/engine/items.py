@@ -1,7 +1,8 @@
 """Maps and branches at run time: a ``when`` condition, a ``forEach`` list and its items.
 
 Pure pieces shared by every backend (the in-process :class:`~toolplan.engine.step.StepRunner`
-and the Temporal workflow's activities): whether a condition holds, the list a ``forEach`` step
+and its :class:`~toolplan.engine.foreach.ForEachRunner`, the Temporal workflow and its
+activities): whether a condition holds, the list a ``forEach`` step
 runs over (checked against its limit before any call), the outcome its items add up to, and
 :func:`run_items`, which runs items concurrently under the plan's concurrency limit.
 """

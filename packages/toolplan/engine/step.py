@@ -1,6 +1,6 @@
 """Running one step: its ``when`` condition, then resolve templates, call the tool with timeout and
 retries, then the fallback; for a ``forEach`` step, all of that once per item
-(:mod:`toolplan.engine.items`), each item recorded on its own."""
+(:mod:`toolplan.engine.foreach`, through this runner's calls), each item recorded on its own."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import contextlib
 import random
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, ToolException
@@ -18,15 +18,9 @@ from pydantic import ValidationError
 from toolplan.engine.approval import covers, needs_approval
 from toolplan.engine.cache import cache_key, cache_ttl_of
 from toolplan.engine.effects import EarlierEffect
+from toolplan.engine.foreach import ForEachRunner
 from toolplan.engine.inputs import StepInputs
-from toolplan.engine.items import (
-    MapStart,
-    condition_holds,
-    item_list,
-    map_result,
-    run_items,
-    unfinished_items,
-)
+from toolplan.engine.items import condition_holds
 from toolplan.engine.policies import ExecutionOptions
 from toolplan.engine.recorder import Recorder
 from toolplan.engine.scheduler import Slots, StepOutcome
@@ -42,7 +36,7 @@ from toolplan.engine.toolcall import (
 from toolplan.errors import TemplateError, Unavailable
 from toolplan.plans.json_schema import inline_refs
 from toolplan.plans.plan import Plan, Step
-from toolplan.plans.templates import INDEX, ITEM, resolve
+from toolplan.plans.templates import resolve
 from toolplan.store.protocol import (
     Decision,
     ItemRecord,
@@ -74,7 +68,7 @@ class StepRunner:
     step in a different process (one runner per step) as well as all of them in one. A backend
     that retries attempts itself (a durable-workflow engine's retry policy) composes the pieces
     :meth:`run` is made of: :meth:`run_attempt` for each attempt, then :meth:`final_error` and
-    :meth:`give_up` once no attempt is left.
+    :meth:`give_up` once no attempt is left; for a ``forEach`` step, those of :attr:`for_each`.
     """
 
     def __init__(
@@ -121,13 +115,20 @@ class StepRunner:
         self.earlier = dict(earlier or {})
         """Succeeded side effects of earlier versions of the request, by call key
         (:func:`~toolplan.engine.effects.earlier_effects`): never repeated."""
-        self.prior_items = dict(prior_items or {})
-        """Item records an earlier run of a ``forEach`` step left (resume runs the others)."""
-        self.slots = slots or Slots(options.concurrency)
-        """The plan's concurrency limit, shared with the scheduler: each item holds a slot."""
         self.decisions: dict[str, Decision] = dict(decisions or {})
         """People's decisions on steps that waited for approval, from the step records: an
         approval lets its step call the tool with the arguments that were shown, no others."""
+        self.for_each = ForEachRunner(
+            self,
+            recorder=recorder,
+            options=options,
+            inputs=inputs,
+            rng=self.rng,
+            slots=slots or Slots(options.concurrency),
+            prior_items=prior_items,
+        )
+        """Runs the ``forEach`` steps, with ``prior_items`` (item records an earlier run left)
+        and ``slots`` (the plan's concurrency limit, shared with the scheduler)."""
 
     def _config(
         self, step: Step, attempt: int, *, fallback: bool = False, item: int | None = None
@@ -148,6 +149,10 @@ class StepRunner:
             "metadata": metadata,
             "configurable": {STORE_CONFIG_KEY: self.store},
         }
+
+    def step(self, step_id: str) -> Step:
+        """The plan's step ``step_id``."""
+        return self._steps[step_id]
 
     def effective_timeout(self, step_id: str) -> EffectiveTimeout:
         """Seconds one attempt of ``step_id`` may take, and where that came from."""
@@ -198,6 +203,27 @@ class StepRunner:
                 kind="exception",
             ) from None
 
+    async def call_tool(
+        self,
+        step: Step,
+        arguments: Any,
+        attempt: int,
+        timeout: float,
+        *,
+        fallback: bool = False,
+        item: int | None = None,
+    ) -> Any:
+        """One call of ``step``'s tool (its fallback's with ``fallback``; ``item``: of a
+        ``forEach`` step), cancelled after ``timeout`` seconds; its normalized output, or
+        :class:`AttemptFailed` saying what went wrong."""
+        tool = step.fallback.tool if fallback and step.fallback else step.tool
+        return await self._call(
+            self.catalog.get(tool),
+            arguments,
+            self._config(step, attempt, fallback=fallback, item=item),
+            timeout,
+        )
+
     async def run(self, step_id: str) -> StepOutcome:
         """Run one step to its final state, recording every transition.
 
@@ -213,12 +239,12 @@ class StepRunner:
         if skipped is not None:
             return skipped
         if step.for_each is not None:
-            return await self._run_map(step, started)
+            return await self.for_each.run(step, started)
 
         try:
             arguments = await self._resolve(step)
         except TemplateError as error:
-            return await self._finish(step, "failed", base, started, error=str(error))
+            return await self.finish(step, "failed", base, started, error=str(error))
 
         cached = await self._done_before(step, arguments, base, started)
         if cached is not None:
@@ -250,161 +276,17 @@ class StepRunner:
         try:
             holds, message = condition_holds(step, await self.inputs.outputs_for(step))
         except TemplateError as error:
-            return await self._finish(step, "failed", 0, time.monotonic(), error=str(error))
+            return await self.finish(step, "failed", 0, time.monotonic(), error=str(error))
         if holds:
             return None
         await self.recorder.skipped(step.id, step.tool, message, reason="condition")
         return StepOutcome("skipped", error=message, reason="condition")
 
-    async def _run_map(self, step: Step, started: float) -> StepOutcome:
-        """A ``forEach`` step: one call per item, each with its own timeout, retries and
-        fallback, at most the plan's concurrency at a time; items finished by an earlier run
-        are not run again."""
-        begun = await self.start_map(step.id, started)
-        if isinstance(begun, StepOutcome):
-            return begun
-        done = {record.index: record for record in begun.records}
-
-        async def one(index: int) -> None:
-            done[index] = await self.run_item(
-                step, index, begun.items[index], begun.outputs, done[index].attempts
-            )
-
-        await run_items(self.slots, begun.todo, one)
-        return await self.finish_map(step.id, list(done.values()), started)
-
-    async def start_map(self, step_id: str, started: float) -> MapStart | StepOutcome:
-        """Resolve a ``forEach`` step's list and record its items (those an earlier run
-        finished kept): what is left to run, or the step's final outcome when its list cannot be
-        resolved or is over the limit (failed, before any call)."""
-        step = self._steps[step_id]
-        outputs = await self.inputs.outputs_for(step)
-        try:
-            items = item_list(step, outputs, self.options.max_items)
-            if self._gated(step):
-                # One approval for the whole list: every item's arguments are shown at once.
-                schema = self._arguments_schema(step.tool)
-                calls = [
-                    resolve(step.parameters, {**outputs, ITEM: item, INDEX: index}, schema)
-                    for index, item in enumerate(items)
-                ]
-                waiting = await self._wait_for_approval(step, calls)
-                if waiting is not None:
-                    return waiting
-        except TemplateError as error:
-            return await self._finish(step, "failed", 0, started, error=str(error))
-        records, todo = unfinished_items(len(items), self.prior_items.get(step.id))
-        await self.recorder.items_known(step.id, step.tool, records)
-        return MapStart(items, records, todo, outputs)
-
-    async def run_item_of(self, step_id: str, index: int, prior_attempts: int) -> ItemRecord:
-        """:meth:`run_item` for an item named by its index (the list resolved again from the
-        step's inputs: a backend that runs each item elsewhere)."""
-        step = self._steps[step_id]
-        outputs = await self.inputs.outputs_for(step)
-        items = item_list(step, outputs, self.options.max_items)
-        return await self.run_item(step, index, items[index], outputs, prior_attempts)
-
-    async def finish_map(
-        self, step_id: str, records: list[ItemRecord], started: float
-    ) -> StepOutcome:
-        """Record what the items of a ``forEach`` step add up to (:func:`map_result`)."""
-        result = map_result(records)
-        return await self._finish(
-            self._steps[step_id],
-            result.status,
-            result.attempts,
-            started,
-            output=result.output,
-            error=result.error,
-            used_fallback=result.used_fallback,
-        )
-
-    async def run_item(
-        self, step: Step, index: int, item: Any, outputs: Mapping[str, Any], prior_attempts: int
-    ) -> ItemRecord:
-        """One item of a ``forEach`` step to its final state, recorded: its parameters
-        resolved with ``{{$item}}`` and ``{{$index}}``, the tool called with the step's timeout
-        and retries, then its fallback once."""
-        started = time.monotonic()
-        scope = {**outputs, ITEM: item, INDEX: index}
-        attempt = prior_attempts
-        try:
-            arguments = resolve(step.parameters, scope, self._arguments_schema(step.tool))
-        except TemplateError as error:
-            return await self._item_done(
-                step, ItemRecord(index, "failed", attempt, error=str(error)), started
-            )
-        timeout = self.effective_timeout(step.id)
-        max_attempts = self.max_attempts(step.id)
-        failure: AttemptFailed | None = None
-        for number in range(max_attempts):
-            attempt = prior_attempts + number + 1
-            await self.recorder.item_started(step.id, step.tool, index, attempt)
-            try:
-                output = await self._call(
-                    self.catalog.get(step.tool),
-                    arguments,
-                    self._config(step, attempt, item=index),
-                    timeout.seconds,
-                )
-            except AttemptFailed as failed:
-                failure = failed
-                if not failed.retryable or number == max_attempts - 1:
-                    break
-                self.recorder.retrying(step.id, step.tool, attempt, str(failed), item=index)
-                await asyncio.sleep(self.options.retry.delay(number + 1, self.rng))
-                continue
-            record = ItemRecord(index, "succeeded", attempt, output=output)
-            return await self._item_done(step, record, started)
-        assert failure is not None
-        error_text = self.final_error(step.id, failure, attempt - prior_attempts)
-        if step.fallback is None:
-            return await self._item_done(
-                step, ItemRecord(index, "failed", attempt, error=error_text), started
-            )
-        self.recorder.falling_back(
-            step.id, step.tool, attempt, error_text, step.fallback.tool, item=index
-        )
-        try:
-            fallback_arguments = resolve(
-                step.fallback.parameters, scope, self._arguments_schema(step.fallback.tool)
-            )
-            output = await self._call(
-                self.catalog.get(step.fallback.tool),
-                fallback_arguments,
-                self._config(step, attempt, fallback=True, item=index),
-                step.timeout or self.options.default_timeout,
-            )
-        except (TemplateError, AttemptFailed) as failed:
-            message = f"{error_text}; fallback {step.fallback.tool!r} failed too: {failed}"
-            return await self._item_done(
-                step, ItemRecord(index, "failed", attempt, error=message), started
-            )
-        record = ItemRecord(index, "succeeded", attempt, output=output, used_fallback=True)
-        return await self._item_done(step, record, started)
-
-    async def _item_done(self, step: Step, record: ItemRecord, started: float) -> ItemRecord:
-        """Record an item's final state, even when the run is being cancelled meanwhile (its
-        tool has returned: a resume must not call it again)."""
-        duration_ms = round((time.monotonic() - started) * 1000, 3)
-        recording = asyncio.ensure_future(
-            self.recorder.item_finished(step.id, step.tool, record, duration_ms=duration_ms)
-        )
-        try:
-            return await asyncio.shield(recording)
-        except asyncio.CancelledError:
-            stored = await recording
-            task = asyncio.current_task()
-            if task is not None:
-                task.uncancel()
-            return stored
-
     async def _resolve(self, step: Step) -> Any:
         outputs = await self.inputs.outputs_for(step)
-        return resolve(step.parameters, outputs, self._arguments_schema(step.tool))
+        return resolve(step.parameters, outputs, self.arguments_schema(step.tool))
 
-    def _arguments_schema(self, tool: str) -> dict[str, Any]:
+    def arguments_schema(self, tool: str) -> dict[str, Any]:
         """The tool's argument schema with ``$ref``s inlined, for resolving templates as its
         arguments' types expect."""
         schema = self._schemas.get(tool)
@@ -427,7 +309,7 @@ class StepRunner:
         try:
             arguments = await self._resolve(step)
         except TemplateError as error:
-            return await self._finish(step, "failed", attempt - 1, started, error=str(error))
+            return await self.finish(step, "failed", attempt - 1, started, error=str(error))
         if first:
             cached = await self._done_before(step, arguments, attempt - 1, started)
             if cached is not None:
@@ -440,11 +322,11 @@ class StepRunner:
             return None
         return cache_ttl_of(self.catalog.get(step.tool), self.options.cache_ttl)
 
-    def _gated(self, step: Step) -> bool:
+    def gated(self, step: Step) -> bool:
         """Whether ``step``'s tool is called only once a person approved the call."""
         return not self.options.approve_all and needs_approval(step, self.catalog.get(step.tool))
 
-    async def _wait_for_approval(self, step: Step, arguments: Any) -> StepOutcome | None:
+    async def wait_for_approval(self, step: Step, arguments: Any) -> StepOutcome | None:
         """``None`` when an approval covers calling ``step``'s tool with ``arguments``; else the
         step is recorded ``waiting_approval`` with them and that outcome returned."""
         if covers(self.decisions.get(step.id), step.tool, arguments):
@@ -460,12 +342,12 @@ class StepRunner:
         for a person's approval, or a read-only tool's result is in the cache (never for a call
         not approved yet); else ``None``."""
         earlier = self.earlier.get(cache_key(step.tool, arguments)) if self.earlier else None
-        if earlier is None and self._gated(step):
-            waiting = await self._wait_for_approval(step, arguments)
+        if earlier is None and self.gated(step):
+            waiting = await self.wait_for_approval(step, arguments)
             if waiting is not None:
                 return waiting
         if earlier is not None:
-            return await self._finish(
+            return await self.finish(
                 step,
                 "succeeded",
                 attempts,
@@ -486,7 +368,7 @@ class StepRunner:
         hit = await asyncio.to_thread(self.cache.cache_get, cache_key(step.tool, arguments))
         if hit is None:
             return None
-        return await self._finish(
+        return await self.finish(
             step,
             "succeeded",
             attempts,
@@ -503,10 +385,8 @@ class StepRunner:
         await self.recorder.started(
             step.id, step.tool, attempt, arguments, utc_now() if first else None, timeout=timeout
         )
-        output = await self._call(
-            self.catalog.get(step.tool), arguments, self._config(step, attempt), timeout.seconds
-        )
-        outcome = await self._finish(
+        output = await self.call_tool(step, arguments, attempt, timeout.seconds)
+        outcome = await self.finish(
             step, "succeeded", attempt, started, output=output, resolved=arguments
         )
         ttl = self._cache_ttl(step)
@@ -540,7 +420,7 @@ class StepRunner:
         if step.fallback is not None:
             self.recorder.falling_back(step.id, step.tool, attempts, error_text, step.fallback.tool)
             return await self._fallback(step, attempts, started, error_text, arguments)
-        return await self._finish(
+        return await self.finish(
             step, "failed", attempts, started, error=error_text, resolved=arguments
         )
 
@@ -560,7 +440,7 @@ class StepRunner:
             fallback_arguments = resolve(
                 step.fallback.parameters,
                 await self.inputs.outputs_for(step),
-                self._arguments_schema(step.fallback.tool),
+                self.arguments_schema(step.fallback.tool),
             )
             output = await self._call(
                 fallback_tool,
@@ -570,10 +450,10 @@ class StepRunner:
             )
         except (TemplateError, AttemptFailed) as failure:
             message = f"{error_text}; fallback {step.fallback.tool!r} failed too: {failure}"
-            return await self._finish(
+            return await self.finish(
                 step, "failed", attempts, started, error=message, resolved=arguments
             )
-        return await self._finish(
+        return await self.finish(
             step,
             "succeeded",
             attempts,
@@ -583,10 +463,10 @@ class StepRunner:
             resolved=arguments,
         )
 
-    async def _finish(
+    async def finish(
         self,
         step: Step,
-        status: Any,
+        status: Literal["succeeded", "failed"],
         attempts: int,
         started: float,
         *,
@@ -597,6 +477,8 @@ class StepRunner:
         cache_age_seconds: float | None = None,
         reused_from: str | None = None,
     ) -> StepOutcome:
+        """Record how ``step`` ended (``started``: the :func:`time.monotonic` time it began) and
+        return that outcome; a success's output becomes its dependents' input."""
         duration_ms = round((time.monotonic() - started) * 1000, 3)
         # The tool has returned, so its effect happened: the record of how the step ended is
         # written even if the run is being cancelled (Ctrl-C, --fail-fast) meanwhile. Otherwise
@@ -627,7 +509,7 @@ class StepRunner:
     async def _record(
         self,
         step: Step,
-        status: Any,
+        status: Literal["succeeded", "failed"],
         attempts: int,
         duration_ms: float,
         output: Any,

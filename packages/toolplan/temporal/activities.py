@@ -420,7 +420,7 @@ class PlanActivities:
                 call, prior_items={call.step_id: prior} if prior is not None else None
             )
             try:
-                begun = await runner.start_map(call.step_id, time.monotonic())
+                begun = await runner.for_each.start(call.step_id, time.monotonic())
             finally:
                 await asyncio.to_thread(recorder.close)
         if isinstance(begun, StepOutcome):
@@ -439,7 +439,9 @@ class PlanActivities:
             runner, recorder = await self._runner(call)
             try:
                 async with self._heartbeating(0, call):
-                    record = await runner.run_item_of(call.step_id, call.item, call.prior_attempts)
+                    record = await runner.for_each.run_item_of(
+                        call.step_id, call.item, call.prior_attempts
+                    )
             finally:
                 await asyncio.to_thread(recorder.close)
         return StepResult(record.status, record.error)
@@ -454,7 +456,7 @@ class PlanActivities:
             started = await self._step_started(call.plan_id, call.step_id)
             runner, recorder = await self._runner(call)
             try:
-                outcome = await runner.finish_map(call.step_id, records, started)
+                outcome = await runner.for_each.finish(call.step_id, records, started)
             finally:
                 await asyncio.to_thread(recorder.close)
         return StepResult(outcome.status, outcome.error)
