@@ -31,7 +31,7 @@ from toolplan.errors import ExecutionBusy
 from toolplan.execution.cancel import DEFAULT_CANCEL_WAIT
 from toolplan.execution.context import ExecutionBackend, ExecutionContext, new_worker_id
 from toolplan.plans.plan import Plan, load_plan
-from toolplan.service import operations
+from toolplan.service import operations, wiring
 from toolplan.service.operations import PlanRef
 from toolplan.service.wiring import ToolsArg, backend_for, resolve_catalog
 from toolplan.store import Store, open_store
@@ -210,14 +210,15 @@ class Toolplan:
     ) -> ExecutionContext:
         """What one execution runs with: this client's store, tools (or ``catalog``), backend
         and worker ID, the settings' execution options (or ``options``), and ``listener`` for
-        its step events."""
-        return ExecutionContext(
+        its step events (:func:`toolplan.service.wiring.execution_context`)."""
+        return wiring.execution_context(
+            self.settings,
             store=self.store,
             catalog=catalog if catalog is not None else self.catalog,
-            options=options if options is not None else self.settings.execution,
             listener=listener,
             worker_id=self.worker_id,
             backend=self.backend,
+            options=options,
         )
 
     def planner_context(

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from toolplan.config import Settings
+from toolplan.engine.policies import ExecutionOptions
 from toolplan.engine.recorder import EventListener
 from toolplan.errors import InvalidInput
 from toolplan.execution.backend import InProcessBackend
@@ -77,9 +78,11 @@ def execution_context(
     listener: EventListener | None = None,
     worker_id: str | None = None,
     backend: ExecutionBackend | None = None,
+    options: ExecutionOptions | None = None,
 ) -> ExecutionContext:
-    """The context every entry point uses: the settings' execution options and limits, and
-    the backend they choose (:func:`backend_for`) unless ``backend`` is given.
+    """The context every entry point uses, the client's included: the settings' execution
+    options and limits unless ``options`` is given, and the backend they choose
+    (:func:`backend_for`) unless ``backend`` is given.
 
     A long-lived process (the API server) passes one ``worker_id`` for all its runs, so that
     after a store outage it can take back the lease its own failed run still holds.
@@ -87,7 +90,7 @@ def execution_context(
     return ExecutionContext(
         store=store,
         catalog=catalog,
-        options=settings.execution,
+        options=options if options is not None else settings.execution,
         listener=listener,
         worker_id=worker_id or new_worker_id(),
         backend=backend or backend_for(settings),
