@@ -14,41 +14,32 @@ module-level functions of :mod:`toolplan` are thin adapters over one client each
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
+from toolplan._client_parts import ClientParts
 from toolplan.analysis import Analysis, analyze
 from toolplan.analysis.reuse import ReuseMode
-from toolplan.config import Settings
 from toolplan.engine.policies import ExecutionOptions
 from toolplan.engine.recorder import EventListener
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import ExecutionBusy
 from toolplan.execution.cancel import DEFAULT_CANCEL_WAIT
-from toolplan.execution.context import ExecutionBackend, ExecutionContext, new_worker_id
+from toolplan.execution.context import ExecutionContext
 from toolplan.plans.plan import Plan, load_plan
-from toolplan.service import operations, wiring
+from toolplan.service import operations
 from toolplan.service.operations import PlanRef
-from toolplan.service.wiring import ToolsArg, backend_for, resolve_catalog
-from toolplan.store import Store, open_store
 from toolplan.store.lookup import find_plan
 from toolplan.store.protocol import ExecutionRecord, PlanPage, PlanRecord, StepRecord
 from toolplan.tools.catalog import ToolCatalog, ToolInfo
 
 if TYPE_CHECKING:
-    from langchain_core.language_models import BaseChatModel
-
     from toolplan.agent.loop import AgentOutcome
     from toolplan.analysis.diagram import DiagramFormat
     from toolplan.pipeline.flow import Planned, PlanSource, ReviewPolicy, RunOutcome
-    from toolplan.planning.context import PlannerContext
     from toolplan.planning.planner import PlanningOutcome
     from toolplan.planning.progress import PlanningListener
-    from toolplan.tools.recorded import RecordedTools
     from toolplan.tools.sources import ToolSources
 
 __all__ = ["DECLINED_AT_PROMPT", "Asker", "Document", "Toolplan"]
@@ -64,7 +55,7 @@ DECLINED_AT_PROMPT = "declined at the prompt"
 """The reason recorded when a person answers no to an inline prompt (:meth:`Toolplan.ask`)."""
 
 
-class Toolplan:
+class Toolplan(ClientParts):
     """Plans, executions and their store, over one set of tools.
 
     - ``store``: a :class:`~toolplan.store.Store` (left open by :meth:`close`: the caller owns it),
@@ -81,181 +72,14 @@ class Toolplan:
       so that it can take back a lease its own failed run still holds.
     - ``create_store``: ``False`` to refuse a store URI that names no existing store instead of
       creating it (``toolplan show``, ``list``, ``cancel``).
+
+    Its parts (:attr:`store`, :attr:`catalog`, :attr:`backend`, :meth:`catalog_for`,
+    :meth:`execution_context`, :meth:`planner_context`), opened on first use, and :meth:`close`
+    come from :class:`~toolplan._client_parts.ClientParts`.
     """
-
-    def __init__(
-        self,
-        *,
-        store: Store | str | None = None,
-        tools: ToolsArg = None,
-        model: str | BaseChatModel | None = None,
-        backend: ExecutionBackend | None = None,
-        settings: Settings | None = None,
-        worker_id: str | None = None,
-        create_store: bool = True,
-    ) -> None:
-        self.settings = settings if settings is not None else Settings()
-        self.create_store = create_store
-        """Whether opening a store URI may create it (a new SQLite file); ``False`` for callers
-        that only read or cancel: a missing store is then ``InvalidInput`` naming it."""
-        self.model = model
-        self.worker_id = worker_id or new_worker_id()
-        self._store_uri = store if isinstance(store, str) else None
-        self._store: Store | None = None if isinstance(store, str) else store
-        self._owns_store = store is None or isinstance(store, str)
-        self._tools = tools
-        self._catalog = tools if isinstance(tools, ToolCatalog) else None
-        self._backend = backend
-        self._planners: dict[tuple[Any, ...], PlannerContext] = {}
-        self._recorded: RecordedTools | None = None
-        self._lock = threading.Lock()
-
-    @classmethod
-    def from_env(
-        cls,
-        env: Mapping[str, str] | None = None,
-        *,
-        store: Store | str | None = None,
-        tools: ToolsArg = None,
-        model: str | BaseChatModel | None = None,
-        backend: ExecutionBackend | None = None,
-        worker_id: str | None = None,
-    ) -> Toolplan:
-        """A client whose settings come from the environment (``env``, default ``os.environ``)
-        and the project config (``toolplan.toml``); the parts given here win over them."""
-        return cls(
-            store=store,
-            tools=tools,
-            model=model,
-            backend=backend,
-            settings=Settings.from_env(env),
-            worker_id=worker_id,
-        )
 
     def __repr__(self) -> str:
         return f"Toolplan(store={self.store_uri!r})"
-
-    # -- parts, opened on first use --------------------------------------------------------
-
-    @property
-    def store_uri(self) -> str:
-        """The store's URI (``store.uri`` once it is open)."""
-        if self._store is not None:
-            return self._store.uri
-        return self._store_uri or self.settings.store_uri
-
-    @property
-    def store(self) -> Store:
-        """The store, opened on first use (:class:`~toolplan.errors.StoreUnavailable` when it
-        cannot be reached)."""
-        with self._lock:
-            if self._store is None:
-                self._store = open_store(
-                    self._store_uri or self.settings.store_uri, create=self.create_store
-                )
-            return self._store
-
-    @property
-    def catalog(self) -> ToolCatalog:
-        """The tools plans may call, loaded on first use."""
-        with self._lock:
-            if self._catalog is None:
-                self._catalog = resolve_catalog(self._tools, settings=self.settings)
-            return self._catalog
-
-    @property
-    def backend(self) -> ExecutionBackend:
-        """What runs the steps: the one given, else the settings' choice."""
-        with self._lock:
-            if self._backend is None:
-                self._backend = backend_for(self.settings)
-            return self._backend
-
-    @property
-    def tools_chosen(self) -> bool:
-        """Whether the tools were chosen (here, by a flag, the environment or the project
-        config) rather than defaulted: when not, executing a stored plan loads the tool
-        sources recorded with it (:meth:`catalog_for`)."""
-        return self._tools is not None or self.settings.tool_sources_given
-
-    def catalog_for(
-        self,
-        record: PlanRecord,
-        *,
-        on_load: Callable[[PlanRecord, ToolSources], None] | None = None,
-    ) -> ToolCatalog:
-        """The tools to run a stored plan with: the client's, or, when none were chosen, those
-        recorded with the plan (:class:`~toolplan.tools.recorded.RecordedTools`;
-        :class:`~toolplan.errors.ToolsUnavailable` when they cannot be loaded). ``on_load`` is
-        told which recorded sources are used."""
-        if self.tools_chosen:
-            return self.catalog
-        with self._lock:
-            if self._recorded is None:
-                from toolplan.tools.recorded import RecordedTools
-
-                # One per client: each distinct set of recorded sources loads once, however
-                # many plans (a worker's) run with it.
-                self._recorded = RecordedTools(self.settings)
-            recorded = self._recorded
-        found = recorded.catalog_for_sync(record, on_load=on_load) if recorded.active else None
-        return found if found is not None else self.catalog
-
-    def execution_context(
-        self,
-        *,
-        catalog: ToolCatalog | None = None,
-        listener: EventListener | None = None,
-        options: ExecutionOptions | None = None,
-    ) -> ExecutionContext:
-        """What one execution runs with: this client's store, tools (or ``catalog``), backend
-        and worker ID, the settings' execution options (or ``options``), and ``listener`` for
-        its step events (:func:`toolplan.service.wiring.execution_context`)."""
-        return wiring.execution_context(
-            self.settings,
-            store=self.store,
-            catalog=catalog if catalog is not None else self.catalog,
-            listener=listener,
-            worker_id=self.worker_id,
-            backend=self.backend,
-            options=options,
-        )
-
-    def planner_context(
-        self,
-        *,
-        model: str | BaseChatModel | None = None,
-        max_repairs: int | None = None,
-        confidence_threshold: float | None = None,
-        listener: PlanningListener | None = None,
-    ) -> PlannerContext:
-        """The planner's context: this client's store and tools, the model (``model``, else the
-        client's, else ``settings.planner.model``) and the planner settings, with the overrides
-        given; ``listener`` is told what planning is doing while the model works. Built once per
-        distinct overrides (setting up a model costs time)."""
-        model = model if model is not None else self.model
-        key = (
-            id(model) if model is not None and not isinstance(model, str) else model,
-            max_repairs,
-            confidence_threshold,
-        )
-        with self._lock:
-            found = self._planners.get(key)
-        if found is not None:
-            return found if listener is None else replace(found, listener=listener)
-        from toolplan.planning.setup import build_planner_context
-
-        built = build_planner_context(
-            self.settings,
-            store=self.store,
-            catalog=self.catalog,
-            model=model,
-            max_repairs=max_repairs,
-            confidence_threshold=confidence_threshold,
-        )
-        with self._lock:
-            built = self._planners.setdefault(key, built)
-        return built if listener is None else replace(built, listener=listener)
 
     # -- plans -----------------------------------------------------------------------------
 
@@ -627,42 +451,3 @@ class Toolplan:
         """Empty the result cache of read-only tools (every tool's, or ``tool``'s); return how
         many cached results were removed."""
         return self.store.cache_clear(tool)
-
-    # -- lifetime --------------------------------------------------------------------------
-
-    def close(self) -> None:
-        """Close the store if this client opened it. Idempotent."""
-        if not self._owns_store:
-            return
-        with self._lock:
-            store, self._store = self._store, None
-        if store is not None:
-            store.close()
-
-    async def aclose(self) -> None:
-        """:meth:`close`, off the event loop."""
-        await asyncio.to_thread(self.close)
-
-    def __enter__(self) -> Toolplan:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> Literal[False]:
-        self.close()
-        return False
-
-    async def __aenter__(self) -> Toolplan:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> Literal[False]:
-        await self.aclose()
-        return False
