@@ -31,6 +31,7 @@ from bench.bfcl.data import TUNING_CATEGORIES, Entry
 from bench.bfcl.functions import Toolbox
 from bench.bfcl.lenient import read_calls
 from toolplan.config import Settings
+from toolplan.errors import ToolplanError
 
 __all__ = ["CONTESTANTS", "Attempt", "run_entries", "summarize"]
 
@@ -67,6 +68,7 @@ async def _plan(entry: Entry, box: Toolbox, settings: Settings) -> Attempt:
     from bench.memstore import MemoryStore
     from toolplan.client import Toolplan
     from toolplan.errors import LLMUnavailable, ToolplanError
+    from toolplan.planning.llm_errors import LLMOutputTruncated
     from toolplan.planning.planner import create_plan
 
     started = time.perf_counter()
@@ -74,14 +76,12 @@ async def _plan(entry: Entry, box: Toolbox, settings: Settings) -> Attempt:
     try:
         ctx = Toolplan(settings=settings, store=store, tools=box.catalog()).planner_context()
         outcome = await create_plan(entry.query, ctx)
-    except LLMUnavailable:
-        raise  # the server, not the model: a run without a model measures nothing
+    except LLMUnavailable as error:
+        if not isinstance(error, LLMOutputTruncated):
+            raise  # the server, not the model: a run without a model measures nothing
+        return _unplanned(entry, error, started)  # the model ran away: this entry's answer
     except ToolplanError as error:
-        seconds = time.perf_counter() - started
-        detail = {"error": error.message, "llmCalls": getattr(error, "llm_calls", None)}
-        if getattr(error, "usage", None):
-            detail["usage"] = error.usage  # type: ignore[attr-defined]
-        return Attempt(None, check(entry, None), seconds, detail)
+        return _unplanned(entry, error, started)
     finally:
         store.close()
     steps = outcome.plan.get("steps", [])
@@ -92,6 +92,22 @@ async def _plan(entry: Entry, box: Toolbox, settings: Settings) -> Attempt:
         time.perf_counter() - started,
         {"llmCalls": outcome.llm_calls, "usage": outcome.usage, "status": outcome.ref.status},
     )
+
+
+def _unplanned(entry: Entry, error: ToolplanError, started: float) -> Attempt:
+    """An entry the planner could not plan: wrong (unless nothing was to be called), with the
+    error and what the planning spent (``llmCalls``, ``usage``, ``stoppedAfterTokens``)."""
+    detail: dict[str, Any] = {
+        "error": error.message,
+        "llmCalls": error.details.get("llmCalls", getattr(error, "llm_calls", None)),
+    }
+    usage = error.details.get("usage", getattr(error, "usage", None))
+    if usage:
+        detail["usage"] = usage
+    if "stoppedAfterTokens" in error.details:
+        detail["stoppedAfterTokens"] = error.details["stoppedAfterTokens"]
+    detail["errorKind"] = type(error).__name__
+    return Attempt(None, check(entry, None), time.perf_counter() - started, detail)
 
 
 def native_model(settings: Settings) -> Any:
@@ -178,12 +194,36 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
                     [a["usage"]["inputTokens"] for a in answers if a.get("usage")]
                 ),
             }
+        if "toolplan" in per:
+            per["toolplan"]["answers"] = _answer_lengths(
+                [r["toolplan"] for r in mine if "toolplan" in r]
+            )
         categories[category] = {
             "entries": len(mine),
             "set": "tuning" if category in TUNING_CATEGORIES else "test",
             **per,
         }
     return categories
+
+
+def _answer_lengths(answers: list[dict[str, Any]]) -> dict[str, Any]:
+    """How long the planner's answers were, to size its output limit against: output tokens
+    (median, max), tokens per step of one-call plans (max), and the answers cut off at the limit
+    or stopped as runaways."""
+    spent = [a["usage"]["outputTokens"] for a in answers if a.get("usage")]
+    per_step = [
+        a["usage"]["outputTokens"] / len(a["calls"])
+        for a in answers
+        if a.get("usage") and a.get("calls") and a.get("llmCalls") == 1
+    ]
+    return {
+        "medianOutputTokens": _median(spent),
+        "maxOutputTokens": max(spent, default=None),
+        "maxOutputTokensPerStep": round(max(per_step), 1) if per_step else None,
+        "cutOff": sum(
+            a.get("errorKind") in ("LLMOutputTruncated", "LLMOutputRepeating") for a in answers
+        ),
+    }
 
 
 def markdown(summary: dict[str, Any]) -> str:
@@ -208,4 +248,20 @@ def markdown(summary: dict[str, Any]) -> str:
             if failures:
                 listed = ", ".join(f"{kind}: {n}" for kind, n in failures.items())
                 lines.append(f"| {category} | {c} | {listed} |")
+    lengths = {
+        c: d["toolplan"]["answers"]
+        for c, d in summary.items()
+        if "answers" in d.get("toolplan", {})
+    }
+    if lengths:
+        lines += ["", "Planner answers (output tokens; the limit is sized against these):", ""]
+        lines += [
+            "| category | median | max | max per step (one-call plans) | cut off or stopped |",
+            "|---|---|---|---|---|",
+        ]
+        for category, a in lengths.items():
+            lines.append(
+                f"| {category} | {a['medianOutputTokens']} | {a['maxOutputTokens']} | "
+                f"{a['maxOutputTokensPerStep']} | {a['cutOff']} |"
+            )
     return "\n".join(lines) + "\n"

@@ -169,3 +169,51 @@ def test_a_run_at_the_smallest_size(
     }
     assert counts["set"] == "tuning"
     assert "| simple_python | tuning | 1 |" in (tmp_path / "summary.md").read_text()
+
+
+def test_a_runaway_answer_is_a_wrong_entry_not_the_end_of_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model that loops is stopped while it streams; the bench scores that entry wrong, with
+    what it spent, and goes on (only an unreachable server ends a run)."""
+    step = {
+        "tool": "math_factorial",
+        "parameters": {"number": 5},
+        "dependsOn": [],
+        "confidence": 0.9,
+    }
+    looping = {
+        "reasoning": "r",
+        "steps": [{**step, "id": f"f{n}"} for n in range(6)],
+        "outputSteps": ["f0"],
+    }
+    with FakeOpenAIServer(api_key="unused") as server:
+        server.script(
+            [
+                Reply.structured(looping).with_(pieces=60, finish_reason="length"),
+                Reply.tool_call("math_factorial", {"number": 5}),
+            ]
+        )
+        for name, value in {
+            "OPENAI_BASE_URL": server.base_url,
+            "OPENAI_API_KEY": "unused",
+            "TOOLPLAN_MODEL": "openai:gpt-4o-mini",
+            "TOOLPLAN_STRUCTURED_METHOD": "json_schema",
+            "TOOLPLAN_LLM_RETRIES": "0",
+        }.items():
+            monkeypatch.setenv(name, value)
+        code = main(
+            ["--categories", "simple_python", "--ids", "simple_python_1", "--out", str(tmp_path)]
+        )
+        asked = len(server.requests)
+    assert code == 0 and asked == 2  # one planning call, stopped, not retried; then the native
+    (row,) = [json.loads(line) for line in (tmp_path / "entries.jsonl").read_text().splitlines()]
+    plan = row["toolplan"]
+    assert plan["valid"] is False and plan["calls"] is None
+    assert plan["errorKind"] == "LLMOutputRepeating" and "3 times" in plan["error"]
+    assert 0 < plan["stoppedAfterTokens"] < 60 and plan["llmCalls"] == 1
+    assert row["native"]["valid"] is True
+    answers = json.loads((tmp_path / "summary.json").read_text())["categories"]["simple_python"][
+        "toolplan"
+    ]["answers"]
+    assert answers["cutOff"] == 1
