@@ -168,22 +168,33 @@ def looping_plan(copies: int) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("method", METHODS)
-async def test_an_answer_repeating_a_step_is_stopped_and_not_asked_again(
+async def test_an_answer_repeating_a_step_is_stopped_and_asked_once_more(
     server: FakeOpenAIServer, env: pytest.MonkeyPatch, tmp_path: Path, method: str
 ) -> None:
     env.setenv("TOOLPLAN_STRUCTURED_METHOD", method)
-    env.setenv("TOOLPLAN_LLM_MAX_TOKENS", "4000")  # a larger limit could be asked for
-    server.script([answer(looping_plan(12)).with_(pieces=120, finish_reason="length")])
+    env.setenv("TOOLPLAN_LLM_MAX_TOKENS", "4000")
+    loop = answer(looping_plan(12)).with_(pieces=120, finish_reason="length")
+    server.script([loop, loop])
     events: list[PlanningEvent] = []
     with pytest.raises(LLMOutputRepeating, match=r"createAuthor\(.*3 times") as raised:
         await create_plan(QUERY, planner(tmp_path, listener=events.append))
-    assert len(server.requests) == 1  # no retry at a larger limit: it would loop again
+    assert len(server.requests) == 2  # asked once more, then given up: no repair round
     details = raised.value.details
-    assert details["steps"] == 3 and details["llmCalls"] == 1
-    # stopped as the third copy closed, well before the answer's 120 chunks
+    assert details["steps"] == 3 and details["llmCalls"] == 2
+    # each stopped as its third copy closed, well before the answer's 120 chunks
     assert 0 < details["stoppedAfterTokens"] < 60
-    assert details["usage"]["outputTokens"] == details["stoppedAfterTokens"]
-    assert [e.kind for e in events] == ["planning", "step", "step", "step"]
+    assert details["usage"]["outputTokens"] == 2 * details["stoppedAfterTokens"]
+    kinds = [e.kind for e in events]
+    assert kinds == ["planning", "step", "step", "step", "retrying", "step", "step", "step"]
+
+
+async def test_a_runaway_answered_right_the_second_time_is_planned(
+    server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    server.script([answer(looping_plan(12)).with_(pieces=120), answer(blog_plan())])
+    outcome = await create_plan(QUERY, planner(tmp_path))
+    assert outcome.ref.status == "planned" and outcome.llm_calls == 2
+    assert [s["tool"] for s in outcome.plan["steps"]] == ["createAuthor", "createBlog"]
 
 
 async def test_an_answer_longer_than_the_step_limit_is_stopped(
@@ -193,16 +204,18 @@ async def test_an_answer_longer_than_the_step_limit_is_stopped(
         llm_step(f"a{n}", "createAuthor", {"name": f"A{n}", "email": f"a{n}@test.com"})
         for n in range(6)
     ]
-    server.script([answer({"reasoning": "r", "steps": steps, "outputSteps": ["a0"]})])
+    long = answer({"reasoning": "r", "steps": steps, "outputSteps": ["a0"]})
+    server.script([long, long])
     ctx = planner(tmp_path)
     ctx.max_steps = 2
     with pytest.raises(LLMOutputRepeating, match="more than 2 steps") as raised:
         await create_plan(QUERY, ctx)
-    assert raised.value.details["steps"] == 3 and len(server.requests) == 1
+    assert raised.value.details["steps"] == 3 and len(server.requests) == 2
 
 
 def test_cli_exit_3_for_an_answer_that_repeats_itself(cli_llm: Cli, llm: FakeOpenAIServer) -> None:
-    llm.script([answer(looping_plan(8)).with_(pieces=80)])
+    loop = answer(looping_plan(8)).with_(pieces=80)
+    llm.script([loop, loop])
     done = cli_llm("plan", QUERY, "--json")
     assert done.code == 3, done.stderr
     assert "repeating itself" in done.json()["error"]

@@ -191,6 +191,7 @@ def test_a_runaway_answer_is_a_wrong_entry_not_the_end_of_the_run(
         server.script(
             [
                 Reply.structured(looping).with_(pieces=60, finish_reason="length"),
+                Reply.structured(looping).with_(pieces=60, finish_reason="length"),
                 Reply.tool_call("math_factorial", {"number": 5}),
             ]
         )
@@ -206,12 +207,12 @@ def test_a_runaway_answer_is_a_wrong_entry_not_the_end_of_the_run(
             ["--categories", "simple_python", "--ids", "simple_python_1", "--out", str(tmp_path)]
         )
         asked = len(server.requests)
-    assert code == 0 and asked == 2  # one planning call, stopped, not retried; then the native
+    assert code == 0 and asked == 3  # two planning calls, each stopped; then the native
     (row,) = [json.loads(line) for line in (tmp_path / "entries.jsonl").read_text().splitlines()]
     plan = row["toolplan"]
     assert plan["valid"] is False and plan["calls"] is None
     assert plan["errorKind"] == "LLMOutputRepeating" and "3 times" in plan["error"]
-    assert 0 < plan["stoppedAfterTokens"] < 60 and plan["llmCalls"] == 1
+    assert 0 < plan["stoppedAfterTokens"] < 60 and plan["llmCalls"] == 2
     assert row["native"]["valid"] is True
     answers = json.loads((tmp_path / "summary.json").read_text())["categories"]["simple_python"][
         "toolplan"

@@ -181,7 +181,10 @@ async def call_model(
     rejects the request's schema and ``fallback`` is given, the fallback's request is asked
     instead, once. An answer cut off at the output-token limit is asked for once more by
     ``larger`` (the same model with a larger limit), when given, after telling ``on_larger``
-    (with the calls and usage so far). ``usage`` and ``calls`` are the totals before this call;
+    (with the calls and usage so far); so is an answer stopped as a runaway while it streamed
+    (:class:`~toolplan.planning.llm_errors.LLMOutputRepeating`, raised when the retry runs away
+    too: stopped early, a retry costs little, and the same request does not always loop again).
+    ``usage`` and ``calls`` are the totals before this call;
     every error carries them with the calls made here (:func:`account`), and an answer cut off at
     the last limit tried raises :class:`~toolplan.planning.llm_errors.LLMOutputTruncated`.
 
@@ -190,6 +193,7 @@ async def call_model(
     the same as without.
     """
     current = call
+    stopped: LLMOutputRepeating | None = None
     for attempt in [call] if larger is None else [call, larger]:
         if attempt is larger and on_larger is not None:
             on_larger(attempt, calls, dict(usage or {}))
@@ -203,18 +207,20 @@ async def call_model(
                         raise
                     request = fallback()
                     answer = await _ask(current, request, config, stream)
-        except LLMOutputRepeating as error:  # stopped mid-answer: that call's output counts
+        except LLMOutputRepeating as error:  # a runaway, stopped early: asked once more
             spent = dict(usage or {"inputTokens": 0, "outputTokens": 0})
-            spent["outputTokens"] += error.tokens
-            account(error, calls + 1, spent)
-            raise
+            spent["outputTokens"] += error.tokens  # what it wrote; its input is not reported
+            usage, calls, stopped, fallback = spent, calls + 1, error, None
+            continue
         except LLMUnavailable as error:
             account(error, calls, usage)
             raise
         fallback = None  # the request was taken: a retry sends it as it is
-        usage, calls = add_usage(usage, answer), calls + 1
+        usage, calls, stopped = add_usage(usage, answer), calls + 1, None
         if answer.finish_reason != "length":
             return ModelReply(answer, usage, request, calls)
+    if stopped is not None:
+        raise account(stopped, calls, usage)
     first = call.max_tokens if current is not call else None
     raise truncated(
         current.spec, current.max_tokens, first_limit=first, usage=usage, llmCalls=calls

@@ -41,8 +41,8 @@ class LLMOutputTruncated(LLMUnavailable):
 
 class LLMOutputRepeating(LLMOutputTruncated):
     """The model was stopped while it wrote its answer: it wrote the same step again and again,
-    or more steps than the plan may have. Its answer would only have ended at the output limit,
-    so it is not asked again with a larger one (that would double the time lost)."""
+    or more steps than the plan may have. Its answer would only have ended at the output limit;
+    stopped early, it is asked once more, as an answer cut off at the limit is."""
 
     def __init__(self, message: str, *, tokens: int, steps: int) -> None:
         super().__init__(message, details={"stoppedAfterTokens": tokens, "steps": steps})
