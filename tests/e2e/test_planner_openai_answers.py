@@ -123,6 +123,41 @@ async def test_identical_duplicate_steps_are_merged_and_recorded(
     assert record is not None and record.meta["mergedSteps"] == {"c": "a"}
 
 
+# -- steps that read themselves (the project's query sets, Qwen2.5-Coder-1.5B) -----------------
+
+
+async def test_steps_reading_themselves_are_read_as_their_only_meaning(
+    llm: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    """Both answers the small model repeated through two repairs each: a condition on the step's
+    own result, and a step naming itself where the item of a list is meant."""
+    from toolplan.tools import load_tool_modules
+
+    catalog = load_tool_modules(["metrics"])
+    check = step("check", "check_threshold", {"metric_name": "memory_usage", "threshold": 60})
+    check["parameters"]["operator"] = "lt"
+    listed = step("metrics", "list_metrics", {"category": "compute"})
+    each = step("metric", "query_metric", {"name": "{{metric.name}}"})
+    llm.script(
+        [
+            Reply.structured(plan({**check, "when": "{{check.exceeded}}"}, outputs=["check"])),
+            Reply.structured(plan(listed, each, outputs=["metric"])),
+        ]
+    )
+    ctx = make_context(tmp_path, catalog=catalog)
+    below = await create_plan("Is memory usage below 60%?", ctx)
+    assert below.llm_calls == 1 and below.ref.status == "planned"  # no repair round
+    assert below.plan["steps"][0].get("when") is None
+    record = ctx.store.get_plan(below.ref.plan_id)
+    assert record is not None and record.meta["droppedConditions"] == ["check"]
+
+    each_metric = await create_plan("Query the current value of each compute metric", ctx)
+    assert each_metric.llm_calls == 1 and each_metric.ref.status == "planned"
+    mapped = each_metric.plan["steps"][1]
+    assert mapped["forEach"] == "{{metrics.metrics}}"
+    assert mapped["parameters"] == {"name": "{{$item.name}}"}
+
+
 # -- certain fixes (issue 28: a small model repeats its plan over "did you mean") ---------------
 
 

@@ -110,3 +110,25 @@ def test_the_item_paths_pick_the_list_whose_items_have_them() -> None:
         },
     )
     assert read_item_names(data, CATALOG)["steps"][2]["forEach"] == "{{blogs.blogs}}"
+
+
+def test_a_step_reading_itself_without_for_each_maps_over_the_one_list() -> None:
+    """'Query the current value of each metric': the model wrote ``{{metric.name}}`` in the
+    step ``metric`` itself, with no ``forEach``."""
+    metrics = {"id": "metrics", "tool": "list_metrics", "parameters": {"category": "compute"}}
+    metric = {"id": "metric", "tool": "query_metric", "parameters": {"name": "{{metric.name}}"}}
+    out = read_item_names(plan(metrics, metric), CATALOG)
+    assert out["steps"][1]["forEach"] == "{{metrics.metrics}}"
+    assert out["steps"][1]["parameters"] == {"name": "{{$item.name}}"}
+
+
+def test_a_step_reading_itself_is_left_for_the_validator_without_one_fitting_list() -> None:
+    # no list on offer at all: the cycle is reported, not guessed away
+    alone = {"id": "metric", "tool": "query_metric", "parameters": {"name": "{{metric.name}}"}}
+    data = plan(alone)
+    assert read_item_names(data, CATALOG) is data
+    # a list on offer whose items do not have the path read
+    posts = dict(POSTS)
+    wrong = {"id": "metric", "tool": "query_metric", "parameters": {"name": "{{metric.unit_x}}"}}
+    data = plan(posts, wrong)
+    assert read_item_names(data, CATALOG) is data

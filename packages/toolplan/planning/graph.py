@@ -50,6 +50,7 @@ from toolplan.planning.context import PlannerContext
 from toolplan.planning.duplicates import merge_duplicates
 from toolplan.planning.fixes import apply_fixes
 from toolplan.planning.item_names import read_item_names
+from toolplan.planning.own_conditions import drop_own_conditions
 from toolplan.planning.parsing import message_payload, read_plan
 from toolplan.planning.progress import PlanningEvent, PlanningEventKind, notify
 from toolplan.planning.prompts import (
@@ -115,6 +116,9 @@ class PlanningState(TypedDict, total=False):
     """Certain fixes the planner applied to the answer (``"step: old -> new"``)."""
     merged_steps: dict[str, str]
     """Identical steps of the answer merged into one: ``{dropped id: kept id}``."""
+    dropped_conditions: list[str]
+    """Steps whose ``when`` read their own output, run without it
+    (:mod:`toolplan.planning.own_conditions`)."""
     repairs: int
     llm_calls: int
     usage: dict[str, int]
@@ -238,8 +242,10 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
     payload = message_payload(reply.answer.message)
     reading = read_plan(payload, ctx.catalog)
     merged: dict[str, str] = {}
+    dropped: list[str] = []
     if reading.data is not None:
-        reading.data, merged = merge_duplicates(read_item_names(reading.data, ctx.catalog))
+        data, dropped = drop_own_conditions(read_item_names(reading.data, ctx.catalog))
+        reading.data, merged = merge_duplicates(data)
     steps = len(reading.data["steps"]) if reading.data is not None else None
     tell("answered", reply.calls, reply.usage, steps=steps)
     errors = [issue.message for issue in reading.issues]
@@ -253,6 +259,7 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
         "errors": errors,
         "unreadable": reading.unreadable,
         "merged_steps": merged,
+        "dropped_conditions": dropped,
         "repairs": repairs,
         "llm_calls": reply.calls,
         "usage": reply.usage,
@@ -368,6 +375,8 @@ async def persist(state: PlanningState, ctx: PlannerContext) -> PlanningState:
         record_meta["mergedSteps"] = state["merged_steps"]
     if state.get("auto_fixed"):
         record_meta["autoFixed"] = state["auto_fixed"]
+    if state.get("dropped_conditions"):
+        record_meta["droppedConditions"] = state["dropped_conditions"]
     ref = await asyncio.to_thread(
         store_plan,
         plan,

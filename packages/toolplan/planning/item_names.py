@@ -18,6 +18,12 @@ The other half of the same mistake: a step whose parameters use ``{{$item...}}``
 from the other steps' declared outputs (a list, an object's only list-typed key, or a ``forEach``
 step's list of results), that list is the step's ``forEach``. With none or several on offer, the
 step is left for the validator, whose hint names the choices.
+
+The two together: a step with no ``forEach`` whose parameters read the step itself, as in
+"query the current value of each metric": ``{"id": "metric", "tool": "query_metric",
+"parameters": {"name": "{{metric.name}}"}}``. A step cannot read its own output (a cycle), so
+when exactly one list on offer has items with the paths it reads, that is the item and the
+list is the ``forEach``; otherwise the validator reports the cycle.
 """
 
 from __future__ import annotations
@@ -46,8 +52,12 @@ def read_item_names(data: dict[str, Any], catalog: ToolCatalog | None = None) ->
     for step in steps:
         if isinstance(step, dict) and step.get("id") in ids:
             fixed = step
-            if step.get("forEach") is None and catalog is not None and _uses_item(step):
-                fixed = _with_for_each(step, steps, catalog)
+            if step.get("forEach") is None and catalog is not None:
+                if _uses_item(step):
+                    fixed = _with_for_each(step, steps, catalog)
+                elif step["id"] in _sources(step):
+                    mapped = _with_for_each(_own_as_item(step), steps, catalog)
+                    fixed = mapped if mapped.get("forEach") is not None else step
             if fixed.get("forEach") is not None:
                 fixed = _step(fixed, ids)
             changed = changed or fixed is not step
@@ -66,6 +76,26 @@ def _calls(step: dict[str, Any]) -> list[Any]:
 
 def _uses_item(step: dict[str, Any]) -> bool:
     return any(t.is_loop for t in find_templates(_calls(step)))
+
+
+def _sources(step: dict[str, Any]) -> set[str]:
+    """The steps the parameters (and the fallback's) read."""
+    return {t.step for t in find_templates(_calls(step))}
+
+
+def _own_as_item(step: dict[str, Any]) -> dict[str, Any]:
+    """``step`` with its parameters' (and its fallback's) references to itself read as
+    ``$item``."""
+    own = step["id"]
+
+    def fix(value: Any) -> Any:
+        return rename_sources(value, lambda name: ITEM if name == own else None)
+
+    out = dict(step, parameters=fix(step.get("parameters")))
+    fallback = step.get("fallback")
+    if isinstance(fallback, dict) and "parameters" in fallback:
+        out["fallback"] = dict(fallback, parameters=fix(fallback["parameters"]))
+    return out
 
 
 def _item_paths(step: dict[str, Any]) -> list[tuple[PathSegment, ...]]:
