@@ -115,6 +115,25 @@ def _server_for(plan_params: dict[str, Any], native: Reply) -> Any:
     return answer
 
 
+def _run_one(
+    server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, **env: str
+) -> int:
+    """``python -m bench.bfcl`` on ``simple_python_1`` against ``server``, writing to
+    ``tmp_path``, with ``env`` on top of the model settings."""
+    settings = {
+        "OPENAI_BASE_URL": server.base_url,
+        "OPENAI_API_KEY": "unused",
+        "TOOLPLAN_MODEL": "openai:gpt-4o-mini",
+        "TOOLPLAN_STRUCTURED_METHOD": "json_schema",
+        "TOOLPLAN_LLM_RETRIES": "0",
+    }
+    for name, value in {**settings, **env}.items():
+        monkeypatch.setenv(name, value)
+    return main(
+        ["--categories", "simple_python", "--ids", "simple_python_1", "--out", str(tmp_path)]
+    )
+
+
 @pytest.mark.parametrize(
     ("plan_number", "native", "expected"),
     [
@@ -141,18 +160,7 @@ def test_a_run_at_the_smallest_size(
 ) -> None:
     with FakeOpenAIServer(api_key="unused") as server:
         server.script([_server_for({"number": plan_number}, native)] * 2)
-        for name, value in {
-            "OPENAI_BASE_URL": server.base_url,
-            "OPENAI_API_KEY": "unused",
-            "TOOLPLAN_MODEL": "openai:gpt-4o-mini",
-            "TOOLPLAN_STRUCTURED_METHOD": "json_schema",
-            "TOOLPLAN_LLM_RETRIES": "0",
-            "TOOLPLAN_MAX_REPAIRS": "0",
-        }.items():
-            monkeypatch.setenv(name, value)
-        code = main(
-            ["--categories", "simple_python", "--ids", "simple_python_1", "--out", str(tmp_path)]
-        )
+        code = _run_one(server, monkeypatch, tmp_path, TOOLPLAN_MAX_REPAIRS="0")
         requests = server.requests
     assert code == 0
     planning, asked = requests
@@ -195,17 +203,7 @@ def test_a_runaway_answer_is_a_wrong_entry_not_the_end_of_the_run(
                 Reply.tool_call("math_factorial", {"number": 5}),
             ]
         )
-        for name, value in {
-            "OPENAI_BASE_URL": server.base_url,
-            "OPENAI_API_KEY": "unused",
-            "TOOLPLAN_MODEL": "openai:gpt-4o-mini",
-            "TOOLPLAN_STRUCTURED_METHOD": "json_schema",
-            "TOOLPLAN_LLM_RETRIES": "0",
-        }.items():
-            monkeypatch.setenv(name, value)
-        code = main(
-            ["--categories", "simple_python", "--ids", "simple_python_1", "--out", str(tmp_path)]
-        )
+        code = _run_one(server, monkeypatch, tmp_path)
         asked = len(server.requests)
     assert code == 0 and asked == 3  # two planning calls, each stopped; then the native
     (row,) = [json.loads(line) for line in (tmp_path / "entries.jsonl").read_text().splitlines()]
