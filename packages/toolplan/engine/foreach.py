@@ -12,11 +12,11 @@ as a plain step is, and a change there reaches both.
 from __future__ import annotations
 
 import asyncio
-import random
 import time
 from collections.abc import Mapping
 from typing import Any, Literal, Protocol
 
+from toolplan.engine.attempts import FallbackFailed, GaveUp, with_retries
 from toolplan.engine.inputs import StepInputs
 from toolplan.engine.items import (
     MapStart,
@@ -40,7 +40,7 @@ __all__ = ["ForEachRunner", "StepCalls"]
 
 class StepCalls(Protocol):
     """What running items needs of the step runner: how one step is looked up, called, timed,
-    retried, approved and finished. :class:`~toolplan.engine.step.StepRunner` is the one
+    retried, fallen back from, approved and finished. :class:`~toolplan.engine.step.StepRunner` is the one
     implementation; a protocol keeps this module from importing it (it imports this one)."""
 
     def step(self, step_id: str) -> Step:
@@ -71,18 +71,28 @@ class StepCalls(Protocol):
         """``None`` when an approval covers ``arguments``; else the step waits for one."""
         ...
 
+    def backoff(self, failures: int) -> float:
+        """Seconds to wait before the next attempt, after ``failures`` failed ones."""
+        ...
+
     async def call_tool(
+        self, step: Step, arguments: Any, attempt: int, timeout: float, *, item: int | None = None
+    ) -> Any:
+        """One call of ``step``'s tool; raises
+        :class:`~toolplan.engine.toolcall.AttemptFailed` when it fails."""
+        ...
+
+    async def call_fallback(
         self,
         step: Step,
-        arguments: Any,
-        attempt: int,
-        timeout: float,
+        scope: Mapping[str, Any],
+        attempts: int,
+        error_text: str,
         *,
-        fallback: bool = False,
         item: int | None = None,
     ) -> Any:
-        """One call of ``step``'s tool (its fallback's with ``fallback``); raises
-        :class:`~toolplan.engine.toolcall.AttemptFailed` when it fails."""
+        """One call of ``step``'s fallback; raises
+        :class:`~toolplan.engine.attempts.FallbackFailed` when it fails too."""
         ...
 
     async def finish(
@@ -116,7 +126,6 @@ class ForEachRunner:
         recorder: Recorder,
         options: ExecutionOptions,
         inputs: StepInputs,
-        rng: random.Random,
         slots: Slots,
         prior_items: Mapping[str, list[ItemRecord]] | None = None,
     ) -> None:
@@ -124,8 +133,6 @@ class ForEachRunner:
         self.recorder = recorder
         self.options = options
         self.inputs = inputs
-        self.rng = rng
-        """The step runner's, so that plain steps and items draw retry delays from one source."""
         self.slots = slots
         """The plan's concurrency limit, shared with the scheduler: each item holds a slot."""
         self.prior_items = dict(prior_items or {})
@@ -209,26 +216,29 @@ class ForEachRunner:
                 step, ItemRecord(index, "failed", attempt, error=str(error)), started
             )
         timeout = self.steps.effective_timeout(step.id)
-        max_attempts = self.steps.max_attempts(step.id)
-        failure: AttemptFailed | None = None
-        for number in range(max_attempts):
-            attempt = prior_attempts + number + 1
-            await self.recorder.item_started(step.id, step.tool, index, attempt)
-            try:
-                output = await self.steps.call_tool(
-                    step, arguments, attempt, timeout.seconds, item=index
-                )
-            except AttemptFailed as failed:
-                failure = failed
-                if not failed.retryable or number == max_attempts - 1:
-                    break
-                self.recorder.retrying(step.id, step.tool, attempt, str(failed), item=index)
-                await asyncio.sleep(self.options.retry.delay(number + 1, self.rng))
-                continue
+
+        async def call(number: int, first: bool) -> tuple[int, Any]:
+            await self.recorder.item_started(step.id, step.tool, index, number)
+            output = await self.steps.call_tool(
+                step, arguments, number, timeout.seconds, item=index
+            )
+            return number, output
+
+        result = await with_retries(
+            call,
+            prior=prior_attempts,
+            max_attempts=self.steps.max_attempts(step.id),
+            retrying=lambda number, failed: self.recorder.retrying(
+                step.id, step.tool, number, str(failed), item=index
+            ),
+            backoff=self.steps.backoff,
+        )
+        if not isinstance(result, GaveUp):
+            attempt, output = result
             record = ItemRecord(index, "succeeded", attempt, output=output)
             return await self._item_done(step, record, started)
-        assert failure is not None
-        error_text = self.steps.final_error(step.id, failure, attempt - prior_attempts)
+        attempt = result.attempt
+        error_text = self.steps.final_error(step.id, result.failure, attempt - prior_attempts)
         if step.fallback is None:
             return await self._item_done(
                 step, ItemRecord(index, "failed", attempt, error=error_text), started
@@ -237,21 +247,10 @@ class ForEachRunner:
             step.id, step.tool, attempt, error_text, step.fallback.tool, item=index
         )
         try:
-            fallback_arguments = resolve(
-                step.fallback.parameters, scope, self.steps.arguments_schema(step.fallback.tool)
-            )
-            output = await self.steps.call_tool(
-                step,
-                fallback_arguments,
-                attempt,
-                step.timeout or self.options.default_timeout,
-                fallback=True,
-                item=index,
-            )
-        except (TemplateError, AttemptFailed) as failed:
-            message = f"{error_text}; fallback {step.fallback.tool!r} failed too: {failed}"
+            output = await self.steps.call_fallback(step, scope, attempt, error_text, item=index)
+        except FallbackFailed as failed:
             return await self._item_done(
-                step, ItemRecord(index, "failed", attempt, error=message), started
+                step, ItemRecord(index, "failed", attempt, error=str(failed)), started
             )
         record = ItemRecord(index, "succeeded", attempt, output=output, used_fallback=True)
         return await self._item_done(step, record, started)

@@ -16,6 +16,7 @@ from langchain_core.tools import BaseTool, ToolException
 from pydantic import ValidationError
 
 from toolplan.engine.approval import covers, needs_approval
+from toolplan.engine.attempts import FallbackFailed, with_retries
 from toolplan.engine.cache import cache_key, cache_ttl_of
 from toolplan.engine.effects import EarlierEffect
 from toolplan.engine.foreach import ForEachRunner
@@ -123,7 +124,6 @@ class StepRunner:
             recorder=recorder,
             options=options,
             inputs=inputs,
-            rng=self.rng,
             slots=slots or Slots(options.concurrency),
             prior_items=prior_items,
         )
@@ -250,21 +250,23 @@ class StepRunner:
         if cached is not None:
             return cached
 
-        failure: AttemptFailed | None = None
-        attempt = base
-        for index in range(max_attempts):
-            attempt = base + index + 1
-            try:
-                return await self._attempt(step, arguments, attempt, started, first=index == 0)
-            except AttemptFailed as failed:
-                failure = failed
-                if not failed.retryable or index == max_attempts - 1:
-                    break
-                self.recorder.retrying(step.id, step.tool, attempt, str(failed))
-                await asyncio.sleep(self.options.retry.delay(index + 1, self.rng))
-        assert failure is not None
-        error_text = self.final_error(step_id, failure, attempt - base)
-        return await self.give_up(step_id, attempt, started, error_text, arguments=arguments)
+        result = await with_retries(
+            lambda number, first: self._attempt(step, arguments, number, started, first=first),
+            prior=base,
+            max_attempts=max_attempts,
+            retrying=lambda number, failed: self.recorder.retrying(
+                step.id, step.tool, number, str(failed)
+            ),
+            backoff=self.backoff,
+        )
+        if isinstance(result, StepOutcome):
+            return result
+        error_text = self.final_error(step_id, result.failure, result.attempt - base)
+        return await self.give_up(step_id, result.attempt, started, error_text, arguments=arguments)
+
+    def backoff(self, failures: int) -> float:
+        """Seconds to wait before the next attempt, after ``failures`` failed ones."""
+        return self.options.retry.delay(failures, self.rng)
 
     async def check_condition(self, step_id: str) -> StepOutcome | None:
         """Evaluate ``step_id``'s ``when`` (its dependencies succeeded): ``None`` when it holds
@@ -434,24 +436,12 @@ class StepRunner:
     async def _fallback(
         self, step: Step, attempts: int, started: float, error_text: str, arguments: Any
     ) -> StepOutcome:
-        assert step.fallback is not None
-        fallback_tool = self.catalog.get(step.fallback.tool)
+        scope = await self.inputs.outputs_for(step)
         try:
-            fallback_arguments = resolve(
-                step.fallback.parameters,
-                await self.inputs.outputs_for(step),
-                self.arguments_schema(step.fallback.tool),
-            )
-            output = await self._call(
-                fallback_tool,
-                fallback_arguments,
-                self._config(step, attempts, fallback=True),
-                step.timeout or self.options.default_timeout,
-            )
-        except (TemplateError, AttemptFailed) as failure:
-            message = f"{error_text}; fallback {step.fallback.tool!r} failed too: {failure}"
+            output = await self.call_fallback(step, scope, attempts, error_text)
+        except FallbackFailed as failed:
             return await self.finish(
-                step, "failed", attempts, started, error=message, resolved=arguments
+                step, "failed", attempts, started, error=str(failed), resolved=arguments
             )
         return await self.finish(
             step,
@@ -462,6 +452,36 @@ class StepRunner:
             used_fallback=True,
             resolved=arguments,
         )
+
+    async def call_fallback(
+        self,
+        step: Step,
+        scope: Mapping[str, Any],
+        attempts: int,
+        error_text: str,
+        *,
+        item: int | None = None,
+    ) -> Any:
+        """One call of ``step``'s fallback tool, its parameters resolved against ``scope``, after
+        the step (or its item ``item``) gave up with ``error_text``; its output, or
+        :class:`FallbackFailed` saying both failures."""
+        assert step.fallback is not None
+        try:
+            arguments = resolve(
+                step.fallback.parameters, scope, self.arguments_schema(step.fallback.tool)
+            )
+            return await self.call_tool(
+                step,
+                arguments,
+                attempts,
+                step.timeout or self.options.default_timeout,
+                fallback=True,
+                item=item,
+            )
+        except (TemplateError, AttemptFailed) as failure:
+            raise FallbackFailed(
+                f"{error_text}; fallback {step.fallback.tool!r} failed too: {failure}"
+            ) from None
 
     async def finish(
         self,
