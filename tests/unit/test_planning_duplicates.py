@@ -108,11 +108,71 @@ def test_malformed_steps_are_left_for_the_validator() -> None:
     assert merged == {} and out["steps"] == data["steps"]
 
 
-def test_a_repeat_that_waits_for_its_twin_is_merged_one_that_waits_for_more_is_not() -> None:
+def test_a_repeat_that_waits_for_its_twin_is_merged() -> None:
     twin = {**step("b", city="Rome"), "dependsOn": ["a"]}
     out, merged = merge_duplicates({"steps": [step("a", city="Rome"), twin]})
     assert merged == {"b": "a"} and ids(out) == ["a"]
-    other = step("x", tool="lookup", city="Rome")
-    later = {**step("b", city="Rome"), "dependsOn": ["x"]}  # an order "a" does not keep
-    data = {"steps": [step("a", city="Rome"), other, later]}
+
+
+def test_when_the_later_copy_waits_for_more_the_earlier_one_is_dropped() -> None:
+    # "list the posts ... then, after creating one, list the posts": the order is kept
+    data = {
+        "steps": [
+            step("posts", tool="list_posts"),
+            step("create", tool="create_post", title="Hi"),
+            {**step("posts_after", tool="list_posts"), "dependsOn": ["create"]},
+            step("count", tool="count", items="{{posts.items}}"),
+        ],
+        "outputSteps": ["posts", "count"],
+    }
+    out, merged = merge_duplicates(data)
+    assert merged == {"posts": "posts_after"}
+    assert ids(out) == ["create", "posts_after", "count"]
+    assert out["steps"][1]["dependsOn"] == ["create"]
+    assert out["steps"][2]["parameters"] == {"items": "{{posts_after.items}}"}
+    assert out["outputSteps"] == ["posts_after", "count"]
+
+
+def test_copies_that_each_wait_for_something_else_are_kept() -> None:
+    data = {
+        "steps": [
+            {**step("a", city="Rome"), "dependsOn": ["x"]},
+            step("x", tool="lookup", city="Rome"),
+            step("y", tool="lookup", city="Paris"),
+            {**step("b", city="Rome"), "dependsOn": ["y"]},
+        ]
+    }
+    assert merge_duplicates(data) == (data, {})
+
+
+def test_the_earlier_copy_is_kept_when_dropping_it_would_make_a_cycle() -> None:
+    # b waits for x, and x uses a: renaming a to b would make x wait for itself
+    data = {
+        "steps": [
+            step("a", city="Rome"),
+            step("x", tool="forecast", t="{{a.temp}}"),
+            {**step("b", city="Rome"), "dependsOn": ["x"]},
+        ]
+    }
+    assert merge_duplicates(data) == (data, {})
+
+
+def test_three_copies_merge_into_the_one_that_waits_longest() -> None:
+    data = {
+        "steps": [
+            step("a", city="Rome"),
+            step("b", city="Rome"),
+            step("x", tool="lookup", city="Paris"),
+            {**step("c", city="Rome"), "dependsOn": ["x"]},
+            step("r", tool="report", p="{{a}}", q="{{b}}"),
+        ]
+    }
+    out, merged = merge_duplicates(data)
+    assert merged == {"b": "c", "a": "c"}
+    assert ids(out) == ["x", "c", "r"]
+    assert out["steps"][-1]["parameters"] == {"p": "{{c}}", "q": "{{c}}"}
+
+
+def test_two_copies_under_one_id_are_left_for_the_validator() -> None:
+    data = {"steps": [step("a", city="Rome"), step("a", city="Rome")]}
     assert merge_duplicates(data) == (data, {})

@@ -13,7 +13,11 @@ not wait for. References are compared after renaming: a step that only differs f
 naming two identical steps is itself a duplicate (merged to a fixpoint, in plan order).
 
 The later step is dropped; every template, ``dependsOn`` entry and ``outputSteps`` entry naming it
-names the earlier one instead. A plan that really means to call a tool twice with the same
+names the earlier one instead. When it is the later copy that waits for more (``list_posts()``
+first, and again "after" ``create_post``: on BFCL, ``C12H22O11`` weighed twice, the second copy
+after glucose), the earlier one is dropped instead, so every order the plan asked for still holds:
+the steps that used the earlier copy now wait for the later one. That is only done when it makes
+no cycle (no step the later copy waits for uses the earlier one). A plan that really means to call a tool twice with the same
 arguments (send the same message twice) is rare, and a planner cannot tell it from the mistake;
 the merge is reported with the plan (``mergedSteps`` in the planning record) so it is never
 silent.
@@ -24,7 +28,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from toolplan.plans.templates import rename_sources
+from toolplan.plans.templates import references, rename_sources
 
 __all__ = ["merge_duplicates"]
 
@@ -37,34 +41,46 @@ def merge_duplicates(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, st
     validator reports them)."""
     merged: dict[str, str] = {}
     steps = list(data.get("steps") or [])
-    while True:
-        seen: dict[str, dict[str, Any]] = {}
-        found: dict[str, str] = {}
-        for step in steps:
-            if not _mergeable(step):
-                continue
-            key = _key(step)
-            first = seen.get(key)
-            if first is not None and _waits_no_longer(step, first):
-                found[step["id"]] = first["id"]
-            elif first is None:
-                seen[key] = step
-        if not found:
-            break
-        merged.update(found)
-        steps = [_renamed(s, found) for s in steps if not (_mergeable(s) and s["id"] in found)]
+    while (merge := _next_merge(steps)) is not None:
+        dropped, kept = merge
+        merged[dropped] = kept
+        steps = [_renamed(s, merge) for s in steps if not (_mergeable(s) and s["id"] == dropped)]
     if not merged:
         return data, {}
-    # a chain a -> b -> c of merges names c's survivor directly
-    for dropped, kept in merged.items():
-        while kept in merged:
-            kept = merged[kept]
-        merged[dropped] = kept
+    merged = _followed(merged)
     out = dict(data, steps=steps)
     outputs = data.get("outputSteps")
     if isinstance(outputs, list):
         out["outputSteps"] = list(dict.fromkeys(merged.get(o, o) for o in outputs))
     return out, merged
+
+
+def _next_merge(steps: list[Any]) -> tuple[str, str] | None:
+    """The first ``(dropped id, kept id)`` pair of identical steps in plan order, if any. One at
+    a time, so that each decision sees the plan with the previous merges applied."""
+    seen: dict[str, dict[str, Any]] = {}
+    for step in steps:
+        if not _mergeable(step):
+            continue
+        key = _key(step)
+        first = seen.setdefault(key, step)
+        if first is step or first["id"] == step["id"]:
+            continue  # a repeated id is the validator's to report, with its fix hint
+        if _waits_no_longer(step, first):
+            return step["id"], first["id"]
+        if _waits_no_longer(first, step) and not _uses(steps, step, first["id"]):
+            return first["id"], step["id"]
+    return None
+
+
+def _followed(merges: dict[str, str]) -> dict[str, str]:
+    """``merges`` with a chain ``a -> b -> c`` naming the survivor ``c`` directly."""
+    out = {}
+    for dropped, kept in merges.items():
+        while kept in merges:
+            kept = merges[kept]
+        out[dropped] = kept
+    return out
 
 
 def _mergeable(step: Any) -> bool:
@@ -92,10 +108,30 @@ def _waits_no_longer(later: dict[str, Any], first: dict[str, Any]) -> bool:
     return _depends_on(later) - {first["id"]} <= _depends_on(first)
 
 
-def _renamed(step: Any, names: dict[str, str]) -> Any:
-    """``step`` with its templates and ``dependsOn`` naming the kept steps."""
+def _uses(steps: list[Any], step: dict[str, Any], target: str) -> bool:
+    """Whether ``step`` waits, directly or through other steps, for ``target``: renaming
+    ``target`` to ``step`` would then make a cycle."""
+    by_id = {s["id"]: s for s in steps if _mergeable(s)}
+    todo, done = [step["id"]], set()
+    while todo:
+        current = by_id.get(todo.pop())
+        if current is None or current["id"] in done:
+            continue
+        done.add(current["id"])
+        waits = _depends_on(current) | references(
+            {k: v for k, v in current.items() if k != "dependsOn"}
+        )
+        if target in waits:
+            return True
+        todo.extend(waits)
+    return False
+
+
+def _renamed(step: Any, merge: tuple[str, str]) -> Any:
+    """``step`` with its templates and ``dependsOn`` naming the kept step."""
     if not isinstance(step, dict):
         return step
+    names = dict([merge])
     out = rename_sources({k: v for k, v in step.items() if k != "dependsOn"}, names.get)
     deps = step.get("dependsOn")
     if "dependsOn" in step:
