@@ -176,3 +176,40 @@ def test_three_copies_merge_into_the_one_that_waits_longest() -> None:
 def test_two_copies_under_one_id_are_left_for_the_validator() -> None:
     data = {"steps": [step("a", city="Rome"), step("a", city="Rome")]}
     assert merge_duplicates(data) == (data, {})
+
+
+def test_a_repeat_after_its_twin_that_nothing_uses_is_dropped() -> None:
+    data = {
+        "steps": [
+            step("glucose", city="C6H12O6"),
+            step("sucrose", city="C12H22O11"),
+            {**step("comparison", city="C12H22O11"), "dependsOn": ["glucose", "sucrose"]},
+        ],
+        "outputSteps": ["comparison"],
+    }
+    out, merged = merge_duplicates(data)
+    assert merged == {"comparison": "sucrose"}
+    assert ids(out) == ["glucose", "sucrose"] and out["outputSteps"] == ["sucrose"]
+
+
+def test_create_delete_create_again_is_three_steps() -> None:
+    data = {
+        "steps": [
+            step("create", tool="create_user", name="Grace"),
+            step("delete", tool="delete_user", id="{{create._id}}"),
+            {**step("again", tool="create_user", name="Grace"), "dependsOn": ["create", "delete"]},
+        ]
+    }
+    assert merge_duplicates(data) == (data, {})
+
+
+def test_a_repeat_something_uses_is_kept() -> None:
+    data = {
+        "steps": [
+            step("a", city="Rome"),
+            step("x", tool="lookup", city="Paris"),
+            {**step("b", city="Rome"), "dependsOn": ["a", "x"]},
+            step("r", tool="report", p="{{b}}"),
+        ]
+    }
+    assert merge_duplicates(data) == (data, {})

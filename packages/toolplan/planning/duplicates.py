@@ -17,7 +17,10 @@ names the earlier one instead. When it is the later copy that waits for more (``
 first, and again "after" ``create_post``: on BFCL, ``C12H22O11`` weighed twice, the second copy
 after glucose), the earlier one is dropped instead, so every order the plan asked for still holds:
 the steps that used the earlier copy now wait for the later one. That is only done when it makes
-no cycle (no step the later copy waits for uses the earlier one). A plan that really means to call a tool twice with the same
+no cycle (no step the later copy waits for uses the earlier one). A later copy that waits for the
+earlier one and that nothing uses is dropped too, unless something else it waits for builds on the
+earlier copy (create, delete, create again is three steps): BFCL's ``comparison`` step weighed
+sucrose a second time, after glucose and sucrose. A plan that really means to call a tool twice with the same
 arguments (send the same message twice) is rare, and a planner cannot tell it from the mistake;
 the merge is reported with the plan (``mergedSteps`` in the planning record) so it is never
 silent.
@@ -70,7 +73,30 @@ def _next_merge(steps: list[Any]) -> tuple[str, str] | None:
             return step["id"], first["id"]
         if _waits_no_longer(first, step) and not _uses(steps, step, first["id"]):
             return first["id"], step["id"]
+        if _idle_repeat(steps, step, first):
+            return step["id"], first["id"]
     return None
+
+
+def _idle_repeat(steps: list[Any], later: dict[str, Any], first: dict[str, Any]) -> bool:
+    """Whether ``later`` repeats ``first`` after it for no one: nothing uses ``later``, and the
+    other steps it waits for do not build on ``first`` (the "comparison" step that weighs sucrose
+    again after glucose and sucrose). Create, delete, create again is kept: the delete builds on
+    the first create."""
+    if not _uses(steps, later, first["id"]):
+        return False
+    if any(_names(s, later["id"]) for s in steps if _mergeable(s) and s is not later):
+        return False
+    by_id = {s["id"]: s for s in steps if _mergeable(s)}
+    others = _depends_on(later) - {first["id"]}
+    return not any(other in by_id and _uses(steps, by_id[other], first["id"]) for other in others)
+
+
+def _names(step: dict[str, Any], target: str) -> bool:
+    """Whether ``step`` names ``target`` in a template or its ``dependsOn``."""
+    return target in _depends_on(step) or target in references(
+        {k: v for k, v in step.items() if k != "dependsOn"}
+    )
 
 
 def _followed(merges: dict[str, str]) -> dict[str, str]:
