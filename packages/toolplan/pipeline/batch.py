@@ -30,7 +30,7 @@ from toolplan.errors import InvalidInput, ToolplanError
 from toolplan.execution.runner import ExecutionContext
 from toolplan.pipeline.flow import FromQuery, Planned, obtain_plan, plan_then_execute
 from toolplan.planning.context import PlannerContext
-from toolplan.planning.planner import PlanningFailed
+from toolplan.planning.planner import PlanDeclined, PlanningFailed
 
 __all__ = [
     "BatchItem",
@@ -188,8 +188,13 @@ async def _process(
         )
     except PlanningFailed as failed:
         line.update(
-            status="invalid", error=failed.message, llmCalls=failed.llm_calls, usage=failed.usage
+            status="declined" if isinstance(failed, PlanDeclined) else "invalid",
+            error=failed.message,
+            llmCalls=failed.llm_calls,
+            usage=failed.usage,
         )
+        if isinstance(failed, PlanDeclined):
+            line["declined"] = failed.reason
         line["planMs"] = _ms(started)
         return line
     except ToolplanError as error:

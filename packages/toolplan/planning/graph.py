@@ -2,13 +2,17 @@
 
     select_tools (LLM) → analyze_dependencies ─┬─ valid ──────────► persist → END
                 ▲                              ├─ invalid, repairs left ─┘ (back to select_tools)
+                │                              ├─ no steps: no tool fits ─► END (status "declined")
                 └──────────────────────────────┘  invalid, none left ─► END (status "invalid")
 
 The model writes the whole plan in one structured-output call, in the catalog-typed schema (or the
 generic one: :mod:`toolplan.planning.schema`). Its answer is read leniently where that is safe
 (:mod:`toolplan.planning.parsing`); the dependency-analysis node is the engine's validator
 (:func:`toolplan.analysis.dag.analyze`), and every problem of every step goes back to the model in one
-repair round. Invalid plans are never stored.
+repair round. Invalid plans are never stored. An answer with no steps at all is the model saying
+that no tool does what the request asks (the prompt tells it to answer so, and why, in
+``reasoning``): the planner declines the request instead of asking for a plan again, and nothing
+is stored either.
 
 While the model works, ``select_tools`` tells the planner context's listener and LangGraph's
 custom stream what it is doing: planning, each step as soon as the streamed answer has it
@@ -106,7 +110,9 @@ class PlanningState(TypedDict, total=False):
     plan: dict[str, Any] | None
     analysis: dict[str, Any] | None
     status: str
-    """``planned``, ``needs_review`` or ``invalid`` (nothing stored)."""
+    """``planned``, ``needs_review``, ``invalid`` or ``declined`` (nothing stored)."""
+    declined: str
+    """Why the model planned no step (its ``reasoning``): no tool does what was asked."""
     errors: list[str]
     candidate: dict[str, Any] | None
     raw_candidate: str | None
@@ -291,6 +297,13 @@ async def analyze_dependencies(state: PlanningState, ctx: PlannerContext) -> Pla
     if candidate is None:
         return {"plan": None, "analysis": None}
     reading_errors = list(state.get("errors") or [])
+    if not reading_errors and candidate.get("steps") == []:
+        reasoning = candidate.get("reasoning")
+        return {
+            "declined": reasoning.strip() if isinstance(reasoning, str) else "",
+            "plan": None,
+            "analysis": None,
+        }
     unreadable = set(state.get("unreadable") or [])
     try:
         # the input limits first: the model's plan is input like any other, and a limit it
@@ -402,6 +415,8 @@ async def persist(state: PlanningState, ctx: PlannerContext) -> PlanningState:
 
 
 async def _after_analysis(state: PlanningState, ctx: PlannerContext) -> str:
+    if state.get("declined") is not None:
+        return "decline"
     if not state.get("errors"):
         return "persist"
     if state.get("repairs", 0) < ctx.max_repairs:
@@ -412,6 +427,11 @@ async def _after_analysis(state: PlanningState, ctx: PlannerContext) -> str:
 async def give_up(state: PlanningState) -> PlanningState:
     """The plan is still invalid after the last repair: nothing is stored."""
     return {"status": "invalid", "plan": None}
+
+
+async def decline(state: PlanningState) -> PlanningState:
+    """The model planned no step: no tool does what was asked. Nothing is stored."""
+    return {"status": "declined", "plan": None}
 
 
 def build_planning_graph(
@@ -432,13 +452,15 @@ def build_planning_graph(
     builder.add_node("analyze_dependencies", bind_context(analyze_dependencies, resolve))
     builder.add_node("persist", bind_context(persist, resolve))
     builder.add_node("give_up", give_up)
+    builder.add_node("decline", decline)
     builder.add_edge(START, "select_tools")
     builder.add_edge("select_tools", "analyze_dependencies")
     builder.add_conditional_edges(
         "analyze_dependencies",
         bind_context(_after_analysis, resolve),
-        ["persist", "select_tools", "give_up"],
+        ["persist", "select_tools", "give_up", "decline"],
     )
     builder.add_edge("persist", END)
     builder.add_edge("give_up", END)
+    builder.add_edge("decline", END)
     return builder

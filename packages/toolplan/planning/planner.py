@@ -20,7 +20,7 @@ from toolplan.plans.limits import check_text
 from toolplan.service.operations import PlanRef
 from toolplan.store.lookup import find_request
 
-__all__ = ["PlanningOutcome", "create_plan"]
+__all__ = ["PlanDeclined", "PlanningFailed", "PlanningOutcome", "create_plan"]
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,28 @@ class PlanningFailed(PlanInvalid):
         self.args = (self.message,)
 
 
+class PlanDeclined(PlanningFailed):
+    """The model planned no step: none of the tools does what the request asks. Nothing was
+    stored. ``reason`` is what the model said (its ``reasoning``), possibly empty."""
+
+    def __init__(self, reason: str, *, llm_calls: int, usage: dict[str, int]) -> None:
+        super().__init__(
+            [f"no tool does what the request asks: {reason or '(the model gave no reason)'}"],
+            llm_calls=llm_calls,
+            usage=usage,
+        )
+        self.reason = reason
+        self.issues = [ValidationIssue("declined", self.issues[0].message)]
+        self.details["declined"] = reason
+        self.message = (
+            "the planner found no tool that does what the request asks; nothing was stored. "
+            f"The model said: {reason or '(no reason given)'}\n"
+            "  Add a tool that does it (`toolplan tools` lists the catalog), or ask for "
+            "something these tools can do."
+        )
+        self.args = (self.message,)
+
+
 async def create_plan(
     query: str,
     ctx: PlannerContext,
@@ -82,7 +104,8 @@ async def create_plan(
     ``context`` follows the query in its own message (a replan's previous plan and failures);
     ``meta`` is stored with the plan's planning record (``replanOf``).
 
-    Raises :class:`PlanningFailed` (exit 2) when still invalid after ``ctx.max_repairs`` repairs,
+    Raises :class:`PlanDeclined` (exit 2) when the model planned no step (no tool does what was
+    asked), :class:`PlanningFailed` (exit 2) when still invalid after ``ctx.max_repairs`` repairs,
     and :class:`~toolplan.errors.LLMUnavailable` (exit 3) when the model cannot be reached. Every
     error raised after the model answered once carries ``llmCalls`` and ``usage`` in its
     ``details``: the calls are paid for whatever happens next.
@@ -114,6 +137,10 @@ async def create_plan(
             account(error, state["llm_calls"], state.get("usage"))
         raise
     usage = state.get("usage") or {"inputTokens": 0, "outputTokens": 0}
+    if state.get("status") == "declined":
+        raise PlanDeclined(
+            state.get("declined") or "", llm_calls=state.get("llm_calls", 0), usage=usage
+        )
     if state.get("status") == "invalid":
         raise PlanningFailed(
             state.get("errors") or [], llm_calls=state.get("llm_calls", 0), usage=usage
