@@ -646,6 +646,19 @@ def test_unfixable_plan_is_plan_invalid(llm: FakeOpenAIServer, client: GraphQLCl
     assert any("createAuthr" in i["message"] for i in body["errors"][0]["extensions"]["issues"])
 
 
+def test_a_declined_query_is_plan_invalid_with_the_reason(
+    llm: FakeOpenAIServer, client: GraphQLClient
+) -> None:
+    reason = "no tool plans routes"
+    llm.script([Reply.structured({"reasoning": reason, "steps": [], "outputSteps": []})])
+    body = client.gql(CREATE, {"query": "Find the fastest route to Boston"})
+    assert codes(body) == ["PLAN_INVALID"] and len(llm.requests) == 1
+    error = body["errors"][0]
+    assert "no tool that does what the request asks" in error["message"]
+    assert error["extensions"]["declined"] == reason
+    assert [i["code"] for i in error["extensions"]["issues"]] == ["declined"]
+
+
 def test_llm_unavailable(
     client: GraphQLClient, servers: ServerFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -20,9 +20,9 @@ from tests.support.plans import QUERY, blog_plan, broken_blog_plan
 from toolplan.client import Toolplan
 from toolplan.config import Settings
 from toolplan.errors import InvalidInput
+from toolplan.pipeline.batch import load_queries, run_batch
 from toolplan.planning.context import PlannerContext
 from toolplan.planning.planner import PlanDeclined, PlanningFailed, create_plan
-from toolplan.pipeline.batch import load_queries, run_batch
 
 ROUTE = "Find the fastest route from New York to Boston."
 REASON = "None of the tools plans routes; they manage blogs, metrics and weather."
@@ -79,7 +79,7 @@ async def test_the_prompt_says_how_to_decline(llm: FakeOpenAIServer, tmp_path: P
     llm.script([Reply.structured(blog_plan())])
     await create_plan(QUERY, make_context(tmp_path))
     system = next(m["content"] for m in llm.requests[0]["messages"] if m["role"] == "system")
-    assert 'If no tool does what the\nrequest asks' in system and '`"steps": []`' in system
+    assert "If no tool does what the\nrequest asks" in system and '`"steps": []`' in system
 
 
 def test_cli_plan_and_run_exit_2_with_the_reason(cli_llm: Cli, llm: FakeOpenAIServer) -> None:

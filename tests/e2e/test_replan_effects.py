@@ -138,3 +138,26 @@ def test_an_identical_replan_then_a_different_one_runs_the_different_one(
     data = done.json()
     assert [p["status"] for p in data["plans"]] == ["failed", "identical", "succeeded"]
     assert data["answer"] == "Alice now has a blog, Hello." and data["llmCalls"] == 5
+
+
+def test_a_replan_that_finds_no_tool_ends_the_loop_with_the_reason(
+    cli_llm: Cli, llm: FakeOpenAIServer
+) -> None:
+    failing = orphan_blog_plan("alice")
+    reason = "no tool creates the author alice's blog needs"
+    llm.script(
+        [
+            Reply.structured(failing),
+            _replan("author alice does not exist"),
+            Reply.structured({"reasoning": reason, "steps": [], "outputSteps": []}),
+        ]
+    )
+
+    done = cli_llm("run", QUERY, "--json")
+
+    assert done.code == 1, done.stderr  # the outcome is the version that ran, and failed
+    data = done.json()
+    assert [p["status"] for p in data["plans"]] == ["failed"]
+    assert data["planId"] == data["plans"][0]["planId"]
+    assert "found no tool" in data["answer"] and reason in data["answer"]
+    assert len(llm.requests) == 3 and data["llmCalls"] == 3

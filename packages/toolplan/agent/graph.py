@@ -48,6 +48,7 @@ from toolplan.execution.context import ExecutionContext
 from toolplan.execution.graph import DECIDED, approval_node, bind_context, context_resolver
 from toolplan.pipeline.flow import FromQuery, Planned, execute_planned, obtain_plan
 from toolplan.planning.context import PlannerContext
+from toolplan.planning.planner import PlanDeclined
 from toolplan.planning.prompts import load_prompt
 from toolplan.service.operations import ANSWERS, PlanRef
 from toolplan.store.lookup import find_plan
@@ -134,7 +135,8 @@ class AgentState(TypedDict, total=False):
     """``exact`` or ``parametric`` when the first version was reused."""
     stopped: str
     """Why the loop ended without running the last plan (``identical``: a replan made the same
-    calls as the plan that failed, twice)."""
+    calls as the plan that failed, twice; ``declined``: a replan found no tool for what is
+    left)."""
 
 
 def _add(usage: dict[str, int] | None, more: dict[str, int]) -> dict[str, int]:
@@ -160,7 +162,12 @@ async def planner(state: AgentState, ctx: AgentContext) -> AgentState:
         context=state.get("context"),
         meta=meta,
     )
-    planned = await _obtain(source, ctx)
+    try:
+        planned = await _obtain(source, ctx)
+    except PlanDeclined as declined:
+        if not replan_of:
+            raise  # nothing ran: the caller gets the planner's reason (exit 2)
+        return _declined(state, declined)
     plan = await _plan_of(planned, ctx)
     failed = state.get("plan") if replan_of else None
     if failed is None or not _same_calls(plan, failed):
@@ -170,7 +177,6 @@ async def planner(state: AgentState, ctx: AgentContext) -> AgentState:
         plan_id=replan_of, reason=state.get("reason") or "it failed"
     )
     again = replace(source, context=f"{state.get('context') or ''}\n\n{note}".strip())
-    retried = await _obtain(again, ctx)
     skipped = _version(planned, state, status="identical")
     before: AgentState = {
         **state,
@@ -178,6 +184,10 @@ async def planner(state: AgentState, ctx: AgentContext) -> AgentState:
         "llm_calls": state.get("llm_calls", 0) + _calls(planned),
         "usage": _add(state.get("usage"), _usage(planned)),
     }
+    try:
+        retried = await _obtain(again, ctx)
+    except PlanDeclined as declined:
+        return {"plans": before["plans"], **_declined(before, declined)}
     plan = await _plan_of(retried, ctx)
     if not _same_calls(plan, failed):
         return _planned_update(before, retried, plan)
@@ -193,6 +203,22 @@ async def planner(state: AgentState, ctx: AgentContext) -> AgentState:
             "again."
         ),
         "stopped": "identical",
+    }
+
+
+def _declined(state: AgentState, declined: PlanDeclined) -> AgentState:
+    """A replan found no tool for what is left: the loop ends, answering with why (the last
+    executed version stays the outcome)."""
+    return {
+        "llm_calls": state.get("llm_calls", 0) + declined.llm_calls,
+        "usage": _add(state.get("usage"), declined.usage),
+        "action": "answer",
+        "answer": (
+            f"The request could not be completed: {state.get('replan_of')} failed "
+            f"({state.get('reason') or 'see its steps'}), and the planner found no tool that "
+            f"does what is left: {declined.reason or 'it gave no reason'}."
+        ),
+        "stopped": "declined",
     }
 
 
