@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from bench.bfcl.checker import Verdict, check
-from bench.bfcl.data import TUNING_CATEGORIES, Entry
+from bench.bfcl.data import IRRELEVANCE_CATEGORIES, TUNING_CATEGORIES, Entry
 from bench.bfcl.functions import Toolbox
 from bench.bfcl.lenient import read_calls
 from toolplan.config import Settings
@@ -195,9 +195,9 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
                 ),
             }
         if "toolplan" in per:
-            per["toolplan"]["answers"] = _answer_lengths(
-                [r["toolplan"] for r in mine if "toolplan" in r]
-            )
+            planned = [r["toolplan"] for r in mine if "toolplan" in r]
+            per["toolplan"]["answers"] = _answer_lengths(planned)
+            per["toolplan"]["declined"] = sum(a.get("errorKind") == "PlanDeclined" for a in planned)
         categories[category] = {
             "entries": len(mine),
             "set": "tuning" if category in TUNING_CATEGORIES else "test",
@@ -240,6 +240,17 @@ def markdown(summary: dict[str, Any]) -> str:
         lines.append(
             f"| {category} | {data['set']} | {data['entries']} | " + " | ".join(cells) + " |"
         )
+    declined = {
+        c: d["toolplan"]["declined"]
+        for c, d in summary.items()
+        if d.get("toolplan", {}).get("declined")
+    }
+    if declined:
+        lines += ["", "Requests the planner declined (no tool does what was asked):", ""]
+        lines += ["| category | declined | right to (irrelevance) |", "|---|---|---|"]
+        for category, n in declined.items():
+            right = n if category in IRRELEVANCE_CATEGORIES else 0
+            lines.append(f"| {category} | {n} | {right} |")
     lines += ["", "Failures by BFCL error type:", ""]
     lines += ["| category | contestant | failures |", "|---|---|---|"]
     for category, data in summary.items():

@@ -216,3 +216,21 @@ def test_a_runaway_answer_is_a_wrong_entry_not_the_end_of_the_run(
         "toolplan"
     ]["answers"]
     assert answers["cutOff"] == 1
+
+
+def test_a_declined_request_is_counted_and_wrong_where_a_call_was_due(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    declined = {"reasoning": "no tool computes factorials", "steps": [], "outputSteps": []}
+    with FakeOpenAIServer(api_key="unused") as server:
+        server.script(
+            [Reply.structured(declined), Reply.tool_call("math_factorial", {"number": 5})]
+        )
+        code = _run_one(server, monkeypatch, tmp_path)
+        asked = len(server.requests)
+    assert code == 0 and asked == 2  # declined at once: no repair round
+    (row,) = [json.loads(line) for line in (tmp_path / "entries.jsonl").read_text().splitlines()]
+    assert row["toolplan"]["valid"] is False and row["toolplan"]["errorKind"] == "PlanDeclined"
+    counts = json.loads((tmp_path / "summary.json").read_text())["categories"]["simple_python"]
+    assert counts["toolplan"]["declined"] == 1
+    assert "| simple_python | 1 | 0 |" in (tmp_path / "summary.md").read_text()
