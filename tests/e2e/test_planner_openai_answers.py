@@ -21,7 +21,7 @@ from toolplan.client import Toolplan
 from toolplan.config import Settings
 from toolplan.planning.context import PlannerContext
 from toolplan.planning.planner import create_plan
-from toolplan.tools.catalog import ToolCatalog
+from toolplan.tools.catalog import ToolCatalog, tagged
 
 
 class Address(BaseModel):
@@ -36,6 +36,14 @@ def ship(to: Address, express: bool = False, note: str = "") -> dict[str, Any]:
 
 
 SHIP = ToolCatalog([ship])
+
+
+def weigh(compound: str) -> float:
+    """The molecular weight of a compound, in grams per mole."""
+    return 342.3
+
+
+WEIGH = ToolCatalog([tagged(weigh, "read-only"), ship])
 
 
 @pytest.fixture
@@ -121,6 +129,29 @@ async def test_identical_duplicate_steps_are_merged_and_recorded(
     assert outcome.plan["outputSteps"] == ["a", "b"]
     record = ctx.store.get_plan(outcome.ref.plan_id)
     assert record is not None and record.meta["mergedSteps"] == {"c": "a"}
+
+
+async def test_a_read_only_repeat_after_its_twin_is_merged_a_side_effect_is_not(
+    llm: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    """BFCL parallel_111: a "comparison" step weighed sucrose again after glucose and sucrose.
+    Repeated after read-only steps only, nothing can have changed: merged. Repeated after a
+    step with a side effect (``ship``), it is kept."""
+    sucrose = {"compound": "C12H22O11"}
+
+    def answer(first: dict[str, Any]) -> dict[str, Any]:
+        again = {**step("c", "weigh", sucrose), "dependsOn": ["a", "b"]}
+        return plan(first, step("b", "weigh", sucrose), again, outputs=["c"])
+
+    ctx = make_context(tmp_path, catalog=WEIGH)
+    llm.script([Reply.structured(answer(step("a", "weigh", {"compound": "C6H12O6"})))])
+    merged = await create_plan("weigh glucose and sucrose, and compare", ctx)
+    assert [s["id"] for s in merged.plan["steps"]] == ["a", "b"]
+    assert merged.plan["outputSteps"] == ["b"]
+
+    llm.script([Reply.structured(answer(step("a", "ship", {"to": {"city": "Rome"}})))])
+    kept = await create_plan("ship to Rome, and weigh sucrose", ctx)
+    assert [s["id"] for s in kept.plan["steps"]] == ["a", "b", "c"]
 
 
 # -- steps that read themselves (the project's query sets, Qwen2.5-Coder-1.5B) -----------------

@@ -116,6 +116,7 @@ def test_an_identical_replan_is_not_run_and_the_planner_is_told_so_once(
     assert f"exactly the plan {first}" in told and "will not be run again" in told
     shown = cli_llm("show", data["requestId"], "--json").json()
     assert [p["execution"] is None for p in shown["plans"]] == [False, True, True]
+    assert shown["answer"] == data["answer"]  # stored like a respond call's answer
 
 
 def test_an_identical_replan_then_a_different_one_runs_the_different_one(
@@ -161,3 +162,27 @@ def test_a_replan_that_finds_no_tool_ends_the_loop_with_the_reason(
     assert data["planId"] == data["plans"][0]["planId"]
     assert "found no tool" in data["answer"] and reason in data["answer"]
     assert len(llm.requests) == 3 and data["llmCalls"] == 3
+    assert cli_llm("show", data["requestId"], "--json").json()["answer"] == data["answer"]
+
+
+def test_an_identical_replan_then_a_declined_one_ends_the_loop_with_the_reason(
+    cli_llm: Cli, llm: FakeOpenAIServer
+) -> None:
+    failing = orphan_blog_plan("alice")
+    llm.script(
+        [
+            Reply.structured(failing),
+            _replan("author alice does not exist"),
+            Reply.structured(failing),  # the same calls again: told so, asked once more
+            Reply.structured({"reasoning": "nothing fits", "steps": [], "outputSteps": []}),
+        ]
+    )
+
+    done = cli_llm("run", QUERY, "--json")
+
+    assert done.code == 1, done.stderr
+    data = done.json()
+    assert [p["status"] for p in data["plans"]] == ["failed", "identical"]
+    assert "found no tool" in data["answer"] and "nothing fits" in data["answer"]
+    assert len(llm.requests) == 4 and data["llmCalls"] == 4
+    assert cli_llm("show", data["requestId"], "--json").json()["answer"] == data["answer"]

@@ -167,7 +167,7 @@ async def planner(state: AgentState, ctx: AgentContext) -> AgentState:
     except PlanDeclined as declined:
         if not replan_of:
             raise  # nothing ran: the caller gets the planner's reason (exit 2)
-        return _declined(state, declined)
+        return await _stopped(ctx, state, _declined(state, declined), declined.usage)
     plan = await _plan_of(planned, ctx)
     failed = state.get("plan") if replan_of else None
     if failed is None or not _same_calls(plan, failed):
@@ -187,12 +187,13 @@ async def planner(state: AgentState, ctx: AgentContext) -> AgentState:
     try:
         retried = await _obtain(again, ctx)
     except PlanDeclined as declined:
-        return {"plans": before["plans"], **_declined(before, declined)}
+        ended: AgentState = {"plans": before.get("plans", []), **_declined(before, declined)}
+        return await _stopped(ctx, state, ended, _add(_usage(planned), declined.usage))
     plan = await _plan_of(retried, ctx)
     if not _same_calls(plan, failed):
         return _planned_update(before, retried, plan)
     # The same plan twice: the last executed version stays the outcome, and the loop ends.
-    return {
+    stop: AgentState = {
         "plans": [*before.get("plans", []), _version(retried, state, status="identical")],
         "llm_calls": before.get("llm_calls", 0) + _calls(retried),
         "usage": _add(before.get("usage"), _usage(retried)),
@@ -204,6 +205,22 @@ async def planner(state: AgentState, ctx: AgentContext) -> AgentState:
         ),
         "stopped": "identical",
     }
+    return await _stopped(ctx, state, stop, _add(_usage(planned), _usage(retried)))
+
+
+async def _stopped(
+    ctx: AgentContext, state: AgentState, stop: AgentState, usage: dict[str, int]
+) -> AgentState:
+    """The loop ends at ``stop`` (its ``answer``), stored like a respond call's answer."""
+    await _keep_answer(
+        ctx,
+        state,
+        stop["answer"],
+        plans=stop.get("plans", state.get("plans") or []),
+        llm_calls=stop["llm_calls"],
+        usage=usage,
+    )
+    return stop
 
 
 def _declined(state: AgentState, declined: PlanDeclined) -> AgentState:
@@ -351,21 +368,39 @@ async def respond(state: AgentState, ctx: AgentContext) -> AgentState:
         update["replans"] = replans + 1
     else:
         update["answer"] = decision.text
-        record = {
-            "requestId": state["request_id"],
-            "planId": state["plan_id"],
-            "answer": decision.text,
-            "plans": state.get("plans") or [],
-            "llmCalls": update["llm_calls"],
-            "usage": decision.usage,
-        }
-        await asyncio.to_thread(
-            ctx.execution.store.put_record,
-            ANSWERS,
-            record,
-            idempotency_key=state["plan_id"],
+        await _keep_answer(
+            ctx,
+            state,
+            decision.text,
+            plans=state.get("plans") or [],
+            llm_calls=update["llm_calls"],
+            usage=decision.usage,
         )
     return update
+
+
+async def _keep_answer(
+    ctx: AgentContext,
+    state: AgentState,
+    answer: str,
+    *,
+    plans: list[dict[str, Any]],
+    llm_calls: int,
+    usage: dict[str, int] | None,
+) -> None:
+    """Store the answer of the request, for the last executed version (``toolplan show REQ``);
+    ``usage`` is what the calls that gave this answer spent."""
+    record = {
+        "requestId": state["request_id"],
+        "planId": state["plan_id"],
+        "answer": answer,
+        "plans": plans,
+        "llmCalls": llm_calls,
+        "usage": usage,
+    }
+    await asyncio.to_thread(
+        ctx.execution.store.put_record, ANSWERS, record, idempotency_key=state["plan_id"]
+    )
 
 
 def _after_executor(state: AgentState) -> str:

@@ -13,14 +13,14 @@ not wait for. References are compared after renaming: a step that only differs f
 naming two identical steps is itself a duplicate (merged to a fixpoint, in plan order).
 
 The later step is dropped; every template, ``dependsOn`` entry and ``outputSteps`` entry naming it
-names the earlier one instead. When it is the later copy that waits for more (``list_posts()``
-first, and again "after" ``create_post``: on BFCL, ``C12H22O11`` weighed twice, the second copy
-after glucose), the earlier one is dropped instead, so every order the plan asked for still holds:
-the steps that used the earlier copy now wait for the later one. That is only done when it makes
-no cycle (no step the later copy waits for uses the earlier one). A later copy that waits for the
-earlier one and that nothing uses is dropped too, unless something else it waits for builds on the
-earlier copy (create, delete, create again is three steps): BFCL's ``comparison`` step weighed
-sucrose a second time, after glucose and sucrose. A plan that really means to call a tool twice with the same
+names the earlier one instead. A later copy that waits for more is dropped too when nothing can
+have changed in between and nothing needs it: it waits (directly or not) for its twin, nothing
+uses it, and every other step it waits for calls a read-only tool (BFCL's ``comparison`` step
+weighed sucrose a second time, after weighing glucose and sucrose). Create, delete, create again
+stays three steps, and so does ``list_posts`` before and after ``create_post``. Steps that share
+an id are left alone: the validator reports the repeated id, with its fix hint.
+
+A plan that really means to call a tool twice with the same
 arguments (send the same message twice) is rare, and a planner cannot tell it from the mistake;
 the merge is reported with the plan (``mergedSteps`` in the planning record) so it is never
 silent.
@@ -29,6 +29,7 @@ silent.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from toolplan.plans.templates import references, rename_sources
@@ -38,16 +39,19 @@ __all__ = ["merge_duplicates"]
 _IGNORED = frozenset({"id", "description", "confidence"})
 
 
-def merge_duplicates(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+def merge_duplicates(
+    data: dict[str, Any], *, read_only: Callable[[str], bool] = lambda tool: False
+) -> tuple[dict[str, Any], dict[str, str]]:
     """``data`` (plan JSON as read from the model) with identical steps merged, and the merges
-    as ``{dropped id: kept id}``. Steps without a string id and tool are left alone (the
-    validator reports them)."""
+    as ``{dropped id: kept id}``. ``read_only(tool)`` says whether a tool has no side effect (its
+    ``read-only`` tag). Steps without a string id and tool, or sharing an id, are left alone
+    (the validator reports them)."""
     merged: dict[str, str] = {}
     steps = list(data.get("steps") or [])
-    while (merge := _next_merge(steps)) is not None:
+    while (merge := _next_merge(steps, read_only)) is not None:
         dropped, kept = merge
-        merged[dropped] = kept
-        steps = [_renamed(s, merge) for s in steps if not (_mergeable(s) and s["id"] == dropped)]
+        merged[dropped["id"]] = kept
+        steps = [_renamed(s, (dropped["id"], kept)) for s in steps if s is not dropped]
     if not merged:
         return data, {}
     merged = _followed(merged)
@@ -58,45 +62,67 @@ def merge_duplicates(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, st
     return out, merged
 
 
-def _next_merge(steps: list[Any]) -> tuple[str, str] | None:
-    """The first ``(dropped id, kept id)`` pair of identical steps in plan order, if any. One at
-    a time, so that each decision sees the plan with the previous merges applied."""
+def _next_merge(
+    steps: list[Any], read_only: Callable[[str], bool]
+) -> tuple[dict[str, Any], str] | None:
+    """The first identical pair in plan order that can be merged: the step to drop and the id
+    of the one to keep. One at a time, so that each decision sees the previous merges applied."""
+    by_id: dict[str, dict[str, Any]] = {}
+    repeated: set[str] = set()
+    for step in steps:
+        if _mergeable(step):
+            if step["id"] in by_id:
+                repeated.add(step["id"])
+            by_id[step["id"]] = step
     seen: dict[str, dict[str, Any]] = {}
     for step in steps:
-        if not _mergeable(step):
+        if not _mergeable(step) or step["id"] in repeated:
             continue
-        key = _key(step)
-        first = seen.setdefault(key, step)
-        if first is step or first["id"] == step["id"]:
-            continue  # a repeated id is the validator's to report, with its fix hint
-        if _waits_no_longer(step, first):
-            return step["id"], first["id"]
-        if _waits_no_longer(first, step) and not _uses(steps, step, first["id"]):
-            return first["id"], step["id"]
-        if _idle_repeat(steps, step, first):
-            return step["id"], first["id"]
+        first = seen.setdefault(_key(step), step)
+        if first is step:
+            continue
+        if _waits_no_longer(step, first) and step["id"] not in _ancestors(by_id, first["id"]):
+            return step, first["id"]  # (the first one waiting for its copy would be a cycle)
+        if _idle_repeat(by_id, step, first, read_only):
+            return step, first["id"]
     return None
 
 
-def _idle_repeat(steps: list[Any], later: dict[str, Any], first: dict[str, Any]) -> bool:
-    """Whether ``later`` repeats ``first`` after it for no one: nothing uses ``later``, and the
-    other steps it waits for do not build on ``first`` (the "comparison" step that weighs sucrose
-    again after glucose and sucrose). Create, delete, create again is kept: the delete builds on
-    the first create."""
-    if not _uses(steps, later, first["id"]):
+def _idle_repeat(
+    by_id: dict[str, dict[str, Any]],
+    later: dict[str, Any],
+    first: dict[str, Any],
+    read_only: Callable[[str], bool],
+) -> bool:
+    """Whether ``later`` repeats ``first`` after it, for no one and with nothing changed in
+    between: it waits for ``first``, nothing uses it, and every other step it waits for (and
+    ``first`` does not) calls a read-only tool."""
+    before = _ancestors(by_id, later["id"])
+    if first["id"] not in before:
         return False
-    if any(_names(s, later["id"]) for s in steps if _mergeable(s) and s is not later):
+    if any(later["id"] in _names(s) for s in by_id.values() if s is not later):
         return False
-    by_id = {s["id"]: s for s in steps if _mergeable(s)}
-    others = _depends_on(later) - {first["id"]}
-    return not any(other in by_id and _uses(steps, by_id[other], first["id"]) for other in others)
+    between = before - {first["id"]} - _ancestors(by_id, first["id"])
+    return all(b in by_id and read_only(by_id[b]["tool"]) for b in between)
 
 
-def _names(step: dict[str, Any], target: str) -> bool:
-    """Whether ``step`` names ``target`` in a template or its ``dependsOn``."""
-    return target in _depends_on(step) or target in references(
-        {k: v for k, v in step.items() if k != "dependsOn"}
-    )
+def _names(step: dict[str, Any]) -> set[str]:
+    """The steps ``step`` names in its templates and ``dependsOn``."""
+    return _depends_on(step) | references({k: v for k, v in step.items() if k != "dependsOn"})
+
+
+def _ancestors(by_id: dict[str, dict[str, Any]], step_id: str) -> set[str]:
+    """Every step ``step_id`` waits for, directly or through others."""
+    found: set[str] = set()
+    todo = list(_names(by_id[step_id])) if step_id in by_id else []
+    while todo:
+        current = todo.pop()
+        if current in found:
+            continue
+        found.add(current)
+        if current in by_id:
+            todo.extend(_names(by_id[current]))
+    return found
 
 
 def _followed(merges: dict[str, str]) -> dict[str, str]:
@@ -132,25 +158,6 @@ def _waits_no_longer(later: dict[str, Any], first: dict[str, Any]) -> bool:
     waits for nothing ``first`` does not wait for (besides ``first`` itself, the usual
     "the same call again, after the first" of a model that repeats itself)."""
     return _depends_on(later) - {first["id"]} <= _depends_on(first)
-
-
-def _uses(steps: list[Any], step: dict[str, Any], target: str) -> bool:
-    """Whether ``step`` waits, directly or through other steps, for ``target``: renaming
-    ``target`` to ``step`` would then make a cycle."""
-    by_id = {s["id"]: s for s in steps if _mergeable(s)}
-    todo, done = [step["id"]], set()
-    while todo:
-        current = by_id.get(todo.pop())
-        if current is None or current["id"] in done:
-            continue
-        done.add(current["id"])
-        waits = _depends_on(current) | references(
-            {k: v for k, v in current.items() if k != "dependsOn"}
-        )
-        if target in waits:
-            return True
-        todo.extend(waits)
-    return False
 
 
 def _renamed(step: Any, merge: tuple[str, str]) -> Any:

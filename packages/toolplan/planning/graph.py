@@ -47,6 +47,7 @@ from toolplan.analysis import Analysis, analyze
 from toolplan.analysis.conditions import check_conditions
 from toolplan.analysis.grounding import check_grounding
 from toolplan.config import PlannerSettings
+from toolplan.engine.cache import is_read_only
 from toolplan.errors import InvalidInput, PlanInvalid
 from toolplan.execution.graph import bind_context, context_resolver
 from toolplan.planning.call import StructuredRequest, call_model
@@ -251,7 +252,9 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
     dropped: list[str] = []
     if reading.data is not None:
         data, dropped = drop_own_conditions(read_item_names(reading.data, ctx.catalog))
-        reading.data, merged = merge_duplicates(data)
+        reading.data, merged = merge_duplicates(
+            data, read_only=lambda tool: tool in ctx.catalog and is_read_only(ctx.catalog.get(tool))
+        )
     steps = len(reading.data["steps"]) if reading.data is not None else None
     tell("answered", reply.calls, reply.usage, steps=steps)
     errors = [issue.message for issue in reading.issues]
