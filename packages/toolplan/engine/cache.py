@@ -16,7 +16,16 @@ from typing import Any
 
 from langchain_core.tools import BaseTool
 
-__all__ = ["CACHE_TTL_KEY", "READ_ONLY_TAG", "cache_key", "cache_ttl_of", "is_read_only"]
+from toolplan.tools.catalog import ToolCatalog
+
+__all__ = [
+    "CACHE_TTL_KEY",
+    "READ_ONLY_TAG",
+    "cache_key",
+    "cache_ttl_of",
+    "is_read_only",
+    "read_only_tool",
+]
 
 READ_ONLY_TAG = "read-only"
 """The tag that makes a tool's results cacheable."""
@@ -30,6 +39,11 @@ def is_read_only(tool: BaseTool) -> bool:
     ``readOnlyHint``."""
     metadata = tool.metadata or {}
     return READ_ONLY_TAG in (tool.tags or []) or metadata.get("readOnlyHint") is True
+
+
+def read_only_tool(catalog: ToolCatalog, name: str) -> bool:
+    """Whether ``catalog`` has a tool ``name`` and it is read-only (an unknown name is not)."""
+    return name in catalog and is_read_only(catalog.get(name))
 
 
 def cache_ttl_of(tool: BaseTool, default_ttl: float) -> float | None:

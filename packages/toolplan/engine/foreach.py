@@ -40,8 +40,9 @@ __all__ = ["ForEachRunner", "StepCalls"]
 
 class StepCalls(Protocol):
     """What running items needs of the step runner: how one step is looked up, called, timed,
-    retried, fallen back from, approved and finished. :class:`~toolplan.engine.step.StepRunner` is the one
-    implementation; a protocol keeps this module from importing it (it imports this one)."""
+    retried, fallen back from, approved and finished. :class:`~toolplan.engine.step.StepRunner`
+    is the one implementation; a protocol keeps this module from importing it (it imports this
+    one)."""
 
     def step(self, step_id: str) -> Step:
         """The plan's step ``step_id``."""

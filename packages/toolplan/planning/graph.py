@@ -47,7 +47,7 @@ from toolplan.analysis import Analysis, analyze
 from toolplan.analysis.conditions import check_conditions
 from toolplan.analysis.grounding import check_grounding
 from toolplan.config import PlannerSettings
-from toolplan.engine.cache import is_read_only
+from toolplan.engine.cache import read_only_tool
 from toolplan.errors import InvalidInput, PlanInvalid
 from toolplan.execution.graph import bind_context, context_resolver
 from toolplan.planning.call import StructuredRequest, call_model
@@ -253,7 +253,7 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
     if reading.data is not None:
         data, dropped = drop_own_conditions(read_item_names(reading.data, ctx.catalog))
         reading.data, merged = merge_duplicates(
-            data, read_only=lambda tool: tool in ctx.catalog and is_read_only(ctx.catalog.get(tool))
+            data, read_only=functools.partial(read_only_tool, ctx.catalog)
         )
     steps = len(reading.data["steps"]) if reading.data is not None else None
     tell("answered", reply.calls, reply.usage, steps=steps)

@@ -52,8 +52,10 @@ class PlanningOutcome:
 class PlanningFailed(PlanInvalid):
     """The model's plan was still invalid after the last repair. Nothing was stored."""
 
-    def __init__(self, errors: list[str], *, llm_calls: int, usage: dict[str, int]) -> None:
-        super().__init__([ValidationIssue("planner", error) for error in errors])
+    def __init__(
+        self, errors: list[str], *, llm_calls: int, usage: dict[str, int], code: str = "planner"
+    ) -> None:
+        super().__init__([ValidationIssue(code, error) for error in errors])
         self.llm_calls = llm_calls
         self.usage = usage
         account(self, llm_calls, usage)
@@ -73,9 +75,9 @@ class PlanDeclined(PlanningFailed):
             [f"no tool does what the request asks: {reason or '(the model gave no reason)'}"],
             llm_calls=llm_calls,
             usage=usage,
+            code="declined",
         )
         self.reason = reason
-        self.issues = [ValidationIssue("declined", self.issues[0].message)]
         self.details["declined"] = reason
         self.message = (
             "the planner found no tool that does what the request asks; nothing was stored. "
