@@ -32,6 +32,9 @@ from typing import Any
 import pytest
 
 from tests.support.fake_openai import FakeOpenAIServer
+from toolplan.client import Toolplan
+from toolplan.config import Settings
+from toolplan.planning.context import PlannerContext
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -368,6 +371,26 @@ def llm() -> Iterator[FakeOpenAIServer]:
     """A scripted OpenAI-compatible server (script its replies with ``llm.script``)."""
     with FakeOpenAIServer(api_key="sk-test") as server:
         yield server
+
+
+def as_model_endpoint(
+    server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> FakeOpenAIServer:
+    """``server`` as this process's model endpoint: ``OPENAI_*`` point at it, and the model and
+    structured-output method are the defaults (for a module's ``llm`` fixture, overriding this
+    file's: ``def llm(llm, monkeypatch): return as_model_endpoint(llm, monkeypatch)``)."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    monkeypatch.delenv("TOOLPLAN_MODEL", raising=False)
+    monkeypatch.delenv("TOOLPLAN_STRUCTURED_METHOD", raising=False)
+    return server
+
+
+def planner_context(tmp_path: Path, **kwargs: Any) -> PlannerContext:
+    """The planner context of a client on a SQLite store in ``tmp_path``, configured from the
+    environment (``as_model_endpoint``)."""
+    settings = Settings.from_env().with_overrides(store_uri=f"sqlite:///{tmp_path / 'tp.db'}")
+    return Toolplan(settings=settings).planner_context(**kwargs)
 
 
 @pytest.fixture

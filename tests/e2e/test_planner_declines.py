@@ -8,20 +8,16 @@ answer into :class:`PlanDeclined` (exit 2, nothing stored) instead of asking for
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import Cli
+from tests.e2e.conftest import Cli, as_model_endpoint, planner_context
 from tests.support.fake_openai import FakeOpenAIServer, Reply
 from tests.support.plans import QUERY, blog_plan, broken_blog_plan
-from toolplan.client import Toolplan
-from toolplan.config import Settings
 from toolplan.errors import InvalidInput
 from toolplan.pipeline.batch import load_queries, run_batch
-from toolplan.planning.context import PlannerContext
 from toolplan.planning.planner import PlanDeclined, PlanningFailed, create_plan
 
 ROUTE = "Find the fastest route from New York to Boston."
@@ -33,25 +29,15 @@ def declined(reason: str = REASON) -> dict[str, Any]:
 
 
 @pytest.fixture
-def llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAIServer]:
-    with FakeOpenAIServer(api_key="sk-test") as server:
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        monkeypatch.delenv("TOOLPLAN_MODEL", raising=False)
-        monkeypatch.delenv("TOOLPLAN_STRUCTURED_METHOD", raising=False)
-        yield server
-
-
-def make_context(tmp_path: Path) -> PlannerContext:
-    settings = Settings.from_env().with_overrides(store_uri=f"sqlite:///{tmp_path / 'tp.db'}")
-    return Toolplan(settings=settings).planner_context()
+def llm(llm: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch) -> FakeOpenAIServer:
+    return as_model_endpoint(llm, monkeypatch)
 
 
 async def test_an_answer_with_no_steps_declines_and_stores_nothing(
     llm: FakeOpenAIServer, tmp_path: Path
 ) -> None:
     llm.script([Reply.structured(declined(), usage=(700, 30))])
-    ctx = make_context(tmp_path)
+    ctx = planner_context(tmp_path)
     with pytest.raises(PlanDeclined) as caught:
         await create_plan(ROUTE, ctx)
     error = caught.value
@@ -70,14 +56,14 @@ async def test_a_repair_answered_with_no_steps_declines(
 ) -> None:
     llm.script([Reply.structured(broken_blog_plan()), Reply.structured(declined(""))])
     with pytest.raises(PlanDeclined) as caught:
-        await create_plan(QUERY, make_context(tmp_path))
+        await create_plan(QUERY, planner_context(tmp_path))
     assert caught.value.llm_calls == 2 and caught.value.reason == ""
     assert "(no reason given)" in caught.value.message
 
 
 async def test_the_prompt_says_how_to_decline(llm: FakeOpenAIServer, tmp_path: Path) -> None:
     llm.script([Reply.structured(blog_plan())])
-    await create_plan(QUERY, make_context(tmp_path))
+    await create_plan(QUERY, planner_context(tmp_path))
     system = next(m["content"] for m in llm.requests[0]["messages"] if m["role"] == "system")
     assert "If no tool does what the\nrequest asks" in system and '`"steps": []`' in system
 
@@ -102,7 +88,7 @@ async def test_a_batch_line_says_declined(llm: FakeOpenAIServer, tmp_path: Path)
     queries.write_text(ROUTE + "\n", encoding="utf-8")
     llm.script([Reply.structured(declined())])
     (line,) = await run_batch(
-        load_queries(queries), make_context(tmp_path), out=tmp_path / "out.jsonl"
+        load_queries(queries), planner_context(tmp_path), out=tmp_path / "out.jsonl"
     )
     assert line["status"] == "declined" and line["declined"] == REASON
     assert line["planId"] is None and line["llmCalls"] == 1

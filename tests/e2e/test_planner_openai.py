@@ -8,36 +8,23 @@ from __future__ import annotations
 
 import json
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import Cli
+from tests.e2e.conftest import Cli, as_model_endpoint, planner_context
 from tests.support.fake_openai import FakeOpenAIServer, Reply
 from tests.support.plans import QUERY, blog_plan, broken_blog_plan, llm_step
-from toolplan.client import Toolplan
-from toolplan.config import Settings
 from toolplan.errors import LLMUnavailable
-from toolplan.planning.graph import PlannerContext, PlanningGraphContext, build_planning_graph
+from toolplan.planning.graph import PlanningGraphContext, build_planning_graph
 from toolplan.planning.planner import PlanningFailed, create_plan
 from toolplan.tools import load_tool_modules
 
 
 @pytest.fixture
-def llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAIServer]:
-    with FakeOpenAIServer(api_key="sk-test") as server:
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        monkeypatch.delenv("TOOLPLAN_MODEL", raising=False)
-        monkeypatch.delenv("TOOLPLAN_STRUCTURED_METHOD", raising=False)
-        yield server
-
-
-def make_context(tmp_path: Path, **kwargs: Any) -> PlannerContext:
-    settings = Settings.from_env().with_overrides(store_uri=f"sqlite:///{tmp_path / 'tp.db'}")
-    return Toolplan(settings=settings).planner_context(**kwargs)
+def llm(llm: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch) -> FakeOpenAIServer:
+    return as_model_endpoint(llm, monkeypatch)
 
 
 def typed(plan: dict[str, Any]) -> dict[str, Any]:
@@ -54,7 +41,7 @@ def system_prompt(request: dict[str, Any]) -> str:
 
 async def test_tool_selection_by_function_calling(llm: FakeOpenAIServer, tmp_path: Path) -> None:
     llm.script([Reply.structured(blog_plan(), usage=(812, 96))])
-    outcome = await create_plan(QUERY, make_context(tmp_path))
+    outcome = await create_plan(QUERY, planner_context(tmp_path))
     assert outcome.ref.status == "planned" and outcome.llm_calls == 1
     assert outcome.usage == {"inputTokens": 812, "outputTokens": 96}
     assert [s["tool"] for s in outcome.plan["steps"]] == ["createAuthor", "createBlog"]
@@ -69,7 +56,7 @@ async def test_request_carries_every_tools_name_description_and_schema(
     llm: FakeOpenAIServer, tmp_path: Path
 ) -> None:
     llm.script([Reply.structured(blog_plan())])
-    ctx = make_context(tmp_path)
+    ctx = planner_context(tmp_path)
     await create_plan(QUERY, ctx)
     prompt = system_prompt(llm.requests[0])
     for info in ctx.catalog.infos():
@@ -82,7 +69,7 @@ async def test_json_schema_method_sends_the_catalog_typed_schema(
 ) -> None:
     monkeypatch.setenv("TOOLPLAN_STRUCTURED_METHOD", "json_schema")
     llm.script([Reply.structured(typed(blog_plan()), usage=(50, 10))])
-    outcome = await create_plan(QUERY, make_context(tmp_path))
+    outcome = await create_plan(QUERY, planner_context(tmp_path))
     assert outcome.ref.status == "planned" and outcome.usage == {
         "inputTokens": 50,
         "outputTokens": 10,
@@ -92,7 +79,7 @@ async def test_json_schema_method_sends_the_catalog_typed_schema(
     # compare_data takes free-form objects, which strict mode cannot express
     assert response_format["json_schema"]["strict"] is False
     branches = response_format["json_schema"]["schema"]["properties"]["steps"]["items"]["anyOf"]
-    assert [b["properties"]["tool"]["const"] for b in branches] == make_context(
+    assert [b["properties"]["tool"]["const"] for b in branches] == planner_context(
         tmp_path
     ).catalog.names
     assert "encoded as a string" not in system_prompt(llm.requests[0])
@@ -104,7 +91,7 @@ async def test_json_schema_is_strict_when_the_catalog_allows_it(
     monkeypatch.setenv("TOOLPLAN_STRUCTURED_METHOD", "json_schema")
     monkeypatch.setenv("TOOLPLAN_TOOLS", "blog")
     llm.script([Reply.structured(typed(blog_plan()))])
-    await create_plan(QUERY, make_context(tmp_path))
+    await create_plan(QUERY, planner_context(tmp_path))
     json_schema = llm.requests[0]["response_format"]["json_schema"]
     assert json_schema["strict"] is True
     for branch in json_schema["schema"]["properties"]["steps"]["items"]["anyOf"]:
@@ -119,7 +106,7 @@ async def test_generic_schema_above_the_typed_schema_limit(
     monkeypatch.setenv("TOOLPLAN_STRUCTURED_METHOD", "json_schema")
     monkeypatch.setenv("TOOLPLAN_TYPED_SCHEMA_MAX_TOOLS", "5")  # the catalog has 12
     llm.script([Reply.structured(blog_plan())])
-    outcome = await create_plan(QUERY, make_context(tmp_path))
+    outcome = await create_plan(QUERY, planner_context(tmp_path))
     assert outcome.ref.status == "planned"
     json_schema = llm.requests[0]["response_format"]["json_schema"]
     assert json_schema["strict"] is True
@@ -137,7 +124,7 @@ async def test_streamed_planning_counts_usage(
     is only reported because ChatOpenAI is built with stream_usage=True."""
     monkeypatch.setenv("TOOLPLAN_STRUCTURED_METHOD", method)
     llm.script([Reply.structured(blog_plan(), usage=(70, 30))])
-    ctx = make_context(tmp_path)
+    ctx = planner_context(tmp_path)
     graph = build_planning_graph().compile()
     final: dict[str, Any] = {}
     async for mode, chunk in graph.astream(
@@ -155,7 +142,7 @@ async def test_streamed_planning_counts_usage(
 
 async def test_repair_loop_over_http(llm: FakeOpenAIServer, tmp_path: Path) -> None:
     llm.script([Reply.structured(broken_blog_plan()), Reply.structured(blog_plan())])
-    outcome = await create_plan(QUERY, make_context(tmp_path))
+    outcome = await create_plan(QUERY, planner_context(tmp_path))
     assert outcome.llm_calls == 2
     feedback = llm.requests[1]["messages"][-1]["content"]
     assert "unknown tool 'createAuthr'" in feedback and "unknown step 'writer'" in feedback
@@ -164,13 +151,13 @@ async def test_repair_loop_over_http(llm: FakeOpenAIServer, tmp_path: Path) -> N
 async def test_unfixable_plan(llm: FakeOpenAIServer, tmp_path: Path) -> None:
     llm.script([Reply.structured(broken_blog_plan())] * 3)
     with pytest.raises(PlanningFailed) as caught:
-        await create_plan(QUERY, make_context(tmp_path))
+        await create_plan(QUERY, planner_context(tmp_path))
     assert caught.value.llm_calls == 3 and len(llm.requests) == 3
 
 
 async def test_rate_limit_then_success(llm: FakeOpenAIServer, tmp_path: Path) -> None:
     llm.script([Reply.error(429, "slow down", retry_after=0.01), Reply.structured(blog_plan())])
-    outcome = await create_plan(QUERY, make_context(tmp_path))
+    outcome = await create_plan(QUERY, planner_context(tmp_path))
     assert outcome.ref.status == "planned" and len(llm.requests) == 2
     assert llm.request_headers[1]["x-stainless-retry-count"] == "1"
 
@@ -181,7 +168,7 @@ async def test_server_errors_exhaust_retries_into_llm_unavailable(
     monkeypatch.setenv("TOOLPLAN_LLM_RETRIES", "1")
     llm.script([Reply.error(503, "overloaded", retry_after=0.01)] * 2)
     with pytest.raises(LLMUnavailable, match="answered 503"):
-        await create_plan(QUERY, make_context(tmp_path))
+        await create_plan(QUERY, planner_context(tmp_path))
 
 
 async def test_unreachable_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -192,7 +179,7 @@ async def test_unreachable_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{port}/v1")
     monkeypatch.setenv("TOOLPLAN_LLM_RETRIES", "0")
     with pytest.raises(LLMUnavailable, match="cannot reach the endpoint") as caught:
-        await create_plan(QUERY, make_context(tmp_path))
+        await create_plan(QUERY, planner_context(tmp_path))
     assert caught.value.exit_code == 3
 
 
@@ -201,7 +188,7 @@ async def test_wrong_key_is_reported(
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-wrong")
     with pytest.raises(LLMUnavailable, match="rejected the credentials"):
-        await create_plan(QUERY, make_context(tmp_path))
+        await create_plan(QUERY, planner_context(tmp_path))
 
 
 # -- through the CLI, in subprocesses -----------------------------------------------------------
@@ -323,12 +310,12 @@ async def test_made_up_data_is_repaired_into_templates(
         ],
     }
     llm.script([Reply.structured(invented), Reply.structured(grounded)])
-    outcome = await create_plan(query, make_context(tmp_path))
+    outcome = await create_plan(query, planner_context(tmp_path))
     assert outcome.llm_calls == 2 and outcome.ref.status == "planned"
     feedback = llm.requests[1]["messages"][-1]["content"]
     assert "argument 'data_a' of tool 'compare_data' is a literal object" in feedback
     assert '"{{berlin}}"' in feedback and '"{{madrid}}"' in feedback
-    stored = make_context(tmp_path).store.get_plan(outcome.ref.plan_id)
+    stored = planner_context(tmp_path).store.get_plan(outcome.ref.plan_id)
     assert stored is not None
     assert stored.plan["steps"][2]["parameters"] == {
         "data_a": "{{berlin}}",
