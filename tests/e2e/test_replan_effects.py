@@ -90,20 +90,31 @@ def _replan(reason: str) -> Reply:
     return Reply.structured({"action": "replan", "reason": reason})
 
 
+def _failing() -> Reply:
+    """A plan that runs and fails (its author does not exist)."""
+    return Reply.structured(orphan_blog_plan("alice"))
+
+
+def _declining(reason: str) -> Reply:
+    return Reply.structured({"reasoning": reason, "steps": [], "outputSteps": []})
+
+
+def _run_replanning(cli_llm: Cli, llm: FakeOpenAIServer, *replanned: Reply) -> Any:
+    """``toolplan run QUERY --json`` where the first plan fails and the model asks for a
+    replan; ``replanned`` are the model's answers after that. The finished command."""
+    llm.script([_failing(), _replan("author alice does not exist"), *replanned])
+    return cli_llm("run", QUERY, "--json")
+
+
 def test_an_identical_replan_is_not_run_and_the_planner_is_told_so_once(
     cli_llm: Cli, llm: FakeOpenAIServer
 ) -> None:
-    failing = orphan_blog_plan("alice")
-    llm.script(
-        [
-            Reply.structured(failing),
-            _replan("author alice does not exist"),
-            Reply.structured(failing),  # the same calls again
-            Reply.structured(failing),  # and again, after being told
-        ]
+    done = _run_replanning(
+        cli_llm,
+        llm,
+        _failing(),  # the same calls again
+        _failing(),  # and again, after being told
     )
-
-    done = cli_llm("run", QUERY, "--json")
 
     assert done.code == 1, done.stderr
     data = done.json()
@@ -122,18 +133,13 @@ def test_an_identical_replan_is_not_run_and_the_planner_is_told_so_once(
 def test_an_identical_replan_then_a_different_one_runs_the_different_one(
     cli_llm: Cli, llm: FakeOpenAIServer
 ) -> None:
-    failing = orphan_blog_plan("alice")
-    llm.script(
-        [
-            Reply.structured(failing),
-            _replan("author alice does not exist"),
-            Reply.structured(failing),
-            Reply.structured(blog_plan()),
-            _answer("Alice now has a blog, Hello."),
-        ]
+    done = _run_replanning(
+        cli_llm,
+        llm,
+        _failing(),
+        Reply.structured(blog_plan()),
+        _answer("Alice now has a blog, Hello."),
     )
-
-    done = cli_llm("run", QUERY, "--json")
 
     assert done.code == 0, done.stderr
     data = done.json()
@@ -144,17 +150,8 @@ def test_an_identical_replan_then_a_different_one_runs_the_different_one(
 def test_a_replan_that_finds_no_tool_ends_the_loop_with_the_reason(
     cli_llm: Cli, llm: FakeOpenAIServer
 ) -> None:
-    failing = orphan_blog_plan("alice")
     reason = "no tool creates the author alice's blog needs"
-    llm.script(
-        [
-            Reply.structured(failing),
-            _replan("author alice does not exist"),
-            Reply.structured({"reasoning": reason, "steps": [], "outputSteps": []}),
-        ]
-    )
-
-    done = cli_llm("run", QUERY, "--json")
+    done = _run_replanning(cli_llm, llm, _declining(reason))
 
     assert done.code == 1, done.stderr  # the outcome is the version that ran, and failed
     data = done.json()
@@ -168,17 +165,12 @@ def test_a_replan_that_finds_no_tool_ends_the_loop_with_the_reason(
 def test_an_identical_replan_then_a_declined_one_ends_the_loop_with_the_reason(
     cli_llm: Cli, llm: FakeOpenAIServer
 ) -> None:
-    failing = orphan_blog_plan("alice")
-    llm.script(
-        [
-            Reply.structured(failing),
-            _replan("author alice does not exist"),
-            Reply.structured(failing),  # the same calls again: told so, asked once more
-            Reply.structured({"reasoning": "nothing fits", "steps": [], "outputSteps": []}),
-        ]
+    done = _run_replanning(
+        cli_llm,
+        llm,
+        _failing(),  # the same calls again: told so, asked once more
+        _declining("nothing fits"),
     )
-
-    done = cli_llm("run", QUERY, "--json")
 
     assert done.code == 1, done.stderr
     data = done.json()
