@@ -32,7 +32,16 @@ from toolplan.tools.catalog import ToolCatalog
 
 __all__ = ["BFCL_CATEGORIES", "OWN", "bfcl_plan", "main", "measure_bfcl", "measure_own"]
 
-BFCL_CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple")
+BFCL_CATEGORIES = (
+    "simple_python",
+    "multiple",
+    "parallel",
+    "parallel_multiple",
+    "live_simple",
+    "live_multiple",
+    "live_parallel",
+    "live_parallel_multiple",
+)
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -182,7 +182,7 @@ def test_no_reuse_across_catalogs_or_other_text_or_failed_runs(
 
     cli_llm.env["TOOLPLAN_TOOLS"] = "weather,tests.support.tools"
     failing = weather_plan("Tokyo", "Lima")
-    failing["steps"][2] = llm_step("c", "business_error", {"message": "no such city"})
+    failing["steps"][2] = llm_step("c", "business_error", {"message": "no weather for Lima"})
     llm.script([Reply.structured(failing)])
     query = "Weather in Tokyo versus Lima"
     assert cli_llm("run", query, "--no-answer").code == 1

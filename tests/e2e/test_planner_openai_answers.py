@@ -232,6 +232,24 @@ async def test_problems_left_after_the_certain_fixes_go_to_the_model(
     assert "{{paris.temp}}" not in repair.split("Problems:")[1]  # fixed, not reported
 
 
+async def test_an_unasked_step_goes_back_to_the_model_which_removes_it(
+    llm: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    from toolplan.tools import load_tool_modules
+
+    weather = load_tool_modules(["weather"])
+    paris = step("paris", "get_weather", {"location": "Paris"})
+    rome = step("rome", "get_weather", {"location": "Rome"})  # the request names no Rome
+    llm.script([Reply.structured(plan(paris, rome)), Reply.structured(plan(paris))])
+    ctx = make_context(tmp_path, catalog=weather)
+    outcome = await create_plan("What's the weather in Paris?", ctx)
+    assert outcome.llm_calls == 2
+    repair = str(llm.requests[1]["messages"][-1]["content"]).split("Problems:")[1]
+    assert "step 'rome'" in repair and "'Rome' (location)" in repair
+    assert "step 'paris'" not in repair
+    assert [s["id"] for s in outcome.plan["steps"]] == ["paris"]
+
+
 # -- step ids -----------------------------------------------------------------------------------
 
 BLOG = {"name": "Ann", "email": "ann@example.org"}

@@ -32,9 +32,10 @@ whose output does not have the argument's shape.
 
 The id-by-name check (:mod:`toolplan.analysis.id_by_name`) is the special case of an id written
 as the name a creating step was given; :func:`check_grounding` runs it too and reports each
-argument once. Both run on the planner's plans (:mod:`toolplan.planning.graph`), where the request
-is known and the model can fix what they find; a document a person submits is not checked (it is
-theirs, and its literals need not come from any text), and parametric reuse
+argument once. It also runs the check for a step the request never asked for
+(:mod:`toolplan.analysis.unasked`). All of them run on the planner's plans
+(:mod:`toolplan.planning.graph`), where the request is known and the model can fix what they
+find; a document a person submits is not checked (it is theirs, and its literals need not come from any text), and parametric reuse
 (:mod:`toolplan.analysis.reuse`) applies them to a stored plan with the new query.
 """
 
@@ -49,6 +50,7 @@ from typing import Any
 
 from toolplan.analysis.edges import dependencies, descendants
 from toolplan.analysis.id_by_name import find_ids_by_name, id_kind, is_id_argument
+from toolplan.analysis.unasked import check_unasked
 from toolplan.errors import ValidationIssue
 from toolplan.plans.plan import Plan, Step
 from toolplan.plans.templates import contains_template, references
@@ -414,4 +416,7 @@ def check_grounding(
     by_name = find_ids_by_name(plan, catalog)
     grounds = Grounds("\n".join(part for part in (request, context) if part))
     checked = _Checker(plan, catalog, grounds).check({(f.step, f.argument) for f in by_name})
-    return [found.issue for found in by_name] + checked
+    found = [found.issue for found in by_name] + checked
+    reported = {issue.step for issue in found}
+    unasked = check_unasked(plan, catalog, grounds.text)
+    return found + [issue for issue in unasked if issue.step not in reported]

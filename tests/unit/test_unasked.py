@@ -1,0 +1,172 @@
+"""A step the request never asked for (seen on BFCL ``multiple``: a t-test request also got
+``get_personality_traits(hobby="reading")``), refused so the model removes it; values the
+request gives, rewrites of them and the catalog's own choices are never refused."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import pytest
+from langchain_core.tools import tool
+from pydantic import BaseModel, Field
+
+from toolplan.analysis.grounding import check_grounding
+from toolplan.analysis.unasked import check_unasked, mentions
+from toolplan.plans.plan import parse_plan
+from toolplan.tools.catalog import ToolCatalog
+
+TTEST = (
+    "Run a two sample T-test to compare the average of Group A [3, 4, 5, 6, 4] and "
+    "Group B [7, 8, 9, 8, 7] assuming equal variance."
+)
+
+
+@tool
+def run_two_sample_ttest(group1: list[float], group2: list[float], equal_variance: bool) -> dict:
+    """Run a two-sample t-test."""
+    return {}
+
+
+@tool
+def get_personality_traits(hobby: str, trait_count: int = 5) -> dict:
+    """Personality traits that go with a hobby."""
+    return {}
+
+
+@tool
+def get_weather(location: str, unit: Literal["celsius", "fahrenheit"]) -> dict:
+    """Current weather at a location."""
+    return {}
+
+
+class _HouseArgs(BaseModel):
+    where_to: str = Field(description="City, in the format 'City, State'.")
+    laundry: str = Field(description="'True', 'False', or 'dontcare' if no preference.")
+
+
+@tool(args_schema=_HouseArgs)
+def search_house(where_to: str, laundry: str) -> dict:
+    """Search houses to stay in."""
+    return {}
+
+
+@tool
+def set_alarm(alarm_time: str, purpose: str = "reminder") -> dict:
+    """Set an alarm."""
+    return {}
+
+
+@tool
+def convert_currency(base_currency: str, target_currency: str, amount: float) -> dict:
+    """Convert an amount between currencies (ISO codes)."""
+    return {}
+
+
+CATALOG = ToolCatalog(
+    [
+        run_two_sample_ttest,
+        get_personality_traits,
+        get_weather,
+        search_house,
+        set_alarm,
+        convert_currency,
+    ]
+)
+
+
+def plan(*steps: tuple[str, str, dict[str, Any]], **extra: Any) -> Any:
+    return parse_plan(
+        {"steps": [{"id": i, "tool": t, "parameters": p, **extra} for i, t, p in steps]}
+    )
+
+
+def test_the_t_test_plans_unasked_step_is_refused_and_told_to_go() -> None:
+    ttest = ("ttest", "run_two_sample_ttest", {"group1": [3, 4], "group2": [7, 8]})
+    traits = ("traits", "get_personality_traits", {"hobby": "reading", "trait_count": 5})
+    issues = check_grounding(plan(ttest, traits), CATALOG, TTEST)
+    assert [(i.code, i.step) for i in issues] == [("unasked", "traits")]
+    assert "'reading' (hobby)" in issues[0].message
+    assert "remove the step" in issues[0].message
+
+
+def test_a_plan_of_only_unasked_steps_is_told_to_answer_with_no_steps() -> None:
+    issues = check_unasked(
+        plan(("traits", "get_personality_traits", {"hobby": "reading"})),
+        CATALOG,
+        "What is the capital of Peru?",
+    )
+    assert [i.step for i in issues] == ["traits"]
+    assert "answer with no steps" in issues[0].message
+
+
+@pytest.mark.parametrize(
+    ("request_text", "value"),
+    [
+        ("What's the weather in Boston?", "Boston, MA"),  # a word of it
+        ("Odds of drawing a heart card", "hearts"),  # its first four letters
+        ("Key events in German history", "Germany"),
+        ("Find a hotel in LA", "Los Angeles, CA"),  # initials
+        ("How many Canadian dollars for 500 US dollars?", "CAD"),  # a code
+        ("Book it under the name 'Grocery run'", "grocery run"),  # case aside
+        ("Has disk throughput gone over 100 MB/s?", "disk_io"),  # words split at _
+        ("Show me the CPU usage", "cpuUsage"),  # and at capitals
+    ],
+)
+def test_a_value_the_request_gives_in_other_words_is_mentioned(
+    request_text: str, value: str
+) -> None:
+    assert mentions(request_text, value)
+
+
+@pytest.mark.parametrize(
+    ("request_text", "value"),
+    [(TTEST, "reading"), ("Price of a used Gibson Les Paul guitar", "white")],
+)
+def test_a_value_the_request_never_gives_is_not_mentioned(request_text: str, value: str) -> None:
+    assert not mentions(request_text, value)
+
+
+@pytest.mark.parametrize(
+    ("request_text", "step"),
+    [
+        # a value of the argument's enum: the catalog's choice
+        ("Is it cold in Oslo?", ("w", "get_weather", {"location": "Oslo", "unit": "celsius"})),
+        # a word of the argument's description, and a rewrite of the request's city
+        ("Find me a house in Austin", ("h", "search_house", {"where_to": "Austin, TX"})),
+        ("Find me a house", ("h", "search_house", {"where_to": "x", "laundry": "dontcare"})),
+        # a digit: a time written as text, a code for what the request names
+        ("Wake me at 5 in the afternoon", ("a", "set_alarm", {"alarm_time": "17:00"})),
+        ("Weigh sucrose", ("a", "set_alarm", {"alarm_time": "C12H22O11"})),
+        # an optional argument's value is the model's default, not the request's
+        ("Alarm at 7", ("a", "set_alarm", {"alarm_time": "07:00", "purpose": "gym"})),
+        # codes for the currencies the request names
+        (
+            "How much is 20000 Japanese Yen in dollars?",
+            ("c", "convert_currency", {"base_currency": "JPY", "target_currency": "USD"}),
+        ),
+    ],
+)
+def test_steps_the_request_asks_for_are_never_refused(
+    request_text: str, step: tuple[str, str, dict[str, Any]]
+) -> None:
+    assert check_unasked(plan(step), CATALOG, request_text) == []
+
+
+def test_a_step_that_takes_from_another_step_is_not_judged_by_its_literals() -> None:
+    weather = ("w", "get_weather", {"location": "Oslo", "unit": "celsius"})
+    traits = ("t", "get_personality_traits", {"hobby": "{{w.condition}} walks"})
+    assert check_unasked(plan(weather, traits), CATALOG, "Weather in Oslo?") == []
+
+
+def test_a_request_in_another_script_or_none_at_all_is_not_checked() -> None:
+    beijing = plan(("w", "get_weather", {"location": "Beijing, China", "unit": "celsius"}))
+    assert check_unasked(beijing, CATALOG, "北京的天气怎么样") == []
+    traits = plan(("t", "get_personality_traits", {"hobby": "reading"}))
+    assert check_unasked(traits, CATALOG, "") == []
+
+
+def test_a_replans_context_counts_as_what_the_planner_was_told() -> None:
+    traits = plan(("t", "get_personality_traits", {"hobby": "reading"}))
+    assert check_grounding(traits, CATALOG, "Traits of my hobby?") != []
+    told = "Earlier result: the user's hobby is reading"
+    assert check_grounding(traits, CATALOG, "Traits of my hobby?", context=told) == []
