@@ -21,14 +21,25 @@ import json
 import sys
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from bench.bfcl.data import CATEGORIES, TUNING_CATEGORIES, BfclMissing, load_category, sample
 from bench.bfcl.run import CONTESTANTS, markdown, run_entries, summarize
 
 
 def _log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+    _write(sys.stderr, message)
+
+
+def _write(stream: TextIO, text: str) -> None:
+    """Print a line; a reader that left (``--summarize ... | head``) is not an error, and the
+    run goes on (its rows are in ``--out``)."""
+    from toolplan.cli.console import stop_writing
+
+    try:
+        print(text, file=stream, flush=True)
+    except BrokenPipeError:
+        stop_writing(stream)
 
 
 def _names(
@@ -90,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.summarize:
         rows = [json.loads(line) for line in args.summarize.read_text().splitlines() if line]
-        print(markdown(summarize(rows)))
+        _write(sys.stdout, markdown(summarize(rows)))
         return 0
     categories = _names(args.categories, CATEGORIES, "category", parser)
     contestants = _names(args.only, CONTESTANTS, "contestant", parser)
@@ -143,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         (args.out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
         (args.out / "summary.md").write_text(table)
-    print(table)
+    _write(sys.stdout, table)
     return 0
 
 

@@ -234,3 +234,28 @@ def test_a_declined_request_is_counted_and_wrong_where_a_call_was_due(
     counts = json.loads((tmp_path / "summary.json").read_text())["categories"]["simple_python"]
     assert counts["toolplan"]["declined"] == 1
     assert "| simple_python | 1 | 0 |" in (tmp_path / "summary.md").read_text()
+
+
+def test_summarize_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    """``--summarize rows.jsonl | head``: the reader is gone before the table is written."""
+    import os
+    import subprocess
+    import sys
+
+    rows = tmp_path / "entries.jsonl"
+    rows.write_text("")
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader left before the first write
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "bench.bfcl", "--summarize", str(rows)],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert done.returncode == 0
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr
