@@ -232,21 +232,48 @@ async def test_problems_left_after_the_certain_fixes_go_to_the_model(
     assert "{{paris.temp}}" not in repair.split("Problems:")[1]  # fixed, not reported
 
 
-async def test_an_unasked_step_goes_back_to_the_model_which_removes_it(
+async def test_an_unasked_step_nothing_needs_is_dropped_without_a_repair_round(
     llm: FakeOpenAIServer, tmp_path: Path
 ) -> None:
+    """BFCL multiple_125/165: told to remove such a step, the model kept it in both repairs."""
     from toolplan.tools import load_tool_modules
 
     weather = load_tool_modules(["weather"])
     paris = step("paris", "get_weather", {"location": "Paris"})
     rome = step("rome", "get_weather", {"location": "Rome"})  # the request names no Rome
-    llm.script([Reply.structured(plan(paris, rome)), Reply.structured(plan(paris))])
+    llm.script([Reply.structured(plan(paris, rome))])
     ctx = make_context(tmp_path, catalog=weather)
     outcome = await create_plan("What's the weather in Paris?", ctx)
-    assert outcome.llm_calls == 2
-    repair = str(llm.requests[1]["messages"][-1]["content"]).split("Problems:")[1]
-    assert "step 'rome'" in repair and "'Rome' (location)" in repair
-    assert "step 'paris'" not in repair
+    assert outcome.llm_calls == 1
+    assert [s["id"] for s in outcome.plan["steps"]] == ["paris"]
+    assert "outputSteps" not in outcome.plan  # its only output was the dropped step
+    record = ctx.store.get_plan(outcome.ref.plan_id)
+    assert record is not None and record.meta["unaskedSteps"] == {"rome": "get_weather"}
+
+
+async def test_unasked_steps_go_to_the_model_when_dropping_them_would_lose_something(
+    llm: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    from toolplan.tools import load_tool_modules
+
+    weather = load_tool_modules(["weather"])
+    rome = step("rome", "get_weather", {"location": "Rome"})
+    uses_rome = step("both", "compare_data", {"data_a": "{{rome}}", "data_b": "{{paris}}"})
+    paris = step("paris", "get_weather", {"location": "Paris"})
+    llm.script(
+        [
+            Reply.structured(plan(rome)),  # every step unasked: nothing asked for would be left
+            Reply.structured(plan(paris, rome, uses_rome)),  # a step uses the unasked one
+            Reply.structured(plan(paris)),
+        ]
+    )
+    outcome = await create_plan(
+        "What's the weather in Paris?", make_context(tmp_path, catalog=weather)
+    )
+    assert outcome.llm_calls == 3
+    first, second = (str(r["messages"][-1]["content"]) for r in llm.requests[1:])
+    assert "'Rome' (location)" in first and "answer with no steps" in first
+    assert "'Rome' (location)" in second and "remove the step" in second
     assert [s["id"] for s in outcome.plan["steps"]] == ["paris"]
 
 

@@ -11,7 +11,8 @@ from langchain_core.tools import tool
 from pydantic import BaseModel, Field
 
 from toolplan.analysis.grounding import check_grounding
-from toolplan.analysis.unasked import check_unasked, mentions
+from toolplan.analysis.unasked import check_unasked, drop_unasked, mentions
+from toolplan.errors import ValidationIssue
 from toolplan.plans.plan import parse_plan
 from toolplan.tools.catalog import ToolCatalog
 
@@ -170,3 +171,43 @@ def test_a_replans_context_counts_as_what_the_planner_was_told() -> None:
     assert check_grounding(traits, CATALOG, "Traits of my hobby?") != []
     told = "Earlier result: the user's hobby is reading"
     assert check_grounding(traits, CATALOG, "Traits of my hobby?", context=told) == []
+
+
+def test_unasked_steps_nothing_needs_are_dropped_with_the_outputs_that_named_them() -> None:
+    ttest = ("ttest", "run_two_sample_ttest", {"group1": [3, 4], "group2": [7, 8]})
+    traits = ("traits", "get_personality_traits", {"hobby": "reading"})
+    data = plan(ttest, traits).to_json()
+    data["outputSteps"] = ["ttest", "traits"]
+    whole = parse_plan(data)
+    dropped = drop_unasked(whole, check_grounding(whole, CATALOG, TTEST))
+    assert dropped is not None
+    smaller, which = dropped
+    assert which == {"traits": "get_personality_traits"}
+    assert smaller.step_ids == ["ttest"] and smaller.output_steps == ["ttest"]
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"dependsOn": ["traits"]},  # waits for it
+        {"parameters": {"group1": "{{traits.scores}}", "group2": [7, 8]}},  # uses its output
+        {"forEach": "{{traits.list}}"},
+    ],
+)
+def test_an_unasked_step_another_step_needs_is_not_dropped(extra: dict[str, Any]) -> None:
+    ttest = {"id": "ttest", "tool": "run_two_sample_ttest"}
+    ttest["parameters"] = {"group1": [3, 4], "group2": [7, 8]}
+    traits = {"id": "traits", "tool": "get_personality_traits", "parameters": {"hobby": "reading"}}
+    whole = parse_plan({"steps": [traits, {**ttest, **extra}]})
+    issues = check_unasked(whole, CATALOG, TTEST)
+    assert [i.step for i in issues] == ["traits"]
+    assert drop_unasked(whole, issues) is None
+
+
+def test_nothing_is_dropped_when_every_step_is_unasked_or_something_else_is_wrong() -> None:
+    traits = plan(("traits", "get_personality_traits", {"hobby": "reading"}))
+    assert drop_unasked(traits, check_unasked(traits, CATALOG, TTEST)) is None
+    ttest = ("ttest", "run_two_sample_ttest", {"group1": [3, 4], "group2": [7, 8]})
+    both = plan(ttest, ("traits", "get_personality_traits", {"hobby": "reading"}))
+    other = ValidationIssue("ungrounded", "step 'ttest': made up", "ttest")
+    assert drop_unasked(both, [*check_unasked(both, CATALOG, TTEST), other]) is None

@@ -26,24 +26,28 @@ A step is *unasked* when all of these hold:
   北京) cannot be matched by its letters, so such a request is not checked. Nor is a plan
   with no request at all (a document).
 
-Numbers are left out because a model rightly computes them (4 kings in a deck of 52). The refusal goes
-back to the model, which removes the step, or uses the request's values, or (when no tool does
-what was asked) answers with no steps. ``python -m bench.grounding`` measures the false
+Numbers are left out because a model rightly computes them (4 kings in a deck of 52).
+
+When the plan has other steps and nothing depends on the unasked ones, the planner drops them
+itself (:func:`drop_unasked`), and the planning record says so (``unaskedSteps``): told to
+remove such a step, the small model kept it in both repairs, and planning failed. When every
+step is unasked, the refusal goes back to the model, which uses the request's values or (when no
+tool does what was asked) answers with no steps. ``python -m bench.grounding`` measures the false
 refusals on BFCL's answers, which only use the request's values.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from toolplan.errors import ValidationIssue
-from toolplan.plans.plan import Plan, Step
-from toolplan.plans.templates import contains_template
+from toolplan.plans.plan import Plan, Step, parse_plan
+from toolplan.plans.templates import contains_template, references
 from toolplan.tools.catalog import ToolCatalog
 
-__all__ = ["check_unasked", "mentions"]
+__all__ = ["check_unasked", "drop_unasked", "mentions"]
 
 _WORD = re.compile(r"[^\W_]+")
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
@@ -159,3 +163,28 @@ def check_unasked(plan: Plan, catalog: ToolCatalog, request: str) -> list[Valida
             )
         )
     return issues
+
+
+def drop_unasked(
+    plan: Plan, issues: Sequence[ValidationIssue]
+) -> tuple[Plan, dict[str, str]] | None:
+    """``plan`` without its unasked steps, and those as ``{step id: tool}``, when that is all
+    that is wrong with it: every issue is an unasked step, no step uses or waits for one, and a
+    step the request asked for is left. ``None`` otherwise (the issues go to the model)."""
+    unasked = {issue.step for issue in issues if issue.code == "unasked"}
+    if not unasked or any(issue.code != "unasked" or not issue.step for issue in issues):
+        return None
+    kept = [step for step in plan.steps if step.id not in unasked]
+    if not kept:
+        return None
+    for step in kept:
+        used = set(step.depends_on) | references(step.model_dump(by_alias=True, exclude={"id"}))
+        if used & unasked:
+            return None
+    data = plan.to_json()
+    data["steps"] = [step for step in data["steps"] if step["id"] not in unasked]
+    outputs = [o for o in data.pop("outputSteps", None) or [] if o not in unasked]
+    if outputs:  # else the model's outputs were the dropped steps: every step is one
+        data["outputSteps"] = outputs
+    dropped = {step.id: step.tool for step in plan.steps if step.id in unasked}
+    return parse_plan(data), dropped

@@ -46,9 +46,10 @@ from toolplan._caches import register_cache
 from toolplan.analysis import Analysis, analyze
 from toolplan.analysis.conditions import check_conditions
 from toolplan.analysis.grounding import check_grounding
+from toolplan.analysis.unasked import drop_unasked
 from toolplan.config import PlannerSettings
 from toolplan.engine.cache import read_only_tool
-from toolplan.errors import InvalidInput, PlanInvalid
+from toolplan.errors import InvalidInput, PlanInvalid, ValidationIssue
 from toolplan.execution.graph import bind_context, context_resolver
 from toolplan.planning.call import StructuredRequest, call_model
 from toolplan.planning.context import PlannerContext
@@ -123,6 +124,9 @@ class PlanningState(TypedDict, total=False):
     """Certain fixes the planner applied to the answer (``"step: old -> new"``)."""
     merged_steps: dict[str, str]
     """Identical steps of the answer merged into one: ``{dropped id: kept id}``."""
+    unasked_steps: dict[str, str]
+    """Steps dropped because the request never asked for them: ``{id: tool}``
+    (:func:`toolplan.analysis.unasked.drop_unasked`)."""
     dropped_conditions: list[str]
     """Steps whose ``when`` read their own output, run without it
     (:mod:`toolplan.planning.own_conditions`)."""
@@ -351,11 +355,23 @@ async def analyze_dependencies(state: PlanningState, ctx: PlannerContext) -> Pla
                 if not (issue.code == "arguments" and issue.step in unreadable)
             ]
             return {"errors": reading_errors + found, "plan": None, "analysis": None}
+
     # planner-only checks: valid by every schema, and wrong when run (an id passed by name, a
-    # value made up where a tool's output belongs); the request is what literals may come from
-    grounding = check_grounding(plan, ctx.catalog, state["query"], context=state.get("context"))
-    reading_errors += [issue.message for issue in grounding]
-    reading_errors += [issue.message for issue in check_conditions(plan, ctx.catalog)]
+    # value made up where a tool's output belongs, a step nobody asked for); the request is
+    # what literals may come from
+    def planner_checks(plan: Plan) -> list[ValidationIssue]:
+        query, context = state["query"], state.get("context")
+        grounding = check_grounding(plan, ctx.catalog, query, context=context)
+        return grounding + check_conditions(plan, ctx.catalog)
+
+    issues = planner_checks(plan)
+    unasked: dict[str, str] = {}
+    dropped = None if reading_errors else drop_unasked(plan, issues)
+    if dropped is not None:  # steps nothing needs, with values the request never gave
+        smaller, unasked = dropped
+        plan, analysis = await validated(smaller.to_json())
+        issues = planner_checks(plan)
+    reading_errors += [issue.message for issue in issues]
     if reading_errors:
         return {"errors": reading_errors, "plan": None, "analysis": None}
     return {
@@ -363,6 +379,7 @@ async def analyze_dependencies(state: PlanningState, ctx: PlannerContext) -> Pla
         "plan": plan.to_json(),
         "analysis": analysis.to_json(),
         "auto_fixed": auto_fixed,
+        "unasked_steps": unasked,
     }
 
 
@@ -393,6 +410,8 @@ async def persist(state: PlanningState, ctx: PlannerContext) -> PlanningState:
         record_meta["autoFixed"] = state["auto_fixed"]
     if state.get("dropped_conditions"):
         record_meta["droppedConditions"] = state["dropped_conditions"]
+    if state.get("unasked_steps"):
+        record_meta["unaskedSteps"] = state["unasked_steps"]
     ref = await asyncio.to_thread(
         store_plan,
         plan,
