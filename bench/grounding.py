@@ -4,10 +4,11 @@ The check (:mod:`toolplan.analysis.grounding`) refuses a planner's plan whose li
 carry data a tool's output should supply. A literal taken from the request must never be refused,
 so it runs over plans whose literals are known to be right:
 
-1. **BFCL ground truth** (``simple_python``, ``multiple``, ``parallel``, ``parallel_multiple``):
-   every entry's possible answer as a plan (one step per call, each argument's first allowed
-   value, an optional argument left out when omitting it is allowed), checked with the entry's
-   question as the request and its functions as the catalog. Also reported: how many entries hold
+1. **BFCL ground truth** (``simple_python``, ``multiple``, ``parallel``, ``parallel_multiple``
+   and the four ``live_`` ones): every entry's possible answer as plans (one step per call, each
+   argument's first allowed value, then its second..., an optional argument left out when
+   omitting it is allowed), checked with the entry's question as the request and its functions
+   as the catalog; an entry is refused when any of its plans is. Also reported: how many entries hold
    a number the question does not (``numbersNotInQuery``): what the refusal would face if those
    steps depended on a tool with numeric output, which is the one condition BFCL's calls lack.
 2. **The project's own plans**: the ideal plans of :data:`OWN` (the multi-step queries of
@@ -218,23 +219,39 @@ def _catalog() -> ToolCatalog:
     return ToolCatalog([*weather.TOOLS, *metrics.TOOLS, *blog.TOOLS])
 
 
-def bfcl_plan(answer: list[dict[str, Any]], api_name: Any) -> Plan:
-    """A BFCL possible answer as a plan: each call a step, each argument its first allowed
-    value (left out when ``""``, BFCL's "may be omitted", comes first)."""
+def bfcl_plan(answer: list[dict[str, Any]], api_name: Any, choice: int = 0) -> Plan:
+    """A BFCL possible answer as a plan: each call a step, each argument its ``choice``-th
+    allowed value (its last when it has fewer), left out when that value is ``""`` (BFCL's
+    "may be omitted")."""
     steps = []
     for i, call in enumerate(answer):
         ((name, arguments),) = call.items()
-        parameters = {
-            arg: allowed[0]
-            for arg, allowed in arguments.items()
-            if isinstance(allowed, list) and allowed and allowed[0] != ""
-        }
+        parameters = {}
+        for arg, allowed in arguments.items():
+            if isinstance(allowed, list) and allowed:
+                value = allowed[min(choice, len(allowed) - 1)]
+                if value != "":
+                    parameters[arg] = value
         steps.append({"id": f"call{i + 1}", "tool": api_name(name), "parameters": parameters})
     return parse_plan({"steps": steps})
 
 
+def _choices(answer: list[dict[str, Any]]) -> int:
+    """How many allowed values the answer's most open argument has."""
+    counts = [
+        len(allowed)
+        for call in answer
+        for arguments in call.values()
+        for allowed in arguments.values()
+        if isinstance(allowed, list)
+    ]
+    return max(counts, default=1)
+
+
 def measure_bfcl(categories: tuple[str, ...] = BFCL_CATEGORIES) -> dict[str, Any]:
-    """Refusals per category over every entry's ground truth (all of them are false)."""
+    """Refusals per category over every entry's ground truth (all of them are false). Each
+    entry is checked once per allowed value (the first of every argument, then the second...),
+    and is refused when any of its plans is."""
     from bench.bfcl.data import load_category
     from bench.bfcl.functions import Toolbox
 
@@ -245,10 +262,15 @@ def measure_bfcl(categories: tuple[str, ...] = BFCL_CATEGORIES) -> dict[str, Any
         entries = load_category(category)
         for entry in entries:
             toolbox = Toolbox.of(entry.functions)
-            plan = bfcl_plan(entry.answer or [], lambda name, t=toolbox: _api(t, name))
-            issues = check_grounding(plan, toolbox.catalog(), entry.query)
-            if issues:
-                refused.append({"id": entry.id, "issues": [i.message for i in issues]})
+            catalog = toolbox.catalog()
+            answer = entry.answer or []
+            for choice in range(_choices(answer)):
+                plan = bfcl_plan(answer, lambda name, t=toolbox: _api(t, name), choice)
+                issues = check_grounding(plan, catalog, entry.query)
+                if issues:
+                    refused.append({"id": entry.id, "issues": [i.message for i in issues]})
+                    break
+            plan = bfcl_plan(answer, lambda name, t=toolbox: _api(t, name))
             grounds = Grounds(entry.query)
             if any(
                 not grounds.has_number(n) for s in plan.steps for n in literal_numbers(s.parameters)

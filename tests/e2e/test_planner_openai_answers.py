@@ -232,23 +232,27 @@ async def test_problems_left_after_the_certain_fixes_go_to_the_model(
     assert "{{paris.temp}}" not in repair.split("Problems:")[1]  # fixed, not reported
 
 
+PARIS = "What's the weather in Paris?"
+AUTHOR = {"name": "John Doe", "email": "john@example.org"}  # neither authors nor John asked for
+
+
 async def test_an_unasked_step_nothing_needs_is_dropped_without_a_repair_round(
     llm: FakeOpenAIServer, tmp_path: Path
 ) -> None:
     """BFCL multiple_125/165: told to remove such a step, the model kept it in both repairs."""
     from toolplan.tools import load_tool_modules
 
-    weather = load_tool_modules(["weather"])
+    tools = load_tool_modules(["weather", "blog"])
     paris = step("paris", "get_weather", {"location": "Paris"})
-    rome = step("rome", "get_weather", {"location": "Rome"})  # the request names no Rome
-    llm.script([Reply.structured(plan(paris, rome))])
-    ctx = make_context(tmp_path, catalog=weather)
-    outcome = await create_plan("What's the weather in Paris?", ctx)
+    author = step("author", "createAuthor", AUTHOR)
+    llm.script([Reply.structured(plan(paris, author))])
+    ctx = make_context(tmp_path, catalog=tools)
+    outcome = await create_plan(PARIS, ctx)
     assert outcome.llm_calls == 1
     assert [s["id"] for s in outcome.plan["steps"]] == ["paris"]
     assert "outputSteps" not in outcome.plan  # its only output was the dropped step
     record = ctx.store.get_plan(outcome.ref.plan_id)
-    assert record is not None and record.meta["unaskedSteps"] == {"rome": "get_weather"}
+    assert record is not None and record.meta["unaskedSteps"] == {"author": "createAuthor"}
 
 
 async def test_unasked_steps_go_to_the_model_when_dropping_them_would_lose_something(
@@ -256,24 +260,26 @@ async def test_unasked_steps_go_to_the_model_when_dropping_them_would_lose_somet
 ) -> None:
     from toolplan.tools import load_tool_modules
 
-    weather = load_tool_modules(["weather"])
-    rome = step("rome", "get_weather", {"location": "Rome"})
-    uses_rome = step("both", "compare_data", {"data_a": "{{rome}}", "data_b": "{{paris}}"})
+    tools = load_tool_modules(["weather", "blog"])
+    author = step("author", "createAuthor", AUTHOR)
+    blog = step(
+        "blog",
+        "createBlog",
+        {"title": "{{paris.condition}}", "content": "x", "authorId": "{{author._id}}"},
+    )
     paris = step("paris", "get_weather", {"location": "Paris"})
     llm.script(
         [
-            Reply.structured(plan(rome)),  # every step unasked: nothing asked for would be left
-            Reply.structured(plan(paris, rome, uses_rome)),  # a step uses the unasked one
+            Reply.structured(plan(author)),  # every step unasked: nothing asked for is left
+            Reply.structured(plan(paris, author, blog)),  # a step uses the unasked one
             Reply.structured(plan(paris)),
         ]
     )
-    outcome = await create_plan(
-        "What's the weather in Paris?", make_context(tmp_path, catalog=weather)
-    )
+    outcome = await create_plan(PARIS, make_context(tmp_path, catalog=tools))
     assert outcome.llm_calls == 3
     first, second = (str(r["messages"][-1]["content"]) for r in llm.requests[1:])
-    assert "'Rome' (location)" in first and "answer with no steps" in first
-    assert "'Rome' (location)" in second and "remove the step" in second
+    assert "'John Doe' (name)" in first and "answer with no steps" in first
+    assert "'John Doe' (name)" in second and "remove the step" in second
     assert [s["id"] for s in outcome.plan["steps"]] == ["paris"]
 
 

@@ -282,10 +282,5 @@ def test_no_false_refusal_on_bfcl_ground_truth_or_the_projects_own_plans() -> No
         bfcl = measure_bfcl()
     except BfclMissing:
         pytest.skip("bfcl-eval is not installed")
-    refused = {category: row["refused"] for category, row in bfcl.items()}
-    # live_multiple's answers rewrite what a user typed beyond a word match ("Chi-town" as
-    # "Chicago, IL") or pass placeholders its catalog never names ('any' as a song title):
-    # 6 of 1,053 are refused as unasked steps today; more would be a regression
-    assert refused.pop("live_multiple") <= 6
-    assert refused == dict.fromkeys(refused, 0)
+    assert {category: row["refused"] for category, row in bfcl.items()} == dict.fromkeys(bfcl, 0)
     assert sum(row["entries"] for row in bfcl.values()) == 2351

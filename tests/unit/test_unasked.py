@@ -86,6 +86,7 @@ def test_the_t_test_plans_unasked_step_is_refused_and_told_to_go() -> None:
     traits = ("traits", "get_personality_traits", {"hobby": "reading", "trait_count": 5})
     issues = check_grounding(plan(ttest, traits), CATALOG, TTEST)
     assert [(i.code, i.step) for i in issues] == [("unasked", "traits")]
+    assert "neither what tool 'get_personality_traits' does" in issues[0].message
     assert "'reading' (hobby)" in issues[0].message
     assert "remove the step" in issues[0].message
 
@@ -168,9 +169,57 @@ def test_a_request_in_another_script_or_none_at_all_is_not_checked() -> None:
 
 def test_a_replans_context_counts_as_what_the_planner_was_told() -> None:
     traits = plan(("t", "get_personality_traits", {"hobby": "reading"}))
-    assert check_grounding(traits, CATALOG, "Traits of my hobby?") != []
+    weekend = "What should I do this weekend?"
+    assert check_grounding(traits, CATALOG, weekend) != []
     told = "Earlier result: the user's hobby is reading"
-    assert check_grounding(traits, CATALOG, "Traits of my hobby?", context=told) == []
+    assert check_grounding(traits, CATALOG, weekend, context=told) == []
+
+
+@pytest.mark.parametrize(
+    ("request_text", "step"),
+    [
+        # the request names what the tool is about; its values are the model's to write
+        (
+            "Create author Bob (bob@test.com) and draft a welcome message",
+            ("d", "createDraft", {"title": "Welcome!", "content": "Hello, readers"}),
+        ),
+        (
+            "Weather in Tokyo and in the capital of France",
+            ("w", "get_weather", {"location": "Paris"}),
+        ),
+    ],
+)
+def test_a_tool_the_request_names_is_asked_for_whatever_its_values(
+    request_text: str, step: tuple[str, str, dict[str, Any]]
+) -> None:
+    from toolplan.toolsets import blog, weather
+
+    catalog = ToolCatalog([*weather.TOOLS, *blog.TOOLS])
+    assert check_unasked(plan(step), catalog, request_text) == []
+
+
+def test_function_words_mention_nothing() -> None:
+    assert not mentions("What's the weather in Paris?", "The Hague")
+    assert not mentions("What is it like in Rome?", "What it is")
+
+
+def test_schemas_of_every_shape_are_read_without_failing() -> None:
+    """A ``true`` schema (any value, as MCP tools may declare) and enums inside ``anyOf``."""
+
+    class _Pick(BaseModel):
+        kind: Literal["fast", "slow"] | None = Field(description="How to pick.")
+
+    @tool(args_schema=_Pick)
+    def pick(kind: str | None) -> dict:
+        """Pick a shipping speed."""
+        return {}
+
+    catalog = ToolCatalog([pick])
+    catalog.info("pick").parameters["properties"]["kind"] = True  # JSON Schema's "anything"
+    assert check_unasked(plan(("p", "pick", {"kind": "fast"})), catalog, "Weather in Rome") != []
+    offered = ToolCatalog([pick])
+    # 'fast' is one of the catalog's own values: it proves nothing, and nothing else is passed
+    assert check_unasked(plan(("p", "pick", {"kind": "fast"})), offered, "Weather in Rome") == []
 
 
 def test_unasked_steps_nothing_needs_are_dropped_with_the_outputs_that_named_them() -> None:

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from toolplan.analysis.grounding import Grounds, check_grounding, literal_numbers
+from toolplan.analysis.words import FUNCTION_WORDS
 from toolplan.errors import PlanInvalid
 from toolplan.plans.plan import parse_plan
 from toolplan.plans.templates import strings_in
@@ -64,16 +65,6 @@ ReuseMode = Literal["off", "exact", "parametric"]
 REUSE_MODES: tuple[str, ...] = ("off", "exact", "parametric")
 INDEX = "toolplan_plan_index"
 """The record collection of planned plans, by catalog fingerprint and normalised query."""
-
-_FUNCTION_WORDS = """a an the this that these those of and or but nor not no in on at to for from with without
-    by about before after between than then if when where while what which who whom whose how
-    why is are was were be been it its me my you your we our they their his her also plus versus
-    vs into onto over under per as both either neither all each every any some other another
-    same more most less least only just very too so such there here now today tonight tomorrow
-    yesterday please again instead first next last later soon"""
-FUNCTION_WORDS = frozenset(_FUNCTION_WORDS.split())
-"""Words a name (a city, a person, a metric) does not contain: a new value with one the stored
-value lacks is a phrase ("the day before"), not a name, so it is not reused."""
 
 _NUL = "\x00"
 _PUNCTUATION = set(",;:?!()[]{}\"'<>|\n\t")

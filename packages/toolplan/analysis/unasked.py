@@ -1,53 +1,55 @@
-"""Unasked steps: a planner check for a step whose values the request never mentions.
+"""Unasked steps: a planner check for a step the request never asked for.
 
 Given several tools, a small model calls the ones the request asked for and then some that only
 look related, with values it makes up: "run a t-test on groups A and B" also got
 ``get_personality_traits(hobby="reading")``, and a guitar's price got
-``identify_color_rgb(color_name="white")``. Given a request no tool fits, it calls the nearest
-tool anyway, with made-up arguments (``bloodcell_classification(cell_shape="round")``). Every
-schema accepts such a step, and it runs. The grounding checks
-(:mod:`toolplan.analysis.grounding`) do not see it: it takes nothing from another step, so
-there is no template to suggest.
+``identify_color_rgb(color_name="white")``. Every schema accepts such a step, and it runs. The
+grounding checks (:mod:`toolplan.analysis.grounding`) do not see it: it takes nothing from
+another step, so there is no template to suggest.
 
-A step is *unasked* when all of these hold:
+A step is *unasked* when all of these hold, each read so that a step the user asked for is
+never caught (a model rightly rewrites what it was told, and writes text of its own):
 
 * it takes nothing from another step (no template, no ``forEach``, no ``when``): a step that
   does is there to use what the plan found;
-* its tool's required arguments include literal strings, and the request mentions none of
-  them. *Mentions* is read loosely, because a model rightly rewrites what it was told: a word
-  of the value in the request (``"Boston, MA"`` for Boston), the same first four letters
-  (``hearts``, ``Germany`` for "German"), initials (``Los Angeles`` for LA), a code in capitals
-  (``USD`` for "US dollars", ``AAPL``), or a value the catalog offers: one of the argument's
-  ``enum``, its ``default``, or a word of its description (``'dontcare'`` when the user has
-  no preference). Words are split at underscores and capitals (``disk_io`` for disk,
-  ``cpuUsage`` for CPU). A string with a digit is a number written as text (``"17:00"``,
-  ``"2023-07-15"``) or a code (``"C12H22O11"`` for sucrose), and is left out with numbers;
+* the request names nothing the tool is about: no word of the tool's name or description, by
+  its first four letters too, function words and words every description has aside
+  (``weather`` asks for ``get_weather``, "draft a welcome message" for ``createDraft`` with any
+  title);
+* its required arguments are given literal strings, and the request mentions none of them. A
+  value *mentioned* is a word of it in the request (``"Boston, MA"`` for Boston), the same first
+  four letters (``hearts``, ``Germany`` for "German"), initials (``Los Angeles`` for LA) or a
+  code in capitals (``USD`` for "US dollars", ``AAPL``); words are split at underscores and
+  capitals (``disk_io``). A value the catalog offers (the argument's ``enum``, ``const``,
+  ``default``, a word of its description like ``'dontcare'``) proves nothing either way, and
+  neither does a string with a digit (a time, a date, a code like ``"C12H22O11"``) or a number
+  (a model rightly computes one: 4 kings in a deck of 52);
 * the request is written in a Latin script: a value translated from another one (Beijing for
-  北京) cannot be matched by its letters, so such a request is not checked. Nor is a plan
-  with no request at all (a document).
+  北京) cannot be matched by its letters. A plan with no request at all (a document) is not
+  checked either.
 
-Numbers are left out because a model rightly computes them (4 kings in a deck of 52).
-
-When the plan has other steps and nothing depends on the unasked ones, the planner drops them
-itself (:func:`drop_unasked`), and the planning record says so (``unaskedSteps``): told to
-remove such a step, the small model kept it in both repairs, and planning failed. When every
-step is unasked, the refusal goes back to the model, which uses the request's values or (when no
-tool does what was asked) answers with no steps. ``python -m bench.grounding`` measures the false
-refusals on BFCL's answers, which only use the request's values.
+When the plan has other steps and nothing uses or waits for the unasked ones, the planner drops
+them itself (:func:`drop_unasked`), and the planning record says so (``unaskedSteps``): told to
+remove such a step, the small model kept it through both repairs, and planning failed. Otherwise
+the plan goes back to the model, which uses the request's values, removes the step, or (when
+every step is unasked: no tool does what was asked) answers with no steps.
+``python -m bench.grounding`` measures the false refusals on BFCL's answers, whose values all
+come from the request: none over 2,351 entries, with every allowed value of each argument.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from toolplan.analysis.words import FUNCTION_WORDS
 from toolplan.errors import ValidationIssue
 from toolplan.plans.plan import Plan, Step, parse_plan
 from toolplan.plans.templates import contains_template, references
-from toolplan.tools.catalog import ToolCatalog
+from toolplan.tools.catalog import ToolCatalog, ToolInfo
 
-__all__ = ["check_unasked", "drop_unasked", "mentions"]
+__all__ = ["asks_for_tool", "check_unasked", "drop_unasked", "mentions"]
 
 _WORD = re.compile(r"[^\W_]+")
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
@@ -57,11 +59,51 @@ _LETTER = re.compile(r"[^\W\d_]")
 _STEM = 4
 _LATIN_SHARE = 0.8
 _SHOWN = 3
+_GENERIC = frozenset(
+    [
+        "function",
+        "tool",
+        "given",
+        "specified",
+        "specific",
+        "particular",
+        "certain",
+        "based",
+        "using",
+        "use",
+        "used",
+        "returns",
+        "return",
+        "provides",
+        "provide",
+        "information",
+        "details",
+        "data",
+        "value",
+        "values",
+    ]
+)
+"""Words of tool descriptions that say nothing of what a tool is about."""
 
 
 def _latin(text: str) -> bool:
     letters = [c for c in text if c.isalpha()]
     return not letters or sum(c.isascii() for c in letters) / len(letters) > _LATIN_SHARE
+
+
+def _words(text: str) -> list[str]:
+    """The words of ``text``, folded, split at underscores, dots and capitals too."""
+    return _WORD.findall(_CAMEL.sub(" ", text).casefold())
+
+
+def _content(words: Iterable[str]) -> set[str]:
+    return {w for w in words if w not in FUNCTION_WORDS and w not in _GENERIC}
+
+
+def _shares(words: Iterable[str], said: set[str]) -> bool:
+    """Whether a word of ``words`` is one of ``said``, or has its first four letters."""
+    stems = {w[:_STEM] for w in said if len(w) >= _STEM}
+    return any(w in said or (len(w) >= _STEM and w[:_STEM] in stems) for w in words)
 
 
 def mentions(request: str, value: str) -> bool:
@@ -70,15 +112,19 @@ def mentions(request: str, value: str) -> bool:
     folded = stripped.casefold()
     if not folded or folded in request.casefold() or _CODE.fullmatch(stripped):
         return True
-    said = set(_WORD.findall(request.casefold()))
-    words = _WORD.findall(_CAMEL.sub(" ", stripped).casefold())
-    if not words:
-        return True
-    stems = {w[:_STEM] for w in said if len(w) >= _STEM}
-    if any(w in said or (len(w) >= _STEM and w[:_STEM] in stems) for w in words):
+    said = _content(_words(request))
+    words = _words(stripped)
+    if not words or _shares(_content(words), said):
         return True
     initials = "".join(w[0] for w in words)
     return any(2 <= len(w) <= len(initials) and initials.startswith(w) for w in said)
+
+
+def asks_for_tool(request: str, info: ToolInfo) -> bool:
+    """Whether ``request`` names what the tool is about: a word of its name or description
+    (``weather`` for ``get_weather``, ``draft`` for ``createDraft``), function words and
+    words every description has aside."""
+    return _shares(_content(_words(f"{info.name} {info.description}")), _content(_words(request)))
 
 
 def _in_words(text: str, value: str) -> bool:
@@ -110,23 +156,41 @@ def _takes_from_others(step: Step) -> bool:
     )
 
 
+def _offered(schema: Any) -> tuple[list[Any], str]:
+    """The values an argument's schema offers (``enum``, ``const``, ``default``, in any
+    ``anyOf``/``oneOf`` branch too) and the text of its descriptions."""
+    if not isinstance(schema, Mapping):
+        return [], ""
+    values = [*(schema.get("enum") or []), schema.get("const"), schema.get("default")]
+    texts = [str(schema.get("description") or "")]
+    for key in ("anyOf", "oneOf"):
+        for branch in schema.get(key) or []:
+            more, text = _offered(branch)
+            values += more
+            texts.append(text)
+    return values, " ".join(texts)
+
+
 def _unmentioned(step: Step, schema: Mapping[str, Any], request: str) -> list[tuple[str, str]]:
     """The required arguments' literal strings, as ``(argument, value)``, if the request
-    mentions none of them (else nothing)."""
+    mentions none of them (else nothing). A value the catalog offers proves nothing either
+    way, and is left out."""
     assert isinstance(step.parameters, dict)
-    properties = schema.get("properties") or {}
+    properties = schema.get("properties")
+    properties = properties if isinstance(properties, Mapping) else {}
+    required = schema.get("required")
     found: list[tuple[str, str]] = []
-    for name in schema.get("required") or []:
+    for name in required if isinstance(required, list) else []:
         if name not in step.parameters:
             continue
-        schema_of = properties.get(name) or {}
-        allowed = [*(schema_of.get("enum") or []), schema_of.get("default")]
-        described = str(schema_of.get("description") or "")
+        offered, described = _offered(properties.get(name))
         for value in _strings(step.parameters[name]):
-            if value in allowed or mentions(request, value) or _in_words(described, value):
-                return []
+            if value in offered or _in_words(described, value):
+                continue  # the catalog's own choice ('celsius', 'dontcare')
             if not _LETTER.search(value) or _DIGIT.search(value):
                 continue  # a number written as text (a time, a date), or a code (C6H12O6)
+            if mentions(request, value):
+                return []
             found.append((name, value))
     return found
 
@@ -140,9 +204,10 @@ def check_unasked(plan: Plan, catalog: ToolCatalog, request: str) -> list[Valida
     for step in plan.steps:
         if step.tool not in catalog or not isinstance(step.parameters, dict):
             continue
-        if _takes_from_others(step):
+        info = catalog.info(step.tool)
+        if _takes_from_others(step) or asks_for_tool(request, info):
             continue
-        found = _unmentioned(step, catalog.info(step.tool).parameters, request)
+        found = _unmentioned(step, info.parameters, request)
         if found:
             unasked.append((step, found))
     every = len(unasked) == len(plan.steps)
@@ -157,8 +222,9 @@ def check_unasked(plan: Plan, catalog: ToolCatalog, request: str) -> list[Valida
         issues.append(
             ValidationIssue(
                 "unasked",
-                f"step {step.id!r}: the request mentions none of the values it passes to tool "
-                f"{step.tool!r}: {shown}. Use the values the request gives; {fix}",
+                f"step {step.id!r}: the request mentions neither what tool {step.tool!r} "
+                f"does nor the values the step passes it: {shown}. Use the values the request "
+                f"gives; {fix}",
                 step.id,
             )
         )

@@ -367,10 +367,13 @@ async def analyze_dependencies(state: PlanningState, ctx: PlannerContext) -> Pla
     issues = planner_checks(plan)
     unasked: dict[str, str] = {}
     dropped = None if reading_errors else drop_unasked(plan, issues)
-    if dropped is not None:  # steps nothing needs, with values the request never gave
-        smaller, unasked = dropped
-        plan, analysis = await validated(smaller.to_json())
-        issues = planner_checks(plan)
+    if dropped is not None:  # steps nothing needs, for what the request never named
+        try:
+            plan, analysis = await validated(dropped[0].to_json())
+            unasked = dropped[1]
+            issues = planner_checks(plan)
+        except PlanInvalid:  # pragma: no cover - dropping leaves nobody needs keeps it valid
+            pass  # the model hears about the unasked steps instead
     reading_errors += [issue.message for issue in issues]
     if reading_errors:
         return {"errors": reading_errors, "plan": None, "analysis": None}
