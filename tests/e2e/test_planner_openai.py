@@ -206,7 +206,9 @@ def test_cli_plan_json(cli_llm: Cli, llm: FakeOpenAIServer) -> None:
     assert shown["plans"][0]["meta"]["promptVersion"] == "planner-v8"
 
     llm.script([Reply.structured(blog_plan())])
-    again = cli_llm("plan", "--request-id", data["requestId"], "a second version", "--json")
+    again = cli_llm(
+        "plan", "--request-id", data["requestId"], "the same for author Alice", "--json"
+    )
     assert again.code == 0, again.stderr
     assert again.json()["requestId"] == data["requestId"]
     assert len(cli_llm("show", data["requestId"], "--json").json()["plans"]) == 2

@@ -125,7 +125,7 @@ async def test_low_confidence_is_stored_as_needs_review(store: SqliteStore) -> N
 async def test_new_version_under_an_existing_request(store: SqliteStore) -> None:
     first = await create_plan(QUERY, context(store, reply(blog_plan())))
     second = await create_plan(
-        "now with a different title",
+        "now Alice's blog with a different title",
         context(store, reply(blog_plan())),
         request_id=first.ref.request_id,
     )
