@@ -563,9 +563,9 @@ def test_create_plan_and_add_versions(llm: FakeOpenAIServer, client: GraphQLClie
     assert first["status"] == "planned"
 
     llm.script([Reply.structured(blog_plan())])
-    second = client.data(CREATE, {"query": "again", "requestId": first["requestId"]})[
-        "createPlanWithRequestId"
-    ]
+    second = client.data(
+        CREATE, {"query": "again, for author Alice", "requestId": first["requestId"]}
+    )["createPlanWithRequestId"]
     assert second["requestId"] == first["requestId"] and second["planId"] != first["planId"]
     request = client.data(REQUEST, {"id": first["requestId"]})["request"]
     assert [p["planId"] for p in request["plans"]] == [first["planId"], second["planId"]]
@@ -585,7 +585,9 @@ def test_create_plan_with_the_clients_own_new_request_id(
     llm.script([Reply.structured(blog_plan()), Reply.structured(blog_plan())])
     first = client.data(CREATE, {"query": QUERY, "requestId": own})["createPlanWithRequestId"]
     assert first["requestId"] == own
-    second = client.data(CREATE, {"query": "again", "requestId": own})["createPlanWithRequestId"]
+    second = client.data(CREATE, {"query": "again, for author Alice", "requestId": own})[
+        "createPlanWithRequestId"
+    ]
     assert second["requestId"] == own and second["planId"] != first["planId"]
     request = client.data(REQUEST, {"id": own})["request"]
     assert request["query"] == QUERY  # the query that created it
