@@ -34,7 +34,7 @@ LLM_PLAN = {
     "reasoning": "one payment, one independent note",
     "steps": [
         llm_step("pay", "wire_money", {"to": "NO12", "amount": 50}),
-        llm_step("note", "text", {"value": "independent"}),
+        llm_step("note", "text", {"value": "sending 50 to NO12"}),
     ],
     "outputSteps": ["pay"],
 }
