@@ -64,6 +64,11 @@ class Attempt:
         }
 
 
+_PLANNER_CHANGES = ("mergedSteps", "unaskedSteps", "autoFixed", "droppedConditions")
+"""What the planner changed in the model's answer on its own, copied from the planning record
+into the entry's row."""
+
+
 async def _plan(entry: Entry, box: Toolbox, settings: Settings) -> Attempt:
     from bench.memstore import MemoryStore
     from toolplan.client import Toolplan
@@ -76,6 +81,12 @@ async def _plan(entry: Entry, box: Toolbox, settings: Settings) -> Attempt:
     try:
         ctx = Toolplan(settings=settings, store=store, tools=box.catalog()).planner_context()
         outcome = await create_plan(entry.query, ctx)
+        record = store.get_plan(outcome.ref.plan_id)
+        changed = {
+            key: record.meta[key]
+            for key in _PLANNER_CHANGES
+            if record is not None and record.meta.get(key)
+        }
     except LLMUnavailable as error:
         if not isinstance(error, LLMOutputTruncated):
             raise  # the server, not the model: a run without a model measures nothing
@@ -90,7 +101,12 @@ async def _plan(entry: Entry, box: Toolbox, settings: Settings) -> Attempt:
         calls,
         check(entry, calls),
         time.perf_counter() - started,
-        {"llmCalls": outcome.llm_calls, "usage": outcome.usage, "status": outcome.ref.status},
+        {
+            "llmCalls": outcome.llm_calls,
+            "usage": outcome.usage,
+            "status": outcome.ref.status,
+            **changed,
+        },
     )
 
 

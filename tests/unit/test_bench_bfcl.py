@@ -259,3 +259,21 @@ def test_summarize_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
         os.close(write_end)
     assert done.returncode == 0
     assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr
+
+
+def test_a_row_says_what_the_planner_changed_in_the_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    step = {"tool": "math_factorial", "parameters": {"number": 5}, "dependsOn": []}
+    twice = {
+        "reasoning": "r",
+        "steps": [{"id": "a", **step}, {"id": "b", **step}],  # the same call written twice
+        "outputSteps": ["b"],
+    }
+    with FakeOpenAIServer(api_key="unused") as server:
+        server.script([Reply.structured(twice), Reply.content("5! = 120")])
+        assert _run_one(server, monkeypatch, tmp_path) == 0
+    (row,) = [json.loads(line) for line in (tmp_path / "entries.jsonl").read_text().splitlines()]
+    assert row["toolplan"]["valid"] is True
+    assert row["toolplan"]["mergedSteps"] == {"b": "a"}
+    assert "unaskedSteps" not in row["toolplan"]
