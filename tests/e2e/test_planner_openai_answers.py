@@ -255,6 +255,33 @@ async def test_an_unasked_step_nothing_needs_is_dropped_without_a_repair_round(
     assert record is not None and record.meta["unaskedSteps"] == {"author": "createAuthor"}
 
 
+async def test_a_repeat_that_waited_for_an_unasked_step_is_merged_once_it_is_gone(
+    llm: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    """BFCL multiple_165: the guitar's price, an unasked colour lookup, and the price again
+    "after" both. Before, the repeat kept the colour lookup, and planning failed after two
+    repairs that did not remove it."""
+    from toolplan.tools import load_tool_modules
+
+    tools = load_tool_modules(["weather", "blog"])
+    paris = step("paris", "get_weather", {"location": "Paris"})
+    author = step("author", "createAuthor", AUTHOR)
+    again = {
+        **step("again", "get_weather", {"location": "Paris"}),
+        "dependsOn": ["paris", "author"],
+    }
+    llm.script([Reply.structured(plan(paris, author, again))])
+    ctx = make_context(tmp_path, catalog=tools)
+    outcome = await create_plan(PARIS, ctx)
+    assert outcome.llm_calls == 1
+    assert [s["id"] for s in outcome.plan["steps"]] == ["paris"]
+    assert outcome.plan["outputSteps"] == ["paris"]
+    record = ctx.store.get_plan(outcome.ref.plan_id)
+    assert record is not None
+    assert record.meta["unaskedSteps"] == {"author": "createAuthor"}
+    assert record.meta["mergedSteps"] == {"again": "paris"}
+
+
 async def test_unasked_steps_go_to_the_model_when_dropping_them_would_lose_something(
     llm: FakeOpenAIServer, tmp_path: Path
 ) -> None:

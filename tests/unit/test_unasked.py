@@ -238,7 +238,6 @@ def test_unasked_steps_nothing_needs_are_dropped_with_the_outputs_that_named_the
 @pytest.mark.parametrize(
     "extra",
     [
-        {"dependsOn": ["traits"]},  # waits for it
         {"parameters": {"group1": "{{traits.scores}}", "group2": [7, 8]}},  # uses its output
         {"forEach": "{{traits.list}}"},
     ],
@@ -251,6 +250,16 @@ def test_an_unasked_step_another_step_needs_is_not_dropped(extra: dict[str, Any]
     issues = check_unasked(whole, CATALOG, TTEST)
     assert [i.step for i in issues] == ["traits"]
     assert drop_unasked(whole, issues) is None
+
+
+def test_a_step_that_only_waited_for_an_unasked_one_waits_for_it_no_more() -> None:
+    ttest = {"id": "ttest", "tool": "run_two_sample_ttest", "dependsOn": ["traits"]}
+    ttest["parameters"] = {"group1": [3, 4], "group2": [7, 8]}
+    traits = {"id": "traits", "tool": "get_personality_traits", "parameters": {"hobby": "reading"}}
+    whole = parse_plan({"steps": [traits, ttest]})
+    dropped = drop_unasked(whole, check_unasked(whole, CATALOG, TTEST))
+    assert dropped is not None
+    assert [(s.id, s.depends_on) for s in dropped[0].steps] == [("ttest", [])]
 
 
 def test_nothing_is_dropped_when_every_step_is_unasked_or_something_else_is_wrong() -> None:

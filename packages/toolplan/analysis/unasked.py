@@ -28,9 +28,11 @@ never caught (a model rightly rewrites what it was told, and writes text of its 
   北京) cannot be matched by its letters. A plan with no request at all (a document) is not
   checked either.
 
-When the plan has other steps and nothing uses or waits for the unasked ones, the planner drops
+When the plan has other steps and nothing uses the unasked ones' output, the planner drops
 them itself (:func:`drop_unasked`), and the planning record says so (``unaskedSteps``): told to
-remove such a step, the small model kept it through both repairs, and planning failed. Otherwise
+remove such a step, the small model kept it through both repairs, and planning failed. A step
+that only waited for one (``dependsOn``) waits for it no more, and may then be merged as a plain
+repeat (BFCL ``multiple_165``: the guitar's price again "after" the colour lookup). Otherwise
 the plan goes back to the model, which uses the request's values, removes the step, or (when
 every step is unasked: no tool does what was asked) answers with no steps.
 ``python -m bench.grounding`` measures the false refusals on BFCL's answers, whose values all
@@ -235,22 +237,30 @@ def drop_unasked(
     plan: Plan, issues: Sequence[ValidationIssue]
 ) -> tuple[Plan, dict[str, str]] | None:
     """``plan`` without its unasked steps, and those as ``{step id: tool}``, when that is all
-    that is wrong with it: every issue is an unasked step, no step uses or waits for one, and a
-    step the request asked for is left. ``None`` otherwise (the issues go to the model)."""
-    unasked = {issue.step for issue in issues if issue.code == "unasked"}
-    if not unasked or any(issue.code != "unasked" or not issue.step for issue in issues):
+    that is wrong with it: every issue is an unasked step, no step uses one's output, and a
+    step the request asked for is left. A step that only waits for one (``dependsOn``, no
+    template) waits for it no more: what it waited for is not to run. ``None`` otherwise (the
+    issues go to the model)."""
+    if not issues or any(issue.code != "unasked" or not issue.step for issue in issues):
         return None
+    unasked = {issue.step for issue in issues if issue.step}
     kept = [step for step in plan.steps if step.id not in unasked]
     if not kept:
         return None
     for step in kept:
-        used = set(step.depends_on) | references(step.model_dump(by_alias=True, exclude={"id"}))
-        if used & unasked:
+        if references(step.model_dump(by_alias=True, exclude={"id", "depends_on"})) & unasked:
             return None
     data = plan.to_json()
-    data["steps"] = [step for step in data["steps"] if step["id"] not in unasked]
+    data["steps"] = [
+        _waits_not(step, unasked) for step in data["steps"] if step["id"] not in unasked
+    ]
     outputs = [o for o in data.pop("outputSteps", None) or [] if o not in unasked]
     if outputs:  # else the model's outputs were the dropped steps: every step is one
         data["outputSteps"] = outputs
     dropped = {step.id: step.tool for step in plan.steps if step.id in unasked}
     return parse_plan(data), dropped
+
+
+def _waits_not(step: dict[str, Any], gone: set[str]) -> dict[str, Any]:
+    waits = [d for d in step.get("dependsOn") or [] if d not in gone]
+    return {**step, "dependsOn": waits}

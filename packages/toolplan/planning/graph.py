@@ -367,10 +367,15 @@ async def analyze_dependencies(state: PlanningState, ctx: PlannerContext) -> Pla
     issues = planner_checks(plan)
     unasked: dict[str, str] = {}
     dropped = None if reading_errors else drop_unasked(plan, issues)
+    merged = dict(state.get("merged_steps") or {})
     if dropped is not None:  # steps nothing needs, for what the request never named
+        # a step that waited for one may now be a plain repeat of another
+        smaller, more = merge_duplicates(
+            dropped[0].to_json(), read_only=functools.partial(read_only_tool, ctx.catalog)
+        )
         try:
-            plan, analysis = await validated(dropped[0].to_json())
-            unasked = dropped[1]
+            plan, analysis = await validated(smaller)
+            unasked, merged = dropped[1], {**merged, **more}
             issues = planner_checks(plan)
         except PlanInvalid:  # pragma: no cover - dropping leaves nobody needs keeps it valid
             pass  # the model hears about the unasked steps instead
@@ -383,6 +388,7 @@ async def analyze_dependencies(state: PlanningState, ctx: PlannerContext) -> Pla
         "analysis": analysis.to_json(),
         "auto_fixed": auto_fixed,
         "unasked_steps": unasked,
+        "merged_steps": merged,
     }
 
 
