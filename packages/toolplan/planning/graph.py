@@ -377,7 +377,7 @@ async def analyze_dependencies(state: PlanningState, ctx: PlannerContext) -> Pla
             plan, analysis = await validated(smaller)
             unasked, merged = dropped[1], {**merged, **more}
             issues = planner_checks(plan)
-        except PlanInvalid:  # pragma: no cover - dropping leaves nobody needs keeps it valid
+        except PlanInvalid:  # pragma: no cover - dropping steps nobody uses keeps a plan valid
             pass  # the model hears about the unasked steps instead
     reading_errors += [issue.message for issue in issues]
     if reading_errors:
