@@ -8,8 +8,8 @@ so it runs over plans whose literals are known to be right:
    and the four ``live_`` ones): every entry's possible answer as plans (one step per call, each
    argument's first allowed value, then its second..., an optional argument left out when
    omitting it is allowed), checked with the entry's question as the request and its functions
-   as the catalog; an entry is refused when any of its plans is. Also reported: how many entries hold
-   a number the question does not (``numbersNotInQuery``): what the refusal would face if those
+   as the catalog; an entry is refused when any of its plans is. Also reported: how many
+   entries hold a number the question does not (``numbersNotInQuery``): what the refusal would face if those
    steps depended on a tool with numeric output, which is the one condition BFCL's calls lack.
 2. **The project's own plans**: the ideal plans of :data:`OWN` (the multi-step queries of
    ``scripts/queries*`` whose literals come from the request, written as a model does), the
@@ -27,22 +27,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from bench.bfcl.data import AST_CATEGORIES
 from toolplan.analysis.grounding import Grounds, check_grounding, literal_numbers
 from toolplan.plans.plan import Plan, parse_plan
 from toolplan.tools.catalog import ToolCatalog
 
 __all__ = ["BFCL_CATEGORIES", "OWN", "bfcl_plan", "main", "measure_bfcl", "measure_own"]
 
-BFCL_CATEGORIES = (
-    "simple_python",
-    "multiple",
-    "parallel",
-    "parallel_multiple",
-    "live_simple",
-    "live_multiple",
-    "live_parallel",
-    "live_parallel_multiple",
-)
+BFCL_CATEGORIES = AST_CATEGORIES
+"""Every category whose answers are calls (irrelevance has none to check)."""
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -264,13 +257,16 @@ def measure_bfcl(categories: tuple[str, ...] = BFCL_CATEGORIES) -> dict[str, Any
             toolbox = Toolbox.of(entry.functions)
             catalog = toolbox.catalog()
             answer = entry.answer or []
-            for choice in range(_choices(answer)):
-                plan = bfcl_plan(answer, lambda name, t=toolbox: _api(t, name), choice)
+            plans = [
+                bfcl_plan(answer, lambda name, t=toolbox: _api(t, name), choice)
+                for choice in range(_choices(answer))
+            ]
+            for plan in plans:
                 issues = check_grounding(plan, catalog, entry.query)
                 if issues:
                     refused.append({"id": entry.id, "issues": [i.message for i in issues]})
                     break
-            plan = bfcl_plan(answer, lambda name, t=toolbox: _api(t, name))
+            plan = plans[0]  # each argument's first allowed value
             grounds = Grounds(entry.query)
             if any(
                 not grounds.has_number(n) for s in plan.steps for n in literal_numbers(s.parameters)

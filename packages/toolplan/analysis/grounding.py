@@ -35,8 +35,9 @@ as the name a creating step was given; :func:`check_grounding` runs it too and r
 argument once. It also runs the check for a step the request never asked for
 (:mod:`toolplan.analysis.unasked`). All of them run on the planner's plans
 (:mod:`toolplan.planning.graph`), where the request is known and the model can fix what they
-find; a document a person submits is not checked (it is theirs, and its literals need not come from any text), and parametric reuse
-(:mod:`toolplan.analysis.reuse`) applies them to a stored plan with the new query.
+find; a document a person submits is not checked (it is theirs, and its literals need not come
+from any text), and parametric reuse (:mod:`toolplan.analysis.reuse`) applies them to a stored
+plan with the new query.
 """
 
 from __future__ import annotations

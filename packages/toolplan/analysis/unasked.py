@@ -42,13 +42,13 @@ come from the request: none over 2,351 entries, with every allowed value of each
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from toolplan.analysis.words import FUNCTION_WORDS
 from toolplan.errors import ValidationIssue
 from toolplan.plans.plan import Plan, Step, parse_plan
-from toolplan.plans.templates import contains_template, references
+from toolplan.plans.templates import contains_template, references, strings_in
 from toolplan.tools.catalog import ToolCatalog, ToolInfo
 
 __all__ = ["asks_for_tool", "check_unasked", "drop_unasked", "mentions"]
@@ -139,17 +139,6 @@ def _in_words(text: str, value: str) -> bool:
     )
 
 
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
-    elif isinstance(value, str) and value.strip():
-        yield value
-
-
 def _takes_from_others(step: Step) -> bool:
     return (
         step.for_each is not None
@@ -186,7 +175,9 @@ def _unmentioned(step: Step, schema: Mapping[str, Any], request: str) -> list[tu
         if name not in step.parameters:
             continue
         offered, described = _offered(properties.get(name))
-        for value in _strings(step.parameters[name]):
+        for value in strings_in(step.parameters[name]):
+            if not value.strip():
+                continue
             if value in offered or _in_words(described, value):
                 continue  # the catalog's own choice ('celsius', 'dontcare')
             if not _LETTER.search(value) or _DIGIT.search(value):

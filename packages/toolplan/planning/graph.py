@@ -256,9 +256,7 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
     dropped: list[str] = []
     if reading.data is not None:
         data, dropped = drop_own_conditions(read_item_names(reading.data, ctx.catalog))
-        reading.data, merged = merge_duplicates(
-            data, read_only=functools.partial(read_only_tool, ctx.catalog)
-        )
+        reading.data, merged = _merge_duplicates(data, ctx)
     steps = len(reading.data["steps"]) if reading.data is not None else None
     tell("answered", reply.calls, reply.usage, steps=steps)
     errors = [issue.message for issue in reading.issues]
@@ -295,6 +293,13 @@ def _shown_step(step: dict[str, Any], catalog: Any) -> dict[str, Any]:
         "tool": found.get("tool"),
         "parameters": parameters if isinstance(parameters, dict) else {},
     }
+
+
+def _merge_duplicates(
+    data: dict[str, Any], ctx: PlannerContext
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """:func:`merge_duplicates` with the catalog's ``read-only`` tags."""
+    return merge_duplicates(data, read_only=functools.partial(read_only_tool, ctx.catalog))
 
 
 async def analyze_dependencies(state: PlanningState, ctx: PlannerContext) -> PlanningState:
@@ -370,9 +375,7 @@ async def analyze_dependencies(state: PlanningState, ctx: PlannerContext) -> Pla
     merged = dict(state.get("merged_steps") or {})
     if dropped is not None:  # steps nothing needs, for what the request never named
         # a step that waited for one may now be a plain repeat of another
-        smaller, more = merge_duplicates(
-            dropped[0].to_json(), read_only=functools.partial(read_only_tool, ctx.catalog)
-        )
+        smaller, more = _merge_duplicates(dropped[0].to_json(), ctx)
         try:
             plan, analysis = await validated(smaller)
             unasked, merged = dropped[1], {**merged, **more}
