@@ -188,6 +188,28 @@ async def test_an_answer_repeating_a_step_is_stopped_and_asked_once_more(
     assert kinds == ["planning", "step", "step", "step", "retrying", "step", "step", "step"]
 
 
+@pytest.mark.parametrize("method", METHODS)
+async def test_an_answer_looping_inside_a_string_is_stopped_and_asked_once_more(
+    server: FakeOpenAIServer, env: pytest.MonkeyPatch, tmp_path: Path, method: str
+) -> None:
+    # BFCL's live_simple_147-95-4: no step ever completes, the argument goes on and on
+    env.setenv("TOOLPLAN_STRUCTURED_METHOD", method)
+    env.setenv("TOOLPLAN_LLM_MAX_TOKENS", "4000")
+    name = "Alice" + ' /FI "IMAGENAME ne opera-stable-dev"' * 80
+    step = llm_step("author", "createAuthor", {"name": name, "email": "alice@test.com"})
+    plan = {"reasoning": "r", "steps": [step], "outputSteps": ["author"]}
+    loop = answer(plan).with_(pieces=200, finish_reason="length")
+    server.script([loop, loop])
+    events: list[PlanningEvent] = []
+    with pytest.raises(LLMOutputRepeating, match=r"opera-stable-dev.* times in a row") as raised:
+        await create_plan(QUERY, planner(tmp_path, listener=events.append))
+    assert len(server.requests) == 2  # asked once more, then given up
+    details = raised.value.details
+    assert details["steps"] == 0 and details["llmCalls"] == 2
+    assert 0 < details["stoppedAfterTokens"] < 100  # of the answer's 200 chunks
+    assert [e.kind for e in events] == ["planning", "retrying"]
+
+
 async def test_a_runaway_answered_right_the_second_time_is_planned(
     server: FakeOpenAIServer, tmp_path: Path
 ) -> None:

@@ -11,7 +11,8 @@ set: ``stream_usage``), the finish reason. Planning reads it as it reads any ans
 
 An answer that runs away is stopped as soon as that is certain, not at the output limit: a step
 written :attr:`AnswerStream.repeats` times with the same tool and arguments (a model that loops),
-or more steps than the plan's step limit. :class:`~toolplan.planning.llm_errors.LLMOutputRepeating`
+text that ends repeating one stretch over and over (a model that loops inside a string:
+:mod:`toolplan.planning.repetition`), or more steps than the plan's step limit. :class:`~toolplan.planning.llm_errors.LLMOutputRepeating`
 is raised then, with the tokens written, and the planner asks once more (a runaway at
 temperature 0 does not always run away again: in BFCL's ``parallel_81`` the retry planned right).
 
@@ -46,6 +47,7 @@ from toolplan.planning.llm_errors import (
 )
 from toolplan.planning.parsing import loads_lenient
 from toolplan.planning.partial import StepScanner
+from toolplan.planning.repetition import repeating_tail
 
 __all__ = ["AnswerStream", "StepSeen", "ask_streamed", "streams"]
 
@@ -54,6 +56,9 @@ _log = logging.getLogger(__name__)
 StepSeen = Callable[[dict[str, Any], int, int], None]
 """Told of a step of the answer as soon as its object is complete: the step as written, how
 many steps the answer has so far, and how many chunks (about a token each) it has so far."""
+
+_CHECK_EVERY = 64
+"""How many characters an answer's text grows by between two looks for a loop at its end."""
 
 _REFUSED = frozenset({400, 404, 405, 406, 415, 422, 501})
 """Statuses a server answers a streamed request it cannot serve with (saying ``stream``)."""
@@ -165,6 +170,7 @@ class _Follow:
     def __post_init__(self) -> None:
         self._content, self._arguments = StepScanner(), StepScanner()
         self._written: Counter[str] = Counter()
+        self._checked = [0, 0]  # how long each text was when last looked at for a loop
 
     def __call__(self, chunk: Any) -> None:
         found: list[str] = []
@@ -186,6 +192,25 @@ class _Follow:
                 self.steps += 1
                 self.stream.on_step(step, self.steps, self.chunks)
                 self._check(step)
+        self._check_text()
+
+    def _check_text(self) -> None:
+        """Stop an answer whose text ends in a loop (:mod:`toolplan.planning.repetition`),
+        looked for each time it has grown by :data:`_CHECK_EVERY` characters."""
+        for at, scanner in enumerate((self._content, self._arguments)):
+            if len(scanner.text) - self._checked[at] < _CHECK_EVERY:
+                continue
+            self._checked[at] = len(scanner.text)
+            loop = repeating_tail(scanner.text)
+            if loop is not None:
+                raise LLMOutputRepeating(
+                    f"the model wrote {_stretch(loop.unit)} "
+                    f"{loop.repeats} times in a row and was stopped after about {self.chunks} "
+                    "tokens: it was repeating itself, and would have stopped only at the output "
+                    "limit; nothing was stored",
+                    tokens=self.chunks,
+                    steps=self.steps,
+                )
 
     def _check(self, step: dict[str, Any]) -> None:
         """Stop an answer that runs away (:class:`LLMOutputRepeating`)."""
@@ -215,6 +240,16 @@ def _call_key(step: dict[str, Any]) -> str:
     condition (not the step id, nor ``dependsOn``)."""
     call = [step.get(name) for name in ("tool", "parameters", "forEach", "when")]
     return json.dumps(call, sort_keys=True, default=str)
+
+
+def _stretch(unit: str, limit: int = 80) -> str:
+    """A stretch of text that repeats, for an error message: begun after a space where it has
+    one (any turn of a loop is the loop), quoted, cut to ``limit`` characters."""
+    space = unit.find(" ")
+    if 0 <= space < len(unit) - 1:
+        unit = unit[space + 1 :] + unit[: space + 1]
+    shown = unit if len(unit) <= limit else unit[: limit - 3] + "..."
+    return f"'{shown}'" if shown.isprintable() else json.dumps(shown, ensure_ascii=False)
 
 
 def _shown(step: dict[str, Any]) -> str:
