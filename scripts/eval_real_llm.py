@@ -27,6 +27,7 @@ query again, and reports both calls' latency and the server's ``cache_n``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -66,20 +67,49 @@ class _Proxy(BaseHTTPRequestHandler):
         )
         started = time.time()
         try:
-            with urllib.request.urlopen(request, timeout=3600) as answer:
-                status, data = answer.status, answer.read()
-                ctype = answer.headers.get("Content-Type", "application/json")
+            answer = urllib.request.urlopen(request, timeout=3600)
         except urllib.error.HTTPError as error:
-            status, data = error.code, error.read()
-            ctype = error.headers.get("Content-Type", "application/json")
-        seconds = time.time() - started
+            answer = error
+        with answer:
+            status = answer.status if answer.status is not None else answer.code
+            ctype = answer.headers.get("Content-Type", "application/json")
+            if ctype.startswith("text/event-stream"):
+                self._relay(answer, status, ctype, body, started)
+                return
+            data = answer.read()
         if self.command == "POST":
-            self.server.record(body, status, data, started, seconds)
+            self.server.record(body, status, data, started, time.time() - started)
         self.send_response(status)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+    def _relay(self, answer: Any, status: int, ctype: str, body: bytes, started: float) -> None:
+        """A streamed answer passed on piece by piece as it comes, as the server sends it (the
+        planner shows steps and stops runaways while the model writes); when the client hangs
+        up, the upstream request is closed too, so the model stops writing. Logged whole, or
+        as far as it went (``clientClosed``)."""
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        pieces: list[bytes] = []
+        closed = False
+        while piece := answer.read1(65536):
+            pieces.append(piece)
+            try:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                self.wfile.flush()
+            except OSError:  # the client hung up (a runaway stopped): stop reading upstream
+                closed = True
+                break
+        self.server.record(
+            body, status, b"".join(pieces), started, time.time() - started, client_closed=closed
+        )
+        if not closed:
+            with contextlib.suppress(OSError):
+                self.wfile.write(b"0\r\n\r\n")
 
     do_GET = do_POST = _forward
 
@@ -128,7 +158,15 @@ def logging_proxy(upstream: str, log: Path) -> Iterator[str]:
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Proxy)
     httpd.daemon_threads = True
 
-    def record(body: bytes, status: int, data: bytes, started: float, seconds: float) -> None:
+    def record(
+        body: bytes,
+        status: int,
+        data: bytes,
+        started: float,
+        seconds: float,
+        *,
+        client_closed: bool = False,
+    ) -> None:
         line = {
             "t": started,
             "status": status,
@@ -136,6 +174,8 @@ def logging_proxy(upstream: str, log: Path) -> Iterator[str]:
             "request": _loads(body),
             "response": _loads(data),
         }
+        if client_closed:
+            line["clientClosed"] = True
         with lock, log.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps(line, ensure_ascii=False) + "\n")
 
