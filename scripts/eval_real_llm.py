@@ -71,7 +71,7 @@ class _Proxy(BaseHTTPRequestHandler):
         except urllib.error.HTTPError as error:
             answer = error
         with answer:
-            status = answer.status if answer.status is not None else answer.code
+            status = answer.status  # an HTTPError's too (its code)
             ctype = answer.headers.get("Content-Type", "application/json")
             if ctype.startswith("text/event-stream"):
                 self._relay(answer, status, ctype, body, started)

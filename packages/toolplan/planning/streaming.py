@@ -12,9 +12,10 @@ set: ``stream_usage``), the finish reason. Planning reads it as it reads any ans
 An answer that runs away is stopped as soon as that is certain, not at the output limit: a step
 written :attr:`AnswerStream.repeats` times with the same tool and arguments (a model that loops),
 text that ends repeating one stretch over and over (a model that loops inside a string:
-:mod:`toolplan.planning.repetition`), or more steps than the plan's step limit. :class:`~toolplan.planning.llm_errors.LLMOutputRepeating`
-is raised then, with the tokens written, and the planner asks once more (a runaway at
-temperature 0 does not always run away again: in BFCL's ``parallel_81`` the retry planned right).
+:mod:`toolplan.planning.repetition`), or more steps than the plan's step limit.
+:class:`~toolplan.planning.llm_errors.LLMOutputRepeating` is raised then, with the tokens
+written, and the planner asks once more (a runaway at temperature 0 does not always run away
+again: in BFCL's ``parallel_81`` the retry planned right).
 
 A server that cannot stream (it refuses the request, or sends no chunk) is asked plainly
 instead, and :attr:`AnswerStream.enabled` turns off so the next calls do not try again. A model
