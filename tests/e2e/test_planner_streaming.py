@@ -208,6 +208,8 @@ async def test_an_answer_looping_inside_a_string_is_stopped_and_asked_once_more(
     assert details["steps"] == 0 and details["llmCalls"] == 2
     assert 0 < details["stoppedAfterTokens"] < 100  # of the answer's 200 chunks
     assert [e.kind for e in events] == ["planning", "retrying"]
+    note = server.requests[1]["messages"][-1]["content"]
+    assert "opera-stable-dev" in note and "times in a row" in note
 
 
 async def test_a_runaway_answered_right_the_second_time_is_planned(
@@ -217,6 +219,14 @@ async def test_a_runaway_answered_right_the_second_time_is_planned(
     outcome = await create_plan(QUERY, planner(tmp_path))
     assert outcome.ref.status == "planned" and outcome.llm_calls == 2
     assert [s["tool"] for s in outcome.plan["steps"]] == ["createAuthor", "createBlog"]
+    # the second request is the first, plus what the model did (asked as it was, the same
+    # model at temperature 0 tends to write the same loop)
+    first, second = (request["messages"] for request in server.requests)
+    assert second[:-1] == first
+    note = second[-1]
+    assert note["role"] == "user" and "stopped before it ended" in note["content"]
+    assert 'createAuthor({"name": "Alice", "email": "alice@test.com"}) 3 times' in note["content"]
+    assert "planner-runaway" not in note["content"]  # the prompt's header is not sent
 
 
 async def test_an_answer_longer_than_the_step_limit_is_stopped(
@@ -233,6 +243,7 @@ async def test_an_answer_longer_than_the_step_limit_is_stopped(
     with pytest.raises(LLMOutputRepeating, match="more than 2 steps") as raised:
         await create_plan(QUERY, ctx)
     assert raised.value.details["steps"] == 3 and len(server.requests) == 2
+    assert "it wrote more than 2 steps" in server.requests[1]["messages"][-1]["content"]
 
 
 def test_cli_exit_3_for_an_answer_that_repeats_itself(cli_llm: Cli, llm: FakeOpenAIServer) -> None:

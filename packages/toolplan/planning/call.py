@@ -174,6 +174,8 @@ async def call_model(
     on_larger: Callable[[ModelCall, int, dict[str, int]], None] | None = None,
     config: RunnableConfig | None = None,
     stream: AnswerStream | None = None,
+    after_runaway: Callable[[StructuredRequest, LLMOutputRepeating], StructuredRequest]
+    | None = None,
 ) -> ModelReply:
     """Ask ``call.model`` for ``request``'s structured answer.
 
@@ -183,7 +185,8 @@ async def call_model(
     ``larger`` (the same model with a larger limit), when given, after telling ``on_larger``
     (with the calls and usage so far); so is an answer stopped as a runaway while it streamed
     (:class:`~toolplan.planning.llm_errors.LLMOutputRepeating`, raised when the retry runs away
-    too: stopped early, a retry costs little, and the same request does not always loop again).
+    too: stopped early, a retry costs little), as ``after_runaway`` makes it from the request
+    and the error when given (telling the model what it did), else as it was.
     ``usage`` and ``calls`` are the totals before this call;
     every error carries them with the calls made here (:func:`account`), and an answer cut off at
     the last limit tried raises :class:`~toolplan.planning.llm_errors.LLMOutputTruncated`.
@@ -211,6 +214,8 @@ async def call_model(
             spent = dict(usage or {"inputTokens": 0, "outputTokens": 0})
             spent["outputTokens"] += error.tokens  # what it wrote; its input is not reported
             usage, calls, stopped, fallback = spent, calls + 1, error, None
+            if after_runaway is not None:
+                request = after_runaway(request, error)
             continue
         except LLMUnavailable as error:
             account(error, calls, usage)

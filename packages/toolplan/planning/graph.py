@@ -56,6 +56,7 @@ from toolplan.planning.context import PlannerContext
 from toolplan.planning.duplicates import merge_duplicates
 from toolplan.planning.fixes import apply_fixes
 from toolplan.planning.item_names import read_item_names
+from toolplan.planning.llm_errors import LLMOutputRepeating
 from toolplan.planning.own_conditions import drop_own_conditions
 from toolplan.planning.parsing import message_payload, read_plan
 from toolplan.planning.progress import PlanningEvent, PlanningEventKind, notify
@@ -159,10 +160,12 @@ class PlanningGraphContext(BaseModel):
 
 
 @functools.lru_cache(maxsize=4)
-def _prompts(directory: Path) -> tuple[Prompt, Prompt]:
+def _prompts(directory: Path) -> tuple[Prompt, Prompt, Prompt]:
     settings = PlannerSettings(prompts_dir=str(directory))
-    return load_prompt("planner", settings=settings), load_prompt(
-        "planner-repair", settings=settings
+    return (
+        load_prompt("planner", settings=settings),
+        load_prompt("planner-repair", settings=settings),
+        load_prompt("planner-runaway", settings=settings),
     )
 
 
@@ -190,7 +193,9 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
     if not isinstance(state.get("query"), str) or not state["query"].strip():
         raise InvalidInput('the planner needs a request as input: {"query": "what to do"}')
     caller_meta(state.get("meta"))  # refused before the model is called, not after
-    prompt, repair_prompt = await asyncio.to_thread(lambda: _prompts(prompts_dir(ctx.prompts_dir)))
+    prompt, repair_prompt, runaway_prompt = await asyncio.to_thread(
+        lambda: _prompts(prompts_dir(ctx.prompts_dir))
+    )
     schema = ctx.plan_schema()
     messages = planner_messages(ctx, state["query"], prompt, schema)
     if state.get("context"):
@@ -236,6 +241,10 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
         messages[0] = planner_messages(ctx, state["query"], prompt, schema)[0]
         return StructuredRequest(messages, schema.schema, schema.strict)
 
+    def after_runaway(request: StructuredRequest, error: LLMOutputRepeating) -> StructuredRequest:
+        note = HumanMessage(runaway_prompt.render(what=error.what or "it repeated itself"))
+        return StructuredRequest([*request.messages, note], request.schema, request.strict)
+
     reply = await call_model(
         ctx.model_call(),
         StructuredRequest(messages, schema.schema, schema.strict),
@@ -248,6 +257,7 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
         ),
         config=get_config(),  # the run's callbacks: Studio streams the model's tokens
         stream=stream,
+        after_runaway=after_runaway,
     )
     ctx.stream = stream.enabled  # an endpoint that could not stream is not asked to again
     payload = message_payload(reply.answer.message)

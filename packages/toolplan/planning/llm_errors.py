@@ -42,12 +42,14 @@ class LLMOutputTruncated(LLMUnavailable):
 class LLMOutputRepeating(LLMOutputTruncated):
     """The model was stopped while it wrote its answer: it wrote the same step again and again,
     or more steps than the plan may have. Its answer would only have ended at the output limit;
-    stopped early, it is asked once more, as an answer cut off at the limit is."""
+    stopped early, it is asked once more, told what it did (:attr:`what`)."""
 
-    def __init__(self, message: str, *, tokens: int, steps: int) -> None:
+    def __init__(self, message: str, *, tokens: int, steps: int, what: str = "") -> None:
         super().__init__(message, details={"stoppedAfterTokens": tokens, "steps": steps})
         self.tokens = tokens
         """About how many tokens the model had written when it was stopped (chunks read)."""
+        self.what = what
+        """What the model did, said to the model: ``it wrote the step get(...) 3 times``."""
 
 
 def truncated(

@@ -211,6 +211,7 @@ class _Follow:
                     "limit; nothing was stored",
                     tokens=self.chunks,
                     steps=self.steps,
+                    what=f"it wrote {_stretch(loop.unit)} {loop.repeats} times in a row",
                 )
 
     def _check(self, step: dict[str, Any]) -> None:
@@ -223,6 +224,7 @@ class _Follow:
                 "if the plan is that long",
                 tokens=self.chunks,
                 steps=self.steps,
+                what=f"it wrote more than {limit} steps",
             )
         key = _call_key(step)
         self._written[key] += 1
@@ -233,6 +235,7 @@ class _Follow:
                 "have stopped only at the output limit; nothing was stored",
                 tokens=self.chunks,
                 steps=self.steps,
+                what=f"it wrote the step {_shown(step)} {self._written[key]} times",
             )
 
 
