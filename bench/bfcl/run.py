@@ -64,7 +64,13 @@ class Attempt:
         }
 
 
-_PLANNER_CHANGES = ("mergedSteps", "unaskedSteps", "autoFixed", "droppedConditions")
+_PLANNER_CHANGES = (
+    "mergedSteps",
+    "unaskedSteps",
+    "unstatedArguments",
+    "autoFixed",
+    "droppedConditions",
+)
 """What the planner changed in the model's answer on its own, copied from the planning record
 into the entry's row."""
 

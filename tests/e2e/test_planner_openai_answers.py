@@ -419,3 +419,53 @@ def test_cli_json_error_of_an_unfixable_plan_shows_what_it_cost(
     data = done.json()
     assert data["llmCalls"] == 3 and data["usage"] == {"inputTokens": 300, "outputTokens": 60}
     assert data["issues"] and "could not produce a valid plan" in data["error"]
+
+
+# -- optional values nobody stated ------------------------------------------------------------
+
+
+def shortest_distance(origin: str, destination: str, unit: str = "kilometers") -> float:
+    """The shortest driving distance between two places."""
+    return 361.0
+
+
+DISTANCE = "Find the shortest driving distance between New York City and Washington D.C."
+
+
+async def test_an_optional_value_nobody_stated_is_dropped_and_recorded(
+    llm: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    """BFCL multiple_104: ``unit: "miles"``, where the tool's default is kilometers and the
+    request names no unit. Written twice, once with the unit and once without: dropped, the two
+    are the same call, merged."""
+    route = {"origin": "New York City", "destination": "Washington D.C."}
+    llm.script(
+        [
+            Reply.structured(
+                plan(
+                    step("miles", "shortest_distance", {**route, "unit": "miles"}),
+                    step("plain", "shortest_distance", route),
+                )
+            )
+        ]
+    )
+    ctx = make_context(tmp_path, catalog=ToolCatalog([shortest_distance]))
+    outcome = await create_plan(DISTANCE, ctx)
+    assert outcome.llm_calls == 1
+    assert [(s["id"], s["parameters"]) for s in outcome.plan["steps"]] == [("miles", route)]
+    record = ctx.store.get_plan(outcome.ref.plan_id)
+    assert record is not None
+    assert record.meta["unstatedArguments"] == {"miles": {"unit": "miles"}}
+    assert record.meta["mergedSteps"] == {"plain": "miles"}
+
+
+async def test_an_optional_value_the_request_states_is_kept(
+    llm: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    route = {"origin": "New York City", "destination": "Washington D.C.", "unit": "miles"}
+    llm.script([Reply.structured(plan(step("d", "shortest_distance", route)))])
+    ctx = make_context(tmp_path, catalog=ToolCatalog([shortest_distance]))
+    outcome = await create_plan(DISTANCE + ", in miles", ctx)
+    assert outcome.plan["steps"][0]["parameters"] == route
+    record = ctx.store.get_plan(outcome.ref.plan_id)
+    assert record is not None and "unstatedArguments" not in record.meta

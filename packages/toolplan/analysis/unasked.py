@@ -51,7 +51,7 @@ from toolplan.plans.plan import Plan, Step, parse_plan
 from toolplan.plans.templates import contains_template, references, strings_in
 from toolplan.tools.catalog import ToolCatalog, ToolInfo
 
-__all__ = ["asks_for_tool", "check_unasked", "drop_unasked", "mentions"]
+__all__ = ["asks_for_tool", "check_unasked", "drop_unasked", "latin_script", "mentions"]
 
 _WORD = re.compile(r"[^\W_]+")
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
@@ -88,14 +88,29 @@ _GENERIC = frozenset(
 """Words of tool descriptions that say nothing of what a tool is about."""
 
 
-def _latin(text: str) -> bool:
+def latin_script(text: str) -> bool:
+    """Whether ``text`` is written in a Latin script (or has no letters): what its words can be
+    matched against."""
     letters = [c for c in text if c.isalpha()]
     return not letters or sum(c.isascii() for c in letters) / len(letters) > _LATIN_SHARE
 
 
+_IRREGULAR = {
+    "women": "woman",
+    "men": "man",
+    "children": "child",
+    "people": "person",
+    "feet": "foot",
+    "teeth": "tooth",
+    "mice": "mouse",
+}
+"""Plurals the first four letters do not match with their singular (``women`` for "woman")."""
+
+
 def _words(text: str) -> list[str]:
-    """The words of ``text``, folded, split at underscores, dots and capitals too."""
-    return _WORD.findall(_CAMEL.sub(" ", text).casefold())
+    """The words of ``text``, folded, split at underscores, dots and capitals too; an irregular
+    plural as its singular."""
+    return [_IRREGULAR.get(w, w) for w in _WORD.findall(_CAMEL.sub(" ", text).casefold())]
 
 
 def _content(words: Iterable[str]) -> set[str]:
@@ -191,7 +206,7 @@ def _unmentioned(step: Step, schema: Mapping[str, Any], request: str) -> list[tu
 def check_unasked(plan: Plan, catalog: ToolCatalog, request: str) -> list[ValidationIssue]:
     """One issue per step the request does not ask for (see the module's docstring).
     ``request`` is everything the planner was told: the query, and a replan's context."""
-    if not request.strip() or not _latin(request):
+    if not request.strip() or not latin_script(request):
         return []  # nothing to compare with, or nothing its letters can match
     unasked: list[tuple[Step, list[tuple[str, str]]]] = []
     for step in plan.steps:

@@ -71,6 +71,7 @@ from toolplan.planning.schema import (
     PlanSchema,
 )
 from toolplan.planning.streaming import AnswerStream
+from toolplan.planning.unstated import drop_unstated
 from toolplan.plans.limits import check_json
 from toolplan.plans.meta import caller_meta
 from toolplan.plans.plan import Plan, parse_plan
@@ -131,6 +132,9 @@ class PlanningState(TypedDict, total=False):
     dropped_conditions: list[str]
     """Steps whose ``when`` read their own output, run without it
     (:mod:`toolplan.planning.own_conditions`)."""
+    unstated_arguments: dict[str, dict[str, str]]
+    """Optional arguments whose values the request never stated, dropped (the tool's default
+    applies): ``{step id: {argument: value}}`` (:mod:`toolplan.planning.unstated`)."""
     repairs: int
     llm_calls: int
     usage: dict[str, int]
@@ -264,8 +268,11 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
     reading = read_plan(payload, ctx.catalog)
     merged: dict[str, str] = {}
     dropped: list[str] = []
+    unstated: dict[str, dict[str, str]] = {}
     if reading.data is not None:
         data, dropped = drop_own_conditions(read_item_names(reading.data, ctx.catalog))
+        told = "\n".join(filter(None, [state["query"], state.get("context")]))
+        data, unstated = drop_unstated(data, ctx.catalog, told)
         reading.data, merged = _merge_duplicates(data, ctx)
     steps = len(reading.data["steps"]) if reading.data is not None else None
     tell("answered", reply.calls, reply.usage, steps=steps)
@@ -281,6 +288,7 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
         "unreadable": reading.unreadable,
         "merged_steps": merged,
         "dropped_conditions": dropped,
+        "unstated_arguments": unstated,
         "repairs": repairs,
         "llm_calls": reply.calls,
         "usage": reply.usage,
@@ -434,6 +442,8 @@ async def persist(state: PlanningState, ctx: PlannerContext) -> PlanningState:
         record_meta["droppedConditions"] = state["dropped_conditions"]
     if state.get("unasked_steps"):
         record_meta["unaskedSteps"] = state["unasked_steps"]
+    if state.get("unstated_arguments"):
+        record_meta["unstatedArguments"] = state["unstated_arguments"]
     ref = await asyncio.to_thread(
         store_plan,
         plan,

@@ -1,0 +1,108 @@
+"""Optional values the request never stated, dropped before validation: the tool's default applies.
+
+Strict structured output makes a model write every optional argument (:mod:`.fillers`), and a
+small model fills some with a value of its own instead of "none": ``unit: "miles"`` where the
+tool says "(optional, default is kilometers)" and the request names no unit,
+``optional_meal_time: "Dinner"`` for "how many calories in the Beef Lasagna recipe". Each is
+data nobody gave, and it reaches the tool in place of the default its author chose. On BFCL's
+tuning entries (issue 28), such values were 3 of the 11 misses of ``multiple``.
+
+An argument is *unstated*, and dropped, when all of these hold, each read so that a value the
+user gave or the model had to choose is kept:
+
+* the tool does not require it, and says what happens without it: its schema has a
+  ``default``, or its description says ``default`` or ``optional``;
+* it is not a choice from a closed list (no ``enum`` or ``const``): a model that maps "below
+  20" to the operator ``lt`` chose it from the request's meaning, which the request's words do
+  not show;
+* its value is a literal string of one or two words: no template (what another step found), no
+  number (``days_ahead: 30`` for "next month" is a right inference), no list, no longer text
+  (a draft's content the model was asked to write);
+* the request does not mention it (:func:`~toolplan.analysis.unasked.mentions`: a word of it, its
+  first four letters, initials, a code in capitals), and is written in a Latin script, so that a
+  value translated from another one (Beijing for 北京) is never taken for made up.
+
+Only a step's top-level arguments are read. The planning record names what was dropped
+(``unstatedArguments``: ``{step id: {argument: value}}``), so it is never silent.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from toolplan.analysis.unasked import latin_script, mentions
+from toolplan.plans.json_schema import inline_refs
+from toolplan.plans.templates import contains_template
+from toolplan.tools.catalog import ToolCatalog
+
+__all__ = ["drop_unstated"]
+
+_STATES_DEFAULT = re.compile(r"\b(?:default|defaults|optional)\b", re.IGNORECASE)
+_MAX_WORDS = 2
+
+
+def drop_unstated(
+    data: dict[str, Any], catalog: ToolCatalog, request: str
+) -> tuple[dict[str, Any], dict[str, dict[str, str]]]:
+    """``data`` (plan JSON as read from the model) without its unstated arguments (see the
+    module's rule), and those as ``{step id: {argument: value}}``. ``request`` is everything
+    the planner was told: the query, and a replan's context."""
+    if not request.strip() or not latin_script(request):
+        return data, {}
+    dropped: dict[str, dict[str, str]] = {}
+    steps: list[Any] = []
+    for step in data.get("steps") or []:
+        found = _unstated(step, catalog, request)
+        if found:
+            dropped[str(step["id"])] = found
+            parameters = {k: v for k, v in step["parameters"].items() if k not in found}
+            step = dict(step, parameters=parameters)
+        steps.append(step)
+    return (dict(data, steps=steps), dropped) if dropped else (data, {})
+
+
+def _unstated(step: Any, catalog: ToolCatalog, request: str) -> dict[str, str]:
+    if not isinstance(step, dict) or not isinstance(step.get("id"), str):
+        return {}
+    tool, parameters = step.get("tool"), step.get("parameters")
+    if not isinstance(tool, str) or tool not in catalog or not isinstance(parameters, dict):
+        return {}
+    schema = inline_refs(dict(catalog.info(tool).parameters or {}))
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping):
+        return {}  # free-form: nothing says what is optional
+    required = set(schema.get("required") or [])
+    return {
+        name: value
+        for name, value in parameters.items()
+        if name not in required
+        and isinstance(prop := properties.get(name), Mapping)
+        and isinstance(value, str)
+        and _optional_with_default(prop)
+        and _short_literal(value)
+        and not mentions(request, value)
+    }
+
+
+def _optional_with_default(schema: Mapping[str, Any]) -> bool:
+    """Whether the property says what happens without it, and is no closed choice."""
+    if _closed(schema):
+        return False
+    description = schema.get("description")
+    return "default" in schema or (
+        isinstance(description, str) and _STATES_DEFAULT.search(description) is not None
+    )
+
+
+def _closed(schema: Mapping[str, Any]) -> bool:
+    """Whether ``schema`` (or a branch of it) lists its values (``enum``, ``const``)."""
+    if "enum" in schema or "const" in schema:
+        return True
+    branches = [*(schema.get("anyOf") or []), *(schema.get("oneOf") or [])]
+    return any(isinstance(branch, Mapping) and _closed(branch) for branch in branches)
+
+
+def _short_literal(value: str) -> bool:
+    return 0 < len(value.split()) <= _MAX_WORDS and not contains_template(value)
