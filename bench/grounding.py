@@ -17,6 +17,11 @@ so it runs over plans whose literals are known to be right:
    ``examples/`` (a document, with no request at all: the strictest reading).
 
 Every refusal is a false one; the target is 0.
+
+The same plans measure the planner's other rule about the request's values:
+:mod:`toolplan.planning.unstated` drops an optional value the request never states. A drop
+is false (``unstatedDroppedWrongly``) when BFCL does not allow that argument to be left out; on
+the project's own plans, every drop is.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from typing import Any
 
 from bench.bfcl.data import AST_CATEGORIES
 from toolplan.analysis.grounding import Grounds, check_grounding, literal_numbers
+from toolplan.planning.unstated import drop_unstated
 from toolplan.plans.plan import Plan, parse_plan
 from toolplan.tools.catalog import ToolCatalog
 
@@ -251,6 +257,7 @@ def measure_bfcl(categories: tuple[str, ...] = BFCL_CATEGORIES) -> dict[str, Any
     out: dict[str, Any] = {}
     for category in categories:
         refused: list[dict[str, Any]] = []
+        dropped_wrongly: list[dict[str, Any]] = []
         numbers_not_in_query = 0
         entries = load_category(category)
         for entry in entries:
@@ -266,6 +273,11 @@ def measure_bfcl(categories: tuple[str, ...] = BFCL_CATEGORIES) -> dict[str, Any
                 if issues:
                     refused.append({"id": entry.id, "issues": [i.message for i in issues]})
                     break
+            for plan in plans:
+                wrong = _dropped_wrongly(plan, answer, catalog, entry.query)
+                if wrong:
+                    dropped_wrongly.append({"id": entry.id, "dropped": wrong})
+                    break
             plan = plans[0]  # each argument's first allowed value
             grounds = Grounds(entry.query)
             if any(
@@ -277,8 +289,25 @@ def measure_bfcl(categories: tuple[str, ...] = BFCL_CATEGORIES) -> dict[str, Any
             "refused": len(refused),
             "refusals": refused,
             "numbersNotInQuery": numbers_not_in_query,
+            "unstatedDroppedWrongly": len(dropped_wrongly),
+            "wrongDrops": dropped_wrongly,
         }
     return out
+
+
+def _dropped_wrongly(
+    plan: Plan, answer: list[dict[str, Any]], catalog: ToolCatalog, query: str
+) -> dict[str, dict[str, str]]:
+    """The values :func:`drop_unstated` drops from ``plan`` (a BFCL answer) that BFCL does not
+    allow to be left out (``""`` is not among their allowed values)."""
+    _, dropped = drop_unstated(plan.to_json(), catalog, query)
+    wrong: dict[str, dict[str, str]] = {}
+    for step_id, arguments in dropped.items():
+        ((_, allowed),) = answer[int(step_id.removeprefix("call")) - 1].items()
+        for name, value in arguments.items():
+            if "" not in (allowed.get(name) or []):
+                wrong.setdefault(step_id, {})[name] = value
+    return wrong
 
 
 def _api(toolbox: Any, name: str) -> str:
@@ -307,13 +336,23 @@ def measure_own() -> dict[str, Any]:
     """Refusals over the project's own plans (all of them are false)."""
     catalog = _catalog()
     refused = []
+    dropped = []
     total = 0
     for name, query, plan in _own_plans():
         total += 1
         issues = check_grounding(plan, catalog, query)
         if issues:
             refused.append({"plan": name, "issues": [i.message for i in issues]})
-    return {"plans": total, "refused": len(refused), "refusals": refused}
+        drops = drop_unstated(plan.to_json(), catalog, query)[1]
+        if query and drops:  # a document has no request: the planner never reads one
+            dropped.append({"plan": name, "dropped": drops})
+    return {
+        "plans": total,
+        "refused": len(refused),
+        "refusals": refused,
+        "unstatedDroppedWrongly": len(dropped),
+        "wrongDrops": dropped,
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -325,16 +364,24 @@ def main(argv: list[str] | None = None) -> None:
     if args.json:
         print(json.dumps(result, indent=2, ensure_ascii=False))
         return
-    print("| set | plans | refused | numbers not in the query |")
-    print("|---|---|---|---|")
+    print("| set | plans | refused | unstated values dropped wrongly | numbers not in the query |")
+    print("|---|---|---|---|---|")
     for category, row in result["bfcl"].items():
         print(
             f"| BFCL {category} | {row['entries']} | {row['refused']} | "
-            f"{row['numbersNotInQuery']} |"
+            f"{row['unstatedDroppedWrongly']} | {row['numbersNotInQuery']} |"
         )
     own = result["own"]
-    print(f"| own plans | {own['plans']} | {own['refused']} | - |")
-    for row in [*(r for c in result["bfcl"].values() for r in c["refusals"]), *own["refusals"]]:
+    print(
+        f"| own plans | {own['plans']} | {own['refused']} | {own['unstatedDroppedWrongly']} | - |"
+    )
+    bfcl = result["bfcl"].values()
+    for row in [
+        *(r for c in bfcl for r in c["refusals"]),
+        *(r for c in bfcl for r in c["wrongDrops"]),
+        *own["refusals"],
+        *own["wrongDrops"],
+    ]:
         print(json.dumps(row, ensure_ascii=False))
 
 

@@ -101,6 +101,8 @@ def test_a_default_said_only_in_the_description_counts() -> None:
         (DISTANCE + " in miles", "miles"),
         (DISTANCE + ", answer in mi", "MI"),  # a code in capitals
         (DISTANCE + " in kilometres", "kilometers"),  # the same first four letters
+        (DISTANCE + " in kilometres", "km"),  # an abbreviation
+        (DISTANCE + " in km", "kilometers"),  # and the other way round
     ],
 )
 def test_a_value_the_request_mentions_is_kept(query: str, unit: str) -> None:
@@ -119,7 +121,8 @@ def test_a_replans_context_counts_as_stated() -> None:
     [
         # a closed choice: "below 20" means lt, which no word of the request shows
         ("check_threshold", {"metric": "cpu", "threshold": 20, "operator": "lt"}),
-        # numbers and lists: "next month" is 30 days, a right inference
+        # numbers, digits and lists: "next month" is 30 days, a right inference
+        ("save_draft", {"title": "Notes", "content": "2023-03-12"}),
         ("check_threshold", {"metric": "cpu", "threshold": 20, "days": 30}),
         ("save_draft", {"title": "Notes", "tags": ["weekly"]}),
         # text the model was asked to write

@@ -18,8 +18,8 @@ never caught (a model rightly rewrites what it was told, and writes text of its 
   title);
 * its required arguments are given literal strings, and the request mentions none of them. A
   value *mentioned* is a word of it in the request (``"Boston, MA"`` for Boston), the same first
-  four letters (``hearts``, ``Germany`` for "German"), initials (``Los Angeles`` for LA) or a
-  code in capitals (``USD`` for "US dollars", ``AAPL``); words are split at underscores and
+  four letters (``hearts``, ``Germany`` for "German"), initials (``Los Angeles`` for LA), an
+  abbreviation (``km`` for kilometers, either way round) or a code in capitals (``USD`` for "US dollars", ``AAPL``); words are split at underscores and
   capitals (``disk_io``). A value the catalog offers (the argument's ``enum``, ``const``,
   ``default``, a word of its description like ``'dontcare'``) proves nothing either way, and
   neither does a string with a digit (a time, a date, a code like ``"C12H22O11"``) or a number
@@ -53,12 +53,13 @@ from toolplan.tools.catalog import ToolCatalog, ToolInfo
 
 __all__ = ["asks_for_tool", "check_unasked", "drop_unasked", "latin_script", "mentions"]
 
-_WORD = re.compile(r"[^\W_]+")
+_WORD = re.compile(r"[^\W\d_]+|\d+")
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 _DIGIT = re.compile(r"\d")
 _CODE = re.compile(r"[A-Z][A-Z0-9]{1,4}")
 _LETTER = re.compile(r"[^\W\d_]")
 _STEM = 4
+_ABBREVIATION = 3
 _LATIN_SHARE = 0.8
 _SHOWN = 3
 _GENERIC = frozenset(
@@ -134,7 +135,20 @@ def mentions(request: str, value: str) -> bool:
     if not words or _shares(_content(words), said):
         return True
     initials = "".join(w[0] for w in words)
-    return any(2 <= len(w) <= len(initials) and initials.startswith(w) for w in said)
+    if any(2 <= len(w) <= len(initials) and initials.startswith(w) for w in said):
+        return True
+    return any(_abbreviates(a, b) or _abbreviates(b, a) for a in words for b in said)
+
+
+def _abbreviates(short: str, word: str) -> bool:
+    """Whether ``short`` (two or three letters) abbreviates ``word``: its first letter, then its
+    other letters in order (``km`` for kilometers, ``cm`` for centimeter, ``gb`` for GenBank)."""
+    if not 2 <= len(short) <= _ABBREVIATION < len(word) or short[0] != word[0]:
+        return False
+    if not short.isalpha():
+        return False
+    rest = iter(word[1:])
+    return all(letter in rest for letter in short[1:])
 
 
 def asks_for_tool(request: str, info: ToolInfo) -> bool:

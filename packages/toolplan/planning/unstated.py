@@ -16,13 +16,17 @@ user gave or the model had to choose is kept:
   20" to the operator ``lt`` chose it from the request's meaning, which the request's words do
   not show;
 * its value is a literal string of one or two words: no template (what another step found), no
-  number (``days_ahead: 30`` for "next month" is a right inference), no list, no longer text
-  (a draft's content the model was asked to write);
+  number or digit (``days_ahead: 30`` for "next month", a date for "March 12th": right
+  inferences), no list, no longer text (a draft's content the model was asked to write);
 * the request does not mention it (:func:`~toolplan.analysis.unasked.mentions`: a word of it, its
-  first four letters, initials, a code in capitals), and is written in a Latin script, so that a
-  value translated from another one (Beijing for 北京) is never taken for made up.
+  first four letters, initials, an abbreviation like ``km``, a code in capitals), and is written
+  in a Latin script, so that a value translated from another one (Beijing for 北京) is never
+  taken for made up.
 
-Only a step's top-level arguments are read. The planning record names what was dropped
+``python -m bench.grounding`` measures the drops BFCL's own answers would suffer (an argument
+BFCL does not allow to be left out): 5 of 2,351 entries, each a value the model inferred from
+the request's meaning ("intermediate" for "not beginners but not advanced", ``women`` for
+"female"). Only a step's top-level arguments are read. The planning record names what was dropped
 (``unstatedArguments``: ``{step id: {argument: value}}``), so it is never silent.
 """
 
@@ -105,4 +109,10 @@ def _closed(schema: Mapping[str, Any]) -> bool:
 
 
 def _short_literal(value: str) -> bool:
-    return 0 < len(value.split()) <= _MAX_WORDS and not contains_template(value)
+    """One or two words, no digit (a date, a time, ``m^2``: computed from the request, and
+    not matched by its words), no template."""
+    return (
+        0 < len(value.split()) <= _MAX_WORDS
+        and not any(c.isdigit() for c in value)
+        and not contains_template(value)
+    )
