@@ -469,3 +469,35 @@ async def test_an_optional_value_the_request_states_is_kept(
     assert outcome.plan["steps"][0]["parameters"] == route
     record = ctx.store.get_plan(outcome.ref.plan_id)
     assert record is not None and "unstatedArguments" not in record.meta
+
+
+async def test_a_replans_context_states_values_too(llm: FakeOpenAIServer, tmp_path: Path) -> None:
+    route = {"origin": "New York City", "destination": "Washington D.C.", "unit": "miles"}
+    llm.script([Reply.structured(plan(step("d", "shortest_distance", route)))])
+    ctx = make_context(tmp_path, catalog=ToolCatalog([shortest_distance]))
+    context = 'The previous plan failed; it called shortest_distance(unit="miles").'
+    outcome = await create_plan(DISTANCE, ctx, context=context)
+    assert outcome.plan["steps"][0]["parameters"] == route
+
+
+async def test_a_value_dropped_from_a_step_merged_away_is_recorded_under_the_kept_one(
+    llm: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    route = {"origin": "New York City", "destination": "Washington D.C."}
+    llm.script(
+        [
+            Reply.structured(
+                plan(
+                    step("plain", "shortest_distance", route),
+                    step("miles", "shortest_distance", {**route, "unit": "miles"}),
+                )
+            )
+        ]
+    )
+    ctx = make_context(tmp_path, catalog=ToolCatalog([shortest_distance]))
+    outcome = await create_plan(DISTANCE, ctx)
+    assert [s["id"] for s in outcome.plan["steps"]] == ["plain"]
+    record = ctx.store.get_plan(outcome.ref.plan_id)
+    assert record is not None
+    assert record.meta["unstatedArguments"] == {"plain": {"unit": "miles"}}
+    assert record.meta["mergedSteps"] == {"miles": "plain"}

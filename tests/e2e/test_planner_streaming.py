@@ -225,7 +225,10 @@ async def test_a_runaway_answered_right_the_second_time_is_planned(
     assert second[:-1] == first
     note = second[-1]
     assert note["role"] == "user" and "stopped before it ended" in note["content"]
-    assert 'createAuthor({"name": "Alice", "email": "alice@test.com"}) 3 times' in note["content"]
+    assert (
+        'createAuthor({"name": "Alice", "email": "alice@test.com"}) 3 times, and would have gone '
+        "on until the output limit." in note["content"]
+    )
     assert "planner-runaway" not in note["content"]  # the prompt's header is not sent
 
 
@@ -243,7 +246,9 @@ async def test_an_answer_longer_than_the_step_limit_is_stopped(
     with pytest.raises(LLMOutputRepeating, match="more than 2 steps") as raised:
         await create_plan(QUERY, ctx)
     assert raised.value.details["steps"] == 3 and len(server.requests) == 2
-    assert "it wrote more than 2 steps" in server.requests[1]["messages"][-1]["content"]
+    note = server.requests[1]["messages"][-1]["content"]
+    assert "it wrote more than 2 steps, the most a plan may have." in note
+    assert "output limit" not in note  # it was stopped at the step limit, not before the other
 
 
 def test_cli_exit_3_for_an_answer_that_repeats_itself(cli_llm: Cli, llm: FakeOpenAIServer) -> None:

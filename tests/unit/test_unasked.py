@@ -112,6 +112,10 @@ def test_a_plan_of_only_unasked_steps_is_told_to_answer_with_no_steps() -> None:
         ("Book it under the name 'Grocery run'", "grocery run"),  # case aside
         ("Has disk throughput gone over 100 MB/s?", "disk_io"),  # words split at _
         ("Show me the CPU usage", "cpuUsage"),  # and at capitals
+        ("The distance in kilometres", "km"),  # an abbreviation
+        ("A circle with a radius of 5cm", "centimeter"),  # either way, split from its digit
+        ("Who is the top player in woman tennis?", "women"),  # an irregular plural
+        ("Events of December 2023", "Dec."),  # a value of one short word, cut short
     ],
 )
 def test_a_value_the_request_gives_in_other_words_is_mentioned(
@@ -122,7 +126,18 @@ def test_a_value_the_request_gives_in_other_words_is_mentioned(
 
 @pytest.mark.parametrize(
     ("request_text", "value"),
-    [(TTEST, "reading"), ("Price of a used Gibson Les Paul guitar", "white")],
+    [
+        (TTEST, "reading"),
+        ("Price of a used Gibson Les Paul guitar", "white"),
+        # a short word is an abbreviation only when it is two or three consonants: not a word
+        # of the request ("can", "do", "us"), nor an ordinal's ending ("1st"), nor a function
+        # word of the value ("of")
+        ("Can you help me?", "Canada"),
+        ("What do I need?", "Download"),
+        ("Show us the list", "user"),
+        ("Remind me on the 1st", "Seattle"),
+        ("Details of the information office", "Bank of America"),
+    ],
 )
 def test_a_value_the_request_never_gives_is_not_mentioned(request_text: str, value: str) -> None:
     assert not mentions(request_text, value)
@@ -269,3 +284,17 @@ def test_nothing_is_dropped_when_every_step_is_unasked_or_something_else_is_wron
     both = plan(ttest, ("traits", "get_personality_traits", {"hobby": "reading"}))
     other = ValidationIssue("ungrounded", "step 'ttest': made up", "ttest")
     assert drop_unasked(both, [*check_unasked(both, CATALOG, TTEST), other]) is None
+
+
+def test_single_letters_and_numbers_of_a_tool_name_ask_for_nothing() -> None:
+    from toolplan.analysis.unasked import asks_for_tool
+
+    @tool
+    def s3_list_buckets(prefix: str) -> list[str]:
+        """List the storage buckets."""
+        return []
+
+    info = ToolCatalog([s3_list_buckets]).info("s3_list_buckets")
+    assert not asks_for_tool("Book a table for 3 people", info)
+    assert not asks_for_tool("What's John's email?", info)
+    assert asks_for_tool("Which buckets do I have?", info)

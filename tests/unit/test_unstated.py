@@ -138,6 +138,60 @@ def test_what_the_rule_never_touches(tool: str, parameters: dict[str, Any]) -> N
     assert drop_unstated(data, CATALOG, "Alert me when cpu goes below 20") == (data, {})
 
 
+def test_a_required_argument_is_never_dropped_whatever_its_description_says() -> None:
+    convert = StructuredTool(
+        name="convert",
+        description="Convert an amount.",
+        args_schema={
+            "type": "object",
+            "properties": {
+                "amount": {"type": "number"},
+                "unit": {"type": "string", "description": "The unit; the default is km."},
+            },
+            "required": ["amount", "unit"],
+        },
+        func=_never_run,
+    )
+    data = plan(("c", "convert", {"amount": 3, "unit": "miles"}))
+    assert drop_unstated(data, ToolCatalog([convert]), "Convert 3") == (data, {})
+
+
+@pytest.mark.parametrize(
+    "prop",
+    [
+        # a closed choice in a branch pydantic v1 and MCP servers write
+        {"allOf": [{"enum": ["km", "miles"]}], "description": "Optional unit."},
+        # a description that says there is no default
+        {"type": "string", "description": "The unit. There is no default."},
+        {"type": "string", "description": "The unit (not optional)."},
+    ],
+)
+def test_an_argument_that_does_not_state_a_default_keeps_its_value(prop: dict[str, Any]) -> None:
+    measure = StructuredTool(
+        name="measure",
+        description="Measure a distance.",
+        args_schema={
+            "type": "object",
+            "properties": {"route": {"type": "string"}, "unit": prop},
+            "required": ["route"],
+        },
+        func=_never_run,
+    )
+    data = plan(("m", "measure", {"route": "A to B", "unit": "miles"}))
+    assert drop_unstated(data, ToolCatalog([measure]), "Measure A to B") == (data, {})
+
+
+def test_two_steps_sharing_an_id_are_both_named() -> None:
+    route = {"origin": "NYC", "destination": "DC"}
+    data = plan(
+        ("d", "shortest_distance", {**route, "unit": "miles"}),
+        ("d", "calories", {"website": "x.com", "recipe": "Pie", "meal_time": "Dinner"}),
+    )
+    assert drop_unstated(data, CATALOG, DISTANCE)[1] == {
+        "d": {"unit": "miles", "meal_time": "Dinner"}
+    }
+
+
 def test_a_request_in_another_script_is_not_read() -> None:
     # Berlin for 柏林: its letters cannot be matched, so nothing can be called unstated
     data = plan(

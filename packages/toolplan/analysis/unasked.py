@@ -60,6 +60,8 @@ _CODE = re.compile(r"[A-Z][A-Z0-9]{1,4}")
 _LETTER = re.compile(r"[^\W\d_]")
 _STEM = 4
 _ABBREVIATION = 3
+_VOWELS = frozenset("aeiouy")
+_ORDINALS = frozenset(["st", "nd", "rd", "th"])
 _LATIN_SHARE = 0.8
 _SHOWN = 3
 _GENERIC = frozenset(
@@ -137,15 +139,23 @@ def mentions(request: str, value: str) -> bool:
     initials = "".join(w[0] for w in words)
     if any(2 <= len(w) <= len(initials) and initials.startswith(w) for w in said):
         return True
-    return any(_abbreviates(a, b) or _abbreviates(b, a) for a in words for b in said)
+    content = _content(words)
+    alone = len(content) == 1  # a value that is one short word is meant as an abbreviation
+    return any(
+        _abbreviates(a, b, any_letters=alone) or _abbreviates(b, a) for a in content for b in said
+    )
 
 
-def _abbreviates(short: str, word: str) -> bool:
-    """Whether ``short`` (two or three letters) abbreviates ``word``: its first letter, then its
-    other letters in order (``km`` for kilometers, ``cm`` for centimeter, ``gb`` for GenBank)."""
+def _abbreviates(short: str, word: str, *, any_letters: bool = False) -> bool:
+    """Whether ``short`` abbreviates ``word``: two or three letters, ``word``'s first letter,
+    then its other letters in order (``km`` for kilometers, ``cm`` for centimeter, ``gb`` for
+    GenBank). Unless ``any_letters``, only consonants: a unit, a format, not a word like "do"
+    or "can", nor an ordinal's ``st``."""
     if not 2 <= len(short) <= _ABBREVIATION < len(word) or short[0] != word[0]:
         return False
-    if not short.isalpha():
+    if not short.isalpha() or short in _ORDINALS:
+        return False
+    if not any_letters and set(short) & _VOWELS:
         return False
     rest = iter(word[1:])
     return all(letter in rest for letter in short[1:])
@@ -155,7 +165,10 @@ def asks_for_tool(request: str, info: ToolInfo) -> bool:
     """Whether ``request`` names what the tool is about: a word of its name or description
     (``weather`` for ``get_weather``, ``draft`` for ``createDraft``), function words and
     words every description has aside."""
-    return _shares(_content(_words(f"{info.name} {info.description}")), _content(_words(request)))
+    about = _content(_words(f"{info.name} {info.description}"))
+    # a single letter or a bare number says nothing of a tool (``s`` and ``3`` of ``s3_list``)
+    named = {w for w in about if len(w) > 1 and not w.isdigit()}
+    return _shares(named, _content(_words(request)))
 
 
 def _in_words(text: str, value: str) -> bool:

@@ -30,7 +30,7 @@ import asyncio
 import functools
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, NotRequired
@@ -413,6 +413,24 @@ async def analyze_dependencies(state: PlanningState, ctx: PlannerContext) -> Pla
     }
 
 
+def _stored_step_ids(
+    state: PlanningState, by_step: Mapping[str, dict[str, str]]
+) -> dict[str, dict[str, str]]:
+    """``by_step`` (what was dropped from each step of the answer) under the ids of the stored
+    plan: a step merged into another is named by the one kept, and an unasked step dropped
+    since is left out."""
+    merged, unasked = state.get("merged_steps") or {}, state.get("unasked_steps") or {}
+    out: dict[str, dict[str, str]] = {}
+    for step_id, values in by_step.items():
+        kept, seen = step_id, {step_id}
+        while kept in merged and merged[kept] not in seen:  # merges of two rounds may chain
+            kept = merged[kept]
+            seen.add(kept)
+        if kept not in unasked:
+            out.setdefault(kept, {}).update(values)
+    return out
+
+
 async def persist(state: PlanningState, ctx: PlannerContext) -> PlanningState:
     """Store the request (if new) and the plan with its planning record, as validated and
     analysed by ``analyze_dependencies`` (not again)."""
@@ -442,8 +460,9 @@ async def persist(state: PlanningState, ctx: PlannerContext) -> PlanningState:
         record_meta["droppedConditions"] = state["dropped_conditions"]
     if state.get("unasked_steps"):
         record_meta["unaskedSteps"] = state["unasked_steps"]
-    if state.get("unstated_arguments"):
-        record_meta["unstatedArguments"] = state["unstated_arguments"]
+    unstated = _stored_step_ids(state, state.get("unstated_arguments") or {})
+    if unstated:
+        record_meta["unstatedArguments"] = unstated
     ref = await asyncio.to_thread(
         store_plan,
         plan,

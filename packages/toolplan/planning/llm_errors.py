@@ -49,7 +49,8 @@ class LLMOutputRepeating(LLMOutputTruncated):
         self.tokens = tokens
         """About how many tokens the model had written when it was stopped (chunks read)."""
         self.what = what
-        """What the model did, said to the model: ``it wrote the step get(...) 3 times``."""
+        """What the model did, said to the model when it is asked again (``it wrote the step
+        get(...) 3 times, and would have gone on until the output limit``)."""
 
 
 def truncated(

@@ -211,7 +211,7 @@ class _Follow:
                     "limit; nothing was stored",
                     tokens=self.chunks,
                     steps=self.steps,
-                    what=f"it wrote {_stretch(loop.unit)} {loop.repeats} times in a row",
+                    what=f"it wrote {_stretch(loop.unit)} {loop.repeats} times in a row{_ENDLESS}",
                 )
 
     def _check(self, step: dict[str, Any]) -> None:
@@ -224,7 +224,7 @@ class _Follow:
                 "if the plan is that long",
                 tokens=self.chunks,
                 steps=self.steps,
-                what=f"it wrote more than {limit} steps",
+                what=f"it wrote more than {limit} steps, the most a plan may have",
             )
         key = _call_key(step)
         self._written[key] += 1
@@ -235,8 +235,12 @@ class _Follow:
                 "have stopped only at the output limit; nothing was stored",
                 tokens=self.chunks,
                 steps=self.steps,
-                what=f"it wrote the step {_shown(step)} {self._written[key]} times",
+                what=f"it wrote the step {_shown(step)} {self._written[key]} times{_ENDLESS}",
             )
+
+
+_ENDLESS = ", and would have gone on until the output limit"
+"""What a repeating answer would have done, told to the model when it is asked again."""
 
 
 def _call_key(step: dict[str, Any]) -> str:

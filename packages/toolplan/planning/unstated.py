@@ -11,8 +11,8 @@ An argument is *unstated*, and dropped, when all of these hold, each read so tha
 user gave or the model had to choose is kept:
 
 * the tool does not require it, and says what happens without it: its schema has a
-  ``default``, or its description says ``default`` or ``optional``;
-* it is not a choice from a closed list (no ``enum`` or ``const``): a model that maps "below
+  ``default``, or its description says ``default`` or ``optional`` (not "no default");
+* it is not a choice from a closed list (no ``enum`` or ``const``, in any branch): a model that maps "below
   20" to the operator ``lt`` chose it from the request's meaning, which the request's words do
   not show;
 * its value is a literal string of one or two words: no template (what another step found), no
@@ -44,6 +44,7 @@ from toolplan.tools.catalog import ToolCatalog
 __all__ = ["drop_unstated"]
 
 _STATES_DEFAULT = re.compile(r"\b(?:default|defaults|optional)\b", re.IGNORECASE)
+_DENIES_DEFAULT = re.compile(r"\b(?:no|not|without(?: a)?) (?:default|optional)\b", re.IGNORECASE)
 _MAX_WORDS = 2
 
 
@@ -60,7 +61,7 @@ def drop_unstated(
     for step in data.get("steps") or []:
         found = _unstated(step, catalog, request)
         if found:
-            dropped[str(step["id"])] = found
+            dropped.setdefault(step["id"], {}).update(found)  # two steps may share an id
             parameters = {k: v for k, v in step["parameters"].items() if k not in found}
             step = dict(step, parameters=parameters)
         steps.append(step)
@@ -95,8 +96,12 @@ def _optional_with_default(schema: Mapping[str, Any]) -> bool:
     if _closed(schema):
         return False
     description = schema.get("description")
-    return "default" in schema or (
-        isinstance(description, str) and _STATES_DEFAULT.search(description) is not None
+    if "default" in schema:
+        return True
+    return (
+        isinstance(description, str)
+        and _STATES_DEFAULT.search(description) is not None
+        and _DENIES_DEFAULT.search(description) is None
     )
 
 
@@ -104,7 +109,7 @@ def _closed(schema: Mapping[str, Any]) -> bool:
     """Whether ``schema`` (or a branch of it) lists its values (``enum``, ``const``)."""
     if "enum" in schema or "const" in schema:
         return True
-    branches = [*(schema.get("anyOf") or []), *(schema.get("oneOf") or [])]
+    branches = [b for key in ("anyOf", "oneOf", "allOf") for b in schema.get(key) or []]
     return any(isinstance(branch, Mapping) and _closed(branch) for branch in branches)
 
 
