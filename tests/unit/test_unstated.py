@@ -110,6 +110,14 @@ def test_a_value_the_request_mentions_is_kept(query: str, unit: str) -> None:
     assert drop_unstated(data, CATALOG, query) == (data, {})
 
 
+def test_the_tools_own_default_is_left_as_it_is() -> None:
+    # dropping it would change nothing, and the record would name a value nobody made up
+    data = plan(
+        ("d", "shortest_distance", {"origin": "NYC", "destination": "DC", "unit": "kilometers"})
+    )
+    assert drop_unstated(data, CATALOG, "How far is DC from NYC?") == (data, {})
+
+
 def test_a_replans_context_counts_as_stated() -> None:
     data = plan(("d", "shortest_distance", {"origin": "NYC", "destination": "DC", "unit": "miles"}))
     context = 'The previous plan called shortest_distance(unit="miles").'

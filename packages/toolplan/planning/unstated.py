@@ -15,7 +15,8 @@ user gave or the model had to choose is kept:
 * it is not a choice from a closed list (no ``enum`` or ``const``, in any branch): a model that maps "below
   20" to the operator ``lt`` chose it from the request's meaning, which the request's words do
   not show;
-* its value is a literal string of one or two words: no template (what another step found), no
+* its value is not the tool's own ``default`` (dropping that would change nothing), and is a
+  literal string of one or two words: no template (what another step found), no
   number or digit (``days_ahead: 30`` for "next month", a date for "March 12th": right
   inferences), no list, no longer text (a draft's content the model was asked to write);
 * the request does not mention it (:func:`~toolplan.analysis.unasked.mentions`: a word of it, its
@@ -24,7 +25,7 @@ user gave or the model had to choose is kept:
   taken for made up.
 
 ``python -m bench.grounding`` measures the drops BFCL's own answers would suffer (an argument
-BFCL does not allow to be left out): 5 of 2,351 entries, each a value the model inferred from
+BFCL does not allow to be left out): 3 of 2,351 entries, each a value the model inferred from
 the request's meaning ("intermediate" for "not beginners but not advanced", ``women`` for
 "female"). Only a step's top-level arguments are read. The planning record names what was dropped
 (``unstatedArguments``: ``{step id: {argument: value}}``), so it is never silent.
@@ -85,6 +86,7 @@ def _unstated(step: Any, catalog: ToolCatalog, request: str) -> dict[str, str]:
         if name not in required
         and isinstance(prop := properties.get(name), Mapping)
         and isinstance(value, str)
+        and value != prop.get("default")  # the default itself: dropping it changes nothing
         and _optional_with_default(prop)
         and _short_literal(value)
         and not mentions(request, value)
