@@ -132,3 +132,46 @@ def test_a_step_reading_itself_is_left_for_the_validator_without_one_fitting_lis
     wrong = {"id": "metric", "tool": "query_metric", "parameters": {"name": "{{metric.unit_x}}"}}
     data = plan(posts, wrong)
     assert read_item_names(data, CATALOG) is data
+
+
+def test_a_for_each_on_the_step_whose_list_it_is_moves_to_the_step_using_the_item() -> None:
+    # what the model wrote for our map-3, "for every post by author a1, add the comment
+    # 'Reviewed'", three times over: a map of listBlogs over its own output (a cycle), and the
+    # comment using the item with no map
+    from toolplan.analysis import analyze
+    from toolplan.plans.plan import parse_plan
+
+    data = plan(
+        {
+            "id": "posts",
+            "tool": "listBlogs",
+            "parameters": {"authorId": "a1"},
+            "dependsOn": [],
+            "forEach": "{{posts.blogs}}",
+            "when": None,
+        },
+        {
+            "id": "comment",
+            "tool": "createComment",
+            "parameters": {"blogId": "{{$item._id}}", "text": "Reviewed"},
+            "dependsOn": [],
+            "forEach": None,
+            "when": None,
+        },
+    )
+    out = read_item_names(data, CATALOG)
+    posts, comment = out["steps"]
+    assert "forEach" not in posts
+    assert comment["forEach"] == "{{posts.blogs}}" and comment["dependsOn"] == ["posts"]
+    assert data["steps"][0]["forEach"] == "{{posts.blogs}}"  # the input is not changed
+    analysis = analyze(parse_plan(out), CATALOG)  # valid: no cycle, the item fits
+    assert analysis.order == ["posts", "comment"]
+
+
+def test_a_for_each_over_its_own_output_stays_when_the_taker_is_not_certain() -> None:
+    own = {"id": "posts", "tool": "listBlogs", "parameters": {}, "forEach": "{{posts.blogs}}"}
+    taker = {"id": "a", "tool": "createComment", "parameters": {"blogId": "{{$item._id}}"}}
+    two = plan(own, taker, dict(taker, id="b"))
+    assert read_item_names(two, CATALOG)["steps"][0]["forEach"] == "{{posts.blogs}}"
+    none = plan(own, {"id": "d", "tool": "createDraft", "parameters": {"title": "t"}})
+    assert read_item_names(none, CATALOG) is none

@@ -19,6 +19,12 @@ from the other steps' declared outputs (a list, an object's only list-typed key,
 step's list of results), that list is the step's ``forEach``. With none or several on offer, the
 step is left for the validator, whose hint names the choices.
 
+Or the ``forEach`` is on the wrong step: written on the step whose list it is
+(``{"id": "posts", "tool": "listBlogs", "forEach": "{{posts.blogs}}"}``, a map over its own
+output, which is a cycle), while the next step uses ``{{$item._id}}`` with no ``forEach``. When
+exactly one step maps over its own output and exactly one uses ``$item`` without a map, the
+``forEach`` moves to the latter, which then waits for the former.
+
 The two together: a step with no ``forEach`` whose parameters read the step itself, as in
 "query the current value of each metric": ``{"id": "metric", "tool": "query_metric",
 "parameters": {"name": "{{metric.name}}"}}``. A step cannot read its own output (a cycle), so
@@ -46,8 +52,10 @@ def read_item_names(data: dict[str, Any], catalog: ToolCatalog | None = None) ->
     steps = data.get("steps")
     if not isinstance(steps, list):
         return data
+    moved = _for_each_moved(steps)
+    changed = moved is not steps
+    steps = moved
     ids = {s["id"] for s in steps if isinstance(s, dict) and isinstance(s.get("id"), str)}
-    changed = False
     out = []
     for step in steps:
         if isinstance(step, dict) and step.get("id") in ids:
@@ -64,6 +72,37 @@ def read_item_names(data: dict[str, Any], catalog: ToolCatalog | None = None) ->
             step = fixed
         out.append(step)
     return dict(data, steps=out) if changed else data
+
+
+def _for_each_moved(steps: list[Any]) -> list[Any]:
+    """``steps`` with a ``forEach`` written on the step whose list it is moved to the one step
+    that uses ``$item`` without a ``forEach`` (and that step waiting for it); ``steps`` itself
+    when there is no such pair."""
+    own = [
+        s
+        for s in steps
+        if isinstance(s, dict)
+        and isinstance(s.get("id"), str)
+        and isinstance(s.get("forEach"), str)
+        and references(s["forEach"]) == {s["id"]}
+    ]
+    takers = [
+        s for s in steps if isinstance(s, dict) and s.get("forEach") is None and _uses_item(s)
+    ]
+    if len(own) != 1 or len(takers) != 1:
+        return steps
+    source, taker = own[0], takers[0]
+    if not isinstance(taker.get("id"), str) or _uses_item(source):
+        return steps  # the source maps over something after all: its own items
+    waits = taker.get("dependsOn")
+    waits = list(waits) if isinstance(waits, list) else []
+    fixed_source = {k: v for k, v in source.items() if k != "forEach"}
+    fixed_taker = dict(
+        taker,
+        forEach=source["forEach"],
+        dependsOn=waits if source["id"] in waits else [*waits, source["id"]],
+    )
+    return [fixed_source if s is source else fixed_taker if s is taker else s for s in steps]
 
 
 def _calls(step: dict[str, Any]) -> list[Any]:
