@@ -30,3 +30,33 @@ def test_plans_without_such_a_condition_are_returned_as_they_are() -> None:
     }
     assert drop_own_conditions(data) == (data, [])
     assert drop_own_conditions({"steps": "x"}) == ({"steps": "x"}, [])
+
+
+def test_a_step_waiting_for_itself_waits_for_it_no_more() -> None:
+    # BFCL multiple_182: a repeated id renamed as the hint said, and the step's own dependsOn
+    # pointed at the new id with it
+    from toolplan.analysis import analyze
+    from toolplan.plans.plan import parse_plan
+    from toolplan.tools import load_tool_modules
+
+    data = {
+        "steps": [
+            {"id": "games", "tool": "get_weather", "parameters": {"location": "Oslo"}},
+            {
+                "id": "games_2",
+                "tool": "get_weather",
+                "parameters": {"location": "Rome"},
+                "dependsOn": ["games", "games_2"],
+            },
+        ]
+    }
+    out, dropped = drop_own_conditions(data)
+    assert out["steps"][1]["dependsOn"] == ["games"] and dropped == []
+    assert data["steps"][1]["dependsOn"] == ["games", "games_2"]  # the input is not changed
+    assert analyze(parse_plan(out), load_tool_modules(["weather"])).order == ["games", "games_2"]
+
+
+def test_a_template_reading_the_step_itself_is_left_for_the_validator() -> None:
+    step = {"id": "a", "tool": "get_weather", "parameters": {"location": "{{a.city}}"}}
+    data = {"steps": [step]}
+    assert drop_own_conditions(data) == (data, [])
