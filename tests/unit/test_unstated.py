@@ -34,24 +34,25 @@ def save_draft(title: str, content: str = "", tags: list[str] | None = None) -> 
     return "d1"
 
 
-def _never_run(**_: Any) -> None:
-    raise AssertionError("planned, never run")
+def schema_tool(name: str, properties: dict[str, Any], required: list[str]) -> StructuredTool:
+    """A tool given by its JSON schema, as an MCP server's are: planned, never run."""
+
+    def never_run(**_: Any) -> None:
+        raise AssertionError("planned, never run")
+
+    schema = {"type": "object", "properties": properties, "required": required}
+    return StructuredTool(name=name, description=f"{name}.", args_schema=schema, func=never_run)
 
 
-# a schema written by hand (an MCP tool's): the default is only said in the description
-FIND_GAME = StructuredTool(
-    name="find_game",
-    description="Find a game.",
-    args_schema={
-        "type": "object",
-        "properties": {
-            "platform": {"type": "string"},
-            "genre": {"type": "string", "description": "Desired genre. Default is ''."},
-            "mode": {"type": "string", "description": "Online or local play."},
-        },
-        "required": ["platform"],
+# the default is only said in the description
+FIND_GAME = schema_tool(
+    "find_game",
+    {
+        "platform": {"type": "string"},
+        "genre": {"type": "string", "description": "Desired genre. Default is ''."},
+        "mode": {"type": "string", "description": "Online or local play."},
     },
-    func=_never_run,
+    ["platform"],
 )
 CATALOG = ToolCatalog([shortest_distance, calories, check_threshold, save_draft, FIND_GAME])
 DISTANCE = "Find the shortest driving distance between New York City and Washington D.C."
@@ -147,18 +148,9 @@ def test_what_the_rule_never_touches(tool: str, parameters: dict[str, Any]) -> N
 
 
 def test_a_required_argument_is_never_dropped_whatever_its_description_says() -> None:
-    convert = StructuredTool(
-        name="convert",
-        description="Convert an amount.",
-        args_schema={
-            "type": "object",
-            "properties": {
-                "amount": {"type": "number"},
-                "unit": {"type": "string", "description": "The unit; the default is km."},
-            },
-            "required": ["amount", "unit"],
-        },
-        func=_never_run,
+    unit = {"type": "string", "description": "The unit; the default is km."}
+    convert = schema_tool(
+        "convert", {"amount": {"type": "number"}, "unit": unit}, ["amount", "unit"]
     )
     data = plan(("c", "convert", {"amount": 3, "unit": "miles"}))
     assert drop_unstated(data, ToolCatalog([convert]), "Convert 3") == (data, {})
@@ -175,16 +167,7 @@ def test_a_required_argument_is_never_dropped_whatever_its_description_says() ->
     ],
 )
 def test_an_argument_that_does_not_state_a_default_keeps_its_value(prop: dict[str, Any]) -> None:
-    measure = StructuredTool(
-        name="measure",
-        description="Measure a distance.",
-        args_schema={
-            "type": "object",
-            "properties": {"route": {"type": "string"}, "unit": prop},
-            "required": ["route"],
-        },
-        func=_never_run,
-    )
+    measure = schema_tool("measure", {"route": {"type": "string"}, "unit": prop}, ["route"])
     data = plan(("m", "measure", {"route": "A to B", "unit": "miles"}))
     assert drop_unstated(data, ToolCatalog([measure]), "Measure A to B") == (data, {})
 

@@ -19,11 +19,12 @@ never caught (a model rightly rewrites what it was told, and writes text of its 
 * its required arguments are given literal strings, and the request mentions none of them. A
   value *mentioned* is a word of it in the request (``"Boston, MA"`` for Boston), the same first
   four letters (``hearts``, ``Germany`` for "German"), initials (``Los Angeles`` for LA), an
-  abbreviation (``km`` for kilometers, either way round) or a code in capitals (``USD`` for "US dollars", ``AAPL``); words are split at underscores and
-  capitals (``disk_io``). A value the catalog offers (the argument's ``enum``, ``const``,
-  ``default``, a word of its description like ``'dontcare'``) proves nothing either way, and
-  neither does a string with a digit (a time, a date, a code like ``"C12H22O11"``) or a number
-  (a model rightly computes one: 4 kings in a deck of 52);
+  abbreviation (``km`` for kilometers, either way round) or a code in capitals (``USD`` for
+  "US dollars", ``AAPL``); words are split at underscores and capitals (``disk_io``). A value
+  the catalog offers (the argument's ``enum``, ``const``, ``default``, a word of its
+  description like ``'dontcare'``) proves nothing either way, and neither does a string with a
+  digit (a time, a date, a code like ``"C12H22O11"``) or a number (a model rightly computes
+  one: 4 kings in a deck of 52);
 * the request is written in a Latin script: a value translated from another one (Beijing for
   北京) cannot be matched by its letters. A plan with no request at all (a document) is not
   checked either.
@@ -134,12 +135,12 @@ def mentions(request: str, value: str) -> bool:
         return True
     said = _content(_words(request))
     words = _words(stripped)
-    if not words or _shares(_content(words), said):
+    content = _content(words)
+    if not words or _shares(content, said):
         return True
     initials = "".join(w[0] for w in words)
     if any(2 <= len(w) <= len(initials) and initials.startswith(w) for w in said):
         return True
-    content = _content(words)
     alone = len(content) == 1  # a value that is one short word is meant as an abbreviation
     return any(
         _abbreviates(a, b, any_letters=alone) or _abbreviates(b, a) for a in content for b in said

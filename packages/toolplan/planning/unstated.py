@@ -12,9 +12,9 @@ user gave or the model had to choose is kept:
 
 * the tool does not require it, and says what happens without it: its schema has a
   ``default``, or its description says ``default`` or ``optional`` (not "no default");
-* it is not a choice from a closed list (no ``enum`` or ``const``, in any branch): a model that maps "below
-  20" to the operator ``lt`` chose it from the request's meaning, which the request's words do
-  not show;
+* it is not a choice from a closed list (no ``enum`` or ``const``, in any branch): a model
+  that maps "below 20" to the operator ``lt`` chose it from the request's meaning, which the
+  request's words do not show;
 * its value is not the tool's own ``default`` (dropping that would change nothing), and is a
   literal string of one or two words: no template (what another step found), no
   number or digit (``days_ahead: 30`` for "next month", a date for "March 12th": right
