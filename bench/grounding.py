@@ -21,7 +21,9 @@ Every refusal is a false one; the target is 0.
 The same plans measure the planner's other rule about the request's values:
 :mod:`toolplan.planning.unstated` drops an optional value the request never states. A drop
 is false (``unstatedDroppedWrongly``) when BFCL does not allow that argument to be left out; on
-the project's own plans, every drop is.
+the project's own plans, every drop is. And :mod:`toolplan.planning.batches`, which makes one
+call of several one-item calls of a list-taking tool: every batch of an answer
+(``batchedWrongly``) changes the calls BFCL expects, and of an own plan the plan meant.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from typing import Any
 
 from bench.bfcl.data import AST_CATEGORIES
 from toolplan.analysis.grounding import Grounds, check_grounding, literal_numbers
+from toolplan.planning.batches import batch_items
 from toolplan.planning.unstated import drop_unstated
 from toolplan.plans.plan import Plan, parse_plan
 from toolplan.tools.catalog import ToolCatalog
@@ -258,6 +261,7 @@ def measure_bfcl(categories: tuple[str, ...] = BFCL_CATEGORIES) -> dict[str, Any
     for category in categories:
         refused: list[dict[str, Any]] = []
         dropped_wrongly: list[dict[str, Any]] = []
+        batched_wrongly: list[dict[str, Any]] = []
         numbers_not_in_query = 0
         entries = load_category(category)
         for entry in entries:
@@ -279,6 +283,9 @@ def measure_bfcl(categories: tuple[str, ...] = BFCL_CATEGORIES) -> dict[str, Any
                     dropped_wrongly.append({"id": entry.id, "dropped": wrong})
                     break
             plan = plans[0]  # each argument's first allowed value
+            batched = batch_items(plan.to_json(), catalog)[1]
+            if batched:
+                batched_wrongly.append({"id": entry.id, "batched": batched})
             grounds = Grounds(entry.query)
             if any(
                 not grounds.has_number(n) for s in plan.steps for n in literal_numbers(s.parameters)
@@ -291,6 +298,8 @@ def measure_bfcl(categories: tuple[str, ...] = BFCL_CATEGORIES) -> dict[str, Any
             "numbersNotInQuery": numbers_not_in_query,
             "unstatedDroppedWrongly": len(dropped_wrongly),
             "wrongDrops": dropped_wrongly,
+            "batchedWrongly": len(batched_wrongly),
+            "wrongBatches": batched_wrongly,
         }
     return out
 
@@ -337,6 +346,7 @@ def measure_own() -> dict[str, Any]:
     catalog = _catalog()
     refused = []
     dropped = []
+    batches = []
     total = 0
     for name, query, plan in _own_plans():
         total += 1
@@ -346,12 +356,17 @@ def measure_own() -> dict[str, Any]:
         drops = drop_unstated(plan.to_json(), catalog, query)[1]
         if query and drops:  # a document has no request: the planner never reads one
             dropped.append({"plan": name, "dropped": drops})
+        batched = batch_items(plan.to_json(), catalog)[1]
+        if batched:
+            batches.append({"plan": name, "batched": batched})
     return {
         "plans": total,
         "refused": len(refused),
         "refusals": refused,
         "unstatedDroppedWrongly": len(dropped),
         "wrongDrops": dropped,
+        "batchedWrongly": len(batches),
+        "wrongBatches": batches,
     }
 
 
@@ -364,23 +379,30 @@ def main(argv: list[str] | None = None) -> None:
     if args.json:
         print(json.dumps(result, indent=2, ensure_ascii=False))
         return
-    print("| set | plans | refused | unstated values dropped wrongly | numbers not in the query |")
-    print("|---|---|---|---|---|")
+    print(
+        "| set | plans | refused | unstated values dropped wrongly | batched wrongly "
+        "| numbers not in the query |"
+    )
+    print("|---|---|---|---|---|---|")
     for category, row in result["bfcl"].items():
         print(
             f"| BFCL {category} | {row['entries']} | {row['refused']} | "
-            f"{row['unstatedDroppedWrongly']} | {row['numbersNotInQuery']} |"
+            f"{row['unstatedDroppedWrongly']} | {row['batchedWrongly']} | "
+            f"{row['numbersNotInQuery']} |"
         )
     own = result["own"]
     print(
-        f"| own plans | {own['plans']} | {own['refused']} | {own['unstatedDroppedWrongly']} | - |"
+        f"| own plans | {own['plans']} | {own['refused']} | {own['unstatedDroppedWrongly']} | "
+        f"{own['batchedWrongly']} | - |"
     )
     bfcl = result["bfcl"].values()
     for row in [
         *(r for c in bfcl for r in c["refusals"]),
         *(r for c in bfcl for r in c["wrongDrops"]),
+        *(r for c in bfcl for r in c["wrongBatches"]),
         *own["refusals"],
         *own["wrongDrops"],
+        *own["wrongBatches"],
     ]:
         print(json.dumps(row, ensure_ascii=False))
 

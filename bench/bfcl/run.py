@@ -66,6 +66,7 @@ class Attempt:
 
 _PLANNER_CHANGES = (
     "mergedSteps",
+    "batchedSteps",
     "unaskedSteps",
     "unstatedArguments",
     "autoFixed",

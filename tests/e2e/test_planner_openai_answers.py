@@ -501,3 +501,47 @@ async def test_a_value_dropped_from_a_step_merged_away_is_recorded_under_the_kep
     assert record is not None
     assert record.meta["unstatedArguments"] == {"plain": {"unit": "miles"}}
     assert record.meta["mergedSteps"] == {"miles": "plain"}
+
+
+# -- one-item calls of a list-taking tool ---------------------------------------------------------
+
+
+def analyze_structure(building_id: str, floors: list[int], mode: str = "static") -> str:
+    """Structural analysis of some floors of a building."""
+    return "sound"
+
+
+async def test_one_item_calls_are_batched_then_merged_with_the_same_call_and_recorded(
+    llm: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    """BFCL multiple_162: the 2nd, 3rd and 4th floors asked for one floor at a time, then all
+    three at once. Batched, the first three are the fourth: one call."""
+
+    def floors(sid: str, which: list[int]) -> dict[str, Any]:
+        args = {"building_id": "B1004", "floors": which, "mode": "dynamic"}
+        return step(sid, "analyze_structure", args)
+
+    llm.script(
+        [
+            Reply.structured(
+                plan(
+                    floors("f2", [2]),
+                    floors("f3", [3]),
+                    floors("f4", [4]),
+                    floors("all", [2, 3, 4]),
+                )
+            )
+        ]
+    )
+    ctx = make_context(tmp_path, catalog=ToolCatalog([analyze_structure]))
+    query = "Dynamic structural analysis of building B1004, for its 2nd, 3rd and 4th floors"
+    outcome = await create_plan(query, ctx)
+    assert outcome.llm_calls == 1
+    assert [(s["id"], s["parameters"]["floors"]) for s in outcome.plan["steps"]] == [
+        ("f2", [2, 3, 4])
+    ]
+    assert outcome.plan["outputSteps"] == ["f2"]
+    record = ctx.store.get_plan(outcome.ref.plan_id)
+    assert record is not None
+    assert record.meta["batchedSteps"] == {"f3": "f2", "f4": "f2"}
+    assert record.meta["mergedSteps"] == {"all": "f2"}

@@ -291,3 +291,9 @@ def test_no_false_refusal_on_bfcl_ground_truth_or_the_projects_own_plans() -> No
     assert own["wrongDrops"] == []
     wrong = {r["id"] for row in bfcl.values() for r in row["wrongDrops"]}
     assert len(wrong) <= 3, sorted(wrong)
+
+    # one-item calls batched (toolplan.planning.batches): BFCL's answers split a list this way
+    # in 2 entries (parallel_26, parallel_123: one call per case number, per DNA preference)
+    assert own["wrongBatches"] == []
+    batched = {r["id"] for row in bfcl.values() for r in row["wrongBatches"]}
+    assert len(batched) <= 2, sorted(batched)

@@ -51,6 +51,7 @@ from toolplan.config import PlannerSettings
 from toolplan.engine.cache import read_only_tool
 from toolplan.errors import InvalidInput, PlanInvalid, ValidationIssue
 from toolplan.execution.graph import bind_context, context_resolver
+from toolplan.planning.batches import batch_items
 from toolplan.planning.call import StructuredRequest, call_model
 from toolplan.planning.context import PlannerContext
 from toolplan.planning.duplicates import merge_duplicates
@@ -126,6 +127,9 @@ class PlanningState(TypedDict, total=False):
     """Certain fixes the planner applied to the answer (``"step: old -> new"``)."""
     merged_steps: dict[str, str]
     """Identical steps of the answer merged into one: ``{dropped id: kept id}``."""
+    batched_steps: dict[str, str]
+    """One-item calls of a list-taking tool batched into one call: ``{dropped id: kept id}``
+    (:mod:`toolplan.planning.batches`)."""
     unasked_steps: dict[str, str]
     """Steps dropped because the request never asked for them: ``{id: tool}``
     (:func:`toolplan.analysis.unasked.drop_unasked`)."""
@@ -267,12 +271,14 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
     payload = message_payload(reply.answer.message)
     reading = read_plan(payload, ctx.catalog)
     merged: dict[str, str] = {}
+    batched: dict[str, str] = {}
     dropped: list[str] = []
     unstated: dict[str, dict[str, str]] = {}
     if reading.data is not None:
         data, dropped = drop_own_conditions(read_item_names(reading.data, ctx.catalog))
         told = "\n".join(filter(None, [state["query"], state.get("context")]))
         data, unstated = drop_unstated(data, ctx.catalog, told)
+        data, batched = batch_items(data, ctx.catalog)
         reading.data, merged = _merge_duplicates(data, ctx)
     steps = len(reading.data["steps"]) if reading.data is not None else None
     tell("answered", reply.calls, reply.usage, steps=steps)
@@ -287,6 +293,7 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
         "errors": errors,
         "unreadable": reading.unreadable,
         "merged_steps": merged,
+        "batched_steps": batched,
         "dropped_conditions": dropped,
         "unstated_arguments": unstated,
         "repairs": repairs,
@@ -419,16 +426,23 @@ def _stored_step_ids(
     """``by_step`` (what was dropped from each step of the answer) under the ids of the stored
     plan: a step merged into another is named by the one kept, and an unasked step dropped
     since is left out."""
-    merged, unasked = state.get("merged_steps") or {}, state.get("unasked_steps") or {}
     out: dict[str, dict[str, str]] = {}
     for step_id, values in by_step.items():
-        kept, seen = step_id, {step_id}
-        while kept in merged and merged[kept] not in seen:  # merges of two rounds may chain
-            kept = merged[kept]
-            seen.add(kept)
-        if kept not in unasked:
+        kept = _stored_id(state, step_id)
+        if kept is not None:
             out.setdefault(kept, {}).update(values)
     return out
+
+
+def _stored_id(state: PlanningState, step_id: str) -> str | None:
+    """The id a step of the answer has in the stored plan: the one it was merged into (merges
+    of two rounds may chain), or ``None`` when it was dropped as unasked since."""
+    merged, unasked = state.get("merged_steps") or {}, state.get("unasked_steps") or {}
+    kept, seen = step_id, {step_id}
+    while kept in merged and merged[kept] not in seen:
+        kept = merged[kept]
+        seen.add(kept)
+    return None if kept in unasked else kept
 
 
 async def persist(state: PlanningState, ctx: PlannerContext) -> PlanningState:
@@ -460,6 +474,13 @@ async def persist(state: PlanningState, ctx: PlannerContext) -> PlanningState:
         record_meta["droppedConditions"] = state["dropped_conditions"]
     if state.get("unasked_steps"):
         record_meta["unaskedSteps"] = state["unasked_steps"]
+    batched = {
+        dropped: kept
+        for dropped, into in (state.get("batched_steps") or {}).items()
+        if (kept := _stored_id(state, into)) is not None
+    }
+    if batched:
+        record_meta["batchedSteps"] = batched
     unstated = _stored_step_ids(state, state.get("unstated_arguments") or {})
     if unstated:
         record_meta["unstatedArguments"] = unstated
