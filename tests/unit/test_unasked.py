@@ -298,3 +298,92 @@ def test_single_letters_and_numbers_of_a_tool_name_ask_for_nothing() -> None:
     assert not asks_for_tool("Book a table for 3 people", info)
     assert not asks_for_tool("What's John's email?", info)
     assert asks_for_tool("Which buckets do I have?", info)
+
+
+# -- a step that only repeats another step's values ------------------------------------------
+
+GROCERY = (
+    "Find the grocery store closest to Berkeley that has at least a 4.5 star rating, selling "
+    "tomatoes and also pet food."
+)
+
+
+@tool
+def find_best_grocery_store(my_location: str, rating: float, products: list[str]) -> dict:
+    """Find the closest grocery store with a minimum rating that sells the products."""
+    return {}
+
+
+@tool
+def get_preference(category: str, option_one: str, option_two: str) -> dict:
+    """Public preference between two options, from psychological research."""
+    return {}
+
+
+@tool
+def circle_area(radius: float) -> float:
+    """Area of a circle."""
+    return 0.0
+
+
+@tool
+def rim_size(radius: float) -> float:
+    """Rim size of a disc."""
+    return 0.0
+
+
+@tool
+def lookup_town(town: str) -> dict:
+    """Facts about a town."""
+    return {}
+
+
+ECHO = ToolCatalog([find_best_grocery_store, get_preference, circle_area, rim_size, lookup_town])
+STORE = (
+    "store",
+    "find_best_grocery_store",
+    {"my_location": "Berkeley", "rating": 4.5, "products": ["tomatoes", "pet food"]},
+)
+
+
+def test_a_step_that_only_repeats_an_asked_steps_values_is_unasked_and_dropped() -> None:
+    """BFCL multiple_188: every value of the preference step is the store step's, or a word of
+    one ('food' of 'pet food'), and the request asks for no preference."""
+    copied = {"category": "food", "option_one": "pet food", "option_two": "tomatoes"}
+    whole = plan(STORE, ("pref", "get_preference", copied))
+    issues = check_unasked(whole, ECHO, GROCERY)
+    assert [(i.code, i.step) for i in issues] == [("unasked", "pref")]
+    assert "only passes it values of step 'store'" in issues[0].message
+    assert "'pet food' (option_one)" in issues[0].message
+    dropped = drop_unasked(whole, issues)
+    assert dropped is not None and dropped[1] == {"pref": "get_preference"}
+
+
+@pytest.mark.parametrize(
+    "copied",
+    [
+        {"category": "pets", "option_one": "pet food", "option_two": "tomatoes"},  # a new word
+        {"category": "", "option_one": "-", "option_two": "tomatoes"},  # a string of no word
+    ],
+)
+def test_a_step_that_says_anything_more_is_not_an_echo(copied: dict[str, Any]) -> None:
+    whole = plan(STORE, ("pref", "get_preference", copied))
+    assert check_unasked(whole, ECHO, GROCERY) == []
+
+
+def test_steps_sharing_only_numbers_or_asked_for_themselves_are_not_echoes() -> None:
+    # the edge of the same circle: no word of the request asks for rim_size, and only a number
+    # is shared
+    area = ("area", "circle_area", {"radius": 5})
+    edge = ("edge", "rim_size", {"radius": 5})
+    request = "Area of a circle of radius 5, and the length of its edge"
+    assert check_unasked(plan(area, edge), ECHO, request) == []
+    # a template is what a step finds, not a value it is given: "compare Paris with itself"
+    paris = ("paris", "lookup_town", {"town": "Paris"})
+    both = {"category": "x", "option_one": "{{paris}}", "option_two": "{{paris}}"}
+    compare = ("compare", "get_preference", both)
+    assert check_unasked(plan(paris, compare), ECHO, "Preference between Paris and itself") == []
+    # a preference the request asks for is no echo, whatever its values
+    copied = {"category": "food", "option_one": "pet food", "option_two": "tomatoes"}
+    asked = GROCERY + " Which do people prefer?"
+    assert check_unasked(plan(STORE, ("pref", "get_preference", copied)), ECHO, asked) == []
