@@ -29,14 +29,6 @@ never caught (a model rightly rewrites what it was told, and writes text of its 
   北京) cannot be matched by its letters. A plan with no request at all (a document) is not
   checked either.
 
-A step is unasked too when its tool is not asked for and its required arguments only repeat
-what a step of another tool passes, a tool the request does ask for: "the grocery store in
-Berkeley selling tomatoes and pet food" got ``find_best(products=["tomatoes", "pet food"])``
-and ``get_preference(category="food", option_one="pet food", option_two="tomatoes")``. Every
-word of each string must be a word of the other step's values, every number one of its numbers,
-and at least one value must be a string: two right steps often share only numbers (the area and
-the perimeter of one circle).
-
 When the plan has other steps and nothing uses the unasked ones' output, the planner drops
 them itself (:func:`drop_unasked`), and the planning record says so (``unaskedSteps``): told to
 remove such a step, the small model kept it through both repairs, and planning failed. A step
@@ -45,8 +37,7 @@ repeat (BFCL ``multiple_165``: the guitar's price again "after" the colour looku
 the plan goes back to the model, which uses the request's values, removes the step, or (when
 every step is unasked: no tool does what was asked) answers with no steps.
 ``python -m bench.grounding`` measures the false refusals on BFCL's answers, whose values all
-come from the request: none over 2,351 entries, with every allowed value of each argument
-(``parallel_multiple`` alone has 200 answers calling several tools with shared values).
+come from the request: none over 2,351 entries, with every allowed value of each argument.
 """
 
 from __future__ import annotations
@@ -245,25 +236,20 @@ def check_unasked(plan: Plan, catalog: ToolCatalog, request: str) -> list[Valida
     ``request`` is everything the planner was told: the query, and a replan's context."""
     if not request.strip() or not latin_script(request):
         return []  # nothing to compare with, or nothing its letters can match
-    checked = [
-        (step, catalog.info(step.tool))
-        for step in plan.steps
-        if step.tool in catalog and isinstance(step.parameters, dict)
-    ]
-    asked = [step for step, info in checked if asks_for_tool(request, info)]
     unasked: list[tuple[Step, list[tuple[str, str]]]] = []
-    echoes: list[tuple[Step, Step, list[tuple[str, str]]]] = []
-    for step, info in checked:
-        if _takes_from_others(step) or step in asked:
+    for step in plan.steps:
+        if step.tool not in catalog or not isinstance(step.parameters, dict):
+            continue
+        info = catalog.info(step.tool)
+        if _takes_from_others(step) or asks_for_tool(request, info):
             continue
         found = _unmentioned(step, info.parameters, request)
         if found:
             unasked.append((step, found))
-        elif echoed := _echo(step, info.parameters, asked):
-            echoes.append((step, *echoed))
     every = len(unasked) == len(plan.steps)
     issues = []
     for step, found in unasked:
+        shown = ", ".join(f"{value!r} ({name})" for name, value in found[:_SHOWN])
         fix = (
             "if no tool does what the request asks, answer with no steps"
             if every
@@ -273,80 +259,12 @@ def check_unasked(plan: Plan, catalog: ToolCatalog, request: str) -> list[Valida
             ValidationIssue(
                 "unasked",
                 f"step {step.id!r}: the request mentions neither what tool {step.tool!r} "
-                f"does nor the values the step passes it: {_shown(found)}. Use the values the "
-                f"request gives; {fix}",
-                step.id,
-            )
-        )
-    for step, source, copied in echoes:
-        issues.append(
-            ValidationIssue(
-                "unasked",
-                f"step {step.id!r}: the request does not mention what tool {step.tool!r} does, "
-                f"and the step only passes it values of step {source.id!r} "
-                f"({source.tool!r}): {_shown(copied)}. If the request does not ask for what "
-                f"{step.tool!r} does, remove the step",
+                f"does nor the values the step passes it: {shown}. Use the values the request "
+                f"gives; {fix}",
                 step.id,
             )
         )
     return issues
-
-
-def _shown(found: list[tuple[str, str]]) -> str:
-    return ", ".join(f"{value!r} ({name})" for name, value in found[:_SHOWN])
-
-
-def _echo(
-    step: Step, schema: Mapping[str, Any], asked: Sequence[Step]
-) -> tuple[Step, list[tuple[str, str]]] | None:
-    """The asked-for step (of another tool) whose values ``step``'s required arguments only
-    repeat, and those values as ``(argument, value)``; ``None`` when they say anything more.
-    At least one must be a string: numbers alone are too often shared by right steps (the area
-    and the perimeter of one circle)."""
-    assert isinstance(step.parameters, dict)
-    required = schema.get("required")
-    mine = [
-        (name, value)
-        for name in (required if isinstance(required, list) else [])
-        if name in step.parameters
-        for value in _literals(step.parameters[name])
-    ]
-    if not any(isinstance(value, str) for _, value in mine):
-        return None
-    for other in asked:
-        if other.tool == step.tool or not isinstance(other.parameters, dict):
-            continue
-        theirs = _literals(other.parameters)
-        words = {w for value in theirs if isinstance(value, str) for w in _words(value)}
-        if all(_repeats(value, words, theirs) for _, value in mine):
-            return other, [(name, str(value)) for name, value in mine]
-    return None
-
-
-def _repeats(value: str | float, words: set[str], values: list[str | float]) -> bool:
-    """Whether ``value`` says nothing ``values`` (whose words are ``words``) do not: each of
-    its words is one of theirs (a string of no word says something else), or it is one of
-    their numbers."""
-    if isinstance(value, str):
-        said = set(_words(value))
-        return bool(said) and said <= words
-    return value in values
-
-
-def _literals(value: Any) -> list[str | float]:
-    """The non-empty strings and the numbers (not booleans) in ``value``, at any depth; a
-    string with a template is what another step finds, not a value the plan gives."""
-    if isinstance(value, bool):
-        return []
-    if isinstance(value, int | float):
-        return [float(value)]
-    if isinstance(value, str):
-        return [value] if value.strip() and not contains_template(value) else []
-    if isinstance(value, Mapping):
-        return [x for item in value.values() for x in _literals(item)]
-    if isinstance(value, list):
-        return [x for item in value for x in _literals(item)]
-    return []
 
 
 def drop_unasked(
