@@ -15,12 +15,9 @@ naming two identical steps is itself a duplicate (merged to a fixpoint, in plan 
 The later step is dropped; every template, ``dependsOn`` entry and ``outputSteps`` entry naming it
 names the earlier one instead. A later copy that waits for more is dropped too when nothing can
 have changed in between and nothing needs it: it waits (directly or not) for its twin, nothing
-uses it, and every other step it waits for calls a read-only tool or the same tool as the twin
-without waiting for it (a sibling the plan lets run before the twin as well as after). BFCL's
-``comparison`` step weighed sucrose a second time, after weighing glucose and sucrose; a drone's
-``total_distance`` repeated its second leg after both legs. Create, delete, create again stays
-three steps, and so do ``list_posts`` before and after ``create_post`` and
-``set_temperature`` 20, then 25, then 20 again (the 25 waits for the first 20). Steps that share
+uses it, and every other step it waits for calls a read-only tool (BFCL's ``comparison`` step
+weighed sucrose a second time, after weighing glucose and sucrose). Create, delete, create again
+stays three steps, and so does ``list_posts`` before and after ``create_post``. Steps that share
 an id are left alone: the validator reports the repeated id, with its fix hint.
 
 A plan that really means to call a tool twice with the same
@@ -99,25 +96,14 @@ def _idle_repeat(
 ) -> bool:
     """Whether ``later`` repeats ``first`` after it, for no one and with nothing changed in
     between: it waits for ``first``, nothing uses it, and every other step it waits for (and
-    ``first`` does not) calls a read-only tool or is a sibling of ``first`` (:func:`_sibling`)."""
+    ``first`` does not) calls a read-only tool."""
     before = _ancestors(by_id, later["id"])
     if first["id"] not in before:
         return False
     if any(later["id"] in _names(s) for s in by_id.values() if s is not later):
         return False
     between = before - {first["id"]} - _ancestors(by_id, first["id"])
-    return all(
-        b in by_id and (read_only(by_id[b]["tool"]) or _sibling(by_id, by_id[b], first))
-        for b in between
-    )
-
-
-def _sibling(by_id: dict[str, dict[str, Any]], step: dict[str, Any], first: dict[str, Any]) -> bool:
-    """Whether ``step`` calls ``first``'s tool (other arguments) without waiting for ``first``:
-    the plan lets it run before ``first`` as well as after, so a repeat of ``first`` after it
-    asks for nothing the plan did not already leave open (weigh glucose, weigh sucrose, then
-    "compare" by weighing glucose again)."""
-    return step["tool"] == first["tool"] and first["id"] not in _ancestors(by_id, step["id"])
+    return all(b in by_id and read_only(by_id[b]["tool"]) for b in between)
 
 
 def _names(step: dict[str, Any]) -> set[str]:
