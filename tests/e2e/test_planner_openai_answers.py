@@ -545,3 +545,51 @@ async def test_one_item_calls_are_batched_then_merged_with_the_same_call_and_rec
     assert record is not None
     assert record.meta["batchedSteps"] == {"f3": "f2", "f4": "f2"}
     assert record.meta["mergedSteps"] == {"all": "f2"}
+
+
+def market_data(indexes: list[str], days: int, region: str = "US") -> dict[str, Any]:
+    """Market performance of stock indexes over the past days (region: optional, default US)."""
+    return {}
+
+
+async def test_a_repeat_of_one_items_call_is_merged_before_the_items_are_batched(
+    llm: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    """The S&P again "after" the S&P is that call, not a third item; and a value dropped from a
+    step batched away is recorded under the step that was kept."""
+
+    def index(sid: str, name: str, **more: Any) -> dict[str, Any]:
+        return step(sid, "market_data", {"indexes": [name], "days": 5, **more})
+
+    again = {**index("sp_again", "S&P 500"), "dependsOn": ["sp"]}
+    llm.script(
+        [
+            Reply.structured(
+                plan(index("sp", "S&P 500"), index("dow", "Dow Jones", region="Europe"), again)
+            )
+        ]
+    )
+    ctx = make_context(tmp_path, catalog=ToolCatalog([market_data]))
+    outcome = await create_plan("The S&P 500 and the Dow Jones over the past 5 days", ctx)
+    assert [(s["id"], s["parameters"]) for s in outcome.plan["steps"]] == [
+        ("sp", {"indexes": ["S&P 500", "Dow Jones"], "days": 5})
+    ]
+    record = ctx.store.get_plan(outcome.ref.plan_id)
+    assert record is not None
+    assert record.meta["mergedSteps"] == {"sp_again": "sp"}
+    assert record.meta["batchedSteps"] == {"dow": "sp"}
+    assert record.meta["unstatedArguments"] == {"sp": {"region": "Europe"}}
+
+
+async def test_calls_of_a_tool_that_waits_for_approval_are_not_batched(
+    llm: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    def index(sid: str, name: str) -> dict[str, Any]:
+        return step(sid, "market_data", {"indexes": [name], "days": 5})
+
+    llm.script([Reply.structured(plan(index("sp", "S&P 500"), index("dow", "Dow Jones")))])
+    ctx = make_context(tmp_path, catalog=ToolCatalog([tagged(market_data, "approval")]))
+    outcome = await create_plan("The S&P 500 and the Dow Jones over the past 5 days", ctx)
+    assert [s["id"] for s in outcome.plan["steps"]] == ["sp", "dow"]
+    record = ctx.store.get_plan(outcome.ref.plan_id)
+    assert record is not None and "batchedSteps" not in record.meta

@@ -137,12 +137,65 @@ def test_only_one_item_lists_of_list_arguments_without_templates_are_batched() -
 
 
 def test_maps_shared_ids_and_tools_outside_the_catalog_are_left_alone() -> None:
-    mapped = {**step("b", indexes=["Dow Jones"], days=5), "forEach": "{{x.items}}"}
+    def mapped(sid: str, index: str) -> dict[str, Any]:
+        return {**step(sid, indexes=[index], days=5), "forEach": "{{x.items}}"}
+
+    maps = [step("x", tool="get_weather", city="Rome"), mapped("a", "S&P"), mapped("b", "Dow")]
     shared = [step("a", indexes=["S&P 500"], days=5), step("a", indexes=["Dow Jones"], days=5)]
     unknown = [step("a", tool="nope", xs=["1"]), step("b", tool="nope", xs=["2"])]
-    for steps in ([step("a", indexes=["S&P 500"], days=5), mapped], shared, unknown):
+    for steps in (maps, shared, unknown):
         data = {"steps": steps}
         assert batch_items(data, CATALOG) == (data, {})
+
+
+def test_a_tool_whose_calls_wait_for_approval_is_never_batched() -> None:
+    data = {
+        "steps": [step("sp", indexes=["S&P 500"], days=5), step("dow", indexes=["Dow"], days=5)]
+    }
+    assert batch_items(data, CATALOG, gated=lambda tool: tool == "market_data") == (data, {})
+    assert batch_items(data, CATALOG, gated=lambda tool: tool == "other")[1] == {"dow": "sp"}
+
+
+def plot(x: list[float], y: list[float]) -> str:
+    """Plot points."""
+    return ""
+
+
+def top(cities: list[str] | None = None, count: int = 3) -> list[str]:
+    """The top cities."""
+    return []
+
+
+def test_lists_that_go_together_are_not_batched_an_optional_list_is() -> None:
+    catalog = ToolCatalog([plot, top])
+    # x=[1] with y=[2] and y=[3]: batched, x and y would no longer match in length
+    for a, b in (
+        ({"x": [1], "y": [2]}, {"x": [1], "y": [3]}),
+        ({"y": [2], "x": [1]}, {"y": [3], "x": [1]}),
+    ):
+        paired = {"steps": [step("a", tool="plot", **a), step("b", tool="plot", **b)]}
+        assert batch_items(paired, catalog) == (paired, {})
+    optional = {
+        "steps": [step("a", tool="top", cities=["Rome"]), step("b", tool="top", cities=["Oslo"])]
+    }
+    out, batched = batch_items(optional, catalog)
+    assert batched == {"b": "a"} and out["steps"][0]["parameters"]["cities"] == ["Rome", "Oslo"]
+
+
+def test_ids_are_renamed_where_junk_stands_beside_them() -> None:
+    # the validator reports the junk; the batched id must not be reported as unknown too
+    data = {
+        "steps": [
+            step("sp", indexes=["S&P 500"], days=5),
+            step("dow", indexes=["Dow Jones"], days=5),
+            {**step("sum", tool="summarize", data="x"), "dependsOn": ["dow", None, "sp"]},
+        ],
+        "outputSteps": ["dow", 3],
+    }
+    out, batched = batch_items(data, CATALOG)
+    assert batched == {"dow": "sp"}
+    assert out["steps"][1]["dependsOn"] == ["sp", None]
+    assert out["outputSteps"] == ["sp", 3]
 
 
 def test_a_list_longer_than_the_tools_max_items_is_not_made() -> None:

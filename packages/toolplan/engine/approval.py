@@ -23,8 +23,17 @@ from langchain_core.tools import BaseTool
 
 from toolplan.plans.plan import Step
 from toolplan.store.protocol import Decision
+from toolplan.tools.catalog import ToolCatalog
 
-__all__ = ["APPROVAL_TAG", "covers", "current_user", "fingerprint", "needs_approval"]
+__all__ = [
+    "APPROVAL_TAG",
+    "covers",
+    "current_user",
+    "fingerprint",
+    "gated_tool",
+    "gated_tool_named",
+    "needs_approval",
+]
 
 APPROVAL_TAG = "approval"
 """The tag that makes every call of a tool wait for a person's approval."""
@@ -32,8 +41,17 @@ APPROVAL_TAG = "approval"
 
 def needs_approval(step: Step, tool: BaseTool) -> bool:
     """Whether ``step`` waits for approval before ``tool`` is called (``approve_all`` aside)."""
-    if step.approval:
-        return True
+    return step.approval or gated_tool(tool)
+
+
+def gated_tool_named(catalog: ToolCatalog, name: str) -> bool:
+    """Whether ``catalog`` has a tool ``name`` whose every call waits for approval."""
+    return name in catalog and gated_tool(catalog.get(name))
+
+
+def gated_tool(tool: BaseTool) -> bool:
+    """Whether every call of ``tool`` waits for approval: its tag ``approval``, or an MCP
+    tool's ``destructiveHint``."""
     if APPROVAL_TAG in (tool.tags or []):
         return True
     return (tool.metadata or {}).get("destructiveHint") is True

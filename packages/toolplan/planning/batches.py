@@ -12,10 +12,15 @@ bench.grounding``, ``batchedWrongly``).
 Steps are batched when all of these hold:
 
 * they call the same tool, and differ only in one argument whose schema is a list (``"type":
-  "array"``), to which each passes a list of one literal item (no template), the items not all
-  the same (plain repeats are :mod:`.duplicates`' to merge);
+  "array"``, or a branch of it), to which each passes a list of one literal item (no
+  template), the items not all the same (plain repeats are :mod:`.duplicates`' to merge);
+* they pass no other list: lists that go together (``x=[1]``, ``y=[2]``) would no longer
+  match in length;
 * everything else is the same: the other arguments, ``dependsOn``, ``when``, fallback,
   approval; none of them has a ``forEach``;
+* the tool's calls do not wait for a person's approval (its ``approval`` tag, an MCP tool's
+  ``destructiveHint``): each call is approved as the plan wrote it, and one email to two
+  people is not two emails;
 * no other step uses their output (a template naming one of them expects one item's result,
   not the list's); waiting for them (``dependsOn``) is fine, and then waits for the batch;
 * the list fits the argument's ``maxItems``.
@@ -28,7 +33,7 @@ record says so (``batchedSteps``: ``{dropped id: kept id}``), so it is never sil
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from toolplan.plans.json_schema import inline_refs
@@ -41,25 +46,30 @@ _IGNORED = frozenset({"id", "description", "confidence"})
 
 
 def batch_items(
-    data: dict[str, Any], catalog: ToolCatalog
+    data: dict[str, Any],
+    catalog: ToolCatalog,
+    *,
+    gated: Callable[[str], bool] = lambda tool: False,
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """``data`` (plan JSON as read from the model) with one-item calls of a list-taking tool
-    batched (see the module's rule), and the batches as ``{dropped id: kept id}``."""
+    batched (see the module's rule), and the batches as ``{dropped id: kept id}``.
+    ``gated(tool)`` says whether every call of a tool waits for approval."""
     steps = list(data.get("steps") or [])
     ids = [s.get("id") for s in steps if isinstance(s, dict)]
     used = _used_by_templates(steps)
     groups: dict[str, list[dict[str, Any]]] = {}
     for step in steps:
-        if not _candidate(step, ids, used):
+        if not _candidate(step, ids, used) or gated(step["tool"]):
             continue
-        for argument in _list_arguments(step, catalog):
-            groups.setdefault(_key(step, argument), []).append(step)
+        lists = [name for name, value in step["parameters"].items() if isinstance(value, list)]
+        batchable = _list_arguments(step, catalog)
+        if len(lists) == 1 and batchable == lists:
+            groups.setdefault(_key(step, lists[0]), []).append(step)
     batched: dict[str, str] = {}
     items: dict[str, tuple[str, list[Any]]] = {}  # kept id -> (argument, items)
     for key, members in groups.items():
         argument = json.loads(key)["argument"]
-        members = [m for m in members if m["id"] not in batched and m["id"] not in items]
-        values = list(_unique(m["parameters"][argument][0] for m in members))
+        values = _unique(m["parameters"][argument][0] for m in members)
         if len(values) < 2 or not _fits(catalog, members[0], argument, len(values)):
             continue
         kept = members[0]
@@ -69,16 +79,17 @@ def batch_items(
         return data, {}
     out_steps = []
     for step in steps:
-        if isinstance(step, dict) and step.get("id") in batched:
+        step_id = step.get("id") if isinstance(step, dict) else None
+        if isinstance(step_id, str) and step_id in batched:
             continue
-        if isinstance(step, dict) and step.get("id") in items:
-            argument, values = items[step["id"]]
+        if isinstance(step_id, str) and step_id in items:
+            argument, values = items[step_id]
             step = dict(step, parameters={**step["parameters"], argument: values})
         out_steps.append(_waits_for_kept(step, batched))
     out = dict(data, steps=out_steps)
     outputs = data.get("outputSteps")
-    if isinstance(outputs, list) and all(isinstance(o, str) for o in outputs):
-        out["outputSteps"] = list(dict.fromkeys(batched.get(o, o) for o in outputs))
+    if isinstance(outputs, list):
+        out["outputSteps"] = _renamed(outputs, batched)
     return out, batched
 
 
@@ -127,10 +138,13 @@ def _list_arguments(step: dict[str, Any], catalog: ToolCatalog) -> list[str]:
 
 
 def _is_list(schema: Any) -> bool:
+    """Whether ``schema`` (or a branch of it: ``list[str] | None``) is a list's."""
     if not isinstance(schema, Mapping):
         return False
     kind = schema.get("type")
-    return kind == "array" or (isinstance(kind, list) and "array" in kind)
+    if kind == "array" or (isinstance(kind, list) and "array" in kind):
+        return True
+    return any(_is_list(b) for key in ("anyOf", "oneOf") for b in schema.get(key) or [])
 
 
 def _fits(catalog: ToolCatalog, step: dict[str, Any], argument: str, count: int) -> bool:
@@ -150,7 +164,7 @@ def _key(step: dict[str, Any], argument: str) -> str:
     )
 
 
-def _unique(values: Any) -> list[Any]:
+def _unique(values: Iterable[Any]) -> list[Any]:
     seen: list[str] = []
     out = []
     for value in values:
@@ -162,10 +176,18 @@ def _unique(values: Any) -> list[Any]:
 
 
 def _waits_for_kept(step: Any, batched: Mapping[str, str]) -> Any:
-    """``step`` with its ``dependsOn`` naming the kept step of a batch."""
+    """``step`` with its ``dependsOn`` naming the kept step of a batch (anything but an id is
+    left for the validator to report)."""
     if not isinstance(step, dict) or not isinstance(step.get("dependsOn"), list):
         return step
-    deps = step["dependsOn"]
-    if not all(isinstance(d, str) for d in deps):
-        return step  # the validator reports it
-    return dict(step, dependsOn=list(dict.fromkeys(batched.get(d, d) for d in deps)))
+    return dict(step, dependsOn=_renamed(step["dependsOn"], batched))
+
+
+def _renamed(names: list[Any], batched: Mapping[str, str]) -> list[Any]:
+    """``names`` with each batched id naming its kept step, once."""
+    out: list[Any] = []
+    for name in names:
+        name = batched.get(name, name) if isinstance(name, str) else name
+        if not (isinstance(name, str) and name in out):
+            out.append(name)
+    return out

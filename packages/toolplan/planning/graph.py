@@ -48,6 +48,7 @@ from toolplan.analysis.conditions import check_conditions
 from toolplan.analysis.grounding import check_grounding
 from toolplan.analysis.unasked import drop_unasked
 from toolplan.config import PlannerSettings
+from toolplan.engine.approval import gated_tool_named
 from toolplan.engine.cache import read_only_tool
 from toolplan.errors import InvalidInput, PlanInvalid, ValidationIssue
 from toolplan.execution.graph import bind_context, context_resolver
@@ -278,8 +279,13 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
         data, dropped = drop_own_conditions(read_item_names(reading.data, ctx.catalog))
         told = "\n".join(filter(None, [state["query"], state.get("context")]))
         data, unstated = drop_unstated(data, ctx.catalog, told)
-        data, batched = batch_items(data, ctx.catalog)
-        reading.data, merged = _merge_duplicates(data, ctx)
+        # repeats first (a repeat of one item's call is that call, not one more item), then
+        # batches, then the repeats a batch made (the same list written both ways)
+        data, merged = _merge_duplicates(data, ctx)
+        gated = functools.partial(gated_tool_named, ctx.catalog)
+        data, batched = batch_items(data, ctx.catalog, gated=gated)
+        reading.data, more = _merge_duplicates(data, ctx)
+        merged = {**merged, **more}
     steps = len(reading.data["steps"]) if reading.data is not None else None
     tell("answered", reply.calls, reply.usage, steps=steps)
     errors = [issue.message for issue in reading.issues]
@@ -426,23 +432,17 @@ def _stored_step_ids(
     """``by_step`` (what was dropped from each step of the answer) under the ids of the stored
     plan: a step merged into another is named by the one kept, and an unasked step dropped
     since is left out."""
+    joined = {**(state.get("batched_steps") or {}), **(state.get("merged_steps") or {})}
+    unasked = state.get("unasked_steps") or {}
     out: dict[str, dict[str, str]] = {}
     for step_id, values in by_step.items():
-        kept = _stored_id(state, step_id)
-        if kept is not None:
+        kept, seen = step_id, {step_id}
+        while kept in joined and joined[kept] not in seen:  # batches and merges may chain
+            kept = joined[kept]
+            seen.add(kept)
+        if kept not in unasked:
             out.setdefault(kept, {}).update(values)
     return out
-
-
-def _stored_id(state: PlanningState, step_id: str) -> str | None:
-    """The id a step of the answer has in the stored plan: the one it was merged into (merges
-    of two rounds may chain), or ``None`` when it was dropped as unasked since."""
-    merged, unasked = state.get("merged_steps") or {}, state.get("unasked_steps") or {}
-    kept, seen = step_id, {step_id}
-    while kept in merged and merged[kept] not in seen:
-        kept = merged[kept]
-        seen.add(kept)
-    return None if kept in unasked else kept
 
 
 async def persist(state: PlanningState, ctx: PlannerContext) -> PlanningState:
@@ -474,13 +474,8 @@ async def persist(state: PlanningState, ctx: PlannerContext) -> PlanningState:
         record_meta["droppedConditions"] = state["dropped_conditions"]
     if state.get("unasked_steps"):
         record_meta["unaskedSteps"] = state["unasked_steps"]
-    batched = {
-        dropped: kept
-        for dropped, into in (state.get("batched_steps") or {}).items()
-        if (kept := _stored_id(state, into)) is not None
-    }
-    if batched:
-        record_meta["batchedSteps"] = batched
+    if state.get("batched_steps"):
+        record_meta["batchedSteps"] = state["batched_steps"]
     unstated = _stored_step_ids(state, state.get("unstated_arguments") or {})
     if unstated:
         record_meta["unstatedArguments"] = unstated
