@@ -129,6 +129,45 @@ def test_a_depends_on_edge_no_template_uses() -> None:
     )
 
 
+def mapped(items: Any, depends: list[str]) -> dict[str, Any]:
+    """A comment on each of ``items`` (a ``forEach``), waiting for ``depends``."""
+    return {
+        "id": "comment",
+        "tool": "createComment",
+        "parameters": {"blogId": "{{$item._id}}", "text": "Nice!"},
+        "forEach": items,
+        "dependsOn": depends,
+    }
+
+
+LISTING = {"id": "list", "tool": "listBlogs", "parameters": {}, "dependsOn": []}
+EACH_POST = "Comment 'Nice!' on every blog post"
+
+
+def test_a_literal_for_each_list_where_a_listing_fits_is_refused_naming_it() -> None:
+    made_up = [{"_id": "post-1"}, {"_id": "post-2"}]
+    whole = parse_plan({"steps": [LISTING, mapped(made_up, ["list"])]})
+    (issue,) = check_grounding(whole, CATALOG, EACH_POST)
+    assert (issue.code, issue.step) == ("ungrounded", "comment")
+    assert "its forEach is a literal list" in issue.message
+    assert '"post-1", "post-2" are in neither the request' in issue.message
+    assert issue.message.endswith('"forEach": "{{list.blogs}}"')
+
+
+def test_a_literal_for_each_list_the_request_gives_or_with_no_listing_to_use_is_kept() -> None:
+    given = [{"_id": "p1"}, {"_id": "p2"}]
+    whole = parse_plan({"steps": [LISTING, mapped(given, ["list"])]})
+    assert check_grounding(whole, CATALOG, "Comment 'Nice!' on posts p1 and p2") == []
+    # nothing in the plan lists anything: nothing to take the list from
+    alone = parse_plan({"steps": [mapped([{"_id": "post-1"}], [])]})
+    assert check_grounding(alone, CATALOG, EACH_POST) == []
+    # a dependency whose output has no list
+    author = {"id": "a", "tool": "createAuthor", "dependsOn": []}
+    author["parameters"] = {"name": "Ann", "email": "ann@test.com"}
+    plain = parse_plan({"steps": [author, mapped([{"_id": "post-1"}], ["a"])]})
+    assert check_grounding(plain, CATALOG, EACH_POST + " as Ann (ann@test.com)") == []
+
+
 class Profile(TypedDict):
     name: str
     email: str

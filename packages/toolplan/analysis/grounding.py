@@ -8,7 +8,7 @@ request (the query, and a replan's context with the earlier results), or comes f
 through a template; this check refuses the literals that are neither and that a step's tool
 output would supply, and names the template to write instead.
 
-Three rules, each narrow, because a literal from the request is the normal case (every BFCL
+Four rules, each narrow, because a literal from the request is the normal case (every BFCL
 answer is one: ``python -m bench.grounding`` measures the false refusals on them):
 
 * **A literal object where an output fits.** An argument that is a literal object (or a list of
@@ -24,6 +24,10 @@ answer is one: ``python -m bench.grounding`` measures the false refusals on them
 * **A ``dependsOn`` edge no template uses**, when the dependent step passes a string that is not
   in the request to an argument the dependency's output has a field for (the same name, or an
   id argument and the ``_id``/``id`` of a step whose tool names that kind of thing).
+* **A literal ``forEach`` list where an output's list fits**: a map over items written out
+  (``["post-1", "post-2"]``), one of them not in the request, where the step depends on a step
+  whose output is a list or has one (``listBlogs``' ``blogs``). A list the user gave ("Carol and
+  Dan") is theirs to map over.
 
 A number is in the request when the text holds it (``1,000``; ``5%`` for ``0.05``; a number
 word up to twenty, tens, ``dozen``, ``half``); a string when the text holds it or every word of
@@ -205,6 +209,16 @@ def _fields(schema: Any) -> dict[str, Any]:
     return dict(branch["properties"]) if branch is not None else {}
 
 
+def _is_list(schema: Any) -> bool:
+    """Whether ``schema`` (or its non-null branch) describes a list."""
+    if not isinstance(schema, Mapping):
+        return False
+    kinds = [schema.get("type")] + [
+        b.get("type") for b in schema.get("anyOf") or [] if isinstance(b, Mapping)
+    ]
+    return "array" in kinds
+
+
 def _numeric_fields(schema: Any) -> list[str]:
     return [name for name, sub in _fields(schema).items() if _is_numeric(sub)]
 
@@ -266,7 +280,40 @@ class _Checker:
                     issue = self._unused_edge(step, name, value)
                 if issue is not None:
                     issues.append(issue)
+            if isinstance(step.for_each, list) and step.for_each:
+                issue = self._literal_map(step, step.for_each, deps)
+                if issue is not None:
+                    issues.append(issue)
         return issues
+
+    def _literal_map(self, step: Step, items: list[Any], deps: list[str]) -> ValidationIssue | None:
+        """A ``forEach`` over a literal list with an item the request does not hold, where
+        the step depends on a step whose output is a list (or has one)."""
+        invented = [leaf for leaf in _leaves(items) if not self.grounds.has(leaf)]
+        if not invented:
+            return None  # the user's own list ("Carol and Dan")
+        for source in deps:
+            schema = self.outputs.get(source)
+            if schema is None:
+                continue
+            if _is_list(schema):
+                fixes = [_template(source)]
+            else:
+                fields = [name for name, sub in _fields(schema).items() if _is_list(sub)]
+                if not fields:
+                    continue
+                fixes = [_template(source, f) for f in fields[:_SHOWN_FIELDS]]
+            shown = ", ".join(_shown(leaf, 20) for leaf in invented[:3])
+            return ValidationIssue(
+                "ungrounded",
+                f"step {step.id!r}: its forEach is a literal list ({_shown(items)}), but the "
+                f"step depends on {source!r} ({self.steps[source].tool}), whose output is "
+                f"{self._shape(source)}; {shown} {'is' if len(invented) == 1 else 'are'} in "
+                f"neither the request nor any tool's output: map over the output instead of "
+                f'making the list up: "forEach": {" or ".join(fixes)}',
+                step.id,
+            )
+        return None
 
     def _objects(
         self,
