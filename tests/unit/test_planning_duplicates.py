@@ -209,3 +209,83 @@ def test_steps_that_share_an_id_are_left_for_the_validator() -> None:
         ]
     }
     assert merge_duplicates(data, read_only=lambda tool: True) == (data, {})
+
+
+# -- a repeat after siblings, without a read-only tag: only when the request asks for it once ---
+
+SPEEDS = (
+    "Can you calculate the speed of a car that traveled a distance of 500 meters in 25 seconds "
+    "in km/h? Also a bicycle that traveled 1000 meters in 200 seconds in m/s, and a train that "
+    "traveled 10000 meters in 600 seconds in km/h?"
+)
+
+
+def speeds(*, tool: str = "speed") -> dict[str, Any]:
+    """BFCL parallel_148: the car, the bicycle, the train, and the car again after all three."""
+    car = {"distance": 500, "time": 25, "unit": "km/h"}
+    return {
+        "steps": [
+            step("car", tool=tool, **car),
+            step("bike", tool=tool, distance=1000, time=200, unit="m/s"),
+            step("train", tool=tool, distance=10000, time=600, unit="km/h"),
+            {**step("total", tool=tool, **car), "dependsOn": ["car", "bike", "train"]},
+        ],
+        "outputSteps": ["total"],
+    }
+
+
+def test_a_repeat_after_siblings_of_a_call_the_request_states_once_is_dropped() -> None:
+    out, merged = merge_duplicates(speeds(), request=SPEEDS)
+    assert merged == {"total": "car"}
+    assert ids(out) == ["car", "bike", "train"] and out["outputSteps"] == ["car"]
+    # "500m": a number is read next to its unit too
+    assert merge_duplicates(speeds(), request=SPEEDS.replace("500 meters", "500m"))[1] == merged
+
+
+def test_a_repeat_after_siblings_the_request_may_mean_is_kept() -> None:
+    data = speeds()
+    assert merge_duplicates(data) == (data, {})  # nothing known of the request
+    for request in (
+        SPEEDS + " Then the car's speed again, please.",  # a word of repetition
+        SPEEDS + " And the car with 500 meters in 25 seconds once more.",
+        SPEEDS.replace("Also a bicycle", "Also a car that traveled 500 meters, a bicycle"),
+    ):
+        assert merge_duplicates(data, request=request) == (data, {}), request
+    # each call of the tool waits for a person: a second approval is asked for, not dropped
+    assert merge_duplicates(data, gated=lambda tool: True, request=SPEEDS) == (data, {})
+
+
+def test_pay_bob_alice_and_bob_again_is_three_payments() -> None:
+    bob = {"to": "Bob", "amount": 10}
+    data = {
+        "steps": [
+            step("a", tool="transfer", **bob),
+            step("b", tool="transfer", to="Alice", amount=10),
+            {**step("c", tool="transfer", **bob), "dependsOn": ["a", "b"]},
+        ]
+    }
+    for request in (
+        "Pay Bob 10 and Alice 10, then pay Bob another 10",
+        "Pay Bob 10, Alice 10 and Bob 10",
+    ):
+        assert merge_duplicates(data, request=request) == (data, {}), request
+
+
+def test_a_repeat_after_a_chain_or_another_tool_is_kept_whatever_the_request() -> None:
+    # 20, then 25 after the 20, then 20 again: the 25 is ordered after the first 20
+    chain = {
+        "steps": [
+            step("warm", tool="set_temperature", degrees=20),
+            {**step("warmer", tool="set_temperature", degrees=25), "dependsOn": ["warm"]},
+            {**step("back", tool="set_temperature", degrees=20), "dependsOn": ["warmer"]},
+        ]
+    }
+    assert merge_duplicates(chain, request="Set it to 20, then 25, then 20") == (chain, {})
+    other = {
+        "steps": [
+            step("before", tool="list_posts"),
+            step("create", tool="create_post", title="Hi"),
+            {**step("after", tool="list_posts"), "dependsOn": ["before", "create"]},
+        ]
+    }
+    assert merge_duplicates(other, request="List posts, create 'Hi', list posts") == (other, {})
