@@ -26,8 +26,10 @@ first, the tool's calls do not wait for approval, the request has no word of rep
 stated in the request at most once. A model's "total" or "comparison" step that calls the
 speed tool for the car again after the car, the bicycle and the train is dropped; "pay Bob 10
 and Alice 10, then pay Bob another 10" keeps its second payment, and so does "pay Bob 10, Alice
-10 and Bob 10". Steps that share
-an id are left alone: the validator reports the repeated id, with its fix hint.
+10 and Bob 10".
+
+Steps that share an id are left alone: the validator reports the repeated id, with its fix
+hint.
 
 A plan that really means to call a tool twice with the same
 arguments (send the same message twice) is rare, and a planner cannot tell it from the mistake;
