@@ -593,24 +593,3 @@ async def test_calls_of_a_tool_that_waits_for_approval_are_not_batched(
     assert [s["id"] for s in outcome.plan["steps"]] == ["sp", "dow"]
     record = ctx.store.get_plan(outcome.ref.plan_id)
     assert record is not None and "batchedSteps" not in record.meta
-
-
-def calculate_speed(distance: float, time: float, to_unit: str = "m/s") -> float:
-    """Speed of an object from the distance it traveled and the time it took."""
-    return distance / time
-
-
-async def test_a_total_step_that_repeats_a_call_the_request_states_once_is_merged(
-    llm: FakeOpenAIServer, tmp_path: Path
-) -> None:
-    """BFCL parallel_148: after the car and the bicycle, the model's "total" is the car again."""
-    car = {"distance": 500, "time": 25, "to_unit": "km/h"}
-    total = {**step("total", "calculate_speed", car), "dependsOn": ["car", "bike"]}
-    bike = step("bike", "calculate_speed", {"distance": 1000, "time": 200, "to_unit": "m/s"})
-    llm.script([Reply.structured(plan(step("car", "calculate_speed", car), bike, total))])
-    ctx = make_context(tmp_path, catalog=ToolCatalog([calculate_speed]))
-    query = "Speed of a car: 500 meters in 25 seconds, in km/h; a bicycle: 1000 m in 200 s, in m/s"
-    outcome = await create_plan(query, ctx)
-    assert [s["id"] for s in outcome.plan["steps"]] == ["car", "bike"]
-    record = ctx.store.get_plan(outcome.ref.plan_id)
-    assert record is not None and record.meta["mergedSteps"] == {"total": "car"}

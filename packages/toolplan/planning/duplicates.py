@@ -17,19 +17,8 @@ names the earlier one instead. A later copy that waits for more is dropped too w
 have changed in between and nothing needs it: it waits (directly or not) for its twin, nothing
 uses it, and every other step it waits for calls a read-only tool (BFCL's ``comparison`` step
 weighed sucrose a second time, after weighing glucose and sucrose). Create, delete, create again
-stays three steps, and so does ``list_posts`` before and after ``create_post``.
-
-Without a ``read-only`` tag, such a repeat is dropped only when the request asks for the call
-once: every other step it waits for calls the same tool (a sibling) without waiting for the
-first, the tool's calls do not wait for approval, the request has no word of repetition
-("again", "twice", "another"...), and each value that sets the call apart from its siblings is
-stated in the request at most once. A model's "total" or "comparison" step that calls the
-speed tool for the car again after the car, the bicycle and the train is dropped; "pay Bob 10
-and Alice 10, then pay Bob another 10" keeps its second payment, and so does "pay Bob 10, Alice
-10 and Bob 10".
-
-Steps that share an id are left alone: the validator reports the repeated id, with its fix
-hint.
+stays three steps, and so does ``list_posts`` before and after ``create_post``. Steps that share
+an id are left alone: the validator reports the repeated id, with its fix hint.
 
 A plan that really means to call a tool twice with the same
 arguments (send the same message twice) is rare, and a planner cannot tell it from the mistake;
@@ -40,9 +29,7 @@ silent.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from toolplan.plans.templates import references, rename_sources
@@ -53,22 +40,15 @@ _IGNORED = frozenset({"id", "description", "confidence"})
 
 
 def merge_duplicates(
-    data: dict[str, Any],
-    *,
-    read_only: Callable[[str], bool] = lambda tool: False,
-    gated: Callable[[str], bool] = lambda tool: False,
-    request: str | None = None,
+    data: dict[str, Any], *, read_only: Callable[[str], bool] = lambda tool: False
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """``data`` (plan JSON as read from the model) with identical steps merged, and the merges
     as ``{dropped id: kept id}``. ``read_only(tool)`` says whether a tool has no side effect (its
-    ``read-only`` tag), ``gated(tool)`` whether its calls wait for approval; ``request`` is
-    what the planner was told (``None``: a repeat after siblings is never dropped). Steps
-    without a string id and tool, or sharing an id, are left alone (the validator reports
-    them)."""
+    ``read-only`` tag). Steps without a string id and tool, or sharing an id, are left alone
+    (the validator reports them)."""
     merged: dict[str, str] = {}
     steps = list(data.get("steps") or [])
-    asks = _Request(request, read_only, gated)
-    while (merge := _next_merge(steps, asks)) is not None:
+    while (merge := _next_merge(steps, read_only)) is not None:
         dropped, kept = merge
         merged[dropped["id"]] = kept
         steps = [_renamed(s, (dropped["id"], kept)) for s in steps if s is not dropped]
@@ -82,58 +62,9 @@ def merge_duplicates(
     return out, merged
 
 
-@dataclass(frozen=True)
-class _Request:
-    """What decides whether a repeat after other steps changes nothing: the tools' tags, and
-    the request's words."""
-
-    text: str | None
-    read_only: Callable[[str], bool]
-    gated: Callable[[str], bool]
-
-    def asks_once(self, later: dict[str, Any], siblings: list[dict[str, Any]]) -> bool:
-        """Whether the request asks once for the call ``later`` repeats, ``siblings`` being
-        the other calls of its tool it waits for (see the module's docstring)."""
-        if self.text is None or self.gated(later["tool"]) or _REPEATED.search(self.text):
-            return False
-        theirs = {_leaf_key(v) for s in siblings for v in _leaves(s.get("parameters"))}
-        own = [v for v in _leaves(later.get("parameters")) if _leaf_key(v) not in theirs]
-        return bool(own) and all(_stated(self.text, value) <= 1 for value in own)
-
-
-_REPEATED = re.compile(
-    r"\b(?:again|twice|thrice|another|repeat\w*|once more|second time|(?:two|three) times)\b",
-    re.IGNORECASE,
-)
-
-
-def _leaves(value: Any) -> list[Any]:
-    if isinstance(value, dict):
-        return [leaf for item in value.values() for leaf in _leaves(item)]
-    if isinstance(value, list):
-        return [leaf for item in value for leaf in _leaves(item)]
-    return [value]
-
-
-def _leaf_key(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, default=str)
-
-
-def _stated(text: str, value: Any) -> int:
-    """How many times ``text`` states ``value``: a string (case aside) or a number, as words."""
-    if isinstance(value, bool) or value is None:
-        return 0
-    if isinstance(value, int | float):
-        shown = f"{value:g}" if isinstance(value, float) else str(value)
-        pattern = rf"(?<![\d.]){re.escape(shown)}(?!\d|\.\d)"  # 500 in "500m" too
-    elif isinstance(value, str) and value.strip():
-        pattern = rf"(?<!\w){re.escape(value.strip())}(?!\w)"
-    else:
-        return 0
-    return len(re.findall(pattern, text, re.IGNORECASE))
-
-
-def _next_merge(steps: list[Any], asks: _Request) -> tuple[dict[str, Any], str] | None:
+def _next_merge(
+    steps: list[Any], read_only: Callable[[str], bool]
+) -> tuple[dict[str, Any], str] | None:
     """The first identical pair in plan order that can be merged: the step to drop and the id
     of the one to keep. One at a time, so that each decision sees the previous merges applied."""
     by_id: dict[str, dict[str, Any]] = {}
@@ -152,7 +83,7 @@ def _next_merge(steps: list[Any], asks: _Request) -> tuple[dict[str, Any], str] 
             continue
         if _waits_no_longer(step, first) and step["id"] not in _ancestors(by_id, first["id"]):
             return step, first["id"]  # (the first one waiting for its copy would be a cycle)
-        if _idle_repeat(by_id, step, first, asks):
+        if _idle_repeat(by_id, step, first, read_only):
             return step, first["id"]
     return None
 
@@ -161,28 +92,18 @@ def _idle_repeat(
     by_id: dict[str, dict[str, Any]],
     later: dict[str, Any],
     first: dict[str, Any],
-    asks: _Request,
+    read_only: Callable[[str], bool],
 ) -> bool:
     """Whether ``later`` repeats ``first`` after it, for no one and with nothing changed in
     between: it waits for ``first``, nothing uses it, and every other step it waits for (and
-    ``first`` does not) calls a read-only tool, or is a sibling of ``first`` when the request
-    asks for the call once."""
+    ``first`` does not) calls a read-only tool."""
     before = _ancestors(by_id, later["id"])
     if first["id"] not in before:
         return False
     if any(later["id"] in _names(s) for s in by_id.values() if s is not later):
         return False
-    between = [by_id.get(b) for b in before - {first["id"]} - _ancestors(by_id, first["id"])]
-    if all(b is not None and asks.read_only(b["tool"]) for b in between):
-        return True
-    siblings = [
-        b
-        for b in between
-        if b is not None
-        and b["tool"] == first["tool"]
-        and first["id"] not in _ancestors(by_id, b["id"])
-    ]
-    return len(siblings) == len(between) and asks.asks_once(later, siblings)
+    between = before - {first["id"]} - _ancestors(by_id, first["id"])
+    return all(b in by_id and read_only(by_id[b]["tool"]) for b in between)
 
 
 def _names(step: dict[str, Any]) -> set[str]:

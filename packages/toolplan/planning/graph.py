@@ -281,10 +281,10 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
         data, unstated = drop_unstated(data, ctx.catalog, told)
         # repeats first (a repeat of one item's call is that call, not one more item), then
         # batches, then the repeats a batch made (the same list written both ways)
-        data, merged = _merge_duplicates(data, ctx, told)
+        data, merged = _merge_duplicates(data, ctx)
         gated = functools.partial(gated_tool_named, ctx.catalog)
         data, batched = batch_items(data, ctx.catalog, gated=gated)
-        reading.data, more = _merge_duplicates(data, ctx, told)
+        reading.data, more = _merge_duplicates(data, ctx)
         merged = {**merged, **more}
     steps = len(reading.data["steps"]) if reading.data is not None else None
     tell("answered", reply.calls, reply.usage, steps=steps)
@@ -327,16 +327,10 @@ def _shown_step(step: dict[str, Any], catalog: Any) -> dict[str, Any]:
 
 
 def _merge_duplicates(
-    data: dict[str, Any], ctx: PlannerContext, request: str
+    data: dict[str, Any], ctx: PlannerContext
 ) -> tuple[dict[str, Any], dict[str, str]]:
-    """:func:`merge_duplicates` with the catalog's ``read-only`` and approval tags, and what
-    the planner was told."""
-    return merge_duplicates(
-        data,
-        read_only=functools.partial(read_only_tool, ctx.catalog),
-        gated=functools.partial(gated_tool_named, ctx.catalog),
-        request=request,
-    )
+    """:func:`merge_duplicates` with the catalog's ``read-only`` tags."""
+    return merge_duplicates(data, read_only=functools.partial(read_only_tool, ctx.catalog))
 
 
 async def analyze_dependencies(state: PlanningState, ctx: PlannerContext) -> PlanningState:
@@ -412,8 +406,7 @@ async def analyze_dependencies(state: PlanningState, ctx: PlannerContext) -> Pla
     merged = dict(state.get("merged_steps") or {})
     if dropped is not None:  # steps nothing needs, for what the request never named
         # a step that waited for one may now be a plain repeat of another
-        told = "\n".join(filter(None, [state["query"], state.get("context")]))
-        smaller, more = _merge_duplicates(dropped[0].to_json(), ctx, told)
+        smaller, more = _merge_duplicates(dropped[0].to_json(), ctx)
         try:
             plan, analysis = await validated(smaller)
             unasked, merged = dropped[1], {**merged, **more}
