@@ -154,6 +154,9 @@ def test_a_tool_whose_calls_wait_for_approval_is_never_batched() -> None:
     }
     assert batch_items(data, CATALOG, gated=lambda tool: tool == "market_data") == (data, {})
     assert batch_items(data, CATALOG, gated=lambda tool: tool == "other")[1] == {"dow": "sp"}
+    # nor are steps the plan itself sends for approval
+    asked = {"steps": [{**each, "approval": True} for each in data["steps"]]}
+    assert batch_items(asked, CATALOG) == (asked, {})
 
 
 def plot(x: list[float], y: list[float]) -> str:

@@ -18,9 +18,9 @@ Steps are batched when all of these hold:
   match in length;
 * everything else is the same: the other arguments, ``dependsOn``, ``when``, fallback,
   approval; none of them has a ``forEach``;
-* the tool's calls do not wait for a person's approval (its ``approval`` tag, an MCP tool's
-  ``destructiveHint``): each call is approved as the plan wrote it, and one email to two
-  people is not two emails;
+* the calls do not wait for a person's approval (the tool's ``approval`` tag, an MCP tool's
+  ``destructiveHint``, the step's ``"approval": true``): each call is approved as the plan
+  wrote it, and one email to two people is not two emails;
 * no other step uses their output (a template naming one of them expects one item's result,
   not the list's); waiting for them (``dependsOn``) is fine, and then waits for the batch;
 * the list fits the argument's ``maxItems``.
@@ -95,7 +95,7 @@ def batch_items(
 
 def _candidate(step: Any, ids: list[Any], used: set[str]) -> bool:
     """A step that may be batched: a string id no other step shares or reads, a tool, literal
-    parameters, and no ``forEach``."""
+    parameters, no ``forEach``, and no approval of its own."""
     return (
         isinstance(step, dict)
         and isinstance(step.get("id"), str)
@@ -104,6 +104,7 @@ def _candidate(step: Any, ids: list[Any], used: set[str]) -> bool:
         and isinstance(step.get("tool"), str)
         and isinstance(step.get("parameters"), dict)
         and step.get("forEach") is None
+        and step.get("approval") is not True  # each call waits for a person, as written
     )
 
 
