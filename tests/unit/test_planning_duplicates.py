@@ -209,3 +209,18 @@ def test_steps_that_share_an_id_are_left_for_the_validator() -> None:
         ]
     }
     assert merge_duplicates(data, read_only=lambda tool: True) == (data, {})
+
+
+def test_junk_in_depends_on_or_outputs_is_left_for_the_validator() -> None:
+    data = {
+        "steps": [
+            step("a", x=1),
+            step("b", x=1),
+            {**step("c", x=2), "dependsOn": [["a"], "b", "b"]},
+        ],
+        "outputSteps": [["b"], "b"],
+    }
+    out, merged = merge_duplicates(data)  # an unhashable entry once raised TypeError
+    assert merged == {"b": "a"}
+    assert out["steps"][1]["dependsOn"] == [["a"], "a"]
+    assert out["outputSteps"] == [["b"], "a"]

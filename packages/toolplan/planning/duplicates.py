@@ -58,7 +58,7 @@ def merge_duplicates(
     out = dict(data, steps=steps)
     outputs = data.get("outputSteps")
     if isinstance(outputs, list):
-        out["outputSteps"] = list(dict.fromkeys(merged.get(o, o) for o in outputs))
+        out["outputSteps"] = _once([merged.get(o, o) if isinstance(o, str) else o for o in outputs])
     return out, merged
 
 
@@ -169,8 +169,18 @@ def _renamed(step: Any, merge: tuple[str, str]) -> Any:
     deps = step.get("dependsOn")
     if "dependsOn" in step:
         out["dependsOn"] = (
-            list(dict.fromkeys(names.get(d, d) if isinstance(d, str) else d for d in deps))
+            _once([names.get(d, d) if isinstance(d, str) else d for d in deps])
             if isinstance(deps, list)
             else deps
         )
+    return out
+
+
+def _once(names: list[Any]) -> list[Any]:
+    """``names`` with each id once (anything else, even unhashable junk, left for the
+    validator to report)."""
+    out: list[Any] = []
+    for name in names:
+        if not (isinstance(name, str) and name in out):
+            out.append(name)
     return out
