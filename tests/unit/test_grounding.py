@@ -158,6 +158,14 @@ def test_a_literal_for_each_list_the_request_gives_or_with_no_listing_to_use_is_
     given = [{"_id": "p1"}, {"_id": "p2"}]
     whole = parse_plan({"steps": [LISTING, mapped(given, ["list"])]})
     assert check_grounding(whole, CATALOG, "Comment 'Nice!' on posts p1 and p2") == []
+    # the user's ids, with a title the model added: the ids are what the map is over
+    titled = [{"_id": "p1", "title": "Post one"}, {"_id": "p2", "title": "Post two"}]
+    whole = parse_plan({"steps": [LISTING, mapped(titled, ["list"])]})
+    assert check_grounding(whole, CATALOG, "Comment 'Nice!' on posts p1 and p2") == []
+    # numbers, names and dates written the model's way are the user's list, not a listing's
+    for items in ([1, 2, 3, 4, 5], ["New York", "Los Angeles"], [{"date": "2024-03-03"}]):
+        whole = parse_plan({"steps": [LISTING, mapped(items, ["list"])]})
+        assert check_grounding(whole, CATALOG, "Pages 1 to 5 in NYC and LA on March 3") == []
     # nothing in the plan lists anything: nothing to take the list from
     alone = parse_plan({"steps": [mapped([{"_id": "post-1"}], [])]})
     assert check_grounding(alone, CATALOG, EACH_POST) == []

@@ -24,10 +24,10 @@ answer is one: ``python -m bench.grounding`` measures the false refusals on them
 * **A ``dependsOn`` edge no template uses**, when the dependent step passes a string that is not
   in the request to an argument the dependency's output has a field for (the same name, or an
   id argument and the ``_id``/``id`` of a step whose tool names that kind of thing).
-* **A literal ``forEach`` list where an output's list fits**: a map over items written out
-  (``["post-1", "post-2"]``), one of them not in the request, where the step depends on a step
-  whose output is a list or has one (``listBlogs``' ``blogs``). A list the user gave ("Carol and
-  Dan") is theirs to map over.
+* **A literal ``forEach`` list where an output's list fits**: a map over objects written out
+  (``[{"_id": "post-1"}, ...]``) whose ids the request does not hold, where the step depends on
+  a step whose output lists objects with that id field (``listBlogs``' ``blogs``). Names,
+  numbers and dates the user gave ("Carol and Dan", pages 1 to 5) are theirs to map over.
 
 A number is in the request when the text holds it (``1,000``; ``5%`` for ``0.05``; a number
 word up to twenty, tens, ``dozen``, ``half``); a string when the text holds it or every word of
@@ -287,33 +287,44 @@ class _Checker:
         return issues
 
     def _literal_map(self, step: Step, items: list[Any], deps: list[str]) -> ValidationIssue | None:
-        """A ``forEach`` over a literal list with an item the request does not hold, where
-        the step depends on a step whose output is a list (or has one)."""
-        invented = [leaf for leaf in _leaves(items) if not self.grounds.has(leaf)]
-        if not invented:
-            return None  # the user's own list ("Carol and Dan")
+        """A ``forEach`` over literal objects whose ids the request does not hold, where the
+        step depends on a step whose output lists objects with that id field."""
+        if not all(isinstance(item, dict) for item in items):
+            return None  # numbers, dates, names: a list the user gave, written their way
         for source in deps:
-            schema = self.outputs.get(source)
-            if schema is None:
-                continue
-            if _is_list(schema):
-                fixes = [_template(source)]
-            else:
-                fields = [name for name, sub in _fields(schema).items() if _is_list(sub)]
-                if not fields:
+            for field, key in self._listed_ids(source):
+                made_up = [
+                    item[key] for item in items if key in item and not self.grounds.has(item[key])
+                ]
+                if not made_up:
                     continue
-                fixes = [_template(source, f) for f in fields[:_SHOWN_FIELDS]]
-            shown = ", ".join(_shown(leaf, 20) for leaf in invented[:3])
-            return ValidationIssue(
-                "ungrounded",
-                f"step {step.id!r}: its forEach is a literal list ({_shown(items)}), but the "
-                f"step depends on {source!r} ({self.steps[source].tool}), whose output is "
-                f"{self._shape(source)}; {shown} {'is' if len(invented) == 1 else 'are'} in "
-                f"neither the request nor any tool's output: map over the output instead of "
-                f'making the list up: "forEach": {" or ".join(fixes)}',
-                step.id,
-            )
+                fix = _template(source, field or None)
+                shown = ", ".join(_shown(value, 20) for value in made_up[:3])
+                return ValidationIssue(
+                    "ungrounded",
+                    f"step {step.id!r}: its forEach is a literal list ({_shown(items)}), but "
+                    f"the step depends on {source!r} ({self.steps[source].tool}), whose output "
+                    f"is {self._shape(source)}; the {key} {shown} "
+                    f"{'is' if len(made_up) == 1 else 'are'} in neither the request nor any "
+                    f"tool's output: map over the output instead of making the list up: "
+                    f'"forEach": {fix}',
+                    step.id,
+                )
         return None
+
+    def _listed_ids(self, step_id: str) -> list[tuple[str, str]]:
+        """Where ``step_id``'s output lists objects with an id: ``(field, id key)``, the
+        field ``""`` when the output is the list itself."""
+        schema = self.outputs.get(step_id)
+        lists = [("", schema)] if _is_list(schema) else list(_fields(schema).items())
+        found: list[tuple[str, str]] = []
+        for field, sub in lists:
+            if not _is_list(sub):
+                continue
+            items = sub.get("items") if isinstance(sub, Mapping) else None
+            keys = _fields(items)
+            found += [(field, key) for key in ("_id", "id") if key in keys][:1]
+        return found
 
     def _objects(
         self,
