@@ -232,6 +232,13 @@ def _shown(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def _in_neither(values: list[Any]) -> str:
+    """``"a", "b" are in neither the request nor any tool's output`` (the first three)."""
+    shown = ", ".join(_shown(value, 20) for value in values[:3])
+    verb = "is" if len(values) == 1 else "are"
+    return f"{shown} {verb} in neither the request nor any tool's output"
+
+
 def _template(step_id: str, field: str | None = None) -> str:
     return '"{{' + step_id + (f".{field}" if field else "") + '}}"'
 
@@ -299,15 +306,12 @@ class _Checker:
                 if not made_up:
                     continue
                 fix = _template(source, field or None)
-                shown = ", ".join(_shown(value, 20) for value in made_up[:3])
                 return ValidationIssue(
                     "ungrounded",
                     f"step {step.id!r}: its forEach is a literal list ({_shown(items)}), but "
                     f"the step depends on {source!r} ({self.steps[source].tool}), whose output "
-                    f"is {self._shape(source)}; the {key} {shown} "
-                    f"{'is' if len(made_up) == 1 else 'are'} in neither the request nor any "
-                    f"tool's output: map over the output instead of making the list up: "
-                    f'"forEach": {fix}',
+                    f"is {self._shape(source)}; the {key} {_in_neither(made_up)}: map over the "
+                    f'output instead of making the list up: "forEach": {fix}',
                     step.id,
                 )
         return None
@@ -359,14 +363,12 @@ class _Checker:
                 fix += f" (or one field of it, e.g. {_template(chosen[0], field)})"
         else:
             fix = "[" + ", ".join(_template(s) for s in chosen) + "]"
-        shown = ", ".join(_shown(leaf, 20) for leaf in invented[:3])
         return ValidationIssue(
             "ungrounded",
             f"step {step.id!r}: argument {name!r} of tool {step.tool!r} is {what} "
             f"({_shown(value)}), but {relation} {sources}, {whose} "
-            f"{self._shape(chosen[0])}; {shown} {'is' if len(invented) == 1 else 'are'} in "
-            f"neither the request nor any tool's output: pass the output instead of making it "
-            f"up: {fix}",
+            f"{self._shape(chosen[0])}; {_in_neither(invented)}: pass the output instead of "
+            f"making it up: {fix}",
             step.id,
         )
 

@@ -36,6 +36,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from toolplan.planning.duplicates import renamed_ids
 from toolplan.plans.json_schema import inline_refs
 from toolplan.plans.templates import contains_template, references
 from toolplan.tools.catalog import ToolCatalog
@@ -89,7 +90,7 @@ def batch_items(
     out = dict(data, steps=out_steps)
     outputs = data.get("outputSteps")
     if isinstance(outputs, list):
-        out["outputSteps"] = _renamed(outputs, batched)
+        out["outputSteps"] = renamed_ids(outputs, batched)
     return out, batched
 
 
@@ -166,12 +167,12 @@ def _key(step: dict[str, Any], argument: str) -> str:
 
 
 def _unique(values: Iterable[Any]) -> list[Any]:
-    seen: list[str] = []
+    seen: set[str] = set()
     out = []
     for value in values:
         key = json.dumps(value, sort_keys=True, default=str)
         if key not in seen:
-            seen.append(key)
+            seen.add(key)
             out.append(value)
     return out
 
@@ -181,14 +182,4 @@ def _waits_for_kept(step: Any, batched: Mapping[str, str]) -> Any:
     left for the validator to report)."""
     if not isinstance(step, dict) or not isinstance(step.get("dependsOn"), list):
         return step
-    return dict(step, dependsOn=_renamed(step["dependsOn"], batched))
-
-
-def _renamed(names: list[Any], batched: Mapping[str, str]) -> list[Any]:
-    """``names`` with each batched id naming its kept step, once."""
-    out: list[Any] = []
-    for name in names:
-        name = batched.get(name, name) if isinstance(name, str) else name
-        if not (isinstance(name, str) and name in out):
-            out.append(name)
-    return out
+    return dict(step, dependsOn=renamed_ids(step["dependsOn"], batched))

@@ -29,12 +29,12 @@ silent.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from toolplan.plans.templates import references, rename_sources
 
-__all__ = ["merge_duplicates"]
+__all__ = ["merge_duplicates", "renamed_ids"]
 
 _IGNORED = frozenset({"id", "description", "confidence"})
 
@@ -58,7 +58,7 @@ def merge_duplicates(
     out = dict(data, steps=steps)
     outputs = data.get("outputSteps")
     if isinstance(outputs, list):
-        out["outputSteps"] = _once([merged.get(o, o) if isinstance(o, str) else o for o in outputs])
+        out["outputSteps"] = renamed_ids(outputs, merged)
     return out, merged
 
 
@@ -168,19 +168,17 @@ def _renamed(step: Any, merge: tuple[str, str]) -> Any:
     out = rename_sources({k: v for k, v in step.items() if k != "dependsOn"}, names.get)
     deps = step.get("dependsOn")
     if "dependsOn" in step:
-        out["dependsOn"] = (
-            _once([names.get(d, d) if isinstance(d, str) else d for d in deps])
-            if isinstance(deps, list)
-            else deps
-        )
+        out["dependsOn"] = renamed_ids(deps, names) if isinstance(deps, list) else deps
     return out
 
 
-def _once(names: list[Any]) -> list[Any]:
-    """``names`` with each id once (anything else, even unhashable junk, left for the
-    validator to report)."""
+def renamed_ids(names: list[Any], renames: Mapping[str, str]) -> list[Any]:
+    """``names`` (a ``dependsOn`` or ``outputSteps`` list) with each id ``renames`` names
+    under its new id, and each id once; anything else, even unhashable junk, is left for the
+    validator to report."""
     out: list[Any] = []
     for name in names:
+        name = renames.get(name, name) if isinstance(name, str) else name
         if not (isinstance(name, str) and name in out):
             out.append(name)
     return out

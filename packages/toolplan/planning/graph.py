@@ -430,8 +430,8 @@ def _stored_step_ids(
     state: PlanningState, by_step: Mapping[str, dict[str, str]]
 ) -> dict[str, dict[str, str]]:
     """``by_step`` (what was dropped from each step of the answer) under the ids of the stored
-    plan: a step merged into another is named by the one kept, and an unasked step dropped
-    since is left out."""
+    plan: a step batched or merged into another is named by the one kept, and an unasked step
+    dropped since is left out."""
     joined = {**(state.get("batched_steps") or {}), **(state.get("merged_steps") or {})}
     unasked = state.get("unasked_steps") or {}
     out: dict[str, dict[str, str]] = {}
