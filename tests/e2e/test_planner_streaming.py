@@ -18,6 +18,7 @@ import pytest
 from tests.e2e.conftest import Cli
 from tests.support.fake_openai import FakeOpenAIServer, Reply
 from tests.support.plans import QUERY, blog_plan, broken_blog_plan, llm_step
+from toolplan._tokens import count_tokens
 from toolplan.client import Toolplan
 from toolplan.config import Settings
 from toolplan.errors import LLMUnavailable
@@ -184,6 +185,9 @@ async def test_an_answer_repeating_a_step_is_stopped_and_asked_once_more(
     # each stopped as its third copy closed, well before the answer's 120 chunks
     assert 0 < details["stoppedAfterTokens"] < 60
     assert details["usage"]["outputTokens"] == 2 * details["stoppedAfterTokens"]
+    # the server reports no usage for a stream that was closed: both prompts are counted here
+    sent = [count_tokens(m["content"]) for r in server.requests for m in r["messages"]]
+    assert details["usage"]["inputTokens"] == sum(sent) > 1000
     kinds = [e.kind for e in events]
     assert kinds == ["planning", "step", "step", "step", "retrying", "step", "step", "step"]
 

@@ -17,6 +17,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
+from toolplan._tokens import count_tokens
 from toolplan.config import StructuredMethod
 from toolplan.engine.tracing import model_call_span, record_usage
 from toolplan.errors import LLMUnavailable, ToolplanError
@@ -152,6 +153,12 @@ def account(error: ToolplanError, calls: int, usage: Mapping[str, int] | None) -
     return error
 
 
+def _prompt_tokens(request: StructuredRequest) -> int:
+    """About how many tokens ``request``'s messages are: the count of an answer stopped while it
+    streamed, whose server never reports the usage it had counted (the schema is not counted)."""
+    return sum(count_tokens(str(message.text)) for message in request.messages)
+
+
 def add_usage(usage: Mapping[str, int] | None, answer: ModelAnswer) -> dict[str, int]:
     """``usage`` (``inputTokens``, ``outputTokens``, ``cachedInputTokens`` when known) plus
     ``answer``'s."""
@@ -212,7 +219,8 @@ async def call_model(
                     answer = await _ask(current, request, config, stream)
         except LLMOutputRepeating as error:  # a runaway, stopped early: asked once more
             spent = dict(usage or {"inputTokens": 0, "outputTokens": 0})
-            spent["outputTokens"] += error.tokens  # what it wrote; its input is not reported
+            spent["inputTokens"] += _prompt_tokens(request)  # read in full; never reported
+            spent["outputTokens"] += error.tokens  # what it wrote, in chunks read
             usage, calls, stopped, fallback = spent, calls + 1, error, None
             if after_runaway is not None:
                 request = after_runaway(request, error)
