@@ -9,7 +9,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).parents[2]
 PACKAGE = ROOT / "packages" / "toolplan"
-BASE = {"errors", "_caches", "_blocking", "_lazy"}
+BASE = {"errors", "_caches", "_blocking", "_lazy", "_tokens"}
 
 
 def table_rows() -> list[tuple[str, str]]:
