@@ -44,7 +44,7 @@ def _encoder() -> Callable[[str], list[int]] | None:
             partial.write_bytes(gzip.decompress(source.read_bytes()))
             partial.replace(target)
         except (ImportError, OSError):
-            return None  # never download: a respond call must not wait for the network
+            return None  # never download: a count must not wait for the network
     os.environ.setdefault("TIKTOKEN_CACHE_DIR", directory)
     try:
         encoding = tiktoken.get_encoding(_ENCODING)
