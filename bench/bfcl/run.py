@@ -68,6 +68,7 @@ _PLANNER_CHANGES = (
     "mergedSteps",
     "batchedSteps",
     "unaskedSteps",
+    "crossCheck",
     "unstatedArguments",
     "autoFixed",
     "droppedConditions",

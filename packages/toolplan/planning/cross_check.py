@@ -1,0 +1,130 @@
+"""The cross-check: a second plan over the catalog in reverse order, and the steps it disputes.
+
+Given several tools, a small model calls the one asked for and then a look-alike beside it:
+"divorce law specialists in Los Angeles" got ``lawyer.search`` and ``doctor.search``, "how many
+veterans in 1954" got ``get_population`` and ``get_bureau_statistics``. Such a step names words
+of the request, so the unasked-step check (:mod:`toolplan.analysis.unasked`) keeps it, and it
+runs. Which look-alike the model adds depends on the order the tools are listed in: language
+models favour items by their place in a list (the order bias that permutation self-consistency
+averages out of rankings).
+
+With ``TOOLPLAN_CROSS_CHECK=1`` the planner asks the same model for a second plan beside the
+first, with the catalog listed in reverse order (prompt and schema), and keeps what the two
+agree on: a step of the first plan whose tool the second plan never calls, and that no kept
+step takes anything from, is dropped (:func:`drop_disputed`). Nothing else of the second plan
+is used: its arguments, steps or order never enter the stored plan. When the two share no tool
+(or the second answer could not be had: an error, a runaway, a decline), the first plan stands
+as it is. The planning record says what the second plan called and what was dropped
+(``crossCheck``).
+
+It costs a second planning call on every first answer (repairs are not cross-checked): the two
+run at once, so a server with two slots, or any hosted API, answers in about the time of one.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
+from toolplan._caches import register_cache
+from toolplan.errors import ToolplanError
+from toolplan.planning.call import StructuredRequest, call_model
+from toolplan.planning.context import PlannerContext
+from toolplan.planning.parsing import message_payload, read_plan
+from toolplan.planning.streaming import AnswerStream
+from toolplan.plans.plan import Plan, parse_plan
+from toolplan.plans.templates import references
+from toolplan.tools.catalog import ToolCatalog
+
+__all__ = ["SecondOpinion", "drop_disputed", "second_opinion"]
+
+
+@dataclass(frozen=True)
+class SecondOpinion:
+    """What the second plan called, and what it cost."""
+
+    tools: list[str] | None
+    """The tools the second plan calls, each once, in its order; ``None`` when it could not be
+    had."""
+    calls: int = 0
+    usage: dict[str, int] = field(default_factory=dict)
+    error: str | None = None
+    """Why there is no second plan (the error's message)."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The planning record's ``crossCheck`` (without what was dropped)."""
+        out: dict[str, Any] = {"tools": self.tools}
+        if self.error:
+            out["error"] = self.error
+        return out
+
+
+@functools.lru_cache(maxsize=16)
+def _in_reverse(catalog: ToolCatalog) -> ToolCatalog:
+    # one reversed copy per catalog: its typed schema is then built once too
+    return catalog.in_reverse()
+
+
+register_cache(_in_reverse.cache_clear)
+
+
+async def second_opinion(
+    ctx: PlannerContext, messages: Callable[[PlannerContext], list[BaseMessage]]
+) -> SecondOpinion:
+    """Ask for the plan again over ``ctx``'s catalog in reverse order: ``messages`` makes the
+    request's messages for a context. The answer is read, never validated or stored, and never
+    told to the planner's listener. Any error is this opinion's: it is returned, not raised."""
+    reverse = replace(ctx, catalog=_in_reverse(ctx.catalog), listener=None)
+    schema = reverse.plan_schema()
+    request = StructuredRequest(messages(reverse), schema.schema, schema.strict)
+    stream = AnswerStream(lambda *_: None, enabled=ctx.stream, max_steps=ctx.max_steps)
+    try:
+        reply = await call_model(reverse.model_call(), request, stream=stream)
+    except ToolplanError as failed:
+        details: dict[str, Any] = failed.details  # what it spent: :func:`call.account`
+        spent, calls = dict(details.get("usage") or {}), int(details.get("llmCalls") or 0)
+        return SecondOpinion(None, calls, spent, error=failed.message)
+    reading = read_plan(message_payload(reply.answer.message), reverse.catalog)
+    steps = reading.data["steps"] if reading.data is not None else None
+    named = [s["tool"] for s in steps or [] if isinstance(s.get("tool"), str)]
+    tools = list(dict.fromkeys(named)) or None  # each once, in the order first called
+    unread = None if tools else "the second answer had no step that could be read"
+    return SecondOpinion(tools, reply.calls, reply.usage, error=unread)
+
+
+def drop_disputed(plan: Plan, tools: Collection[str]) -> tuple[Plan, dict[str, str]] | None:
+    """``plan`` without the steps whose tool is not in ``tools`` (the second plan's) and that
+    no kept step takes anything from (a template, ``forEach`` or ``when``), and those as
+    ``{step id: tool}``; a step that only waited for one (``dependsOn``) waits no more.
+    ``None`` when nothing is dropped, or when no step's tool is in ``tools`` (the two plans
+    share nothing: the first stands)."""
+    agreed = {step.id for step in plan.steps if step.tool in tools}
+    if not agreed:
+        return None
+    kept = set(agreed)
+    grown = True
+    while grown:  # what a kept step takes from is kept, and what that takes from
+        grown = False
+        for step in plan.steps:
+            if step.id in kept:
+                needed = references(step.model_dump(by_alias=True, exclude={"id", "depends_on"}))
+                if not needed <= kept:
+                    kept |= needed
+                    grown = True
+    dropped = {step.id: step.tool for step in plan.steps if step.id not in kept}
+    if not dropped:
+        return None
+    data = plan.to_json()
+    data["steps"] = [
+        {**step, "dependsOn": [d for d in step.get("dependsOn") or [] if d not in dropped]}
+        for step in data["steps"]
+        if step["id"] not in dropped
+    ]
+    outputs = [o for o in data.pop("outputSteps", None) or [] if o not in dropped]
+    if outputs:
+        data["outputSteps"] = outputs
+    return parse_plan(data), dropped
