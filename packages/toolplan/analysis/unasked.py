@@ -48,7 +48,7 @@ from typing import Any
 
 from toolplan.analysis.words import FUNCTION_WORDS
 from toolplan.errors import ValidationIssue
-from toolplan.plans.plan import Plan, Step, parse_plan
+from toolplan.plans.plan import Plan, Step
 from toolplan.plans.templates import contains_template, references, strings_in
 from toolplan.tools.catalog import ToolCatalog, ToolInfo
 
@@ -284,17 +284,5 @@ def drop_unasked(
     for step in kept:
         if references(step.model_dump(by_alias=True, exclude={"id", "depends_on"})) & unasked:
             return None
-    data = plan.to_json()
-    data["steps"] = [
-        _waits_not(step, unasked) for step in data["steps"] if step["id"] not in unasked
-    ]
-    outputs = [o for o in data.pop("outputSteps", None) or [] if o not in unasked]
-    if outputs:  # else the model's outputs were the dropped steps: every step is one
-        data["outputSteps"] = outputs
     dropped = {step.id: step.tool for step in plan.steps if step.id in unasked}
-    return parse_plan(data), dropped
-
-
-def _waits_not(step: dict[str, Any], gone: set[str]) -> dict[str, Any]:
-    waits = [d for d in step.get("dependsOn") or [] if d not in gone]
-    return {**step, "dependsOn": waits}
+    return plan.without(unasked), dropped

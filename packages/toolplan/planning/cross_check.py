@@ -36,7 +36,7 @@ from toolplan.planning.call import StructuredRequest, call_model
 from toolplan.planning.context import PlannerContext
 from toolplan.planning.parsing import message_payload, read_plan
 from toolplan.planning.streaming import AnswerStream
-from toolplan.plans.plan import Plan, parse_plan
+from toolplan.plans.plan import Plan
 from toolplan.plans.templates import references
 from toolplan.tools.catalog import ToolCatalog
 
@@ -118,13 +118,4 @@ def drop_disputed(plan: Plan, tools: Collection[str]) -> tuple[Plan, dict[str, s
     dropped = {step.id: step.tool for step in plan.steps if step.id not in kept}
     if not dropped:
         return None
-    data = plan.to_json()
-    data["steps"] = [
-        {**step, "dependsOn": [d for d in step.get("dependsOn") or [] if d not in dropped]}
-        for step in data["steps"]
-        if step["id"] not in dropped
-    ]
-    outputs = [o for o in data.pop("outputSteps", None) or [] if o not in dropped]
-    if outputs:
-        data["outputSteps"] = outputs
-    return parse_plan(data), dropped
+    return plan.without(dropped), dropped

@@ -13,6 +13,7 @@ issue per problem. Semantic checks (unknown tools, cycles, schemas) live in :mod
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -152,6 +153,21 @@ class Plan(BaseModel):
     def to_json(self) -> dict[str, Any]:
         """The canonical JSON form (camelCase, no nulls for unset optional fields)."""
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    def without(self, gone: Collection[str]) -> Plan:
+        """This plan without the steps ``gone``, which no step left may take anything from: a
+        step that only waited for one (``dependsOn``) waits no more, and ``outputSteps`` leaves
+        them out (absent when none is left: every step is then an output)."""
+        data = self.to_json()
+        data["steps"] = [
+            {**step, "dependsOn": [d for d in step.get("dependsOn") or [] if d not in gone]}
+            for step in data["steps"]
+            if step["id"] not in gone
+        ]
+        outputs = [o for o in data.pop("outputSteps", None) or [] if o not in gone]
+        if outputs:
+            data["outputSteps"] = outputs
+        return parse_plan(data)
 
 
 def _from_seed_002(data: dict[str, Any]) -> dict[str, Any]:
