@@ -49,16 +49,50 @@ def test_what_a_kept_step_takes_from_is_kept_through_a_chain() -> None:
 
 def test_for_each_and_when_count_as_taking_from() -> None:
     first = plan(
-        step("posts", "list_posts"),
+        step("posts", "list_posts", tag="news"),
         {**step("each", "summarize", text="{{item.body}}"), "forEach": "{{posts.items}}"},
-        {**step("hot", "alert", level="high"), "when": "{{check.hot}}"},
+        {**step("hot", "alert", city="Rome"), "when": "{{check.hot}}"},
         step("check", "check_heat", city="Rome"),
     )
-    assert drop_disputed(first, ["summarize", "alert"]) is None  # each needs posts, hot check
-    found = drop_disputed(first, ["summarize"])
-    assert found is not None
-    assert [s.id for s in found[0].steps] == ["posts", "each"]
-    assert found[1] == {"hot": "alert", "check": "check_heat"}
+    # check passes only Rome, as hot does: a look-alike, were it not what hot's `when` reads
+    assert drop_disputed(first, ["summarize", "alert"]) is None
+    unread = plan(*[{k: v for k, v in s.items() if k != "when"} for s in first.to_json()["steps"]])
+    found = drop_disputed(unread, ["summarize", "alert"])
+    assert found is not None and found[1] == {"check": "check_heat"}
+
+
+def test_a_disputed_step_with_a_value_of_its_own_is_kept() -> None:
+    # "list compute metrics, query CPU usage, and check if it's above 80%": a second plan that
+    # left the check out does not take it from the first
+    first = plan(
+        step("metrics", "list_metrics", category="compute"),
+        step("cpu", "query_metric", name="cpu_usage"),
+        step("check", "check_threshold", metric_name="cpu_usage", threshold=80, operator="gt"),
+    )
+    assert drop_disputed(first, ["list_metrics", "query_metric"]) is None
+    # with nothing of its own it is a look-alike: the same name to another tool
+    echo = plan(
+        step("cpu", "query_metric", name="cpu_usage"),
+        step("again", "get_metric_info", name="CPU_usage "),
+    )
+    found = drop_disputed(echo, ["query_metric"])
+    assert found is not None and found[1] == {"again": "get_metric_info"}
+
+
+def test_a_disputed_step_with_no_value_is_kept() -> None:
+    first = plan(step("author", "create_author", name="Ada"), step("blogs", "list_blogs"))
+    assert drop_disputed(first, ["create_author"]) is None
+
+
+def test_true_and_false_are_not_values_of_a_step() -> None:
+    first = plan(
+        step("era", "get_era", name="Ice age", years_ago=True),
+        step("event", "get_event_date", name="Ice age", years_ago=True),
+    )
+    found = drop_disputed(first, ["get_era"])
+    assert found is not None and found[1] == {"event": "get_event_date"}
+    numbers = plan(step("a", "power", base=4), step("b", "probability", outcomes=4.0))
+    assert drop_disputed(numbers, ["power"]) is not None  # 4 and 4.0 are one number
 
 
 def test_a_step_that_only_waited_for_a_dropped_one_waits_no_more() -> None:

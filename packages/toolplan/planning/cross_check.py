@@ -9,13 +9,16 @@ models favour items by their place in a list (the order bias that permutation se
 averages out of rankings).
 
 With ``TOOLPLAN_CROSS_CHECK=1`` the planner asks the same model for a second plan beside the
-first, with the catalog listed in reverse order (prompt and schema), and keeps what the two
-agree on: a step of the first plan whose tool the second plan never calls, and that no kept
-step takes anything from, is dropped (:func:`drop_disputed`). Nothing else of the second plan
-is used: its arguments, steps or order never enter the stored plan. When the two share no tool
-(or the second answer could not be had: an error, a runaway, a decline), the first plan stands
-as it is. The planning record says what the second plan called and what was dropped
-(``crossCheck``).
+first, with the catalog listed in reverse order (prompt and schema). A step of the first plan
+is dropped (:func:`drop_disputed`) when the second plan never calls its tool, no kept step takes
+anything from it, and it passes only values that a step both plans agree on passes too: the
+same request's values sent to a look-alike. A step with a value of its own stays, since the
+second plan may simply have left out a part of the request (measured on the project's query
+sets: "list compute metrics, query CPU usage, and check if it's above 80%" lost its check in a
+first form of the rule that did not ask this). Nothing else of the second plan is used: its
+arguments, steps or order never enter the stored plan. When the two share no tool (or the
+second answer could not be had: an error, a runaway, a decline), the first plan stands as it
+is. The planning record says what the second plan called and what was dropped (``crossCheck``).
 
 It costs a second planning call on every first answer (repairs are not cross-checked): the two
 run at once, so a server with two slots, or any hosted API, answers in about the time of one.
@@ -36,8 +39,8 @@ from toolplan.planning.call import StructuredRequest, call_model
 from toolplan.planning.context import PlannerContext
 from toolplan.planning.parsing import message_payload, read_plan
 from toolplan.planning.streaming import AnswerStream
-from toolplan.plans.plan import Plan
-from toolplan.plans.templates import references
+from toolplan.plans.plan import Plan, Step
+from toolplan.plans.templates import contains_template, references
 from toolplan.tools.catalog import ToolCatalog
 
 __all__ = ["SecondOpinion", "drop_disputed", "second_opinion"]
@@ -97,25 +100,67 @@ async def second_opinion(
 
 
 def drop_disputed(plan: Plan, tools: Collection[str]) -> tuple[Plan, dict[str, str]] | None:
-    """``plan`` without the steps whose tool is not in ``tools`` (the second plan's) and that
-    no kept step takes anything from (a template, ``forEach`` or ``when``), and those as
+    """``plan`` without its look-alike steps the second plan disputes, and those as
     ``{step id: tool}``; a step that only waited for one (``dependsOn``) waits no more.
+
+    A step is dropped when the second plan never calls its tool (``tools``), no kept step takes
+    anything from it (a template, ``forEach`` or ``when``), and it passes only values that a
+    step the two plans agree on passes too (at least one; strings and numbers, read as in
+    :func:`_values`): ``doctor_search("Los Angeles", "Divorce")`` beside ``lawyer_search("Los
+    Angeles", "Divorce")``. A step with a value of its own is a part of the request, which the
+    second plan may have left out ("... and check if it is above 80%": ``check_threshold``'s 80).
     ``None`` when nothing is dropped, or when no step's tool is in ``tools`` (the two plans
     share nothing: the first stands)."""
-    agreed = {step.id for step in plan.steps if step.tool in tools}
+    agreed = _needed(plan, {step.id for step in plan.steps if step.tool in tools})
     if not agreed:
         return None
-    kept = set(agreed)
-    grown = True
-    while grown:  # what a kept step takes from is kept, and what that takes from
-        grown = False
-        for step in plan.steps:
-            if step.id in kept:
-                needed = references(step.model_dump(by_alias=True, exclude={"id", "depends_on"}))
-                if not needed <= kept:
-                    kept |= needed
-                    grown = True
+    known = set().union(*(_values(step) for step in plan.steps if step.id in agreed))
+    echoes = {
+        step.id
+        for step in plan.steps
+        if step.id not in agreed and (values := _values(step)) and values <= known
+    }
+    kept = _needed(plan, {step.id for step in plan.steps if step.id not in echoes})
     dropped = {step.id: step.tool for step in plan.steps if step.id not in kept}
     if not dropped:
         return None
     return plan.without(dropped), dropped
+
+
+def _takes_from(step: Step) -> set[str]:
+    return references(step.model_dump(by_alias=True, exclude={"id", "depends_on"}))
+
+
+def _needed(plan: Plan, ids: set[str]) -> set[str]:
+    """``ids`` with every step they take from, and what those take from."""
+    kept = set(ids)
+    grown = True
+    while grown:
+        grown = False
+        for step in plan.steps:
+            if step.id in kept and not _takes_from(step) <= kept:
+                kept |= _takes_from(step)
+                grown = True
+    return kept
+
+
+def _values(step: Step) -> set[str | float]:
+    """The literal values ``step`` passes: strings (folded, without templates) and numbers
+    (``True`` and ``False`` say nothing of what the step is about)."""
+    found: set[str | float] = set()
+
+    def walk(value: Any) -> None:
+        if isinstance(value, str):
+            if not contains_template(value) and value.strip():
+                found.add(value.strip().casefold())
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            found.add(float(value))
+        elif isinstance(value, dict):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    walk(step.parameters)
+    return found
