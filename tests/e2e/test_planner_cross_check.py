@@ -8,6 +8,7 @@ plan, the catalog in reverse the second.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ import pytest
 from tests.e2e.conftest import as_model_endpoint, planner_context
 from tests.support.fake_openai import FakeOpenAIServer, Reply
 from tests.support.plans import QUERY, blog_plan, broken_blog_plan, llm_step
+from toolplan.planning import cross_check
 from toolplan.planning.planner import create_plan
 from toolplan.planning.progress import PlanningEvent
 
@@ -122,6 +124,34 @@ async def test_a_second_answer_that_fails_leaves_the_first_plan(
     check = record.meta["crossCheck"]
     assert check["tools"] is None and "the second slot broke" in check["error"]
     assert outcome.llm_calls == 1 and outcome.usage["inputTokens"] == 900  # no answer, no bill
+
+
+async def test_a_second_answer_still_going_long_after_the_first_is_stopped(
+    llm: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cross_check, "MIN_PATIENCE_S", 0.05)
+    release = threading.Event()  # the second answer never comes before the plan is made
+
+    def answer(request: dict[str, Any]) -> Reply:
+        if reversed_catalog(request):
+            release.wait(60)
+            return Reply.structured(blog_plan())
+        return Reply.structured(with_draft(blog_plan()), usage=(900, 120))
+
+    llm.script([answer] * 2)
+    ctx = planner_context(tmp_path)
+    try:
+        outcome = await create_plan(QUERY, ctx)
+    finally:
+        release.set()
+
+    assert [s["id"] for s in outcome.plan["steps"]] == ["author", "blog", "draft"]
+    record = ctx.store.get_plan(outcome.ref.plan_id)
+    assert record is not None
+    check = record.meta["crossCheck"]
+    assert check["tools"] is None and "stopped" in check["error"]
+    # the stopped request's prompt was read: counted (estimated), and the call with it
+    assert outcome.llm_calls == 2 and outcome.usage["inputTokens"] > 900 + 500
 
 
 async def test_repairs_are_not_cross_checked(llm: FakeOpenAIServer, tmp_path: Path) -> None:

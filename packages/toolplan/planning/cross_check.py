@@ -26,6 +26,7 @@ run at once, so a server with two slots, or any hosted API, answers in about the
 
 from __future__ import annotations
 
+import asyncio
 import functools
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
@@ -34,6 +35,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 
 from toolplan._caches import register_cache
+from toolplan._tokens import count_tokens
 from toolplan.errors import ToolplanError
 from toolplan.planning.call import StructuredRequest, call_model
 from toolplan.planning.context import PlannerContext
@@ -43,7 +45,10 @@ from toolplan.plans.plan import Plan, Step
 from toolplan.plans.templates import contains_template, references
 from toolplan.tools.catalog import ToolCatalog
 
-__all__ = ["SecondOpinion", "drop_disputed", "second_opinion"]
+__all__ = ["MIN_PATIENCE_S", "SecondOpinion", "awaited", "drop_disputed", "second_opinion"]
+
+MIN_PATIENCE_S = 5.0
+"""The least time a second answer is given after the first is in (:func:`awaited`)."""
 
 
 @dataclass(frozen=True)
@@ -75,13 +80,17 @@ def _in_reverse(catalog: ToolCatalog) -> ToolCatalog:
 register_cache(_in_reverse.cache_clear)
 
 
+def _reverse(ctx: PlannerContext) -> PlannerContext:
+    return replace(ctx, catalog=_in_reverse(ctx.catalog), listener=None)
+
+
 async def second_opinion(
     ctx: PlannerContext, messages: Callable[[PlannerContext], list[BaseMessage]]
 ) -> SecondOpinion:
     """Ask for the plan again over ``ctx``'s catalog in reverse order: ``messages`` makes the
     request's messages for a context. The answer is read, never validated or stored, and never
     told to the planner's listener. Any error is this opinion's: it is returned, not raised."""
-    reverse = replace(ctx, catalog=_in_reverse(ctx.catalog), listener=None)
+    reverse = _reverse(ctx)
     schema = reverse.plan_schema()
     request = StructuredRequest(messages(reverse), schema.schema, schema.strict)
     stream = AnswerStream(lambda *_: None, enabled=ctx.stream, max_steps=ctx.max_steps)
@@ -97,6 +106,32 @@ async def second_opinion(
     tools = list(dict.fromkeys(named)) or None  # each once, in the order first called
     unread = None if tools else "the second answer had no step that could be read"
     return SecondOpinion(tools, reply.calls, reply.usage, error=unread)
+
+
+async def awaited(
+    second: asyncio.Task[SecondOpinion],
+    ctx: PlannerContext,
+    messages: Callable[[PlannerContext], list[BaseMessage]],
+    *,
+    first_seconds: float,
+) -> SecondOpinion:
+    """The second opinion, once the first answer is in: it may take as long again as the first
+    took (at least :data:`MIN_PATIENCE_S`), and is stopped after that. A second answer that ran
+    away without repeating a step (which the stream stops) would otherwise hold the plan, and a
+    server slot, until its output limit; it is asked once, never again with a larger limit.
+    A stopped one is no opinion; its prompt is counted as read (estimated, as for a runaway)."""
+    patience = max(first_seconds, MIN_PATIENCE_S)
+    try:
+        return await asyncio.wait_for(second, timeout=patience)
+    except TimeoutError:
+        request = messages(_reverse(ctx))
+        read = sum(count_tokens(str(message.text)) for message in request)
+        return SecondOpinion(
+            None,
+            1,
+            {"inputTokens": read, "outputTokens": 0},
+            error=f"the second answer was stopped {patience:.0f} s after the first was in",
+        )
 
 
 def drop_disputed(plan: Plan, tools: Collection[str]) -> tuple[Plan, dict[str, str]] | None:

@@ -55,7 +55,12 @@ from toolplan.execution.graph import bind_context, context_resolver
 from toolplan.planning.batches import batch_items
 from toolplan.planning.call import StructuredRequest, call_model
 from toolplan.planning.context import PlannerContext
-from toolplan.planning.cross_check import SecondOpinion, drop_disputed, second_opinion
+from toolplan.planning.cross_check import (
+    SecondOpinion,
+    awaited,
+    drop_disputed,
+    second_opinion,
+)
 from toolplan.planning.duplicates import merge_duplicates
 from toolplan.planning.fixes import apply_fixes
 from toolplan.planning.item_names import read_item_names
@@ -265,6 +270,7 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
         return [*own, *messages[planned:]]
 
     # the first answer is cross-checked, not a repair; one tool in any order is one opinion
+    asked = time.monotonic()
     second = (
         asyncio.create_task(second_opinion(ctx, second_messages))
         if ctx.cross_check and not state.get("errors") and len(ctx.catalog) > 1
@@ -290,7 +296,10 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
             second.cancel()
         raise
     ctx.stream = stream.enabled  # an endpoint that could not stream is not asked to again
-    opinion: SecondOpinion | None = await second if second is not None else None
+    opinion: SecondOpinion | None = None
+    if second is not None:
+        first_seconds = time.monotonic() - asked
+        opinion = await awaited(second, ctx, second_messages, first_seconds=first_seconds)
     spent_calls, spent = reply.calls, reply.usage
     if opinion is not None:
         spent_calls, spent = spent_calls + opinion.calls, _added(spent, opinion.usage)
