@@ -68,7 +68,6 @@ _PLANNER_CHANGES = (
     "mergedSteps",
     "batchedSteps",
     "unaskedSteps",
-    "crossCheck",
     "unstatedArguments",
     "autoFixed",
     "droppedConditions",

@@ -90,7 +90,6 @@ class _PlannerVariables(Variables):
     prompts_dir: str | None = None
     llm_max_tokens: int | None = None
     typed_schema_max_tools: int | None = None
-    cross_check: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -123,10 +122,6 @@ class PlannerSettings:
     """Catalogs with more tools are planned with the generic schema (parameters as a JSON
     string) instead of the catalog-typed one; 0 always uses the generic schema
     (``TOOLPLAN_TYPED_SCHEMA_MAX_TOOLS``)."""
-    cross_check: bool = False
-    """Plan twice, the second time over the catalog in reverse order, and drop the first plan's
-    steps whose tools the second never calls (``TOOLPLAN_CROSS_CHECK``): fewer look-alike
-    steps, for a second planning call on every first answer."""
 
     def __post_init__(self) -> None:
         if self.llm_max_tokens is not None and self.llm_max_tokens < 1:

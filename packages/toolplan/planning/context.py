@@ -64,10 +64,6 @@ class PlannerContext:
     listener: PlanningListener | None = None
     """Told what planning is doing while the model works (:mod:`toolplan.planning.progress`);
     the CLI prints it on stderr."""
-    cross_check: bool = False
-    """Ask for a second plan over the catalog in reverse order beside the first, and drop the
-    first plan's steps whose tools the second never calls (``TOOLPLAN_CROSS_CHECK``;
-    :mod:`toolplan.planning.cross_check`)."""
     stream: bool = True
     """Stream the model's answers, so each step is told as soon as it is written
     (:mod:`toolplan.planning.streaming`); turned off when the endpoint could not stream."""

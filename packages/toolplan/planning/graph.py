@@ -55,12 +55,6 @@ from toolplan.execution.graph import bind_context, context_resolver
 from toolplan.planning.batches import batch_items
 from toolplan.planning.call import StructuredRequest, call_model
 from toolplan.planning.context import PlannerContext
-from toolplan.planning.cross_check import (
-    SecondOpinion,
-    awaited,
-    drop_disputed,
-    second_opinion,
-)
 from toolplan.planning.duplicates import merge_duplicates
 from toolplan.planning.fixes import apply_fixes
 from toolplan.planning.item_names import read_item_names
@@ -146,9 +140,6 @@ class PlanningState(TypedDict, total=False):
     unstated_arguments: dict[str, dict[str, str]]
     """Optional arguments whose values the request never stated, dropped (the tool's default
     applies): ``{step id: {argument: value}}`` (:mod:`toolplan.planning.unstated`)."""
-    cross_check: dict[str, Any]
-    """The second plan's tools, and the steps dropped because it never calls theirs:
-    ``{"tools": [...], "dropped": {id: tool}}`` (:mod:`toolplan.planning.cross_check`)."""
     repairs: int
     llm_calls: int
     usage: dict[str, int]
@@ -216,7 +207,6 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
     )
     schema = ctx.plan_schema()
     messages = planner_messages(ctx, state["query"], prompt, schema)
-    planned = len(messages)  # the prompt and the query; a replan's context may follow
     if state.get("context"):
         messages.append(HumanMessage(state["context"]))
     repairs = state.get("repairs", 0)
@@ -264,45 +254,21 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
         note = HumanMessage(runaway_prompt.render(what=error.what or "it repeated itself"))
         return StructuredRequest([*request.messages, note], request.schema, request.strict)
 
-    def second_messages(other: PlannerContext) -> list[BaseMessage]:
-        # the same request over ``other``'s catalog: its own prompt, then what follows it
-        own = planner_messages(other, state["query"], prompt, other.plan_schema())
-        return [*own, *messages[planned:]]
-
-    # the first answer is cross-checked, not a repair; one tool in any order is one opinion
-    asked = time.monotonic()
-    second = (
-        asyncio.create_task(second_opinion(ctx, second_messages))
-        if ctx.cross_check and not state.get("errors") and len(ctx.catalog) > 1
-        else None
+    reply = await call_model(
+        ctx.model_call(),
+        StructuredRequest(messages, schema.schema, schema.strict),
+        usage=usage,
+        calls=calls,
+        fallback=None if ctx.schema_fallback else generic,
+        larger=ctx.larger_model_call(),
+        on_larger=lambda larger, calls, usage: tell(
+            "retrying", calls, usage, max_tokens=larger.max_tokens
+        ),
+        config=get_config(),  # the run's callbacks: Studio streams the model's tokens
+        stream=stream,
+        after_runaway=after_runaway,
     )
-    try:
-        reply = await call_model(
-            ctx.model_call(),
-            StructuredRequest(messages, schema.schema, schema.strict),
-            usage=usage,
-            calls=calls,
-            fallback=None if ctx.schema_fallback else generic,
-            larger=ctx.larger_model_call(),
-            on_larger=lambda larger, calls, usage: tell(
-                "retrying", calls, usage, max_tokens=larger.max_tokens
-            ),
-            config=get_config(),  # the run's callbacks: Studio streams the model's tokens
-            stream=stream,
-            after_runaway=after_runaway,
-        )
-    except BaseException:
-        if second is not None:
-            second.cancel()
-        raise
     ctx.stream = stream.enabled  # an endpoint that could not stream is not asked to again
-    opinion: SecondOpinion | None = None
-    if second is not None:
-        first_seconds = time.monotonic() - asked
-        opinion = await awaited(second, ctx, second_messages, first_seconds=first_seconds)
-    spent_calls, spent = reply.calls, reply.usage
-    if opinion is not None:
-        spent_calls, spent = spent_calls + opinion.calls, _added(spent, opinion.usage)
     payload = message_payload(reply.answer.message)
     reading = read_plan(payload, ctx.catalog)
     merged: dict[str, str] = {}
@@ -321,11 +287,11 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
         reading.data, more = _merge_duplicates(data, ctx)
         merged = {**merged, **more}
     steps = len(reading.data["steps"]) if reading.data is not None else None
-    tell("answered", spent_calls, spent, steps=steps)
+    tell("answered", reply.calls, reply.usage, steps=steps)
     errors = [issue.message for issue in reading.issues]
     if payload is None:
         errors = ["the answer was empty: return the plan as one JSON object"]
-    out: PlanningState = {
+    return {
         "candidate": reading.data,
         "raw_candidate": payload
         if isinstance(payload, str) or payload is None
@@ -337,21 +303,13 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
         "dropped_conditions": dropped,
         "unstated_arguments": unstated,
         "repairs": repairs,
-        "llm_calls": spent_calls,
-        "usage": spent,
+        "llm_calls": reply.calls,
+        "usage": reply.usage,
         "model": ctx.model_name,
         "prompt_version": prompt.version,
         "plan_schema": schema.kind,
         "started_at": started_at,
     }
-    if opinion is not None:
-        out["cross_check"] = opinion.to_json()
-    return out
-
-
-def _added(usage: dict[str, int], more: Mapping[str, int]) -> dict[str, int]:
-    """Two calls' token counts together."""
-    return {key: usage.get(key, 0) + more.get(key, 0) for key in {*usage, *more}}
 
 
 def _shown_step(step: dict[str, Any], catalog: Any) -> dict[str, Any]:
@@ -442,19 +400,10 @@ async def analyze_dependencies(state: PlanningState, ctx: PlannerContext) -> Pla
         grounding = check_grounding(plan, ctx.catalog, query, context=context)
         return grounding + check_conditions(plan, ctx.catalog)
 
-    merged = dict(state.get("merged_steps") or {})
-    cross = {k: v for k, v in (state.get("cross_check") or {}).items() if k != "dropped"}
-    disputed = drop_disputed(plan, cross["tools"]) if cross and cross.get("tools") else None
-    if disputed is not None:  # steps nothing needs, for tools the second plan never called
-        smaller, more = _merge_duplicates(disputed[0].to_json(), ctx)
-        try:
-            plan, analysis = await validated(smaller)
-            cross, merged = {**cross, "dropped": disputed[1]}, {**merged, **more}
-        except PlanInvalid:  # pragma: no cover - dropping steps nobody uses keeps a plan valid
-            pass
     issues = planner_checks(plan)
     unasked: dict[str, str] = {}
     dropped = None if reading_errors else drop_unasked(plan, issues)
+    merged = dict(state.get("merged_steps") or {})
     if dropped is not None:  # steps nothing needs, for what the request never named
         # a step that waited for one may now be a plain repeat of another
         smaller, more = _merge_duplicates(dropped[0].to_json(), ctx)
@@ -474,7 +423,6 @@ async def analyze_dependencies(state: PlanningState, ctx: PlannerContext) -> Pla
         "auto_fixed": auto_fixed,
         "unasked_steps": unasked,
         "merged_steps": merged,
-        **({"cross_check": cross} if cross else {}),
     }
 
 
@@ -485,10 +433,7 @@ def _stored_step_ids(
     plan: a step batched or merged into another is named by the one kept, and an unasked step
     dropped since is left out."""
     joined = {**(state.get("batched_steps") or {}), **(state.get("merged_steps") or {})}
-    unasked = {
-        **(state.get("unasked_steps") or {}),
-        **((state.get("cross_check") or {}).get("dropped") or {}),
-    }
+    unasked = state.get("unasked_steps") or {}
     out: dict[str, dict[str, str]] = {}
     for step_id, values in by_step.items():
         kept, seen = step_id, {step_id}
@@ -531,8 +476,6 @@ async def persist(state: PlanningState, ctx: PlannerContext) -> PlanningState:
         record_meta["unaskedSteps"] = state["unasked_steps"]
     if state.get("batched_steps"):
         record_meta["batchedSteps"] = state["batched_steps"]
-    if state.get("cross_check"):
-        record_meta["crossCheck"] = state["cross_check"]
     unstated = _stored_step_ids(state, state.get("unstated_arguments") or {})
     if unstated:
         record_meta["unstatedArguments"] = unstated

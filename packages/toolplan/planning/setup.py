@@ -58,7 +58,6 @@ def build_planner_context(
         endpoint=planner.openai_base_url,
         max_tokens=max_tokens,
         typed_schema_max_tools=planner.typed_schema_max_tools,
-        cross_check=planner.cross_check,
         limits=settings.limits,
         estimates=settings.estimates,
         prompts_dir=planner.prompts_dir,

@@ -279,15 +279,6 @@ class ToolCatalog:
         infos = [self.info(name) for name in self.names]
         return [i for i in infos if tag is None or tag in i.tags]
 
-    def in_reverse(self) -> ToolCatalog:
-        """The same tools in the opposite order (a second opinion on which tools a request
-        needs: :mod:`toolplan.planning.cross_check`)."""
-        copy = ToolCatalog()
-        for name in reversed(self.names):
-            copy.add([self._tools[name]], source=self._sources[name])
-        copy.origin = self.origin
-        return copy
-
 
 def _import_tools(module_name: str) -> Sequence[Any]:
     target = BUILTIN_TOOLSETS.get(module_name, module_name)
