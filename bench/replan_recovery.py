@@ -310,7 +310,7 @@ def _user_text(request: dict[str, Any]) -> str:
 def _counted(request: dict[str, Any], answer: Any) -> Reply:
     """A structured reply whose usage is counted (o200k) from the request's messages and schema
     and from the answer, as a provider would bill it, roughly."""
-    from toolplan.agent.budget import count_tokens
+    from toolplan._tokens import count_tokens
 
     sent = [request.get("messages"), request.get("response_format"), request.get("tools")]
     usage = (count_tokens(json.dumps(sent)), count_tokens(json.dumps(answer)))

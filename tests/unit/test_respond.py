@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from toolplan.agent.budget import count_tokens, truncate_tokens
+from toolplan._tokens import count_tokens
+from toolplan.agent.budget import truncate_tokens
 from toolplan.agent.respond import read_decision, replan_context, respond_messages, unanswered
 from toolplan.engine.result import ExecutionResult
 from toolplan.plans.plan import parse_plan

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from toolplan._tokens import count_tokens
 
-__all__ = ["count_tokens", "truncate_tokens"]
+__all__ = ["truncate_tokens"]
 
 
 def truncate_tokens(text: str, limit: int) -> tuple[str, bool]:
