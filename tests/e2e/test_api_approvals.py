@@ -13,6 +13,7 @@ import pytest
 
 from tests.e2e.api_support import GraphQLClient, ServerFactory, server_factory
 from tests.e2e.test_api import codes, read_events, submit
+from toolplan.engine.approval import fingerprint
 
 pytestmark = pytest.mark.e2e
 
@@ -24,9 +25,9 @@ WIRE_PLAN: dict[str, Any] = {
         {"id": "report", "tool": "text", "parameters": {"value": "independent"}},
     ]
 }
-STEPS = "steps { id status error pendingArguments decision { decision by reason fingerprint } }"
-EXECUTE = f"""mutation($id: String!, $all: Boolean) {{
-  executePlan(planId: $id, approveAll: $all) {{ planId status {STEPS} }}
+STEPS = "steps { id status error pendingArguments decision { decision by reason fingerprint via } }"
+EXECUTE = f"""mutation($id: String!, $all: Boolean, $by: String) {{
+  executePlan(planId: $id, approveAll: $all, by: $by) {{ planId status {STEPS} }}
 }}"""
 APPROVE = f"""mutation($id: String!, $steps: [String!], $by: String) {{
   approveStep(planId: $id, stepIds: $steps, by: $by) {{ status {STEPS} }}
@@ -118,3 +119,37 @@ def test_approve_all_runs_without_waiting(client: GraphQLClient, tmp_path: Path)
     plan_id = submit(client, WIRE_PLAN)["planId"]
     done = client.data(EXECUTE, {"id": plan_id, "all": True})["executePlan"]
     assert done["status"] == "succeeded" and len(_pay_calls(tmp_path)) == 1
+    pay = _steps(done)["pay"]
+    assert (pay["decision"]["decision"], pay["decision"]["via"]) == ("approved", "approveAll")
+    assert pay["decision"]["by"] == "api"  # who, when nobody says: the API, as approveStep's
+
+
+def test_approve_all_on_a_waiting_plan_records_a_decision(
+    client: GraphQLClient, tmp_path: Path
+) -> None:
+    plan_id = _waiting(client)
+    done = client.data(EXECUTE, {"id": plan_id, "all": True, "by": "ops"})["executePlan"]
+    assert done["status"] == "succeeded"
+    decision = _steps(done)["pay"]["decision"]
+    assert decision is not None, "approveAll let a gated step through with no decision on record"
+    assert (decision["decision"], decision["by"], decision["via"]) == (
+        "approved",
+        "ops",
+        "approveAll",
+    )
+    assert decision["fingerprint"] == fingerprint("wire_money", {"to": "NO12", "amount": 5})
+    assert len(_pay_calls(tmp_path)) == 1
+    assert _steps(done)["report"]["decision"] is None  # only gated steps get one
+
+
+def test_approve_step_with_an_empty_list_approves_nothing(
+    client: GraphQLClient, tmp_path: Path
+) -> None:
+    plan_id = _waiting(client)
+    refused = client.gql(APPROVE, {"id": plan_id, "steps": []})
+    assert codes(refused) == ["BAD_USER_INPUT"]
+    assert "empty list" in refused["errors"][0]["message"]
+    assert _pay_calls(tmp_path) == []
+    still = client.data(APPROVE, {"id": plan_id, "steps": None, "by": "ada"})["approveStep"]
+    assert still["status"] == "succeeded"  # null still means every waiting step
+    assert _steps(still)["pay"]["decision"]["via"] is None

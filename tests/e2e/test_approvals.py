@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import ON_BOTH_STORES, Cli
+from toolplan.engine.approval import current_user, fingerprint
 
 pytestmark = [pytest.mark.e2e]
 
@@ -138,6 +139,26 @@ def test_approve_all_runs_every_step_without_waiting(cli: Cli) -> None:
     assert done.code == 0, done.stderr
     assert done.json()["status"] == "succeeded"
     assert len(_calls_of(cli, "pay")) == 1
+    # every call of a gated tool has its decision on record: who, when, how
+    pay = next(step for step in done.json()["steps"] if step["id"] == "pay")
+    decision = pay["decision"]
+    assert (decision["decision"], decision["via"]) == ("approved", "approveAll")
+    assert decision["by"] == current_user() and decision["at"]
+    assert decision["fingerprint"] == fingerprint("wire_money", {"to": "NO12", "amount": 50})
+    ungated = next(step for step in done.json()["steps"] if step["id"] == "report")
+    assert ungated.get("decision") is None
+
+
+@ON_BOTH_STORES
+def test_approve_all_on_a_waiting_plan_records_its_decision(cli: Cli) -> None:
+    plan_id, _ = _waiting(cli)
+    done = cli("execute", plan_id, "--approve-all", "--json")
+    assert done.code == 0, done.stderr
+    pay = next(step for step in done.json()["steps"] if step["id"] == "pay")
+    assert pay["decision"]["via"] == "approveAll" and pay["decision"]["by"] == current_user()
+    assert len(_calls_of(cli, "pay")) == 1
+    shown = cli("show", plan_id)
+    assert "approved by" in shown.stdout
 
 
 @ON_BOTH_STORES

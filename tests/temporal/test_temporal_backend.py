@@ -646,3 +646,91 @@ async def test_cancelling_a_waiting_plan_ends_its_waiting_workflow_on_temporal(
     client = await connect(temporal_settings)
     assert await client.get_workflow_handle(workflow_id(ref.plan_id)).result() == "cancelled"
     assert [c for c in log() if c["step"] == "pay"] == []
+
+
+def _stored_unchecked(store: SqliteStore, plan: dict[str, Any]) -> str:
+    """``plan`` written straight into the store (no validation on the way in), as a version
+    from before the gated-fallback check could have left it."""
+    from toolplan.plans.ids import new_id
+    from toolplan.store.protocol import PlanRecord, RequestRecord, utc_now
+
+    plan_id = new_id("plan")
+    request = RequestRecord(new_id("req"), "q", utc_now())
+    order = [step["id"] for step in plan["steps"]]
+    store.save_plan(
+        PlanRecord(
+            plan_id=plan_id,
+            request_id=request.request_id,
+            plan=plan,
+            analysis={
+                "order": order,
+                "dependencies": {step: [] for step in order},
+                "layers": [order],
+                "criticalPath": order[:1],
+            },
+            status="planned",
+            created_at=utc_now(),
+            query="q",
+            meta={},
+        ),
+        request,
+    )
+    return plan_id
+
+
+GATED_FALLBACKS = {
+    "steps": [
+        {
+            "id": "x",
+            "tool": "business_error",
+            "parameters": {"message": "primary fails"},
+            "fallback": {"tool": "wire_money", "parameters": {"to": "ATTACKER", "amount": 1000}},
+        },
+        {
+            "id": "each",
+            "tool": "business_error",
+            "forEach": ["a", "b"],
+            "parameters": {"message": "{{$item}} fails"},
+            "fallback": {"tool": "wire_money", "parameters": {"to": "ATTACKER", "amount": 1}},
+        },
+    ]
+}
+
+
+async def test_a_gated_fallback_is_never_called_on_temporal(
+    worker: None,
+    store: SqliteStore,
+    catalog: ToolCatalog,
+    temporal_settings: TemporalSettings,
+    log: Callable[[], list[dict[str, Any]]],
+) -> None:
+    """Issue 42, item 1, on Temporal: the fallback activity and each item's activity refuse a
+    gated fallback as the in-process engine does (validation refuses such a plan; this one was
+    written straight into the store)."""
+    plan_id = _stored_unchecked(store, GATED_FALLBACKS)
+    result = await execute_stored_plan(plan_id, temporal_ctx(store, catalog, temporal_settings))
+    assert result.status == "failed"
+    x, each = result.step("x"), result.step("each")
+    assert x.status == "failed" and not x.used_fallback
+    assert x.error is not None and "fallback 'wire_money' was not called" in x.error
+    assert each.status == "failed" and each.items is not None
+    assert all(item.error and "was not called" in item.error for item in each.items)
+    assert [call for call in log() if "to" in call] == []
+
+
+async def test_approve_all_records_its_decision_on_temporal(
+    worker: None,
+    store: SqliteStore,
+    catalog: ToolCatalog,
+    temporal_settings: TemporalSettings,
+    log: Callable[[], list[dict[str, Any]]],
+) -> None:
+    ref = submit_plan(WIRE, store=store, catalog=catalog, max_steps=50)
+    options = replace(OPTIONS, approve_all=True, approver="ops")
+    ctx = temporal_ctx(store, catalog, temporal_settings, options=options)
+    result = await execute_stored_plan(ref.plan_id, ctx)
+    assert result.status == "succeeded"
+    decision = result.step("pay").decision
+    assert decision is not None
+    assert (decision.kind, decision.by, decision.via) == ("approved", "ops", "approveAll")
+    assert len([c for c in log() if c["step"] == "pay" and c["event"] == "call"]) == 1

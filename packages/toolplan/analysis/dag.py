@@ -318,10 +318,10 @@ def analyze(
 
     for step in plan.steps:
         where = f"step {step.id!r}"
-        calls = [(step.tool, step.parameters, where)]
+        calls = [(step.tool, step.parameters, where, False)]
         if step.fallback is not None:
-            calls.append((step.fallback.tool, step.fallback.parameters, f"{where} fallback"))
-        for tool, parameters, label in calls:
+            calls.append((step.fallback.tool, step.fallback.parameters, f"{where} fallback", True))
+        for tool, parameters, label, fallback in calls:
             if tool in RESERVED_TOOL_NAMES:
                 problem(
                     "recursion",
@@ -330,6 +330,17 @@ def analyze(
                 )
             elif tool not in catalog:
                 problem("unknown-tool", f"{label}: {catalog.unknown_tool_message(tool)}", step.id)
+            elif fallback and catalog.gated(tool):
+                # A fallback runs the moment the step's tool gives up, with nobody asked: a
+                # gated tool there would be a way around its gate (issue 42).
+                problem(
+                    "gated-fallback",
+                    f"{label} calls {tool!r}, which waits for a person's approval before every "
+                    "call; a fallback runs at once when the step's tool fails, with nobody "
+                    f"asked, so it cannot be a gated tool: call {tool!r} in a step of its own "
+                    "(it will wait for approval), or choose a fallback that needs none",
+                    step.id,
+                )
             else:
                 for issue in check_arguments(
                     label, tool, parameters, catalog.info(tool).parameters

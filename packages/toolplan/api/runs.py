@@ -63,6 +63,7 @@ class BackgroundRuns:
         resume: bool = False,
         no_cache: bool = False,
         approve_all: bool = False,
+        approver: str | None = None,
     ) -> ExecutionResult:
         """Run (or resume) a stored plan here; join the run already going on for it, if any.
 
@@ -70,7 +71,8 @@ class BackgroundRuns:
         started (status ``running``), or the result when the run ends before that (a finished plan
         is returned as stored). Errors raised before any step runs (unknown plan, plan needing
         review) are raised here in both modes. ``no_cache`` runs every tool call (the result cache
-        is neither read nor written), ``approve_all`` lets no step wait for approval; a run
+        is neither read nor written), ``approve_all`` lets no step wait for approval (recording
+        a decision by ``approver`` on each gated step it lets through); a run
         already going on keeps its own settings (and takes in decisions recorded meanwhile).
 
         A backend with workers of its own (Temporal) runs the plan elsewhere: without ``wait``
@@ -85,7 +87,12 @@ class BackgroundRuns:
                 assert queued is not None
                 return queued
         run = self._runs.get(plan_id) or self._start(
-            plan_id, approve=approve, resume=resume, no_cache=no_cache, approve_all=approve_all
+            plan_id,
+            approve=approve,
+            resume=resume,
+            no_cache=no_cache,
+            approve_all=approve_all,
+            approver=approver,
         )
         if wait:
             return await asyncio.shield(run.task)
@@ -102,7 +109,14 @@ class BackgroundRuns:
         return result
 
     def _start(
-        self, plan_id: str, *, approve: bool, resume: bool, no_cache: bool, approve_all: bool
+        self,
+        plan_id: str,
+        *,
+        approve: bool,
+        resume: bool,
+        no_cache: bool,
+        approve_all: bool,
+        approver: str | None,
     ) -> _Run:
         started = asyncio.Event()
 
@@ -116,7 +130,8 @@ class BackgroundRuns:
         if no_cache:
             context = replace(context, options=replace(context.options, cache=False))
         if approve_all:
-            context = replace(context, options=replace(context.options, approve_all=True))
+            options = replace(context.options, approve_all=True, approver=approver)
+            context = replace(context, options=options)
         self._events.open(plan_id)
         task = asyncio.create_task(
             execute_stored_plan(plan_id, context, approve=approve, resume=resume),

@@ -195,7 +195,9 @@ class Mutation:
         "first step is running; poll execution(planId) or subscribe to stepEvents. approve: "
         "true runs a plan stored as needs_review. resume: true continues a cancelled execution "
         "(its finished steps are kept). noCache: true calls every tool (the result cache of "
-        "read-only tools is neither read nor written), like the CLI's --no-cache."
+        "read-only tools is neither read nor written), like the CLI's --no-cache. approveAll: "
+        "true lets every step that would wait for approval through, and records a decision on "
+        "each (by, at, via: approveAll); by names who approves (default: api)."
     )
     async def execute_plan(
         self,
@@ -206,6 +208,7 @@ class Mutation:
         resume: bool | None = False,
         no_cache: bool | None = False,
         approve_all: bool | None = False,
+        by: str | None = None,
     ) -> ExecutionType:
         require_id(plan_id, "plan")
         result = await info.context.runs.execute(
@@ -215,12 +218,14 @@ class Mutation:
             resume=bool(resume),
             no_cache=bool(no_cache),
             approve_all=bool(approve_all),
+            approver=(by or "api") if approve_all else None,
         )
         return ExecutionType.from_json(result.to_json())
 
     @strawberry.mutation(
         description="Approve steps waiting for approval (every waiting step when stepIds is "
-        "null or empty), each for exactly the arguments it waits with (pendingArguments), "
+        "null; an empty list is BAD_USER_INPUT), each for exactly the arguments it waits with "
+        "(pendingArguments), "
         "recorded with the time and the decider (by); then continue the execution in the "
         "server (wait: false returns once it runs again). A step not waiting, or a finished "
         "plan, changes nothing: NOT_WAITING."

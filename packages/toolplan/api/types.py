@@ -91,6 +91,11 @@ class DecisionType:
         "arguments as canonical JSON): an approval covers those arguments only."
     )
     reason: str | None
+    via: str | None = strawberry.field(
+        default=None,
+        description="approveAll when the run's blanket approval (executePlan(approveAll: true), "
+        "--approve-all) let the step through; null for a decision on the step itself.",
+    )
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> DecisionType:
@@ -101,6 +106,7 @@ class DecisionType:
             at=data["at"],
             fingerprint=data["fingerprint"],
             reason=data.get("reason"),
+            via=data.get("via"),
         )
 
 

@@ -23,7 +23,7 @@ from langchain_core.tools import BaseTool
 
 from toolplan.plans.plan import Step
 from toolplan.store.protocol import Decision
-from toolplan.tools.catalog import ToolCatalog
+from toolplan.tools.catalog import APPROVAL_TAG, ToolCatalog, requires_approval
 
 __all__ = [
     "APPROVAL_TAG",
@@ -35,9 +35,6 @@ __all__ = [
     "needs_approval",
 ]
 
-APPROVAL_TAG = "approval"
-"""The tag that makes every call of a tool wait for a person's approval."""
-
 
 def needs_approval(step: Step, tool: BaseTool) -> bool:
     """Whether ``step`` waits for approval before ``tool`` is called (``approve_all`` aside)."""
@@ -46,15 +43,11 @@ def needs_approval(step: Step, tool: BaseTool) -> bool:
 
 def gated_tool_named(catalog: ToolCatalog, name: str) -> bool:
     """Whether ``catalog`` has a tool ``name`` whose every call waits for approval."""
-    return name in catalog and gated_tool(catalog.get(name))
+    return catalog.gated(name)
 
 
-def gated_tool(tool: BaseTool) -> bool:
-    """Whether every call of ``tool`` waits for approval: its tag ``approval``, or an MCP
-    tool's ``destructiveHint``."""
-    if APPROVAL_TAG in (tool.tags or []):
-        return True
-    return (tool.metadata or {}).get("destructiveHint") is True
+gated_tool = requires_approval
+"""Whether every call of a tool waits for approval (:func:`toolplan.tools.catalog.requires_approval`)."""
 
 
 def fingerprint(tool: str, arguments: Any) -> str:

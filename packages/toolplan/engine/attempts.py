@@ -14,9 +14,24 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from toolplan.engine.toolcall import AttemptFailed
+from toolplan.engine.toolcall import AttemptFailed, without_surrogates
+from toolplan.errors import ExecutionBusy, Unavailable
 
-__all__ = ["FallbackFailed", "GaveUp", "with_retries"]
+__all__ = ["RUN_STOPPERS", "FallbackFailed", "GaveUp", "internal_error", "with_retries"]
+
+RUN_STOPPERS: tuple[type[BaseException], ...] = (asyncio.CancelledError, Unavailable, ExecutionBusy)
+"""What stops a run rather than failing a step: a cancellation, a store or service fault, a
+lost lease. Every other exception raised while a step runs is the step's failure, recorded."""
+
+
+def internal_error(step_id: str, error: BaseException, *, item: int | None = None) -> str:
+    """The error recorded on a step (or one of its items) that an unexpected exception ended."""
+    where = f"step {step_id!r}" + (f" item {item}" if item is not None else "")
+    return without_surrogates(
+        f"internal error in {where}: {type(error).__name__}: {error} (an unexpected exception, "
+        "recorded as the step's failure; please report it)"
+    )
+
 
 T = TypeVar("T")
 

@@ -16,7 +16,13 @@ import time
 from collections.abc import Mapping
 from typing import Any, Literal, Protocol
 
-from toolplan.engine.attempts import FallbackFailed, GaveUp, with_retries
+from toolplan.engine.attempts import (
+    RUN_STOPPERS,
+    FallbackFailed,
+    GaveUp,
+    internal_error,
+    with_retries,
+)
 from toolplan.engine.inputs import StepInputs
 from toolplan.engine.items import (
     MapStart,
@@ -206,8 +212,28 @@ class ForEachRunner:
     ) -> ItemRecord:
         """One item of a ``forEach`` step to its final state, recorded: its parameters
         resolved with ``{{$item}}`` and ``{{$index}}``, the tool called with the step's timeout
-        and retries, then its fallback once."""
+        and retries, then its fallback once. An unexpected exception fails the item, recorded
+        (the other items go on), as it fails a plain step."""
         started = time.monotonic()
+        try:
+            return await self._run_item(step, index, item, outputs, prior_attempts, started)
+        except RUN_STOPPERS:
+            raise
+        except Exception as error:
+            failed = ItemRecord(
+                index, "failed", prior_attempts, error=internal_error(step.id, error, item=index)
+            )
+            return await self._item_done(step, failed, started)
+
+    async def _run_item(
+        self,
+        step: Step,
+        index: int,
+        item: Any,
+        outputs: Mapping[str, Any],
+        prior_attempts: int,
+        started: float,
+    ) -> ItemRecord:
         scope = {**outputs, ITEM: item, INDEX: index}
         attempt = prior_attempts
         try:

@@ -120,7 +120,10 @@ class ExecutionOptions:
     (``TOOLPLAN_MAX_ITEMS``); a longer one fails the step before any call."""
     approve_all: bool = False
     """Pre-approve every step: none waits for a person (``--approve-all``, for scripts and
-    tests)."""
+    tests). Each gated step it lets through gets a decision recorded on it, with ``via``
+    ``approveAll``."""
+    approver: str | None = None
+    """Who ``approve_all`` approves as, in the decisions it records (default: the OS user)."""
     graph_checkpoints: bool = False
     """Also run the execution graph under the store's LangGraph checkpointer (thread = plan ID),
     so LangGraph tooling sees each execution's node boundaries (``TOOLPLAN_GRAPH_CHECKPOINTS=1``).

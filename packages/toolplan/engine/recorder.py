@@ -21,7 +21,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from toolplan.engine.observers import BestEffort
 from toolplan.errors import ExecutionGone
-from toolplan.store.protocol import ExecutionLog, ItemRecord, SkipReason, cap_output, utc_now
+from toolplan.store.protocol import (
+    Decision,
+    ExecutionLog,
+    ItemRecord,
+    SkipReason,
+    cap_output,
+    utc_now,
+)
 
 if TYPE_CHECKING:
     from toolplan.engine.timeouts import EffectiveTimeout
@@ -350,6 +357,11 @@ class Recorder:
         }
         await self._write(step_id, changes)
         self._emit("waiting", step_id, tool, 0, arguments=arguments)
+
+    async def approved(self, step_id: str, decision: Decision) -> None:
+        """The run's blanket approval (``approve_all``) lets the step's call through: its
+        decision is stored on the step before the tool is called."""
+        await self._write(step_id, {"decision": decision})
 
     async def skipped(
         self, step_id: str, tool: str, message: str, *, reason: SkipReason | None = None

@@ -15,8 +15,8 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, ToolException
 from pydantic import ValidationError
 
-from toolplan.engine.approval import covers, needs_approval
-from toolplan.engine.attempts import FallbackFailed, with_retries
+from toolplan.engine.approval import covers, current_user, fingerprint, needs_approval
+from toolplan.engine.attempts import RUN_STOPPERS, FallbackFailed, internal_error, with_retries
 from toolplan.engine.cache import cache_key, cache_ttl_of
 from toolplan.engine.effects import EarlierEffect
 from toolplan.engine.foreach import ForEachRunner
@@ -229,10 +229,27 @@ class StepRunner:
 
         Call it in a task of its own (the scheduler does): once the tool has returned, a
         cancellation waits for the step's final record to be written and the step's outcome is
-        returned rather than the cancellation."""
+        returned rather than the cancellation. An unexpected exception (a bug, a tool module
+        raising where no tool error is expected) ends the step ``failed`` with the error
+        recorded, never a step left ``running`` or ``pending``; only the store's faults and a
+        lost lease stop the run instead."""
+        started = time.monotonic()
+        try:
+            return await self._run(step_id, started)
+        except RUN_STOPPERS:
+            raise
+        except Exception as error:
+            return await self.finish(
+                self._steps[step_id],
+                "failed",
+                self.prior_attempts.get(step_id, 0),
+                started,
+                error=internal_error(step_id, error),
+            )
+
+    async def _run(self, step_id: str, started: float) -> StepOutcome:
         step = self._steps[step_id]
         max_attempts = self.max_attempts(step_id)
-        started = time.monotonic()
         base = self.prior_attempts.get(step_id, 0)
 
         skipped = await self.check_condition(step_id)
@@ -325,13 +342,27 @@ class StepRunner:
         return cache_ttl_of(self.catalog.get(step.tool), self.options.cache_ttl)
 
     def gated(self, step: Step) -> bool:
-        """Whether ``step``'s tool is called only once a person approved the call."""
-        return not self.options.approve_all and needs_approval(step, self.catalog.get(step.tool))
+        """Whether ``step``'s tool is called only once its call is approved (by a person, or by
+        the run's ``approve_all``, which records its decision)."""
+        return needs_approval(step, self.catalog.get(step.tool))
 
     async def wait_for_approval(self, step: Step, arguments: Any) -> StepOutcome | None:
-        """``None`` when an approval covers calling ``step``'s tool with ``arguments``; else the
-        step is recorded ``waiting_approval`` with them and that outcome returned."""
+        """``None`` when an approval covers calling ``step``'s tool with ``arguments`` (with
+        ``approve_all``, one is recorded on the step first: every call of a gated tool has its
+        decision on record); else the step is recorded ``waiting_approval`` with them and that
+        outcome returned."""
         if covers(self.decisions.get(step.id), step.tool, arguments):
+            return None
+        if self.options.approve_all:
+            decision = Decision(
+                "approved",
+                self.options.approver or current_user(),
+                utc_now(),
+                fingerprint(step.tool, arguments),
+                via="approveAll",
+            )
+            await self.recorder.approved(step.id, decision)
+            self.decisions[step.id] = decision
             return None
         await self.recorder.waiting(step.id, step.tool, arguments)
         return StepOutcome("waiting")
@@ -466,10 +497,16 @@ class StepRunner:
         the step (or its item ``item``) gave up with ``error_text``; its output, or
         :class:`FallbackFailed` saying both failures."""
         assert step.fallback is not None
-        try:
-            arguments = resolve(
-                step.fallback.parameters, scope, self.arguments_schema(step.fallback.tool)
+        tool = step.fallback.tool
+        if self.catalog.gated(tool):
+            # Validation refuses such a plan; one stored before it did is refused here, at the
+            # last moment: a fallback runs with nobody asked, so it never calls a gated tool.
+            raise FallbackFailed(
+                f"{error_text}; fallback {tool!r} was not called: it waits for a person's "
+                "approval before every call, and a fallback runs with nobody asked"
             )
+        try:
+            arguments = resolve(step.fallback.parameters, scope, self.arguments_schema(tool))
             return await self.call_tool(
                 step,
                 arguments,
@@ -479,8 +516,12 @@ class StepRunner:
                 item=item,
             )
         except (TemplateError, AttemptFailed) as failure:
+            raise FallbackFailed(f"{error_text}; fallback {tool!r} failed too: {failure}") from None
+        except RUN_STOPPERS:
+            raise
+        except Exception as error:
             raise FallbackFailed(
-                f"{error_text}; fallback {step.fallback.tool!r} failed too: {failure}"
+                f"{error_text}; fallback {tool!r} failed too: {internal_error(step.id, error)}"
             ) from None
 
     async def finish(

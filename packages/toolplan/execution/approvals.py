@@ -68,10 +68,18 @@ def _waiting_execution(store: Store, plan_id: str) -> ExecutionRecord:
 
 
 def _chosen(execution: ExecutionRecord, step_ids: Sequence[str] | None) -> list[StepRecord]:
-    """The steps named (every waiting one when none is), each of which must be waiting."""
+    """The steps named (every waiting one when ``step_ids`` is ``None``), each of which must be
+    waiting. An empty list is refused: a caller whose selection came out empty must not approve
+    everything."""
     waiting = waiting_steps(execution)
     names = ", ".join(step.step_id for step in waiting) or "none"
-    if not step_ids:
+    if step_ids is not None and not step_ids:
+        raise InvalidInput(
+            f"no step named to approve in {execution.plan_id} (an empty list); name the steps, "
+            f"or pass none at all (null) to approve every waiting step: {names}",
+            details={"planId": execution.plan_id},
+        )
+    if step_ids is None:
         if not waiting:
             raise NotWaiting(
                 f"no step of {execution.plan_id} waits for approval (the execution is "
@@ -110,7 +118,8 @@ def _decide(store: Store, plan_id: str, step: StepRecord, changes: dict[str, obj
 def approve_steps(
     store: Store, plan_id: str, step_ids: Sequence[str] | None = None, *, by: str | None = None
 ) -> Decided:
-    """Approve the steps ``step_ids`` of ``plan_id`` (every waiting step when none is named),
+    """Approve the steps ``step_ids`` of ``plan_id`` (every waiting step when ``None``; an empty
+    list is :class:`~toolplan.errors.InvalidInput`),
     each for the arguments it waits with: recorded with the time and the decider ``by``
     (default the OS user), the step ``pending`` again. Nothing runs here."""
     execution = _waiting_execution(store, plan_id)

@@ -45,6 +45,7 @@ __all__ = [
     "CheckpointStore",
     "Decision",
     "DecisionKind",
+    "DecisionVia",
     "ExecutionLog",
     "ExecutionRecord",
     "ExecutionStatus",
@@ -276,6 +277,9 @@ def decode_plan_cursor(cursor: str) -> tuple[str, str]:
 DecisionKind = Literal["approved", "denied"]
 """A person's answer to a step ``waiting_approval``."""
 
+DecisionVia = Literal["approveAll"]
+"""How a decision was given when not on the step itself (:attr:`Decision.via`)."""
+
 
 @dataclass(frozen=True)
 class Decision:
@@ -292,16 +296,23 @@ class Decision:
     """The fingerprint of the arguments shown when deciding
     (:func:`toolplan.engine.approval.fingerprint`)."""
     reason: str | None = None
+    via: DecisionVia | None = None
+    """How it was given: ``approveAll`` when a run's blanket approval (``--approve-all``,
+    ``executePlan(approveAll: true)``) let the step through; ``None`` for a decision on the step
+    itself (``toolplan approve``/``deny``, ``approveStep``/``denyStep``)."""
 
     def to_json(self) -> dict[str, Any]:
         """The stored form (and the ``decision`` of a step in ``toolplan show --json``)."""
-        return {
+        data: dict[str, Any] = {
             "decision": self.kind,
             "by": self.by,
             "at": self.at,
             "fingerprint": self.fingerprint,
             "reason": self.reason,
         }
+        if self.via is not None:
+            data["via"] = self.via
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Decision:
@@ -312,6 +323,7 @@ class Decision:
             at=str(data["at"]),
             fingerprint=str(data["fingerprint"]),
             reason=data.get("reason"),
+            via=data.get("via"),
         )
 
 

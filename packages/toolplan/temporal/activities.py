@@ -209,10 +209,9 @@ class PlanActivities:
         self, plan_id: str, plan: Plan, catalog: ToolCatalog, options: ExecutionOptions
     ) -> dict[str, Decision]:
         """People's decisions on the plan's steps, read only when a step may wait for one (a
-        gated step runs its tool only with an approval of its exact arguments)."""
-        gated = not options.approve_all and any(
-            needs_approval(step, catalog.get(step.tool)) for step in plan.steps
-        )
+        gated step runs its tool only with an approval of its exact arguments; one that
+        ``approve_all`` recorded counts too, so a retried attempt does not record another)."""
+        gated = any(needs_approval(step, catalog.get(step.tool)) for step in plan.steps)
         if not gated:
             return {}
         execution = await asyncio.to_thread(self.store.get_execution, plan_id)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from toolplan.engine.approval import current_user
 from toolplan.engine.policies import ExecutionOptions, RetryPolicy, TimeoutPolicy
 from toolplan.execution.lease import ENGINE_HOLDER_PREFIX
 
@@ -82,6 +83,9 @@ class RunOptions:
     timeout_history: int = 100
     approve_all: bool = False
     """No step waits for a person's approval (``--approve-all``)."""
+    approver: str | None = None
+    """Who ``approve_all`` approves as: named where the run was started (a worker's OS user is
+    not the person who said ``--approve-all``)."""
 
     @classmethod
     def of(cls, options: ExecutionOptions, *, heartbeat_seconds: float) -> RunOptions:
@@ -106,6 +110,7 @@ class RunOptions:
             timeout_factor=options.timeouts.factor,
             timeout_history=options.timeouts.history,
             approve_all=options.approve_all,
+            approver=(options.approver or current_user()) if options.approve_all else None,
         )
 
     def execution_options(self) -> ExecutionOptions:
@@ -133,6 +138,7 @@ class RunOptions:
             ),
             graph_checkpoints=False,
             approve_all=self.approve_all,
+            approver=self.approver,
         )
 
 

@@ -24,12 +24,14 @@ if TYPE_CHECKING:
     from toolplan.tools.sources import ToolSources
 
 __all__ = [
+    "APPROVAL_TAG",
     "BUILTIN_TOOLSETS",
     "RESERVED_TOOL_NAMES",
     "ToolCatalog",
     "ToolInfo",
     "ToolStats",
     "load_tool_modules",
+    "requires_approval",
     "tagged",
 ]
 
@@ -42,6 +44,18 @@ BUILTIN_TOOLSETS: dict[str, str] = {
 
 RESERVED_TOOL_NAMES: frozenset[str] = frozenset({"execute_plan", "execute_tool_plan"})
 """Names of the plan executor itself; a plan may never call them."""
+
+APPROVAL_TAG = "approval"
+"""The tag that makes every call of a tool wait for a person's approval."""
+
+
+def requires_approval(tool: BaseTool) -> bool:
+    """Whether every call of ``tool`` waits for a person's approval: its tag ``approval``, or an
+    MCP tool's ``destructiveHint``. Data about the tool, so that validation (which must refuse a
+    gated tool where nobody would be asked) and the engine (which asks) read the same answer."""
+    if APPROVAL_TAG in (tool.tags or []):
+        return True
+    return (tool.metadata or {}).get("destructiveHint") is True
 
 
 @dataclass(frozen=True)
@@ -255,6 +269,11 @@ class ToolCatalog:
         else:
             hint = "run `toolplan tools` to list the known tools"
         return f"unknown tool {name!r}; {hint}"
+
+    def gated(self, name: str) -> bool:
+        """Whether the catalog has a tool ``name`` whose every call waits for approval."""
+        tool = self._tools.get(name)
+        return tool is not None and requires_approval(tool)
 
     def info(self, name: str) -> ToolInfo:
         """Catalog information (description, JSON schema, tags, examples) for one tool."""
