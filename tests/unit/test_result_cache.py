@@ -98,3 +98,59 @@ async def test_a_result_expires_after_the_tools_own_ttl(tmp_path: Path) -> None:
     finally:
         store.close()
     assert not later.step("a").cached and calls == ["k", "k"]
+
+
+async def test_the_tool_that_runs_decides_what_is_cached(tmp_path: Path) -> None:
+    """Issue 42: the tags of the tool that actually runs decide. A read-only step whose tool
+    failed and whose fallback answered is not cached (the output is the fallback's, under the
+    read-only tool's key); a read-only fallback behind a tool with side effects is not cached
+    under that tool's key either. The next run calls the step's own tool again."""
+    calls: list[str] = []
+
+    @tool
+    def ro_down(key: str) -> dict[str, Any]:
+        """A read-only lookup that is down."""
+        calls.append(f"ro_down:{key}")
+        raise ToolException("service down")
+
+    @tool
+    def write(key: str) -> dict[str, Any]:
+        """Write a key (a side effect) that fails."""
+        calls.append(f"write:{key}")
+        raise ToolException("rejected")
+
+    @tool
+    def ro_backup(key: str) -> dict[str, Any]:
+        """A read-only backup lookup."""
+        calls.append(f"ro_backup:{key}")
+        return {"key": key, "from": "backup"}
+
+    tagged(ro_down, "read-only")
+    tagged(ro_backup, "read-only")
+    tools = [ro_down, write, ro_backup]
+    store = open_store(f"sqlite:///{tmp_path / 'c.db'}")
+    plan = {
+        "steps": [
+            {
+                "id": "a",
+                "tool": "ro_down",
+                "parameters": {"key": "x"},
+                "fallback": {"tool": "ro_backup", "parameters": {"key": "x"}},
+            },
+            {
+                "id": "b",
+                "tool": "write",
+                "parameters": {"key": "y"},
+                "fallback": {"tool": "ro_backup", "parameters": {"key": "y"}},
+            },
+        ]
+    }
+    try:
+        first = await run_plan(plan, tools=tools, store=store)
+        second = await run_plan(plan, tools=tools, store=store)
+    finally:
+        store.close()
+    for result in (first, second):
+        assert result.step("a").used_fallback and not result.step("a").cached
+        assert result.step("b").used_fallback and not result.step("b").cached
+    assert sorted(calls) == sorted(["ro_down:x", "ro_backup:x", "write:y", "ro_backup:y"] * 2)
