@@ -87,7 +87,7 @@ class Toolplan(ClientParts):
         """Validate a plan without storing or running it; return its dependency analysis.
         Raises :class:`~toolplan.errors.PlanInvalid` listing every problem."""
         return analyze(
-            load_plan(plan, limits=self.settings.limits),
+            load_plan(plan, limits=self.settings.limits, signatures=self.catalog.signatures),
             self.catalog,
             max_steps=max_steps if max_steps is not None else self.settings.max_steps,
             max_items=self.settings.execution.max_items,

@@ -15,6 +15,8 @@ from rich.text import Text
 from toolplan.engine.recorder import StepEvent
 from toolplan.engine.result import ExecutionResult
 from toolplan.planning.progress import PlanningEvent
+from toolplan.plans.plan import parse_plan
+from toolplan.plans.python_print import render_python_plan
 from toolplan.tools.catalog import ToolInfo
 from toolplan.tools.returns import shown_shape
 
@@ -30,6 +32,7 @@ __all__ = [
     "print_execution",
     "print_plan",
     "print_plan_list",
+    "print_python_form",
     "print_tool",
     "print_tools",
     "progress_line",
@@ -117,6 +120,13 @@ def print_plan(console: Console, plan_json: dict[str, Any], analysis: dict[str, 
     critical = analysis.get("criticalPath") or []
     if critical:
         console.print(f"critical path: {' -> '.join(critical)}")
+
+
+def print_python_form(console: Console, plan_json: dict[str, Any]) -> None:
+    """The plan as Python statements (what ``toolplan run --file plan.py`` reads back)."""
+    console.print("as Python (read, never run):")
+    text = render_python_plan(parse_plan(plan_json))
+    console.print(Text("".join(f"  {line}\n" for line in text.splitlines())), end="")
 
 
 def estimate_text(estimate: dict[str, Any] | None) -> str:
@@ -231,6 +241,7 @@ def print_described(console: Console, data: dict[str, Any]) -> None:
             kind = plan["meta"].get("reuse", "exact")
             console.print(f"reused from {reused} ({kind} match, 0 LLM calls)", highlight=False)
         print_plan(console, plan["plan"], plan["analysis"])
+        print_python_form(console, plan["plan"])
         execution = plan["execution"]
         if execution is None:
             console.print(f"execution status: none (not executed yet: toolplan execute {plan_id})")

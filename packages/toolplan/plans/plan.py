@@ -13,7 +13,7 @@ issue per problem. Semantic checks (unknown tools, cycles, schemas) live in :mod
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +22,23 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from toolplan.errors import InvalidInput, PlanInvalid, ValidationIssue
 from toolplan.plans.limits import InputLimits, check_json, decode_utf8, parse_json_text
 
-__all__ = ["DEFAULT_MAX_ITEMS", "Fallback", "Not", "Plan", "Step", "load_plan", "parse_plan"]
+__all__ = [
+    "DEFAULT_MAX_ITEMS",
+    "PYTHON_PLAN_SUFFIX",
+    "Fallback",
+    "Not",
+    "Plan",
+    "Step",
+    "load_plan",
+    "parse_plan",
+]
 
 DEFAULT_MAX_ITEMS = 100
 """The longest ``forEach`` list a step may run over when it sets no ``maxItems``
 (``TOOLPLAN_MAX_ITEMS`` changes it for a run)."""
+
+PYTHON_PLAN_SUFFIX = ".py"
+"""A plan file whose name ends so holds Python statements (read, never run); any other, JSON."""
 
 _MODEL_CONFIG = ConfigDict(populate_by_name=True, extra="forbid", frozen=True)
 
@@ -254,13 +266,19 @@ def parse_plan(data: Any) -> Plan:
 
 
 def load_plan(
-    source: str | Path | bytes | dict[str, Any] | Plan, *, limits: InputLimits | None = None
+    source: str | Path | bytes | dict[str, Any] | Plan,
+    *,
+    limits: InputLimits | None = None,
+    signatures: Mapping[str, Sequence[str]] | None = None,
 ) -> Plan:
     """Load a plan from a file path, JSON text or bytes, a dict or a :class:`Plan`.
 
-    A ``str`` that starts with ``{`` is parsed as JSON; any other ``str`` is a file path. This is
-    the edge every entry point goes through: the input limits (``limits``, default
-    ``InputLimits()``) are checked here, before anything is validated or stored.
+    A ``str`` that starts with ``{`` is parsed as JSON; any other ``str`` is a file path. A file
+    whose name ends in ``.py`` holds the plan as Python statements, read and never run
+    (:mod:`toolplan.plans.python_form`; ``signatures``, each tool's parameter names in order,
+    reads positional arguments). This is the edge every entry point goes through: the input
+    limits (``limits``, default ``InputLimits()``) are checked here, before anything is
+    validated or stored.
     """
     limits = limits or InputLimits()
     if isinstance(source, Plan):
@@ -293,4 +311,11 @@ def load_plan(
                 )
             ]
         )
-    return parse_plan(parse_json_text(decode_utf8(raw, f"plan file {origin}"), origin, limits))
+    text = decode_utf8(raw, f"plan file {origin}")
+    if path.suffix == PYTHON_PLAN_SUFFIX:
+        from toolplan.plans.python_plan import parse_python_plan
+
+        data = parse_python_plan(text, signatures=signatures)
+        check_json(data, limits)
+        return parse_plan(data)
+    return parse_plan(parse_json_text(text, origin, limits))

@@ -142,7 +142,7 @@ def submit_plan(
     """
     limits = limits or InputLimits()
     check_text(query, "the query", limits)
-    plan = load_plan(source, limits=limits)
+    plan = load_plan(source, limits=limits, signatures=catalog.signatures)
     analysis = analyze(
         plan, catalog, max_steps=max_steps, max_items=max_items, estimate=plan_estimator(store)
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import inspect
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -270,6 +270,12 @@ class ToolCatalog:
             hint = "run `toolplan tools` to list the known tools"
         return f"unknown tool {name!r}; {hint}"
 
+    @property
+    def signatures(self) -> Mapping[str, Sequence[str]]:
+        """Each tool's parameter names in the order of its signature (how a plan written as
+        Python reads positional arguments), computed for a tool only when asked for."""
+        return _Signatures(self)
+
     def gated(self, name: str) -> bool:
         """Whether the catalog has a tool ``name`` whose every call waits for approval."""
         tool = self._tools.get(name)
@@ -297,6 +303,27 @@ class ToolCatalog:
         """Information on every tool, optionally only those tagged ``tag``."""
         infos = [self.info(name) for name in self.names]
         return [i for i in infos if tag is None or tag in i.tags]
+
+
+class _Signatures(Mapping[str, Sequence[str]]):
+    """A catalog's parameter names by tool, read from each tool's schema on first use."""
+
+    def __init__(self, catalog: ToolCatalog) -> None:
+        self._catalog = catalog
+
+    def __getitem__(self, name: str) -> Sequence[str]:
+        if name not in self._catalog:
+            raise KeyError(name)
+        return list((self._catalog.info(name).parameters.get("properties") or {}).keys())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._catalog.names)
+
+    def __len__(self) -> int:
+        return len(self._catalog)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._catalog
 
 
 def _import_tools(module_name: str) -> Sequence[Any]:

@@ -1,0 +1,303 @@
+"""Plans written as Python statements (issue 43's plan language): parsed with ``ast``, never
+run; what each statement means, what is refused (with its line and column), and the printed form
+read back into the same plan."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolplan.errors import PlanInvalid
+from toolplan.plans.plan import parse_plan
+from toolplan.plans.python_plan import parse_python_plan
+from toolplan.plans.python_print import render_python_plan
+
+SIGNATURES = {
+    "createAuthor": ["name", "email"],
+    "createBlog": ["authorId", "title", "content"],
+    "listBlogs": ["authorId"],
+    "createComment": ["blogId", "text"],
+    "get_weather": ["location", "units"],
+    "check_threshold": ["metric", "threshold"],
+    "page": ["team"],
+    "math.factorial": ["number"],
+}
+
+
+def steps(text: str, signatures: Any = SIGNATURES) -> list[dict[str, Any]]:
+    result: list[dict[str, Any]] = parse_python_plan(text, signatures=signatures)["steps"]
+    return result
+
+
+def refused(text: str, signatures: Any = SIGNATURES) -> list[str]:
+    with pytest.raises(PlanInvalid) as error:
+        parse_python_plan(text, signatures=signatures)
+    return [issue.message for issue in error.value.issues]
+
+
+def test_assignments_are_steps_and_references_are_templates() -> None:
+    plan = steps(
+        """
+author = createAuthor(name="Ada", email="ada@x.io")
+blog = createBlog(authorId=author["_id"], title="Tips", content=f"by {author['name']}!")
+createComment(blogId=blog._id, text="Nice")
+"""
+    )
+    assert plan == [
+        {
+            "id": "author",
+            "tool": "createAuthor",
+            "parameters": {"name": "Ada", "email": "ada@x.io"},
+        },
+        {
+            "id": "blog",
+            "tool": "createBlog",
+            "parameters": {
+                "authorId": "{{author._id}}",
+                "title": "Tips",
+                "content": "by {{author.name}}!",
+            },
+        },
+        {
+            "id": "createComment",
+            "tool": "createComment",
+            "parameters": {"blogId": "{{blog._id}}", "text": "Nice"},
+        },
+    ]
+
+
+def test_positional_arguments_follow_the_signature() -> None:
+    [step] = steps('get_weather("Madrid", "metric")')
+    assert step["parameters"] == {"location": "Madrid", "units": "metric"}
+    [message] = refused('get_weather("Madrid", "metric", 3)')
+    assert message.startswith("line 1, column 33:")
+    assert "get_weather takes 2 arguments (location, units), and 3 were given" in message
+    # without a catalog there is no order to read them in
+    [message] = refused('get_weather("Madrid")', signatures=None)
+    assert "write get_weather's arguments by name" in message
+
+
+def test_a_rebound_name_is_a_new_step_and_earlier_references_keep_the_old_one() -> None:
+    plan = steps(
+        """
+author = createAuthor(name="A")
+first = createBlog(authorId=author["_id"], title="1")
+author = createAuthor(name=author["name"])
+second = createBlog(authorId=author["_id"], title="2")
+"""
+    )
+    assert [s["id"] for s in plan] == ["author", "first", "author_2", "second"]
+    assert plan[1]["parameters"]["authorId"] == "{{author._id}}"
+    assert plan[2]["parameters"]["name"] == "{{author.name}}"  # read before it was rebound
+    assert plan[3]["parameters"]["authorId"] == "{{author_2._id}}"
+
+
+def test_literals_are_folded_and_print_comments_and_strings_are_ignored() -> None:
+    plan = steps(
+        '''
+"""Check the CPU."""
+# a comment
+threshold = 80
+limits = {"cpu": threshold, "names": ["a", "b"]}
+check = check_threshold(metric="cpu", threshold=limits["cpu"] + 5)
+print(check)
+page(team=limits["names"][1])
+'''
+    )
+    assert plan[0]["parameters"] == {"metric": "cpu", "threshold": 85}
+    assert plan[1]["parameters"] == {"team": "b"}
+
+
+def test_loops_and_comprehensions_are_for_each_steps() -> None:
+    plan = steps(
+        """
+posts = listBlogs(authorId="a1")
+for post in posts["blogs"]:
+    createComment(blogId=post["_id"], text="Nice")
+notes = [createComment(blogId=p["_id"], text=f"#{i}") for i, p in enumerate(posts["blogs"])]
+for city in ["Paris", "Oslo"]:
+    weather = get_weather(location=city)
+"""
+    )
+    assert plan[1] == {
+        "id": "createComment",
+        "tool": "createComment",
+        "parameters": {"blogId": "{{$item._id}}", "text": "Nice"},
+        "forEach": "{{posts.blogs}}",
+    }
+    assert plan[2]["id"] == "notes" and plan[2]["forEach"] == "{{posts.blogs}}"
+    assert plan[2]["parameters"] == {"blogId": "{{$item._id}}", "text": "#{{$index}}"}
+    assert plan[3] == {
+        "id": "weather",
+        "tool": "get_weather",
+        "parameters": {"location": "{{$item}}"},
+        "forEach": ["Paris", "Oslo"],
+    }
+
+
+def test_if_sets_when_and_a_call_in_the_test_is_a_step() -> None:
+    plan = steps(
+        """
+check = check_threshold(metric="cpu", threshold=80)
+if check["exceeded"]:
+    page(team="ops")
+else:
+    createComment(blogId="b", text="all fine")
+if not check_threshold(metric="mem", threshold=90)["exceeded"]:
+    page(team="none")
+"""
+    )
+    assert plan[1]["when"] == "{{check.exceeded}}"
+    assert plan[2]["when"] == {"not": "{{check.exceeded}}"}
+    assert plan[3] == {
+        "id": "check_threshold",
+        "tool": "check_threshold",
+        "parameters": {"metric": "mem", "threshold": 90},
+    }
+    assert plan[4]["when"] == {"not": "{{check_threshold.exceeded}}"}
+
+
+def test_nested_calls_and_dotted_tool_names() -> None:
+    plan = steps(
+        'blog = createBlog(authorId=createAuthor(name="A")["_id"], title="T")\nmath.factorial(5)'
+    )
+    assert [s["id"] for s in plan] == ["createAuthor", "blog", "math_factorial"]
+    assert plan[1]["parameters"]["authorId"] == "{{createAuthor._id}}"
+    assert plan[2] == {
+        "id": "math_factorial",
+        "tool": "math.factorial",
+        "parameters": {"number": 5},
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("import os", "line 1, column 1: import is not part of the plan language"),
+        ("while True:\n    page(team='x')", "a while loop is not part of the plan language"),
+        ("def f():\n    pass", "def is not part of the plan language"),
+        ("x = lambda: 1", "lambda"),
+        ("a = check_threshold(metric='c', threshold=1)\nb = page(team=a['n'] * 2)", "arithmetic"),
+        ("open('/etc/passwd')", "'open' is not a tool"),
+        ("total = 0\ntotal += 1", "augmented assignment"),
+        ("page(team=nobody)", "name 'nobody' is not defined"),
+        ("createBlg(authorId='a')", "did you mean 'createBlog'"),
+        (
+            "x = check_threshold(metric='c', threshold=1)\nif x['v'] > 3:\n    page(team='a')",
+            "computes a value",
+        ),
+        ("for p in [1, 2]:\n    page(team='a')\n    page(team='b')", "exactly one tool call"),
+        ("page(team=", "the plan is not valid Python"),
+    ],
+)
+def test_anything_else_is_refused_with_its_line_and_column(text: str, expected: str) -> None:
+    messages = refused(text)
+    assert any(expected in message for message in messages), messages
+    assert all(message.startswith("line ") for message in messages), messages
+
+
+def test_every_problem_is_reported_and_nothing_runs(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    text = f"import pathlib\npathlib.Path({str(marker)!r}).touch()\nopen({str(marker)!r}, 'w')"
+    messages = refused(text)
+    assert len(messages) == 3
+    assert messages[0].startswith("line 1,") and messages[2].startswith("line 3,")
+    assert not marker.exists()
+
+
+EXAMPLES: list[dict[str, Any]] = [
+    {
+        "steps": [
+            {"id": "author", "tool": "createAuthor", "parameters": {"name": "Ada", "email": "a@x"}},
+            {
+                "id": "blog",
+                "tool": "createBlog",
+                "parameters": {
+                    "authorId": "{{author._id}}",
+                    "title": "T",
+                    "content": 'say "{hi}" {{author.name}}',
+                },
+            },
+            {
+                "id": "comments",
+                "tool": "createComment",
+                "forEach": "{{blog.tags}}",
+                "parameters": {"blogId": "{{blog._id}}", "text": "#{{$index}} {{$item.name}}"},
+            },
+            {
+                "id": "check",
+                "tool": "check_threshold",
+                "parameters": {"metric": "cpu", "threshold": -1.5},
+            },
+            {
+                "id": "item",
+                "tool": "page",
+                "parameters": {"team": None},
+                "when": "{{check.exceeded}}",
+            },
+            {
+                "id": "calm",
+                "tool": "page",
+                "parameters": {"team": [True, {"k": 1}]},
+                "when": {"not": "{{check.exceeded}}"},
+            },
+            {
+                "id": "cities",
+                "tool": "get_weather",
+                "forEach": ["Paris", "Oslo"],
+                "parameters": {"location": "{{$item}}"},
+            },
+        ]
+    }
+]
+
+
+@pytest.mark.parametrize("plan", EXAMPLES)
+def test_the_printed_form_reads_back_as_the_same_plan(plan: dict[str, Any]) -> None:
+    text = render_python_plan(parse_plan(plan))
+    back = parse_python_plan(text, signatures=SIGNATURES)
+    original = parse_plan(plan).to_json()
+    renamed = {"item": "item_"}  # a step named like the loop variable is renamed in print
+    for step in original["steps"]:
+        step["id"] = renamed.get(step["id"], step["id"])
+    assert parse_plan(back).to_json() == original, text
+
+
+def test_the_printed_form_notes_what_python_cannot_say() -> None:
+    plan = parse_plan(
+        {
+            "steps": [
+                {"id": "a", "tool": "page", "parameters": {"team": "x"}},
+                {
+                    "id": "b-2",
+                    "tool": "page",
+                    "parameters": {"team": "{{a}}"},
+                    "dependsOn": ["a"],
+                    "timeout": 5,
+                    "fallback": {"tool": "page", "parameters": {"team": "backup"}},
+                },
+            ],
+            "outputSteps": ["b-2"],
+        }
+    )
+    text = render_python_plan(plan)
+    assert 'b_2 = page(team=a)  # after a; fallback page(team="backup"); timeout 5 s' in text
+    assert text.rstrip().endswith("# outputs: b_2")
+
+
+def test_the_shipped_example_plan_prints_and_reads_back() -> None:
+    from importlib import resources
+
+    data = json.loads(resources.files("toolplan.examples").joinpath("blog_chain.json").read_text())
+    plan = parse_plan(data)
+    text = render_python_plan(plan)
+    assert text.startswith("# Create the author first")
+    back = parse_plan(parse_python_plan(text))
+    # ids, tools and arguments come back; the fallback, timeout and attempts are comments
+    assert [(s.id, s.tool, s.parameters) for s in back.steps] == [
+        (s.id, s.tool, s.parameters) for s in plan.steps
+    ]
+    assert '# fallback createDraft(title="Hello"); timeout 30 s; maxAttempts 3' in text
