@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -301,3 +301,34 @@ def test_the_shipped_example_plan_prints_and_reads_back() -> None:
         (s.id, s.tool, s.parameters) for s in plan.steps
     ]
     assert '# fallback createDraft(title="Hello"); timeout 30 s; maxAttempts 3' in text
+
+
+def test_the_catalog_as_python_signatures() -> None:
+    from langchain_core.tools import tool
+
+    from toolplan.planning.python_format import StatementScanner, render_signatures
+    from toolplan.tools import ToolCatalog, load_tool_modules
+
+    blog = render_signatures(load_tool_modules(["blog"]).infos())
+    assert blog.startswith(
+        "def createAuthor(name: str, email: str) -> {_id: string, name: string, email: string}:"
+        '\n    """Create an author'
+    )
+
+    @tool
+    def forecast(city: str, units: Literal["metric", "imperial"] = "metric", days: int = 3) -> str:
+        """The forecast for a city."""
+        return ""
+
+    text = render_signatures(ToolCatalog([forecast]).infos())
+    assert text == (
+        'def forecast(city: str, units: Literal["metric", "imperial"] = "metric", days: int = 3)'
+        ':\n    """The forecast for a city."""'
+    )
+
+    scanner = StatementScanner({"forecast": ["city", "units", "days"]})
+    assert scanner.feed('a = forecast(city="Oslo")\nb = forecast(') == [
+        {"id": "a", "tool": "forecast", "parameters": {"city": "Oslo"}}
+    ]
+    assert scanner.feed('city="Rome")\n') == []  # complete only once another line starts
+    assert [s["id"] for s in scanner.feed("", final=True)] == ["b"]

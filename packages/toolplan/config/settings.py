@@ -53,6 +53,9 @@ DEFAULT_MODEL = "openai:gpt-4o-mini"
 
 StructuredMethod = Literal["function_calling", "json_schema"]
 """How the plan is requested: tool calling (widest support) or strict ``json_schema``."""
+PlanFormat = Literal["json", "python"]
+"""What the model writes the plan in: a JSON document in a schema (``json``), or Python
+statements read and never run (``python``: :mod:`toolplan.planning.python_format`)."""
 PlanReuse = ReuseMode
 """Plan reuse before planning a query (:mod:`toolplan.analysis.reuse`)."""
 
@@ -90,6 +93,7 @@ class _PlannerVariables(Variables):
     prompts_dir: str | None = None
     llm_max_tokens: int | None = None
     typed_schema_max_tools: int | None = None
+    plan_format: PlanFormat | None = None
 
 
 @dataclass(frozen=True)
@@ -122,8 +126,13 @@ class PlannerSettings:
     """Catalogs with more tools are planned with the generic schema (parameters as a JSON
     string) instead of the catalog-typed one; 0 always uses the generic schema
     (``TOOLPLAN_TYPED_SCHEMA_MAX_TOOLS``)."""
+    plan_format: PlanFormat = "json"
+    """What the model writes the plan in (``TOOLPLAN_PLAN_FORMAT``): ``json`` (schema-constrained
+    output) or ``python`` (statements, read and never run)."""
 
     def __post_init__(self) -> None:
+        if self.plan_format not in ("json", "python"):
+            raise InvalidInput(f"TOOLPLAN_PLAN_FORMAT={self.plan_format!r}; use json or python")
         if self.llm_max_tokens is not None and self.llm_max_tokens < 1:
             raise InvalidInput(f"TOOLPLAN_LLM_MAX_TOKENS={self.llm_max_tokens} must be at least 1")
         if self.typed_schema_max_tools < 0:

@@ -27,7 +27,7 @@ from toolplan.planning.llm_errors import (
     schema_rejected,
     truncated,
 )
-from toolplan.planning.streaming import AnswerStream, ask_streamed, streams
+from toolplan.planning.streaming import AnswerStream, ask_streamed, ask_text_streamed, streams
 
 __all__ = [
     "ModelAnswer",
@@ -57,10 +57,11 @@ class ModelCall:
 
 @dataclass(frozen=True)
 class StructuredRequest:
-    """What to ask: the messages and the JSON schema (with a ``title``) of the answer."""
+    """What to ask: the messages and the JSON schema (with a ``title``) of the answer; no
+    schema asks for text (a plan written as Python)."""
 
     messages: Sequence[BaseMessage]
-    schema: dict[str, Any]
+    schema: dict[str, Any] | None
     strict: bool = False
 
 
@@ -248,10 +249,17 @@ async def _ask(
 ) -> ModelAnswer:
     # One OpenTelemetry span per request sent (a schema fallback or a larger limit is another).
     with model_call_span(call.spec, max_tokens=call.max_tokens, endpoint=call.endpoint) as span:
-        answer = (
-            await _streamed(call, request, config, stream) if streams(call.model, stream) else None
-        )
+        answer: ModelAnswer | None
+        if request.schema is None:
+            answer = await _text(call, request, config, stream)
+        else:
+            answer = (
+                await _streamed(call, request, config, stream)
+                if streams(call.model, stream)
+                else None
+            )
         if answer is None:
+            assert request.schema is not None
             answer = await ask_structured(
                 call.model,
                 request.messages,
@@ -270,6 +278,26 @@ async def _ask(
         return answer
 
 
+async def _text(
+    call: ModelCall,
+    request: StructuredRequest,
+    config: RunnableConfig | None,
+    stream: AnswerStream | None,
+) -> ModelAnswer:
+    """A text answer (no schema), streamed to ``stream`` where the endpoint can."""
+    message = None
+    if streams(call.model, stream):
+        assert stream is not None
+        message = await ask_text_streamed(
+            call.model, request.messages, stream=stream, config=config
+        )
+        if message is None:
+            stream.enabled = False
+    if message is None:
+        message = await call.model.ainvoke(list(request.messages), config)
+    return answer_of(message)
+
+
 async def _streamed(
     call: ModelCall,
     request: StructuredRequest,
@@ -278,7 +306,7 @@ async def _streamed(
 ) -> ModelAnswer | None:
     """The answer streamed to ``stream``; ``None`` (and no more streaming) when the endpoint
     cannot stream."""
-    assert stream is not None
+    assert stream is not None and request.schema is not None
     try:
         message = await ask_streamed(
             call.model,

@@ -12,7 +12,7 @@ from langchain_core.language_models import BaseChatModel
 from toolplan._caches import register_cache
 from toolplan.analysis import DEFAULT_MAX_STEPS
 from toolplan.analysis.estimates import EstimateSettings
-from toolplan.config import StructuredMethod
+from toolplan.config import PlanFormat, StructuredMethod
 from toolplan.planning.call import ModelCall
 from toolplan.planning.model import retry_max_tokens, with_max_tokens
 from toolplan.planning.progress import PlanningEvent, PlanningListener, notify
@@ -39,6 +39,8 @@ class PlannerContext:
     model: BaseChatModel
     model_name: str
     method: StructuredMethod = "function_calling"
+    plan_format: PlanFormat = "json"
+    """What the model writes the plan in: JSON in a schema, or Python statements."""
     max_repairs: int = 2
     confidence_threshold: float = 0.5
     max_steps: int = DEFAULT_MAX_STEPS

@@ -69,6 +69,11 @@ from toolplan.planning.prompts import (
     render_observations,
     render_system_prompt,
 )
+from toolplan.planning.python_format import (
+    StatementScanner,
+    read_python_answer,
+    render_signatures,
+)
 from toolplan.planning.schema import (
     PlanSchema,
 )
@@ -178,14 +183,24 @@ def _prompts(directory: Path) -> tuple[Prompt, Prompt, Prompt]:
     )
 
 
+@functools.lru_cache(maxsize=4)
+def _python_prompt(directory: Path) -> Prompt:
+    return load_prompt("planner-python", settings=PlannerSettings(prompts_dir=str(directory)))
+
+
 register_cache(_prompts.cache_clear)
+register_cache(_python_prompt.cache_clear)
 
 
 def planner_messages(
-    ctx: PlannerContext, query: str, prompt: Prompt, schema: PlanSchema
+    ctx: PlannerContext, query: str, prompt: Prompt, schema: PlanSchema | None
 ) -> list[BaseMessage]:
-    """System prompt (static while the catalog is), observations (coarse, often none), query."""
-    system = render_system_prompt(prompt, ctx.catalog.infos(), schema.kind)
+    """System prompt (static while the catalog is), observations (coarse, often none), query.
+    No ``schema``: the Python format's prompt, the catalog as signatures."""
+    if schema is None:
+        system = prompt.render(catalog=render_signatures(ctx.catalog.infos()))
+    else:
+        system = render_system_prompt(prompt, ctx.catalog.infos(), schema.kind)
     messages: list[BaseMessage] = [SystemMessage(system)]
     observed = render_observations(
         [replace(i, stats=ctx.tool_stats.get(i.name)) for i in ctx.catalog.infos()]
@@ -205,8 +220,11 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
     prompt, repair_prompt, runaway_prompt = await asyncio.to_thread(
         lambda: _prompts(prompts_dir(ctx.prompts_dir))
     )
+    python = ctx.plan_format == "python"
+    if python:
+        prompt = await asyncio.to_thread(lambda: _python_prompt(prompts_dir(ctx.prompts_dir)))
     schema = ctx.plan_schema()
-    messages = planner_messages(ctx, state["query"], prompt, schema)
+    messages = planner_messages(ctx, state["query"], prompt, None if python else schema)
     if state.get("context"):
         messages.append(HumanMessage(state["context"]))
     repairs = state.get("repairs", 0)
@@ -241,7 +259,12 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
         shown = _shown_step(step, ctx.catalog)
         tell("step", calls, usage, step=shown, steps=count, tokens=tokens)
 
-    stream = AnswerStream(step_seen, enabled=ctx.stream, max_steps=ctx.max_steps)
+    stream = AnswerStream(
+        step_seen,
+        enabled=ctx.stream,
+        max_steps=ctx.max_steps,
+        statements=(lambda: StatementScanner(ctx.catalog.signatures)) if python else None,
+    )
 
     def generic() -> StructuredRequest:
         nonlocal schema
@@ -256,10 +279,10 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
 
     reply = await call_model(
         ctx.model_call(),
-        StructuredRequest(messages, schema.schema, schema.strict),
+        StructuredRequest(messages, None if python else schema.schema, schema.strict),
         usage=usage,
         calls=calls,
-        fallback=None if ctx.schema_fallback else generic,
+        fallback=None if ctx.schema_fallback or python else generic,
         larger=ctx.larger_model_call(),
         on_larger=lambda larger, calls, usage: tell(
             "retrying", calls, usage, max_tokens=larger.max_tokens
@@ -269,8 +292,12 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
         after_runaway=after_runaway,
     )
     ctx.stream = stream.enabled  # an endpoint that could not stream is not asked to again
-    payload = message_payload(reply.answer.message)
-    reading = read_plan(payload, ctx.catalog)
+    if python:
+        payload: Any = reply.answer.message.text if reply.answer.message is not None else None
+        reading = read_python_answer(payload, ctx.catalog)
+    else:
+        payload = message_payload(reply.answer.message)
+        reading = read_plan(payload, ctx.catalog)
     merged: dict[str, str] = {}
     batched: dict[str, str] = {}
     dropped: list[str] = []
@@ -290,7 +317,11 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
     tell("answered", reply.calls, reply.usage, steps=steps)
     errors = [issue.message for issue in reading.issues]
     if payload is None:
-        errors = ["the answer was empty: return the plan as one JSON object"]
+        errors = [
+            "the answer was empty: write the plan as Python calls"
+            if python
+            else "the answer was empty: return the plan as one JSON object"
+        ]
     return {
         "candidate": reading.data,
         "raw_candidate": payload
@@ -307,7 +338,7 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
         "usage": reply.usage,
         "model": ctx.model_name,
         "prompt_version": prompt.version,
-        "plan_schema": schema.kind,
+        "plan_schema": "python" if python else schema.kind,
         "started_at": started_at,
     }
 

@@ -47,6 +47,7 @@ def build_planner_context(
         model=chat_model,
         model_name=spec,
         method=planner.structured_method,
+        plan_format=planner.plan_format,
         max_repairs=max_repairs if max_repairs is not None else planner.max_repairs,
         confidence_threshold=(
             confidence_threshold

@@ -31,7 +31,7 @@ import logging
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
@@ -50,7 +50,14 @@ from toolplan.planning.parsing import loads_lenient
 from toolplan.planning.partial import StepScanner
 from toolplan.planning.repetition import repeating_tail
 
-__all__ = ["AnswerStream", "StepSeen", "ask_streamed", "streams"]
+__all__ = [
+    "AnswerStream",
+    "StatementReader",
+    "StepSeen",
+    "ask_streamed",
+    "ask_text_streamed",
+    "streams",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -76,6 +83,18 @@ class AnswerStream:
     """The plan's step limit: an answer writing more steps than this is stopped."""
     repeats: int = 3
     """An answer writing one step (tool and arguments) this many times is stopped."""
+    statements: Callable[[], StatementReader] | None = None
+    """For an answer in Python (:mod:`toolplan.planning.python_format`): makes the reader of
+    its statements, one per answer; ``None``: the answer is a JSON plan."""
+
+
+class StatementReader(Protocol):
+    """Reads a streamed Python answer: the steps each chunk completes (all that are left with
+    ``final``)."""
+
+    def feed(self, chunk: str, *, final: bool = False) -> list[dict[str, Any]]:
+        """The steps of the statements ``chunk`` completes."""
+        ...
 
 
 def streams(model: BaseChatModel, stream: AnswerStream | None) -> bool:
@@ -112,6 +131,30 @@ async def ask_streamed(
             raise
         _log.info("the model's endpoint cannot stream (%s); asking without a stream", error)
         return None
+    return None if message is None else _whole(message)
+
+
+async def ask_text_streamed(
+    model: BaseChatModel,
+    messages: Sequence[BaseMessage],
+    *,
+    stream: AnswerStream,
+    config: RunnableConfig | None = None,
+) -> BaseMessage | None:
+    """A plain (text) answer, streamed: each complete statement of a Python plan told to
+    ``stream`` as its steps. ``None`` when the server could not stream."""
+    follow = _Follow(stream)
+    message: Any = None
+    try:
+        async for chunk in model.astream(list(messages), config):
+            follow(chunk)
+            message = chunk if message is None else message + chunk
+    except Exception as error:
+        if follow.chunks or not _cannot_stream(error):
+            raise
+        _log.info("the model's endpoint cannot stream (%s); asking without a stream", error)
+        return None
+    follow.finish()
     return None if message is None else _whole(message)
 
 
@@ -170,8 +213,20 @@ class _Follow:
 
     def __post_init__(self) -> None:
         self._content, self._arguments = StepScanner(), StepScanner()
+        self._statements = self.stream.statements() if self.stream.statements else None
         self._written: Counter[str] = Counter()
         self._checked = [0, 0]  # how long each text was when last looked at for a loop
+
+    def finish(self) -> None:
+        """The answer ended: its last statement is complete too."""
+        if self._statements is not None:
+            self._told(self._statements.feed("", final=True))
+
+    def _told(self, steps: list[dict[str, Any]]) -> None:
+        for step in steps:
+            self.steps += 1
+            self.stream.on_step(step, self.steps, self.chunks)
+            self._check(step)
 
     def __call__(self, chunk: Any) -> None:
         found: list[str] = []
@@ -183,7 +238,12 @@ class _Follow:
             self.chunks += 1
         if not isinstance(chunk, AIMessageChunk):  # the whole answer at once: nothing to follow
             return
-        found += self._content.feed(text) + self._arguments.feed(arguments)
+        from_content = self._content.feed(text)
+        if self._statements is not None:  # Python: statements, not JSON objects
+            self._told(self._statements.feed(text))
+        else:
+            found += from_content
+        found += self._arguments.feed(arguments)
         for piece in found:
             try:
                 step = loads_lenient(piece)

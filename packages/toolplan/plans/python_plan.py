@@ -187,6 +187,15 @@ class _Reader:
             return
         if isinstance(value, ast.Call):
             self.call_step(value, None)
+        elif (
+            isinstance(value, ast.List | ast.Tuple)
+            and value.elts
+            and all(isinstance(element, ast.Call) for element in value.elts)
+        ):
+            # BFCL's answer form, [f(a=1), g(b=2)]: one step per call
+            for element in value.elts:
+                assert isinstance(element, ast.Call)
+                self.call_step(element, None)
         elif isinstance(value, ast.ListComp):
             self.comprehension_step(value, None)
         else:

@@ -1,0 +1,159 @@
+"""The planner's Python format (``TOOLPLAN_PLAN_FORMAT=python``): the model is shown the catalog
+as Python signatures and answers with Python statements, the form a code model writes best, which
+:func:`toolplan.plans.python_plan.parse_python_plan` reads into the plan (never running them).
+
+Three pieces, the rest of planning is shared with the JSON format (validation, repairs, storing):
+
+- :func:`render_signatures`: each tool as ``def name(arg: type = default) -> shape:`` with its
+  description as the docstring;
+- :func:`read_python_answer`: the model's text (in a Markdown fence or not; BFCL's list form
+  ``[f(a=1), g(b=2)]`` included) into plan JSON and the problems found, each naming its line and
+  column in the model's own text; an answer of comments only declines (no tool fits);
+- :class:`StatementScanner`: while the answer streams, each top-level statement as soon as it is
+  complete, read into its steps (what the progress lines show at once).
+"""
+
+from __future__ import annotations
+
+import json
+import keyword
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from toolplan.errors import PlanInvalid, ValidationIssue
+from toolplan.planning.parsing import PlanReading
+from toolplan.plans.python_plan import parse_python_plan
+from toolplan.tools.catalog import ToolCatalog, ToolInfo
+from toolplan.tools.returns import shown_shape
+
+__all__ = ["StatementScanner", "read_python_answer", "render_signatures"]
+
+_FENCE = re.compile(r"```[ \t]*(?:python|py)?[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL | re.IGNORECASE)
+
+_TYPES = {
+    "string": "str",
+    "integer": "int",
+    "number": "float",
+    "boolean": "bool",
+    "array": "list",
+    "object": "dict",
+    "null": "None",
+}
+
+
+def render_signatures(infos: Iterable[ToolInfo]) -> str:
+    """The catalog as Python: one ``def`` per tool, with its description as the docstring and
+    the shape of what it returns, when declared."""
+    return "\n\n".join(_signature(info) for info in infos)
+
+
+def _signature(info: ToolInfo) -> str:
+    properties: Mapping[str, Any] = info.parameters.get("properties") or {}
+    required = set(info.parameters.get("required") or [])
+    arguments = []
+    for name, schema in properties.items():
+        text = f"{name}: {_type(schema)}"
+        if name not in required:
+            default = schema.get("default") if isinstance(schema, dict) else None
+            text += " = " + json.dumps(default, ensure_ascii=False).replace("null", "None")
+        arguments.append(text)
+    shape = shown_shape(info.returns)
+    returns = f" -> {shape}" if shape else ""
+    doc = (info.description or "").strip().replace('"""', "'''")
+    name = info.name if _callable_name(info.name) else json.dumps(info.name)
+    body = f'    """{doc}"""' if doc else "    ..."
+    return f"def {name}({', '.join(arguments)}){returns}:\n{body}"
+
+
+def _type(schema: Any) -> str:
+    if not isinstance(schema, dict):
+        return "Any"
+    if "enum" in schema and isinstance(schema["enum"], list):
+        return (
+            "Literal[" + ", ".join(json.dumps(v, ensure_ascii=False) for v in schema["enum"]) + "]"
+        )
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        return " | ".join(_TYPES.get(k, "Any") for k in kind if isinstance(k, str)) or "Any"
+    if kind == "array" and isinstance(schema.get("items"), dict):
+        return f"list[{_type(schema['items'])}]"
+    for branch in ("anyOf", "oneOf"):
+        if isinstance(schema.get(branch), list):
+            return " | ".join(_type(option) for option in schema[branch]) or "Any"
+    return _TYPES.get(kind, "Any") if isinstance(kind, str) else "Any"
+
+
+def _callable_name(name: str) -> bool:
+    return all(part.isidentifier() and not keyword.iskeyword(part) for part in name.split("."))
+
+
+def answer_code(text: str) -> str:
+    """The Python in the model's answer: the first fenced block when there is one, else the
+    text itself."""
+    fenced = _FENCE.search(text)
+    return fenced.group(1) if fenced else text
+
+
+def read_python_answer(text: str | None, catalog: ToolCatalog) -> PlanReading:
+    """The model's Python answer as plan JSON, with every problem as an issue (naming its line
+    and column in ``text``). An answer with no call at all (comments only) is a plan with no
+    step, and its comments are the reasoning: the model saying no tool fits."""
+    if text is None or not text.strip():
+        return PlanReading(
+            None,
+            [ValidationIssue("python", "the answer was empty: write the plan as Python calls")],
+        )
+    code = answer_code(text)
+    try:
+        data = parse_python_plan(code, signatures=catalog.signatures)
+    except PlanInvalid as invalid:
+        return PlanReading(None, list(invalid.issues))
+    comments = [
+        line.strip().lstrip("#").strip()
+        for line in code.splitlines()
+        if line.strip().startswith("#")
+    ]
+    if comments:
+        data["reasoning"] = " ".join(comments)
+    return PlanReading(data)
+
+
+class StatementScanner:
+    """Reads a streamed answer statement by statement: :meth:`feed` returns the steps of each
+    top-level statement completed since the last call (a statement is complete once a later line
+    starts at the left margin, or the answer ended)."""
+
+    def __init__(self, signatures: Mapping[str, Sequence[str]] | None = None) -> None:
+        self.signatures = signatures
+        self.text = ""
+        self.told = 0
+        """Steps already told."""
+
+    def feed(self, chunk: str, *, final: bool = False) -> list[dict[str, Any]]:
+        """The steps completed by ``chunk`` (by the end of the answer, with ``final``)."""
+        self.text += chunk
+        code = answer_code(self.text)
+        lines = code.split("\n")
+        if not final:
+            # the last line may still be written; a statement ends where a later one starts
+            complete = len(lines) - 1
+            while complete > 0 and not _starts_statement(lines[complete]):
+                complete -= 1
+            code = "\n".join(lines[:complete])
+        try:
+            data = parse_python_plan(code, signatures=self.signatures)
+        except PlanInvalid:
+            return []  # a statement being written, or a problem the whole answer will report
+        steps: list[dict[str, Any]] = data["steps"]
+        new = steps[self.told :]
+        self.told = len(steps)
+        return new
+
+
+def _starts_statement(line: str) -> bool:
+    """Whether ``line`` begins a new top-level statement (not a continuation, an ``else``, a
+    comment or a closing bracket)."""
+    if not line or line[0].isspace() or line.startswith(("#", ")", "]", "}")):
+        return False
+    return not line.startswith(("else", "elif"))

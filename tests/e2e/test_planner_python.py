@@ -1,0 +1,115 @@
+"""The planner's Python format (``TOOLPLAN_PLAN_FORMAT=python``) through the real ChatOpenAI
+client and the local OpenAI-compatible server: the catalog goes out as Python signatures with no
+schema, the model's text comes back as statements (read, never run), each told while the answer
+streams; a statement outside the plan language goes back to the model as its own text with the
+line and column; an answer of comments only declines."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import Cli
+from tests.support.fake_openai import FakeOpenAIServer, Reply
+from toolplan.client import Toolplan
+from toolplan.config import Settings
+from toolplan.planning.context import PlannerContext
+from toolplan.planning.planner import PlanningFailed, create_plan
+from toolplan.planning.progress import PlanningEvent
+
+pytestmark = [pytest.mark.e2e]
+
+QUERY = "Create author Bob (bob@test.com) and a post by him titled 'Tips' about testing"
+
+ANSWER = """```python
+author = createAuthor(name="Bob", email="bob@test.com")
+blog = createBlog(authorId=author["_id"], title="Tips", content=f"testing, by {author['name']}")
+```"""
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAIServer]:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("TOOLPLAN_LLM_RETRIES", "0")
+    monkeypatch.setenv("TOOLPLAN_TOOLS", "blog")
+    monkeypatch.setenv("TOOLPLAN_PLAN_FORMAT", "python")
+    monkeypatch.delenv("TOOLPLAN_MODEL", raising=False)
+    monkeypatch.delenv("TOOLPLAN_STRUCTURED_METHOD", raising=False)
+    with FakeOpenAIServer(api_key="sk-test") as llm:
+        monkeypatch.setenv("OPENAI_BASE_URL", llm.base_url)
+        yield llm
+
+
+def planner(tmp_path: Path, **kwargs: Any) -> PlannerContext:
+    settings = Settings.from_env().with_overrides(store_uri=f"sqlite:///{tmp_path / 'tp.db'}")
+    return Toolplan(settings=settings).planner_context(**kwargs)
+
+
+def system_prompt(request: dict[str, Any]) -> str:
+    return next(m["content"] for m in request["messages"] if m["role"] == "system")
+
+
+async def test_the_plan_is_python_calls_read_and_never_run(
+    server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    server.script([Reply.content(ANSWER, usage=(500, 40)).with_(pieces=30)])
+    events: list[PlanningEvent] = []
+    outcome = await create_plan(QUERY, planner(tmp_path, listener=events.append))
+    assert outcome.ref.status == "planned" and outcome.llm_calls == 1
+    assert outcome.plan["steps"][1]["parameters"] == {
+        "authorId": "{{author._id}}",
+        "title": "Tips",
+        "content": "testing, by {{author.name}}",
+    }
+    (request,) = server.requests
+    assert "tools" not in request and "response_format" not in request
+    prompt = system_prompt(request)
+    assert "def createAuthor(name: str, email: str)" in prompt
+    assert "Write only Python statements" in prompt
+    # each statement is told while the answer streams, before it is complete
+    steps = [e for e in events if e.kind == "step"]
+    assert [e.step["tool"] for e in steps if e.step] == ["createAuthor", "createBlog"]
+    assert steps[0].tokens is not None and steps[0].tokens < 30
+    record = outcome.ref.plan_id
+    stored = planner(tmp_path).store.get_plan(record)
+    assert stored is not None and stored.meta["planSchema"] == "python"
+    assert stored.meta["promptVersion"] == "planner-python-v1"
+
+
+async def test_a_statement_outside_the_language_goes_back_as_the_models_own_text(
+    server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    wrong = 'import os\nauthor = createAuthor("Bob", "bob@test.com", "extra")\n'
+    server.script([Reply.content(wrong), Reply.content(ANSWER)])
+    outcome = await create_plan(QUERY, planner(tmp_path))
+    assert outcome.ref.status == "planned" and outcome.llm_calls == 2
+    repair = server.requests[1]["messages"][-1]["content"]
+    assert wrong.strip() in repair  # its own text, not a rewritten plan
+    assert "line 1, column 1: import is not part of the plan language" in repair
+    assert "line 2, column 46: createAuthor takes 2 arguments (name, email)" in repair
+
+
+async def test_an_answer_of_comments_only_declines(
+    server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    server.script([Reply.content("# no function can convert currencies")])
+    with pytest.raises(PlanningFailed) as failed:
+        await create_plan("Convert 5 EUR to JPY", planner(tmp_path))
+    assert "no function can convert currencies" in str(failed.value)
+
+
+def test_cli_runs_a_python_planned_query(cli_llm: Cli, llm: FakeOpenAIServer) -> None:
+    cli_llm.env["TOOLPLAN_PLAN_FORMAT"] = "python"
+    llm.script([Reply.content(ANSWER)])
+    done = cli_llm("run", QUERY, "--no-answer", "--json")
+    assert done.code == 0, done.stderr
+    result = done.json()
+    assert result["status"] == "succeeded"
+    assert [step["tool"] for step in result["steps"]] == ["createAuthor", "createBlog"]
+    bad = cli_llm.env | {"TOOLPLAN_PLAN_FORMAT": "yaml"}
+    cli_llm.env = bad
+    refused = cli_llm("run", QUERY, "--no-answer")
+    assert refused.code == 2 and "TOOLPLAN_PLAN_FORMAT" in refused.stderr
