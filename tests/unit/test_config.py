@@ -45,6 +45,7 @@ SAMPLES: dict[str, tuple[str, Callable[[Settings], Any], Any]] = {
     "TOOLPLAN_MODEL": ("openai:gpt-4o", lambda s: s.planner.model, "openai:gpt-4o"),
     "TOOLPLAN_MAX_REPAIRS": ("4", lambda s: s.planner.max_repairs, 4),
     "TOOLPLAN_CONFIDENCE_THRESHOLD": ("0.7", lambda s: s.planner.confidence_threshold, 0.7),
+    "TOOLPLAN_PLAN_FORMAT": ("python", lambda s: s.planner.plan_format, "python"),
     "TOOLPLAN_STRUCTURED_METHOD": (
         "json_schema",
         lambda s: s.planner.structured_method,
@@ -102,6 +103,8 @@ def test_settings_read_every_documented_environment_variable() -> None:
         Settings.from_env({"TOOLPLAN_GRAPH_CHECKPOINTS": "maybe"})
     with pytest.raises(InvalidInput, match="TOOLPLAN_LLM_MAX_TOKENS=0 must be at least 1"):
         Settings.from_env({"TOOLPLAN_LLM_MAX_TOKENS": "0"})
+    with pytest.raises(InvalidInput, match="TOOLPLAN_PLAN_FORMAT='yaml'; use json or python"):
+        Settings.from_env({"TOOLPLAN_PLAN_FORMAT": "yaml"})
     with pytest.raises(InvalidInput, match="use function_calling or json_schema"):
         Settings.from_env({"TOOLPLAN_STRUCTURED_METHOD": "xml"})
     with pytest.raises(InvalidInput, match="TOOLPLAN_PLAN_REUSE must be off, exact or parametric"):
