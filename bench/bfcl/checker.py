@@ -12,15 +12,17 @@ removed afterwards, so nothing else in the process sees it.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import types
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 from bench.bfcl.data import BfclMissing, Entry
 
-__all__ = ["Verdict", "check", "reference_answer"]
+__all__ = ["Verdict", "check", "reference_answer", "standing_in"]
 
 _MODEL_CONFIG = "bfcl_eval.constants.model_config"
 MODEL_NAME = "toolplan-bench"
@@ -37,25 +39,33 @@ class _AnyModel(dict[str, _Config]):
         return _Config()
 
 
-@cache
-def _checker() -> tuple[Any, Any]:
-    """``(ast_checker, Language)`` from the installed wheel."""
+@contextlib.contextmanager
+def standing_in() -> Iterator[None]:
+    """The stand-in model config in place while the wheel's modules are imported."""
     stand_in = types.ModuleType(_MODEL_CONFIG)
     stand_in.MODEL_CONFIG_MAPPING = _AnyModel()  # type: ignore[attr-defined]
     previous = sys.modules.get(_MODEL_CONFIG)
     sys.modules[_MODEL_CONFIG] = stand_in
     try:
-        from bfcl_eval.constants.enums import Language
-        from bfcl_eval.eval_checker.ast_eval.ast_checker import ast_checker
-    except ModuleNotFoundError as error:
-        if error.name and error.name.startswith("bfcl_eval"):
-            raise BfclMissing() from None
-        raise
+        yield
     finally:
         if previous is None:
             sys.modules.pop(_MODEL_CONFIG, None)
         else:
             sys.modules[_MODEL_CONFIG] = previous
+
+
+@cache
+def _checker() -> tuple[Any, Any]:
+    """``(ast_checker, Language)`` from the installed wheel."""
+    try:
+        with standing_in():
+            from bfcl_eval.constants.enums import Language
+            from bfcl_eval.eval_checker.ast_eval.ast_checker import ast_checker
+    except ModuleNotFoundError as error:
+        if error.name and error.name.startswith("bfcl_eval"):
+            raise BfclMissing() from None
+        raise
     return ast_checker, Language
 
 

@@ -23,7 +23,7 @@ import statistics
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from bench.bfcl.checker import Verdict, check
@@ -35,9 +35,14 @@ from toolplan.errors import ToolplanError
 
 __all__ = ["CONTESTANTS", "Attempt", "run_entries", "summarize"]
 
-Contestant = Literal["toolplan", "native", "text"]
-CONTESTANTS: tuple[Contestant, ...] = ("toolplan", "native", "text")
-"""Columns of the summary, in order."""
+Contestant = Literal["toolplan", "python", "prompting", "native", "text"]
+CONTESTANTS: tuple[Contestant, ...] = ("toolplan", "python", "prompting", "native", "text")
+"""Columns of the summary, in order. ``python`` is toolplan's planner writing Python
+(``TOOLPLAN_PLAN_FORMAT=python``); ``prompting`` is BFCL's prompting mode
+(:mod:`bench.bfcl.prompting`)."""
+
+PLANNERS: tuple[Contestant, ...] = ("toolplan", "python")
+"""The contestants that are toolplan's planner (in its JSON and Python formats)."""
 
 NATIVE_MAX_TOKENS = 1024
 """Output limit of the native call: far above any right answer here, and it bounds a runaway."""
@@ -165,6 +170,32 @@ async def _native(entry: Entry, box: Toolbox, model: Any) -> tuple[Attempt, Atte
     return native, lenient
 
 
+async def _prompting(entry: Entry, model: Any) -> Attempt:
+    """BFCL's prompting mode: its system prompt, a plain call, its decoder."""
+    from bench.bfcl.prompting import decode_answer, system_prompt
+
+    messages = [{"role": m["role"], "content": m["content"]} for m in entry.messages]
+    prompt = system_prompt(entry.functions)
+    if messages and messages[0]["role"] == "system":  # as BFCL does: its prompt first
+        messages[0] = {"role": "system", "content": prompt + "\n\n" + messages[0]["content"]}
+    else:
+        messages.insert(0, {"role": "system", "content": prompt})
+    started = time.perf_counter()
+    reply = await model.ainvoke(messages)
+    seconds = time.perf_counter() - started
+    text = reply.content if isinstance(reply.content, str) else json.dumps(reply.content)
+    calls = decode_answer(text)
+    usage = reply.usage_metadata or {}
+    detail = {
+        "usage": {
+            "inputTokens": usage.get("input_tokens", 0),
+            "outputTokens": usage.get("output_tokens", 0),
+        },
+        "reply": text[:2000],
+    }
+    return Attempt(calls, check(entry, calls), seconds, detail)
+
+
 async def run_entries(
     entries: Iterable[Entry],
     settings: Settings,
@@ -175,14 +206,23 @@ async def run_entries(
     """Answer and score every entry, one at a time (a local server has one slot); returns the
     per-entry rows (``id``, ``category``, one object per contestant run)."""
     chosen = set(contestants)
-    model = native_model(settings) if chosen & {"native", "text"} else None
+    model = native_model(settings) if chosen & {"native", "text", "prompting"} else None
+    formats = {
+        "toolplan": settings,
+        "python": replace(settings, planner=replace(settings.planner, plan_format="python")),
+    }
     rows = []
     for entry in entries:
         box = Toolbox.of(entry.functions)
         row: dict[str, Any] = {"id": entry.id, "category": entry.category, "query": entry.query}
-        if "toolplan" in chosen:
-            row["toolplan"] = (await _plan(entry, box, settings)).to_json()
-        if model is not None:
+        for planner in PLANNERS:
+            if planner in chosen:
+                row[planner] = (await _plan(entry, box, formats[planner])).to_json()
+        if "prompting" in chosen:
+            assert model is not None
+            row["prompting"] = (await _prompting(entry, model)).to_json()
+        if chosen & {"native", "text"}:
+            assert model is not None
             native, lenient = await _native(entry, box, model)
             row["native"], row["text"] = native.to_json(), lenient.to_json()
         rows.append(row)
@@ -216,11 +256,17 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
                 "medianInputTokens": _median(
                     [a["usage"]["inputTokens"] for a in answers if a.get("usage")]
                 ),
+                "medianOutputTokens": _median(
+                    [a["usage"]["outputTokens"] for a in answers if a.get("usage")]
+                ),
             }
-        if "toolplan" in per:
-            planned = [r["toolplan"] for r in mine if "toolplan" in r]
-            per["toolplan"]["answers"] = _answer_lengths(planned)
-            per["toolplan"]["declined"] = sum(a.get("errorKind") == "PlanDeclined" for a in planned)
+        for planner in PLANNERS:
+            if planner in per:
+                planned = [r[planner] for r in mine if planner in r]
+                per[planner]["answers"] = _answer_lengths(planned)
+                per[planner]["declined"] = sum(
+                    a.get("errorKind") == "PlanDeclined" for a in planned
+                )
         categories[category] = {
             "entries": len(mine),
             "set": "tuning" if category in TUNING_CATEGORIES else "test",
@@ -252,28 +298,47 @@ def _answer_lengths(answers: list[dict[str, Any]]) -> dict[str, Any]:
 def markdown(summary: dict[str, Any]) -> str:
     """The summary as tables: right answers per category and contestant, then the failures
     by BFCL's error type."""
+    shown = [c for c in CONTESTANTS if any(c in data for data in summary.values())]
+    titles = {
+        "toolplan": "toolplan (JSON plan)",
+        "python": "toolplan (Python plan)",
+        "prompting": "BFCL prompting mode",
+        "native": "native tool calls",
+        "text": "native reply read leniently",
+    }
     lines = [
-        "| category | set | n | toolplan | native tool calls | native reply read leniently |",
-        "|---|---|---|---|---|---|",
+        "| category | set | n | " + " | ".join(titles[c] for c in shown) + " |",
+        "|---|---|---|" + "---|" * len(shown),
     ]
     for category, data in summary.items():
-        cells = [
-            f"{data[c]['correct']}/{data[c]['entries']}" if c in data else "-" for c in CONTESTANTS
-        ]
+        cells = [f"{data[c]['correct']}/{data[c]['entries']}" if c in data else "-" for c in shown]
         lines.append(
             f"| {category} | {data['set']} | {data['entries']} | " + " | ".join(cells) + " |"
         )
+    lines += ["", "Cost (medians per entry: output tokens, input tokens, seconds):", ""]
+    lines += ["| category | " + " | ".join(titles[c] for c in shown) + " |"]
+    lines += ["|---|" + "---|" * len(shown)]
+    for category, data in summary.items():
+        cells = [
+            f"{data[c]['medianOutputTokens']} / {data[c]['medianInputTokens']} / "
+            f"{data[c]['medianSeconds']} s"
+            if c in data
+            else "-"
+            for c in shown
+        ]
+        lines.append(f"| {category} | " + " | ".join(cells) + " |")
     declined = {
-        c: d["toolplan"]["declined"]
+        (c, planner): d[planner]["declined"]
         for c, d in summary.items()
-        if d.get("toolplan", {}).get("declined")
+        for planner in PLANNERS
+        if d.get(planner, {}).get("declined")
     }
     if declined:
         lines += ["", "Requests the planner declined (no tool does what was asked):", ""]
-        lines += ["| category | declined | right to (irrelevance) |", "|---|---|---|"]
-        for category, n in declined.items():
+        lines += ["| category | planner | declined | right to (irrelevance) |", "|---|---|---|---|"]
+        for (category, planner), n in declined.items():
             right = n if category in IRRELEVANCE_CATEGORIES else 0
-            lines.append(f"| {category} | {n} | {right} |")
+            lines.append(f"| {category} | {titles[planner]} | {n} | {right} |")
     lines += ["", "Failures by BFCL error type:", ""]
     lines += ["| category | contestant | failures |", "|---|---|---|"]
     for category, data in summary.items():
@@ -286,7 +351,7 @@ def markdown(summary: dict[str, Any]) -> str:
         c: d["toolplan"]["answers"]
         for c, d in summary.items()
         if "answers" in d.get("toolplan", {})
-    }
+    }  # the JSON planner's, which its output limit is sized against
     if lengths:
         lines += ["", "Planner answers (output tokens; the limit is sized against these):", ""]
         lines += [

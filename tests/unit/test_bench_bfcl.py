@@ -130,7 +130,16 @@ def _run_one(
     for name, value in {**settings, **env}.items():
         monkeypatch.setenv(name, value)
     return main(
-        ["--categories", "simple_python", "--ids", "simple_python_1", "--out", str(tmp_path)]
+        [
+            "--categories",
+            "simple_python",
+            "--ids",
+            "simple_python_1",
+            "--only",
+            "toolplan,native,text",
+            "--out",
+            str(tmp_path),
+        ]
     )
 
 
@@ -233,7 +242,9 @@ def test_a_declined_request_is_counted_and_wrong_where_a_call_was_due(
     assert row["toolplan"]["valid"] is False and row["toolplan"]["errorKind"] == "PlanDeclined"
     counts = json.loads((tmp_path / "summary.json").read_text())["categories"]["simple_python"]
     assert counts["toolplan"]["declined"] == 1
-    assert "| simple_python | 1 | 0 |" in (tmp_path / "summary.md").read_text()
+    assert (
+        "| simple_python | toolplan (JSON plan) | 1 | 0 |" in (tmp_path / "summary.md").read_text()
+    )
 
 
 def test_summarize_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
@@ -277,3 +288,50 @@ def test_a_row_says_what_the_planner_changed_in_the_answer(
     assert row["toolplan"]["valid"] is True
     assert row["toolplan"]["mergedSteps"] == {"b": "a"}
     assert "unaskedSteps" not in row["toolplan"]
+
+
+def test_the_python_planner_and_bfcls_prompting_mode_are_contestants(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--only python,prompting``: toolplan's planner writing Python, and BFCL's own prompting
+    mode (its system prompt, its decoder), scored by the same checker, with their costs."""
+
+    def answer(request: dict[str, Any]) -> Reply:
+        system = request["messages"][0]["content"]
+        if "You are an expert in composing functions" in system:  # BFCL's prompt
+            return Reply.content("[math.factorial(number=5)]", usage=(300, 9))
+        assert "tools" not in request and "response_format" not in request
+        assert "def math_factorial(number: int)" in system  # the catalog as Python
+        return Reply.content("fact = math_factorial(number=6)", usage=(200, 8))
+
+    with FakeOpenAIServer(api_key="unused") as server:
+        server.script([answer, answer])
+        for name, value in {
+            "OPENAI_BASE_URL": server.base_url,
+            "OPENAI_API_KEY": "unused",
+            "TOOLPLAN_MODEL": "openai:gpt-4o-mini",
+            "TOOLPLAN_LLM_RETRIES": "0",
+            "TOOLPLAN_MAX_REPAIRS": "0",
+        }.items():
+            monkeypatch.setenv(name, value)
+        code = main(
+            [
+                "--categories",
+                "simple_python",
+                "--ids",
+                "simple_python_1",
+                "--only",
+                "python,prompting",
+                "--out",
+                str(tmp_path),
+            ]
+        )
+    assert code == 0
+    (row,) = [json.loads(line) for line in (tmp_path / "entries.jsonl").read_text().splitlines()]
+    assert row["python"]["calls"] == [{"math.factorial": {"number": 6}}]
+    assert row["python"]["valid"] is False  # 6! is not what was asked
+    assert row["prompting"]["calls"] == [{"math.factorial": {"number": 5}}]
+    assert row["prompting"]["valid"] is True
+    table = (tmp_path / "summary.md").read_text()
+    assert "| category | set | n | toolplan (Python plan) | BFCL prompting mode |" in table
+    assert "| simple_python | 8 / 200 / " in table and " | 9 / 300 / " in table
