@@ -34,7 +34,7 @@ from toolplan.engine.toolcall import (
     normalize_output,
     without_surrogates,
 )
-from toolplan.errors import TemplateError, Unavailable
+from toolplan.errors import TemplateError, ToolOutputInvalid, Unavailable
 from toolplan.plans.json_schema import inline_refs
 from toolplan.plans.plan import Plan, Step
 from toolplan.plans.templates import resolve
@@ -178,7 +178,9 @@ class StepRunner:
         try:
             async with asyncio.timeout(timeout):
                 output = await invoke_tool(tool, arguments, config, fast=self._fast_calls)
-                return normalize_output(output)
+                return normalize_output(output, tool=tool.name)
+        except ToolOutputInvalid as error:  # the tool ran: calling it again repeats its effect
+            raise AttemptFailed(without_surrogates(error.message), kind="invalid_output") from None
         except ToolException as error:
             raise AttemptFailed(
                 without_surrogates(f"tool {tool.name!r} reported an error: {error}"),
