@@ -8,10 +8,11 @@ count how often a tool ran: an output the record cannot hold must not make it ru
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import ToolException, tool
+from typing_extensions import TypedDict
 
 from tests.support.tools import _log
 

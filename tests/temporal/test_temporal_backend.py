@@ -455,7 +455,10 @@ MAP_AND_BRANCH = {
             "forEach": ["x", "bad"],
             "parameters": {"key": "{{$item}}"},
         },
-        {"id": "when_true", "tool": "echo", "when": "{{each[2].key}}", "parameters": {"value": 1}},
+        {"id": "when_true", "tool": "echo", "when": "{{each[2]}}", "parameters": {"value": 1}},
+        # Text is no yes/no: skipped (condition-not-boolean), a dependent with it, as in-process.
+        {"id": "when_text", "tool": "echo", "when": "{{each[2].key}}", "parameters": {"value": 3}},
+        {"id": "after_text", "tool": "echo", "parameters": {"value": "{{when_text}}"}},
         {
             "id": "when_false",
             "tool": "echo",
@@ -507,6 +510,9 @@ async def test_a_map_and_a_branch_run_as_in_process_each_item_an_activity(
         "condition",
     )
     assert result.step("after_false").reason == "condition"
+    assert [
+        (result.step(s).status, result.step(s).reason) for s in ("when_text", "after_text")
+    ] == [("skipped", "condition-not-boolean")] * 2
     assert result.step("some_bad").error.startswith("item 1 of 2 failed")  # type: ignore[union-attr]
     keys = sorted(c["key"] for c in log() if c["step"] == "each")
     assert keys == sorted(
