@@ -121,7 +121,7 @@ def store(tmp_path: Path) -> SqliteStore:
 
 @pytest.fixture
 def catalog() -> ToolCatalog:
-    return load_tool_modules(["blog", "tests.support.tools"])
+    return load_tool_modules(["blog", "tests.support.tools", "tests.support.odd_outputs"])
 
 
 @pytest.fixture
@@ -221,6 +221,44 @@ async def test_steps_end_as_in_the_in_process_engine(
 
     again = await execute_stored_plan(ref.plan_id, temporal_ctx(store, catalog, temporal_settings))
     assert again.to_json() == result.to_json()  # finished: returned as stored, nothing runs
+
+
+ODD_OUTPUTS = {
+    "steps": [
+        {"id": "nan", "tool": "not_a_number", "parameters": {}},
+        {"id": "png", "tool": "raw_bytes", "parameters": {}, "maxAttempts": 3},
+        {
+            "id": "each",
+            "tool": "huge_integer",
+            "forEach": [1, 2],
+            "parameters": {},
+            "maxAttempts": 3,
+        },
+    ]
+}
+
+
+async def test_outputs_the_record_cannot_hold_fail_once_on_temporal_as_in_process(
+    worker: None,
+    store: SqliteStore,
+    catalog: ToolCatalog,
+    temporal_settings: TemporalSettings,
+    log: Callable[[], list[dict[str, Any]]],
+) -> None:
+    local = submit_plan(ODD_OUTPUTS, store=store, catalog=catalog, max_steps=50)
+    in_process = await execute_stored_plan(
+        local.plan_id, ExecutionContext(store=store, catalog=catalog, options=OPTIONS)
+    )
+    ref = submit_plan(ODD_OUTPUTS, store=store, catalog=catalog, max_steps=50)
+    result = await execute_stored_plan(ref.plan_id, temporal_ctx(store, catalog, temporal_settings))
+    assert outcomes(result) == outcomes(in_process)
+    assert result.step("nan").output == {"ratio": None, "high": None, "low": None, "ok": 1.5}
+    png = result.step("png")
+    assert (png.status, png.attempts) == ("failed", 1)
+    assert "returned an output the record cannot hold: bytes" in (png.error or "")
+    assert [(i.status, i.attempts) for i in result.step("each").items or []] == [("failed", 1)] * 2
+    called = [c["step"] for c in log() if c["key"].startswith(ref.plan_id)]
+    assert sorted(called) == ["each", "each", "nan", "png"]  # nothing ran twice
 
 
 async def test_an_adaptive_timeout_from_history_applies_on_temporal(
