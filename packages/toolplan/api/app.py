@@ -3,8 +3,9 @@
 
 Layers, outermost first: the catch-all that turns any unhandled exception into a JSON
 ``INTERNAL_ERROR`` (:class:`~toolplan.api.errors.CatchAll`), the bearer-token check (or, without a
-token, a loopback ``Host`` check), the body-size limit, then strawberry's GraphQL view, whose schema extensions enforce the document
-limits and whose results pass through :func:`toolplan.api.errors.present_errors`.
+token, a loopback ``Host`` check), the body-size limit, then strawberry's GraphQL view, whose
+schema extensions enforce the document limits and whose results pass through
+:func:`toolplan.api.errors.present_errors`.
 """
 
 from __future__ import annotations

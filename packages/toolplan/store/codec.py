@@ -90,15 +90,16 @@ def _digits(number: int) -> int:
 _SAFE_BITS = int(MAX_INT_DIGITS / math.log10(2))
 """An integer of at most this many bits has at most :data:`MAX_INT_DIGITS` digits."""
 
-_Path = tuple[Any, str] | None
-"""Where a value is: (the path of its container, its own key as ``.key`` or ``[index]``)."""
+_Path = tuple[Any, Any, bool] | None
+"""Where a value is: (the path of its container, its key or index, whether it is a key). Built
+as a linked list and spelled out only for a message."""
 
 
 def _where(path: _Path) -> str:
     steps: list[str] = []
     while path is not None:
-        path, step = path
-        steps.append(step)
+        path, key, named = path
+        steps.append(f".{key}" if named else f"[{key}]")
     if not steps:
         return ""
     shown = "output" + "".join(reversed(steps))
@@ -109,7 +110,7 @@ def _where(path: _Path) -> str:
 
 def storable(value: Any) -> Any:
     """``value`` as a record holds it: NaN and ±Infinity become ``None``, UTF-8 bytes text.
-    Raises :class:`Unstorable` naming the first value that cannot be held, and where: bytes that
+    Raises :class:`Unstorable` naming a value that cannot be held, and where: bytes that
     are not UTF-8 text, an integer of more than :data:`MAX_INT_DIGITS` digits, or nesting deeper
     than :data:`MAX_DEPTH` levels.
 
@@ -145,10 +146,10 @@ def storable(value: Any) -> Any:
                 )
             if isinstance(item, dict):
                 copy: Any = dict.fromkeys(item)
-                stack.extend((v, depth + 1, (path, f".{k}"), copy, k) for k, v in item.items())
+                stack.extend((v, depth + 1, (path, k, True), copy, k) for k, v in item.items())
             else:
                 copy = [None] * len(item)
-                stack.extend((v, depth + 1, (path, f"[{i}]"), copy, i) for i, v in enumerate(item))
+                stack.extend((v, depth + 1, (path, i, False), copy, i) for i, v in enumerate(item))
             item = copy
         into[key] = item
     return result[0]
