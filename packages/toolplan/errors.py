@@ -33,6 +33,7 @@ __all__ = [
     "TemplateError",
     "TemporalUnavailable",
     "ToolFailure",
+    "ToolOutputInvalid",
     "ToolplanError",
     "ToolsUnavailable",
     "Unavailable",
@@ -132,6 +133,12 @@ class TemplateError(ToolFailure):
 
 class StepTimeout(ToolFailure):
     """A tool call exceeded its step's timeout and was cancelled."""
+
+
+class ToolOutputInvalid(ToolFailure):
+    """A tool returned an output the record cannot hold (bytes that are not text, an integer
+    longer than JSON readers take, nesting too deep). The tool ran, so its step fails once and is
+    never retried: a retry would repeat the tool's side effect for the same refusal."""
 
 
 # --- infrastructure -----------------------------------------------------------------------------

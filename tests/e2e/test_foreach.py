@@ -199,7 +199,7 @@ def test_a_map_then_a_branch_on_its_result(cli: Cli) -> None:
             {
                 "id": "report",
                 "tool": "echo",
-                "when": "{{each[4].label}}",
+                "when": "{{each}}",  # a list: "if there were items" (text is no yes/no)
                 "parameters": {"value": "last was {{each[4].label}}"},
             },
         ]

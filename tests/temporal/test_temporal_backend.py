@@ -121,7 +121,7 @@ def store(tmp_path: Path) -> SqliteStore:
 
 @pytest.fixture
 def catalog() -> ToolCatalog:
-    return load_tool_modules(["blog", "tests.support.tools"])
+    return load_tool_modules(["blog", "tests.support.tools", "tests.support.odd_outputs"])
 
 
 @pytest.fixture
@@ -221,6 +221,44 @@ async def test_steps_end_as_in_the_in_process_engine(
 
     again = await execute_stored_plan(ref.plan_id, temporal_ctx(store, catalog, temporal_settings))
     assert again.to_json() == result.to_json()  # finished: returned as stored, nothing runs
+
+
+ODD_OUTPUTS = {
+    "steps": [
+        {"id": "nan", "tool": "not_a_number", "parameters": {}},
+        {"id": "png", "tool": "raw_bytes", "parameters": {}, "maxAttempts": 3},
+        {
+            "id": "each",
+            "tool": "huge_integer",
+            "forEach": [1, 2],
+            "parameters": {},
+            "maxAttempts": 3,
+        },
+    ]
+}
+
+
+async def test_outputs_the_record_cannot_hold_fail_once_on_temporal_as_in_process(
+    worker: None,
+    store: SqliteStore,
+    catalog: ToolCatalog,
+    temporal_settings: TemporalSettings,
+    log: Callable[[], list[dict[str, Any]]],
+) -> None:
+    local = submit_plan(ODD_OUTPUTS, store=store, catalog=catalog, max_steps=50)
+    in_process = await execute_stored_plan(
+        local.plan_id, ExecutionContext(store=store, catalog=catalog, options=OPTIONS)
+    )
+    ref = submit_plan(ODD_OUTPUTS, store=store, catalog=catalog, max_steps=50)
+    result = await execute_stored_plan(ref.plan_id, temporal_ctx(store, catalog, temporal_settings))
+    assert outcomes(result) == outcomes(in_process)
+    assert result.step("nan").output == {"ratio": None, "high": None, "low": None, "ok": 1.5}
+    png = result.step("png")
+    assert (png.status, png.attempts) == ("failed", 1)
+    assert "returned an output the record cannot hold: bytes" in (png.error or "")
+    assert [(i.status, i.attempts) for i in result.step("each").items or []] == [("failed", 1)] * 2
+    called = [c["step"] for c in log() if c["key"].startswith(ref.plan_id)]
+    assert sorted(called) == ["each", "each", "nan", "png"]  # nothing ran twice
 
 
 async def test_an_adaptive_timeout_from_history_applies_on_temporal(
@@ -455,7 +493,10 @@ MAP_AND_BRANCH = {
             "forEach": ["x", "bad"],
             "parameters": {"key": "{{$item}}"},
         },
-        {"id": "when_true", "tool": "echo", "when": "{{each[2].key}}", "parameters": {"value": 1}},
+        {"id": "when_true", "tool": "echo", "when": "{{each[2]}}", "parameters": {"value": 1}},
+        # Text is no yes/no: skipped (condition-not-boolean), a dependent with it, as in-process.
+        {"id": "when_text", "tool": "echo", "when": "{{each[2].key}}", "parameters": {"value": 3}},
+        {"id": "after_text", "tool": "echo", "parameters": {"value": "{{when_text}}"}},
         {
             "id": "when_false",
             "tool": "echo",
@@ -507,6 +548,9 @@ async def test_a_map_and_a_branch_run_as_in_process_each_item_an_activity(
         "condition",
     )
     assert result.step("after_false").reason == "condition"
+    assert [
+        (result.step(s).status, result.step(s).reason) for s in ("when_text", "after_text")
+    ] == [("skipped", "condition-not-boolean")] * 2
     assert result.step("some_bad").error.startswith("item 1 of 2 failed")  # type: ignore[union-attr]
     keys = sorted(c["key"] for c in log() if c["step"] == "each")
     assert keys == sorted(

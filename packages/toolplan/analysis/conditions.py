@@ -1,13 +1,20 @@
-"""Conditions a planner wrote on a value that is not a yes/no: checked for model-written plans.
+"""Conditions on a value that is not a yes/no.
 
-``"when": "{{cpu.current}}"`` is valid (a number is falsy only when it is 0), runs, and is almost
-never what "if CPU is above 80%" meant: any load but exactly 0 opens the incident. A small model
-writes it when it skips the tool that compares. A string is the same (any non-empty text is
-true). So a ``when`` on a declared number or string is refused at planning time, with a repair
+**Text, for every plan** (:func:`check_text_conditions`, part of
+:func:`toolplan.analysis.dag.analyze`): a ``when`` on a declared string is refused before anything
+runs. Text is never read as true or false at run time (the step is skipped, reason
+``condition-not-boolean``: :func:`toolplan.engine.items.condition_holds`), because a tool that
+answers ``"false"`` or ``"no"`` in text, as MCP tools do, would otherwise let a guarded side effect
+through; a plan that can only end that way is wrong, and the validator says so.
+
+**Numbers, for model-written plans** (:func:`check_conditions`): ``"when": "{{cpu.current}}"`` is
+valid (a number is falsy only when it is 0), runs, and is almost never what "if CPU is above 80%"
+meant: any load but exactly 0 opens the incident. A small model writes it when it skips the tool
+that compares. So the planner refuses a ``when`` on a declared number or string, with a repair
 message that says to compare first; lists, objects, booleans and values of unknown type pass.
-
-Hand-written plans are not checked here: a person who conditions on a count ("if any errors")
-means it. Only the planner runs this check, as it runs :mod:`toolplan.analysis.grounding`.
+Hand-written plans are not checked for numbers: a person who conditions on a count ("if any
+errors") means it. Only the planner runs that check, as it runs
+:mod:`toolplan.analysis.grounding`.
 """
 
 from __future__ import annotations
@@ -18,13 +25,40 @@ from toolplan.errors import ValidationIssue
 from toolplan.plans.plan import Plan
 from toolplan.tools.catalog import ToolCatalog
 
-__all__ = ["check_conditions"]
+__all__ = ["check_conditions", "check_text_conditions"]
 
 _NOT_YES_NO = {"number": "a number", "integer": "a number", "string": "text"}
 
 
+def check_text_conditions(plan: Plan, catalog: ToolCatalog) -> list[ValidationIssue]:
+    """One issue per ``when`` whose template names a declared string (every plan)."""
+    issues = []
+    for step in plan.steps:
+        text = step.condition
+        template = whole_template(text) if text is not None else None
+        if template is None or template.is_loop:
+            continue
+        schema = declared_schema(plan, catalog, template)
+        if schema is None or schema_kind(schema) != "string":
+            continue
+        comparing = _comparing_tools(catalog)
+        suggestion = f" (e.g. {', '.join(map(repr, comparing[:3]))})" if comparing else ""
+        issues.append(
+            ValidationIssue(
+                "condition",
+                f"step {step.id!r}: when {template.text!r} is text, not a yes/no value: text is "
+                "never read as true or false, so the step would never run; return a boolean from "
+                f"{template.step!r}'s tool and use it, or add a step whose tool compares the "
+                f"text{suggestion} and use that step's yes/no output as the condition",
+                step.id,
+            )
+        )
+    return issues
+
+
 def check_conditions(plan: Plan, catalog: ToolCatalog) -> list[ValidationIssue]:
-    """One issue per ``when`` whose template names a declared number or string."""
+    """One issue per ``when`` whose template names a declared number or string (model-written
+    plans; a string is refused for every plan by :func:`check_text_conditions` as well)."""
     issues = []
     for step in plan.steps:
         text = step.condition

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from toolplan.analysis.conditions import check_text_conditions
 from toolplan.analysis.control_flow import check_control_flow, control_references
 from toolplan.analysis.types import check_template_types
 from toolplan.errors import PlanInvalid, ValidationIssue
@@ -383,6 +384,7 @@ def analyze(
             )
 
     issues.extend(check_template_types(plan, catalog))
+    issues.extend(check_text_conditions(plan, catalog))
 
     # Dependency graph over the steps that exist (unknown references are reported above).
     dependencies = {

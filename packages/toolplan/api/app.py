@@ -1,9 +1,11 @@
 """The ASGI application behind ``toolplan serve``: ``/graphql`` with GraphiQL, the plan page
 (``/ui/plans``, :mod:`toolplan.api.ui`), auth and limits.
 
-Layers, outermost first: bearer-token check (or, without a token, a loopback ``Host`` check),
-the body-size limit, then strawberry's GraphQL view, whose schema extensions enforce the document
-limits and whose results pass through :func:`toolplan.api.errors.present_errors`.
+Layers, outermost first: the catch-all that turns any unhandled exception into a JSON
+``INTERNAL_ERROR`` (:class:`~toolplan.api.errors.CatchAll`), the bearer-token check (or, without a
+token, a loopback ``Host`` check), the body-size limit, then strawberry's GraphQL view, whose
+schema extensions enforce the document limits and whose results pass through
+:func:`toolplan.api.errors.present_errors`.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from strawberry.types import ExecutionResult
 
 from toolplan.api.auth import BearerAuth, LoopbackHostOnly
 from toolplan.api.context import ApiContext
-from toolplan.api.errors import ErrorCode, present_errors, send_error
+from toolplan.api.errors import CatchAll, ErrorCode, present_errors, send_error
 from toolplan.api.limits import BodySizeLimit
 from toolplan.api.schema import build_schema
 from toolplan.api.settings import ApiSettings
@@ -36,6 +38,7 @@ from toolplan.api.ui import ui_routes
 from toolplan.client import Toolplan
 from toolplan.config import Settings
 from toolplan.store import Store
+from toolplan.store.codec import finite
 from toolplan.tools.catalog import ToolCatalog
 
 __all__ = ["GRAPHQL_PATH", "create_app"]
@@ -98,6 +101,14 @@ class _GraphQLView(GraphQL[ApiContext, None]):
             )
         return parsed
 
+    def encode_json(self, data: object) -> str:
+        """Strict JSON, which every client parses: a NaN or ±Infinity that reached a response (a
+        store handing back what an older version wrote) is ``null``, never ``NaN``."""
+        try:
+            return json.dumps(data, allow_nan=False)
+        except ValueError:
+            return json.dumps(finite(data), allow_nan=False)
+
     async def process_result(
         self, request: Request, result: ExecutionResult
     ) -> GraphQLHTTPResponse:
@@ -144,7 +155,11 @@ def create_app(
     guard = Middleware(BearerAuth, token=api.token) if api.token else Middleware(LoopbackHostOnly)
     app = Starlette(
         routes=[Route(GRAPHQL_PATH, view, methods=["GET", "POST"]), *ui_routes(context)],
-        middleware=[guard, Middleware(BodySizeLimit, max_bytes=api.max_body_bytes)],
+        middleware=[
+            Middleware(CatchAll),  # outermost: whatever escapes is still a JSON error
+            guard,
+            Middleware(BodySizeLimit, max_bytes=api.max_body_bytes),
+        ],
         lifespan=lifespan,
     )
     app.state.toolplan = context

@@ -4,6 +4,8 @@
 already names the ID or field and says how to fix it) goes to the client with a code from
 :data:`ERROR_CODES`. Any other exception is a bug: the client gets ``INTERNAL_ERROR`` with a
 generic message and a reference, and the server log gets the traceback under the same reference.
+An exception that escapes every route and middleware reaches :class:`CatchAll`, which answers
+the same way: the API never answers a plain-text 500.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from toolplan.errors import (
     Unavailable,
 )
 
-__all__ = ["ERROR_CODES", "ErrorCode", "error_code", "present_errors", "send_error"]
+__all__ = ["ERROR_CODES", "CatchAll", "ErrorCode", "error_code", "present_errors", "send_error"]
 
 logger = logging.getLogger("toolplan.api")
 
@@ -158,12 +160,21 @@ def present_errors(errors: list[GraphQLError]) -> list[GraphQLError]:
 
 
 async def send_error(
-    send: Any, status: int, code: ErrorCode, message: str, *headers: tuple[bytes, bytes]
+    send: Any,
+    status: int,
+    code: ErrorCode,
+    message: str,
+    *headers: tuple[bytes, bytes],
+    reference: str | None = None,
 ) -> None:
     """Answer an HTTP request from ASGI middleware (auth, size limits) with a GraphQL-shaped
-    JSON error: ``{"data": null, "errors": [{"message", "extensions": {"code"}}]}``."""
+    JSON error: ``{"data": null, "errors": [{"message", "extensions": {"code"}}]}`` (and the
+    log's ``reference`` of an internal error)."""
+    extensions: dict[str, str] = {"code": code}
+    if reference is not None:
+        extensions["reference"] = reference
     body = json.dumps(
-        {"data": None, "errors": [{"message": message, "extensions": {"code": code}}]}
+        {"data": None, "errors": [{"message": message, "extensions": extensions}]}
     ).encode("utf-8")
     await send(
         {
@@ -177,3 +188,42 @@ async def send_error(
         }
     )
     await send({"type": "http.response.body", "body": body})
+
+
+class CatchAll:
+    """ASGI middleware around the whole app: an exception no route or middleware handled becomes
+    a JSON ``INTERNAL_ERROR`` (status 500) with a reference, and the server log gets its
+    traceback once, under that reference. Without it Starlette answers a plain-text 500 (which
+    the plan page and GraphQL clients cannot read) and the server logs the traceback again.
+
+    When the response had already started (a stream), nothing more can be sent: the error is
+    logged and the response ends there."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def watched(message: Any) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watched)
+        except Exception as error:
+            reference = secrets.token_hex(4)
+            logger.error(
+                "unexpected error in %s %s (reference %s)",
+                scope.get("method"),
+                scope.get("path"),
+                reference,
+                exc_info=(type(error), error, error.__traceback__),
+            )
+            if not started:
+                message = INTERNAL_MESSAGE.format(reference=reference)
+                await send_error(send, 500, "INTERNAL_ERROR", message, reference=reference)

@@ -158,7 +158,9 @@ class ExecutionStepType:
     )
     reason: str | None = strawberry.field(
         default=None,
-        description="On a skipped step: condition when a when condition decided it, not a failure.",
+        description="On a skipped step: condition when a when condition decided it, not a "
+        "failure; condition-not-boolean when a when condition (its own or a dependency's) "
+        "resolved to text, which is not a yes/no value, so the step did not run.",
     )
     items: JSON | None = strawberry.field(
         default=None,
@@ -382,7 +384,8 @@ class StepEventType:
     )
     reason: str | None = strawberry.field(
         default=None,
-        description="On skipped: condition when a when condition decided it, not a failure.",
+        description="On skipped: condition when a when condition decided it, not a failure; "
+        "condition-not-boolean when it resolved to text, which is not a yes/no value.",
     )
     arguments: JSON | None = strawberry.field(
         default=None,

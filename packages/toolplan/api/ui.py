@@ -35,6 +35,7 @@ from toolplan.errors import InvalidInput, ToolplanError
 from toolplan.plans.ids import is_valid_id
 from toolplan.service.listing import DEFAULT_LIMIT, LISTED_STATUSES, page_json, recent_plans
 from toolplan.service.plan_view import plan_view
+from toolplan.store.codec import dumps
 
 __all__ = ["ASSETS", "ui_routes"]
 
@@ -86,6 +87,9 @@ async def _json(call: Callable[[], Any]) -> Response:
     error shape with its code, anything else as ``INTERNAL_ERROR`` with a logged reference."""
     try:
         data = await asyncio.to_thread(call)
+        # Encoded here, inside the try: strict JSON (a NaN a store handed back is null), and a
+        # value that cannot be encoded is this route's INTERNAL_ERROR, not a plain-text 500.
+        body = dumps(data).encode("utf-8")
     except ToolplanError as error:
         code = error_code(error)
         return _error(_STATUS.get(code, 500), code, error.message)
@@ -93,7 +97,7 @@ async def _json(call: Callable[[], Any]) -> Response:
         reference = secrets.token_hex(4)
         logger.exception("unexpected error in %s (reference %s)", UI_DATA_PATH, reference)
         return _error(500, "INTERNAL_ERROR", INTERNAL_MESSAGE.format(reference=reference))
-    return JSONResponse(data, headers=_HEADERS)
+    return Response(body, media_type="application/json", headers=_HEADERS)
 
 
 def _limit(text: str | None) -> int:

@@ -22,6 +22,7 @@ from toolplan.plans.templates import Template, to_text
 from toolplan.store.protocol import ItemRecord
 
 __all__ = [
+    "ConditionNotBoolean",
     "MapResult",
     "MapStart",
     "condition_holds",
@@ -30,6 +31,11 @@ __all__ = [
     "run_items",
     "unfinished_items",
 ]
+
+
+class ConditionNotBoolean(Exception):
+    """A ``when`` resolved to text, which is not a yes/no value: the message names the condition
+    and the value. The step is skipped, reason ``condition-not-boolean`` (it fails closed)."""
 
 
 def _lookup(text: str, outputs: Mapping[str, Any]) -> Any:
@@ -44,11 +50,22 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+def _not_yes_no(shown: str, template: str, value: str) -> ConditionNotBoolean:
+    return ConditionNotBoolean(
+        f"skipped: condition {shown} is not a yes/no value: {template} is the text "
+        f"{_shown(value)} (text is never read as true or false, so the step did not run); make "
+        "the tool return a boolean, or compare in a step whose tool returns one"
+    )
+
+
 def condition_holds(step: Step, outputs: Mapping[str, Any]) -> tuple[bool, str]:
     """Whether ``step``'s ``when`` holds, and the message recorded when it does not.
 
-    JSON ``false``, ``null``, ``0``, ``""``, ``[]`` and ``{}`` are falsy, anything else truthy.
-    Raises :class:`~toolplan.errors.TemplateError` when the template cannot be resolved.
+    JSON ``false``, ``null``, ``0``, ``[]`` and ``{}`` are falsy, other numbers, lists, objects
+    and ``true`` truthy. Text is neither: ``"false"``, ``"no"`` or ``"0"`` from a tool that
+    answers in text (as MCP tools do) must not let a guarded step through, so a condition that
+    resolves to a string raises :class:`ConditionNotBoolean` (the step does not run). Raises
+    :class:`~toolplan.errors.TemplateError` when the template cannot be resolved.
     """
     when = step.when
     if when is None:
@@ -57,11 +74,16 @@ def condition_holds(step: Step, outputs: Mapping[str, Any]) -> tuple[bool, str]:
         return when, "skipped: its condition is the literal false"
     if isinstance(when, Not):
         value = _lookup(when.template, outputs)
+        shown = f'{{"not": {when.template!r}}}'
+        if isinstance(value, str):
+            raise _not_yes_no(shown, when.template, value)
         return not value, (
-            f'skipped: condition {{"not": {when.template!r}}} was false '
-            f"({when.template} is {_shown(value)}, which is truthy)"
+            f"skipped: condition {shown} was false ({when.template} is {_shown(value)}, which is "
+            "truthy)"
         )
     value = _lookup(when, outputs)
+    if isinstance(value, str):
+        raise _not_yes_no(repr(when), when, value)
     return bool(value), f"skipped: condition {when!r} was false ({when} is {_shown(value)})"
 
 

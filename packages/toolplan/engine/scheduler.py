@@ -3,7 +3,8 @@
 There are no waves or superstep barriers: a step never waits for unrelated siblings. Completions
 arrive on one queue (O(1) per event), so large plans stay cheap to schedule. Failures fail
 forward: the failed step's transitive dependents are skipped, independent steps continue. A step
-skipped by its ``when`` condition has its dependents skipped for the same reason.
+skipped by its ``when`` condition (false, or text that is no yes/no) has its dependents skipped
+for the same reason.
 
 The concurrency limit is a :class:`Slots` object that a step's items share with the steps: a
 ``forEach`` step lends its own slot to its items and each item holds one while it runs, so
@@ -38,7 +39,8 @@ class StepOutcome:
     """For a skipped step: the failed (or denied) step, or the step whose condition was false,
     it traces back to."""
     reason: SkipReason | None = None
-    """``condition``: skipped by a ``when`` condition (its own or a dependency's), not a failure."""
+    """``condition``: skipped by a ``when`` condition (its own or a dependency's), not a failure;
+    ``condition-not-boolean``: a ``when`` that resolved to text (its own or a dependency's)."""
 
 
 RunStep = Callable[[str], Awaitable[StepOutcome]]
@@ -154,6 +156,9 @@ async def schedule(
         if outcomes[root].reason == "condition":
             cause = outcomes[root].cause or root
             message = f"skipped because the condition of {cause!r} was false"
+        elif outcomes[root].reason == "condition-not-boolean":
+            cause = outcomes[root].cause or root
+            message = f"skipped because the condition of {cause!r} is not a yes/no value"
         else:
             cause = root if outcomes[root].status in _STOPPED else _cause_of(root)
             if outcomes.get(cause, _PENDING).status == "denied":

@@ -21,7 +21,7 @@ from toolplan.engine.cache import cache_key, cache_ttl_of
 from toolplan.engine.effects import EarlierEffect
 from toolplan.engine.foreach import ForEachRunner
 from toolplan.engine.inputs import StepInputs
-from toolplan.engine.items import condition_holds
+from toolplan.engine.items import ConditionNotBoolean, condition_holds
 from toolplan.engine.policies import ExecutionOptions
 from toolplan.engine.recorder import Recorder
 from toolplan.engine.scheduler import Slots, StepOutcome
@@ -34,7 +34,7 @@ from toolplan.engine.toolcall import (
     normalize_output,
     without_surrogates,
 )
-from toolplan.errors import TemplateError, Unavailable
+from toolplan.errors import TemplateError, ToolOutputInvalid, Unavailable
 from toolplan.plans.json_schema import inline_refs
 from toolplan.plans.plan import Plan, Step
 from toolplan.plans.templates import resolve
@@ -178,7 +178,9 @@ class StepRunner:
         try:
             async with asyncio.timeout(timeout):
                 output = await invoke_tool(tool, arguments, config, fast=self._fast_calls)
-                return normalize_output(output)
+                return normalize_output(output, tool=tool.name)
+        except ToolOutputInvalid as error:  # the tool ran: calling it again repeats its effect
+            raise AttemptFailed(without_surrogates(error.message), kind="invalid_output") from None
         except ToolException as error:
             raise AttemptFailed(
                 without_surrogates(f"tool {tool.name!r} reported an error: {error}"),
@@ -287,8 +289,9 @@ class StepRunner:
 
     async def check_condition(self, step_id: str) -> StepOutcome | None:
         """Evaluate ``step_id``'s ``when`` (its dependencies succeeded): ``None`` when it holds
-        (or there is none); else the step is recorded skipped, reason ``condition``, and that
-        outcome returned. A condition that cannot be resolved fails the step."""
+        (or there is none); else the step is recorded skipped, reason ``condition`` (or
+        ``condition-not-boolean`` when it resolved to text), and that outcome returned. A
+        condition that cannot be resolved fails the step."""
         step = self._steps[step_id]
         if step.when is None:
             return None
@@ -296,6 +299,10 @@ class StepRunner:
             holds, message = condition_holds(step, await self.inputs.outputs_for(step))
         except TemplateError as error:
             return await self.finish(step, "failed", 0, time.monotonic(), error=str(error))
+        except ConditionNotBoolean as error:  # text is no yes/no: fail closed, never run
+            message = str(error)
+            await self.recorder.skipped(step.id, step.tool, message, reason="condition-not-boolean")
+            return StepOutcome("skipped", error=message, reason="condition-not-boolean")
         if holds:
             return None
         await self.recorder.skipped(step.id, step.tool, message, reason="condition")

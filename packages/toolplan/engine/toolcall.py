@@ -32,6 +32,9 @@ from langchain_core.tools.base import _get_runnable_config_param
 from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
+from toolplan.errors import ToolOutputInvalid
+from toolplan.store.codec import Unstorable, storable
+
 __all__ = [
     "AttemptFailed",
     "FailureKind",
@@ -108,27 +111,70 @@ def without_surrogates(value: Any) -> Any:
     return json.loads(_SURROGATE.sub("\ufffd", text))
 
 
-def normalize_output(value: Any) -> Any:
-    """Tool output as JSON: objects are kept; strings holding a JSON object or list are parsed.
-    Lone surrogates become U+FFFD."""
+def _as_json(value: Any) -> Any:
+    """Tool output as JSON types: objects are kept; strings holding a JSON object or list are
+    parsed; pydantic models dumped; anything else converted by pydantic (``str()`` as a last
+    resort)."""
     if isinstance(value, str):
         stripped = value.strip()
         if stripped[:1] in ("{", "["):
             try:
                 parsed = json.loads(stripped)
             except (ValueError, RecursionError):
-                return without_surrogates(value)
+                return value
             if isinstance(parsed, dict | list):
-                return without_surrogates(parsed)
-        return without_surrogates(value)
+                return parsed
+        return value
     if isinstance(value, BaseModel):
-        return without_surrogates(value.model_dump(mode="json"))
-    return without_surrogates(to_jsonable_python(value, fallback=str))
+        return value.model_dump(mode="json")
+    return to_jsonable_python(value, fallback=str)
 
 
-FailureKind = Literal["tool_error", "invalid_arguments", "timeout", "exception"]
+def normalize_output(value: Any, *, tool: str | None = None) -> Any:
+    """Tool output as JSON the record can hold: objects are kept; strings holding a JSON object or
+    list are parsed; NaN and ±Infinity become ``null`` (strict JSON, for every reader); lone
+    surrogates become U+FFFD.
+
+    Raises :class:`~toolplan.errors.ToolOutputInvalid` (naming ``tool``) for an output no store
+    can hold, saying why: bytes that are not UTF-8 text, an integer of more than
+    :data:`~toolplan.store.codec.MAX_INT_DIGITS` digits, nesting deeper than
+    :data:`~toolplan.store.codec.MAX_DEPTH` levels. Checked here, once, for every call (a step,
+    a ``forEach`` item, a fallback), before anything is recorded.
+    """
+    try:
+        converted = _as_json(value)
+    except Exception as error:  # pydantic refused it: bytes that are not text, nesting...
+        try:
+            storable(value)  # says why, in the record's terms, when it is one of its limits
+        except Unstorable as why:
+            raise _invalid(str(why), tool) from None
+        raise _invalid(f"it is not JSON ({type(error).__name__}: {error})", tool) from None
+    try:
+        # The common case at C speed: strict JSON already. pydantic's conversion stops at the
+        # record's nesting limit; only a value parsed from text has not been through it.
+        text = json.dumps(converted, ensure_ascii=False, allow_nan=False)
+        if converted is not value and isinstance(value, str):
+            to_jsonable_python(converted)
+    except (ValueError, TypeError, RecursionError):  # NaN, a long integer, deep nesting
+        try:
+            return without_surrogates(storable(converted))
+        except Unstorable as why:
+            raise _invalid(str(why), tool) from None
+    if text.isascii() or not _SURROGATE.search(text):
+        return converted
+    return json.loads(_SURROGATE.sub("\ufffd", text))
+
+
+def _invalid(why: str, tool: str | None) -> ToolOutputInvalid:
+    who = f"tool {tool!r} returned an output" if tool else "the output is one"
+    return ToolOutputInvalid(f"{who} the record cannot hold: {why}", tool=tool)
+
+
+FailureKind = Literal["tool_error", "invalid_arguments", "invalid_output", "timeout", "exception"]
 """Why a tool call failed: the tool reported a business error (``ToolException``), rejected its
-resolved arguments, timed out, or raised anything else. Only the last two are retried."""
+resolved arguments, returned an output the record cannot hold (:func:`normalize_output`), timed
+out, or raised anything else. Only the last two are retried: an invalid output came from a call
+that ran, and would come again."""
 
 
 class AttemptFailed(Exception):

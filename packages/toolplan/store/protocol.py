@@ -123,10 +123,12 @@ TERMINAL_EXECUTION_STATUSES: frozenset[str] = frozenset(
     {"succeeded", "partial", "failed", "cancelled"}
 )
 
-SkipReason = Literal["condition"]
+SkipReason = Literal["condition", "condition-not-boolean"]
 """Why a step was skipped when it was not a failure: ``condition``, its ``when`` was falsy (or
-that of a step it depends on). A plan whose only unsucceeded steps were skipped by a condition
-succeeds."""
+that of a step it depends on); ``condition-not-boolean``, its ``when`` (or a dependency's)
+resolved to text, which is not a yes/no value, so the step did not run (fails closed). A plan
+whose only unsucceeded steps were skipped by a ``condition`` succeeds; one skipped for
+``condition-not-boolean`` makes it partial: the plan could not decide, someone should look."""
 
 CANCELLED_BEFORE_START = "cancelled before it started"
 """The error recorded on a step that had not started when its execution was cancelled."""

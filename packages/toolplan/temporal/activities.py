@@ -73,6 +73,7 @@ from toolplan.temporal.messages import (
     StepResult,
     StepSpec,
     lease_owner,
+    skip_reason,
     workflow_id,
 )
 from toolplan.tools.catalog import ToolCatalog
@@ -471,7 +472,7 @@ class PlanActivities:
                     skip.step_id,
                     plan.step(skip.step_id).tool,
                     skip.reason,
-                    reason="condition" if skip.kind == "condition" else None,
+                    reason=skip_reason(skip.kind),
                 )
             finally:
                 await asyncio.to_thread(recorder.close)

@@ -9,10 +9,12 @@ small whatever the tools return, and the store stays the one record users read.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import get_args
 
 from toolplan.engine.approval import current_user
 from toolplan.engine.policies import ExecutionOptions, RetryPolicy, TimeoutPolicy
 from toolplan.execution.lease import ENGINE_HOLDER_PREFIX
+from toolplan.store.protocol import SkipReason
 
 __all__ = [
     "DECIDED_SIGNAL",
@@ -29,6 +31,7 @@ __all__ = [
     "StepResult",
     "StepSpec",
     "lease_owner",
+    "skip_reason",
     "workflow_id",
 ]
 
@@ -217,7 +220,8 @@ class StepResult:
     status: str
     error: str | None = None
     reason: str | None = None
-    """``condition`` for a step skipped by its condition."""
+    """For a step skipped by its condition: ``condition`` or ``condition-not-boolean``
+    (:data:`~toolplan.store.SkipReason`)."""
 
 
 @dataclass(frozen=True)
@@ -239,7 +243,16 @@ class SkipCall:
     reason: str
     """The message recorded."""
     kind: str | None = None
-    """``condition`` when a condition decided it (:data:`~toolplan.store.SkipReason`)."""
+    """``condition`` or ``condition-not-boolean`` when a condition decided it
+    (:data:`~toolplan.store.SkipReason`)."""
+
+
+def skip_reason(text: str | None) -> SkipReason | None:
+    """The skip reason a message carries as text (messages are plain data), ``None`` for none."""
+    for reason in get_args(SkipReason):
+        if text == reason:
+            return reason
+    return None
 
 
 @dataclass(frozen=True)

@@ -55,6 +55,7 @@ with workflow.unsafe.imports_passed_through():
         SkipCall,
         StepCall,
         StepResult,
+        skip_reason,
     )
 
 __all__ = [
@@ -250,7 +251,7 @@ class PlanWorkflow:
                 return StepOutcome(
                     checked.status,  # type: ignore[arg-type]
                     error=checked.error,
-                    reason="condition" if checked.reason == "condition" else None,
+                    reason=skip_reason(checked.reason),
                 )
         if spec.for_each:
             return await self._run_map(run, call, spec, timeouts)
