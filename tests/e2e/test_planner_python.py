@@ -68,7 +68,9 @@ async def test_the_plan_is_python_calls_read_and_never_run(
     assert "tools" not in request and "response_format" not in request
     prompt = system_prompt(request)
     assert "def createAuthor(name: str, email: str)" in prompt
-    assert "Write only Python statements" in prompt
+    assert (
+        "Write only Python statements" in prompt and "function_name(argument_name=value)" in prompt
+    )
     # each statement is told while the answer streams, before it is complete
     steps = [e for e in events if e.kind == "step"]
     assert [e.step["tool"] for e in steps if e.step] == ["createAuthor", "createBlog"]
@@ -76,7 +78,7 @@ async def test_the_plan_is_python_calls_read_and_never_run(
     record = outcome.ref.plan_id
     stored = planner(tmp_path).store.get_plan(record)
     assert stored is not None and stored.meta["planSchema"] == "python"
-    assert stored.meta["promptVersion"] == "planner-python-v1"
+    assert stored.meta["promptVersion"] == "planner-python-v2"
 
 
 async def test_a_statement_outside_the_language_goes_back_as_the_models_own_text(
