@@ -32,6 +32,7 @@ __all__ = [
     "DEFAULT_MODEL",
     "DEFAULT_TOOL_MODULES",
     "DEFAULT_TYPED_SCHEMA_MAX_TOOLS",
+    "PlannerRewrites",
     "PlannerSettings",
     "Settings",
     "StructuredMethod",
@@ -53,6 +54,11 @@ DEFAULT_MODEL = "openai:gpt-4o-mini"
 
 StructuredMethod = Literal["function_calling", "json_schema"]
 """How the plan is requested: tool calling (widest support) or strict ``json_schema``."""
+PlannerRewrites = Literal["format", "all", "none"]
+"""Which rules may change the model's plan after it is written (:mod:`toolplan.planning.rewrites`):
+``format`` (the default) only those that change no meaning (a fence around the JSON, ``null`` for
+an optional argument); ``all`` the heuristic ones too (they drop, merge, batch or rewrite steps and
+values); ``none`` not even the format ones: the plan is validated as the model wrote it."""
 PlanReuse = ReuseMode
 """Plan reuse before planning a query (:mod:`toolplan.analysis.reuse`)."""
 
@@ -90,6 +96,7 @@ class _PlannerVariables(Variables):
     prompts_dir: str | None = None
     llm_max_tokens: int | None = None
     typed_schema_max_tools: int | None = None
+    rewrites: PlannerRewrites | None = Field(None, validation_alias="TOOLPLAN_PLANNER_REWRITES")
 
 
 @dataclass(frozen=True)
@@ -122,6 +129,9 @@ class PlannerSettings:
     """Catalogs with more tools are planned with the generic schema (parameters as a JSON
     string) instead of the catalog-typed one; 0 always uses the generic schema
     (``TOOLPLAN_TYPED_SCHEMA_MAX_TOOLS``)."""
+    rewrites: PlannerRewrites = "format"
+    """Which rules may change the model's plan after it is written: ``format``, ``all`` or
+    ``none`` (``TOOLPLAN_PLANNER_REWRITES``; :mod:`toolplan.planning.rewrites`)."""
 
     def __post_init__(self) -> None:
         if self.llm_max_tokens is not None and self.llm_max_tokens < 1:
@@ -134,6 +144,11 @@ class PlannerSettings:
             raise InvalidInput(
                 f"TOOLPLAN_STRUCTURED_METHOD={self.structured_method!r}; "
                 "use function_calling or json_schema"
+            )
+        if self.rewrites not in ("format", "all", "none"):
+            raise InvalidInput(
+                f"TOOLPLAN_PLANNER_REWRITES={self.rewrites!r}; use format (the default: only "
+                "rewrites that change no meaning), all (the heuristic ones too) or none"
             )
 
     @classmethod
