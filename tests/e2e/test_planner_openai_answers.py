@@ -612,3 +612,31 @@ async def test_calls_of_a_tool_that_waits_for_approval_are_not_batched(
     assert [s["id"] for s in outcome.plan["steps"]] == ["sp", "dow"]
     record = ctx.store.get_plan(outcome.ref.plan_id)
     assert record is not None and "batchedSteps" not in record.meta
+
+
+# -- the repair speaks of the model's own answer (issue 43) ----------------------------------------
+
+
+@pytest.mark.usefixtures("all_rewrites")
+async def test_a_repair_names_the_steps_as_the_model_wrote_them_not_as_rewritten(
+    llm: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    """``b`` repeats ``a`` and is merged into it, so ``{{b.city}}`` became ``{{a.city}}``; the
+    rewritten plan is still invalid, and the model is told of ``{{b.city}}``, which it wrote,
+    beside its own answer."""
+    sucrose = {"compound": "C12H22O11"}
+    first = plan(
+        step("a", "weigh", sucrose),
+        step("b", "weigh", sucrose),
+        step("c", "ship", {"to": {"city": "{{b.city}}"}}),
+    )
+    fixed = plan(step("a", "weigh", sucrose), step("c", "ship", {"to": {"city": "Berlin"}}))
+    llm.script([Reply.structured(first), Reply.structured(fixed)])
+    ctx = make_context(tmp_path, catalog=WEIGH)
+    outcome = await create_plan("Weigh sucrose, then ship a parcel to Berlin", ctx)
+    assert outcome.llm_calls == 2 and outcome.changes == []
+    repair = str(llm.requests[1]["messages"][-1]["content"])
+    answer, problems = repair.split("Problems:")
+    assert '"{{b.city}}"' in answer and '"id": "b"' in answer  # its own text
+    assert "'{{b.city}}'" in problems and "step 'b' (weigh)" in problems
+    assert "{{a.city}}" not in repair

@@ -7,7 +7,9 @@
 
 The model writes the whole plan in one structured-output call, in the catalog-typed schema (or the
 generic one: :mod:`toolplan.planning.schema`). Its answer is read leniently where that is safe
-(:mod:`toolplan.planning.parsing`); the dependency-analysis node is the engine's validator
+(:mod:`toolplan.planning.parsing`), and changed after that only by the rules of the rewrite
+pipeline that ``TOOLPLAN_PLANNER_REWRITES`` lets run (:mod:`toolplan.planning.rewrites`: the
+format ones by default), each change recorded; the dependency-analysis node is the engine's validator
 (:func:`toolplan.analysis.dag.analyze`), and every problem of every step goes back to the model in one
 repair round. Invalid plans are never stored. An answer with no steps at all is the model saying
 that no tool does what the request asks (the prompt tells it to answer so, and why, in
@@ -244,7 +246,7 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
         tell("planning", calls, usage)
 
     def step_seen(step: dict[str, Any], count: int, tokens: int) -> None:
-        shown = _shown_step(step, ctx.catalog)
+        shown = _shown_step(step, ctx)
         tell("step", calls, usage, step=shown, steps=count, tokens=tokens)
 
     stream = AnswerStream(step_seen, enabled=ctx.stream, max_steps=ctx.max_steps)
@@ -327,10 +329,11 @@ def read_answer(payload: Any, ctx: PlannerContext) -> PlanReading:
     return read_plan(payload, ctx.catalog, rewrites=ctx.rewrites)
 
 
-def _shown_step(step: dict[str, Any], catalog: Any) -> dict[str, Any]:
+def _shown_step(step: dict[str, Any], ctx: PlannerContext) -> dict[str, Any]:
     """A step of the answer being written, as it will be read (parameters given as a JSON
-    string parsed, fillers dropped): ``id``, ``tool``, ``parameters``."""
-    read = read_plan({"steps": [step]}, catalog).data
+    string parsed, the format rules applied): ``id``, ``tool``, ``parameters``."""
+    # a JSON step from the streamed answer (:mod:`.partial`), read as the whole answer will be
+    read = read_plan({"steps": [step]}, ctx.catalog, rewrites=ctx.rewrites).data
     steps = read["steps"] if read is not None else []
     found = steps[0] if steps else step
     parameters = found.get("parameters")

@@ -213,7 +213,7 @@ def _field_changes(
     for key in dict.fromkeys([*before, *after]):
         if key == "parameters" and isinstance(before.get(key), dict):
             changes += _argument_changes(rule, step_id, before[key], after.get(key))
-        elif before.get(key) != after.get(key):
+        elif (key in before, before.get(key)) != (key in after, after.get(key)):
             was = shown(before[key]) if key in before else "none"
             now = shown(after[key]) if key in after else "dropped"
             changes.append(Change(rule, step_id, f"{key} {was}", now))
