@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import Cli
+from tests.e2e.conftest import ON_BOTH_STORES, Cli
 from tests.support.fake_openai import FakeOpenAIServer, Reply
 
 PLAN_FORMATS = ["json"]
@@ -111,6 +111,7 @@ def calls(steps: list[dict[str, Any]]) -> list[tuple[str, str, dict[str, Any]]]:
     return [(s["id"], s["tool"], s["parameters"]) for s in steps]
 
 
+@ON_BOTH_STORES
 @pytest.mark.parametrize("plan_format", PLAN_FORMATS)
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_by_default_the_plan_is_stored_and_run_as_the_model_wrote_it(
@@ -185,3 +186,29 @@ def test_none_reads_the_answer_as_written_and_format_records_what_it_changed(
     assert strict.code == 0, strict.stderr
     assert strict.json()["llmCalls"] == 2 and strict.json()["changes"] == []
     assert "units" in str(llm.requests[-1]["messages"][-1]["content"])
+
+
+@pytest.mark.parametrize("plan_format", PLAN_FORMATS)
+def test_the_agent_run_carries_and_prints_the_changes(
+    asked: Cli, llm: FakeOpenAIServer, plan_format: str
+) -> None:
+    """``toolplan run "QUERY"`` (the agent graph): each plan version carries its changes, and
+    they are printed as the plan is made; none by default."""
+    fahrenheit = CASES[-1]
+    answer = Reply.structured({"action": "answer", "answer": "71.6 °F in Boston."})
+    llm.script([reply(plan_format, fahrenheit.plan()), answer])
+    plain = asked("run", fahrenheit.query, "--json")
+    assert plain.code == 0, plain.stderr
+    assert [p["changes"] for p in plain.json()["plans"]] == [[]]
+
+    asked.env["TOOLPLAN_PLANNER_REWRITES"] = "all"
+    llm.script([reply(plan_format, fahrenheit.plan()), answer])
+    changed = asked("run", fahrenheit.query, "--json", "--no-reuse")
+    assert changed.code == 0, changed.stderr
+    (version,) = changed.json()["plans"]
+    assert version["changes"] == [
+        {"rule": "unstated", "step": "w", "before": 'argument units "imperial"', "after": "dropped"}
+    ]
+    llm.script([reply(plan_format, fahrenheit.plan()), answer])
+    printed = asked("run", fahrenheit.query, "--no-reuse")
+    assert printed.code == 0 and fahrenheit.old in printed.stderr, printed.stderr
