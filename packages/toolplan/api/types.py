@@ -432,7 +432,7 @@ class PlanningEventType:
         description="planning (the first call is made), step (the streamed answer has one more "
         "step: step, steps, tokens), repairing (problem, problems), retrying (maxTokens: the "
         "answer stopped at the output limit), answered (steps: null when no plan was read) or "
-        "rewritten (changes: the plan about to be stored, and what the rewrite rules changed)."
+        "rewritten (changes: the plan was stored; what the rewrite rules changed in the answer)."
     )
     model: str = strawberry.field(description="The provider:model planning.")
     attempt: int = strawberry.field(description="1 for the first plan, 2 for the first repair...")

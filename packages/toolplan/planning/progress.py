@@ -30,7 +30,7 @@ more step (only when it is streamed: :mod:`toolplan.planning.streaming`; a step 
 by the answer of a repair or a retry). ``repairing``: the last answer had problems
 and the model is asked again with them. ``retrying``: the answer stopped at the output limit and
 the same request is asked again with a larger one. ``answered``: an answer came back.
-``rewritten``: the plan about to be stored, with every change the rewrite rules made to the
+``rewritten``: the plan was stored, with every change the rewrite rules made to the
 model's answer (:mod:`toolplan.planning.rewrites`; told even when there is none)."""
 
 
