@@ -556,11 +556,16 @@ def llm(monkeypatch: pytest.MonkeyPatch, servers: ServerFactory) -> Iterator[Fak
         yield fake
 
 
+@pytest.mark.parametrize("rewrites", ["format", "all"])
 def test_a_plans_changes_are_on_the_plan_type(
-    llm: FakeOpenAIServer, servers: ServerFactory, monkeypatch: pytest.MonkeyPatch
+    llm: FakeOpenAIServer,
+    servers: ServerFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    rewrites: str,
 ) -> None:
-    """Issue 43: what the rewrite rules changed in the model's answer is on ``Plan.changes``;
-    a server with ``TOOLPLAN_PLANNER_REWRITES=all`` merges a step written twice, and says so."""
+    """Issue 43: what the rewrite rules changed in the model's answer is on ``Plan.changes``. By
+    default a step written twice stays twice; a server with ``TOOLPLAN_PLANNER_REWRITES=all``
+    merges it, and says so."""
     author = {"name": "Alice", "email": "alice@test.com"}
     twice = {
         "reasoning": "as asked",
@@ -570,14 +575,18 @@ def test_a_plans_changes_are_on_the_plan_type(
         ],
     }
     changes = "query($id: String!) { plan(planId: $id) { steps { id } changes } }"
-    monkeypatch.setenv("TOOLPLAN_PLANNER_REWRITES", "all")
+    monkeypatch.setenv("TOOLPLAN_PLANNER_REWRITES", rewrites)
     client = servers().client()
     try:
         llm.script([Reply.structured(twice)])
-        planned = client.data(CREATE, {"query": "create author Alice"})["createPlanWithRequestId"]
-        plan = client.data(changes, {"id": planned["planId"]})["plan"]
+        query = {"query": "create two authors named Alice"}
+        ref = client.data(CREATE, query)["createPlanWithRequestId"]
+        plan = client.data(changes, {"id": ref["planId"]})["plan"]
     finally:
         client.close()
+    if rewrites == "format":
+        assert plan == {"steps": [{"id": "a"}, {"id": "b"}], "changes": []}
+        return
     assert plan["steps"] == [{"id": "a"}]
     assert plan["changes"] == [
         {
