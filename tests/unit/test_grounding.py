@@ -358,3 +358,22 @@ def test_no_false_refusal_on_bfcl_ground_truth_or_the_projects_own_plans() -> No
     assert own["wrongBatches"] == []
     batched = {r["id"] for row in bfcl.values() for r in row["wrongBatches"]}
     assert len(batched) <= 2, sorted(batched)
+
+
+def test_the_refusal_reads_no_word_list() -> None:
+    """Issue 43: the grounding refusal (and the id-by-name check it runs) imports neither the
+    function words nor the word-matching unasked rule."""
+    import ast
+    import inspect
+
+    from toolplan.analysis import grounding, id_by_name
+
+    for module in (grounding, id_by_name):
+        tree = ast.parse(inspect.getsource(module))
+        imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)} | {
+            alias.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Import)
+            for alias in node.names
+        }
+        assert not imported & {"toolplan.analysis.words", "toolplan.analysis.unasked"}
