@@ -78,6 +78,7 @@ __all__ = [
     "RuleKind",
     "rewrite_answer",
     "rule_runs",
+    "shown",
     "step_changes",
 ]
 
