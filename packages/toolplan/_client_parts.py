@@ -17,6 +17,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Self
 
 from toolplan.config import Settings
+from toolplan.config.settings import PlannerRewrites
 from toolplan.engine.policies import ExecutionOptions
 from toolplan.engine.recorder import EventListener
 from toolplan.execution.context import ExecutionBackend, ExecutionContext, new_worker_id
@@ -54,8 +55,12 @@ class ClientParts:
         settings: Settings | None = None,
         worker_id: str | None = None,
         create_store: bool = True,
+        rewrites: PlannerRewrites | None = None,
     ) -> None:
         self.settings = settings if settings is not None else Settings()
+        if rewrites is not None:  # the argument wins over the settings, as ``model`` does
+            planner = replace(self.settings.planner, rewrites=rewrites)
+            self.settings = replace(self.settings, planner=planner)
         self.create_store = create_store
         """Whether opening a store URI may create it (a new SQLite file); ``False`` for callers
         that only read or cancel: a missing store is then ``InvalidInput`` naming it."""

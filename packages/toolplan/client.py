@@ -72,6 +72,10 @@ class Toolplan(ClientParts):
       so that it can take back a lease its own failed run still holds.
     - ``create_store``: ``False`` to refuse a store URI that names no existing store instead of
       creating it (``toolplan show``, ``list``, ``cancel``).
+    - ``rewrites``: which rules may change the model's plan after it is written: ``"format"``
+      (only those that change no meaning), ``"all"`` (the heuristic ones too) or ``"none"``;
+      default ``settings.planner.rewrites`` (``TOOLPLAN_PLANNER_REWRITES``, ``format``). See
+      :mod:`toolplan.planning.rewrites`.
 
     Its parts (:attr:`store`, :attr:`catalog`, :attr:`backend`, :meth:`catalog_for`,
     :meth:`execution_context`, :meth:`planner_context`), opened on first use, and :meth:`close`

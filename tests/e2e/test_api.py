@@ -556,6 +556,48 @@ def llm(monkeypatch: pytest.MonkeyPatch, servers: ServerFactory) -> Iterator[Fak
         yield fake
 
 
+@pytest.mark.parametrize("rewrites", ["format", "all"])
+def test_a_plans_changes_are_on_the_plan_type(
+    llm: FakeOpenAIServer,
+    servers: ServerFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    rewrites: str,
+) -> None:
+    """Issue 43: what the rewrite rules changed in the model's answer is on ``Plan.changes``. By
+    default a step written twice stays twice; a server with ``TOOLPLAN_PLANNER_REWRITES=all``
+    merges it, and says so."""
+    author = {"name": "Alice", "email": "alice@test.com"}
+    twice = {
+        "reasoning": "as asked",
+        "steps": [
+            {"id": "a", "tool": "createAuthor", "parameters": author, "confidence": 0.9},
+            {"id": "b", "tool": "createAuthor", "parameters": author, "confidence": 0.9},
+        ],
+    }
+    changes = "query($id: String!) { plan(planId: $id) { steps { id } changes } }"
+    monkeypatch.setenv("TOOLPLAN_PLANNER_REWRITES", rewrites)
+    client = servers().client()
+    try:
+        llm.script([Reply.structured(twice)])
+        query = {"query": "create two authors named Alice"}
+        ref = client.data(CREATE, query)["createPlanWithRequestId"]
+        plan = client.data(changes, {"id": ref["planId"]})["plan"]
+    finally:
+        client.close()
+    if rewrites == "format":
+        assert plan == {"steps": [{"id": "a"}, {"id": "b"}], "changes": []}
+        return
+    assert plan["steps"] == [{"id": "a"}]
+    assert plan["changes"] == [
+        {
+            "rule": "duplicates",
+            "step": "b",
+            "before": 'createAuthor(name="Alice", email="alice@test.com")',
+            "after": "merged into 'a'",
+        }
+    ]
+
+
 def test_create_plan_and_add_versions(llm: FakeOpenAIServer, client: GraphQLClient) -> None:
     llm.script([Reply.structured(blog_plan(), usage=(10, 5))])
     first = client.data(CREATE, {"query": QUERY})["createPlanWithRequestId"]
@@ -870,6 +912,7 @@ def test_the_execution_query_shows_a_maps_items_and_a_conditions_skip(
 PLANNING_EVENTS = """subscription($id: String!) {
   planningEvents(requestId: $id) {
     requestId kind model attempt attempts elapsedMs llmCalls usage step steps tokens problem
+    changes
   }
 }"""
 
@@ -900,9 +943,10 @@ def test_run_query_planning_is_followed_live_by_request_id(
     assert not reader.is_alive()
     assert run["requestId"] == own and run["answer"] == "Done."
     events = [p["data"]["planningEvents"] for p in collected[0]]
-    assert [e["kind"] for e in events] == ["planning", "step", "step", "answered"]
+    assert [e["kind"] for e in events] == ["planning", "step", "step", "answered", "rewritten"]
     assert {e["requestId"] for e in events} == {own}
-    planning, first, second, answered = events
+    planning, first, second, answered, rewritten = events
+    assert rewritten["changes"] == [] and answered["changes"] is None  # stored as written
     assert planning["model"] == "openai:gpt-4o-mini" and planning["llmCalls"] == 0
     assert first["step"] == {
         "id": "author",

@@ -57,6 +57,13 @@ def llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAIServer]:
         yield server
 
 
+@pytest.fixture
+def all_rewrites(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every rewrite rule, the heuristic ones too: what the tests of those rules need (by
+    default only the format rules run: issue 43)."""
+    monkeypatch.setenv("TOOLPLAN_PLANNER_REWRITES", "all")
+
+
 def make_context(tmp_path: Path, *, catalog: Any = None, **kwargs: Any) -> PlannerContext:
     settings = Settings.from_env().with_overrides(store_uri=f"sqlite:///{tmp_path / 'tp.db'}")
     return Toolplan(settings=settings, tools=catalog).planner_context(**kwargs)
@@ -106,6 +113,7 @@ async def test_strict_nested_nulls_and_fillers_plan_in_one_call(
 # -- identical duplicates (issue 28: the largest cause of wrong BFCL plans) ---------------------
 
 
+@pytest.mark.usefixtures("all_rewrites")
 async def test_identical_duplicate_steps_are_merged_and_recorded(
     llm: FakeOpenAIServer, tmp_path: Path
 ) -> None:
@@ -131,6 +139,7 @@ async def test_identical_duplicate_steps_are_merged_and_recorded(
     assert record is not None and record.meta["mergedSteps"] == {"c": "a"}
 
 
+@pytest.mark.usefixtures("all_rewrites")
 async def test_a_read_only_repeat_after_its_twin_is_merged_a_side_effect_is_not(
     llm: FakeOpenAIServer, tmp_path: Path
 ) -> None:
@@ -157,6 +166,7 @@ async def test_a_read_only_repeat_after_its_twin_is_merged_a_side_effect_is_not(
 # -- steps that read themselves (the project's query sets, Qwen2.5-Coder-1.5B) -----------------
 
 
+@pytest.mark.usefixtures("all_rewrites")
 async def test_steps_reading_themselves_are_read_as_their_only_meaning(
     llm: FakeOpenAIServer, tmp_path: Path
 ) -> None:
@@ -192,6 +202,7 @@ async def test_steps_reading_themselves_are_read_as_their_only_meaning(
 # -- certain fixes (issue 28: a small model repeats its plan over "did you mean") ---------------
 
 
+@pytest.mark.usefixtures("all_rewrites")
 async def test_a_fix_the_validator_is_certain_of_is_applied_without_a_repair_round(
     llm: FakeOpenAIServer, tmp_path: Path
 ) -> None:
@@ -213,6 +224,7 @@ async def test_a_fix_the_validator_is_certain_of_is_applied_without_a_repair_rou
     assert record.meta["autoFixed"] == ["compare: {{paris.temp}} -> {{paris}}"]
 
 
+@pytest.mark.usefixtures("all_rewrites")
 async def test_problems_left_after_the_certain_fixes_go_to_the_model(
     llm: FakeOpenAIServer, tmp_path: Path
 ) -> None:
@@ -236,6 +248,7 @@ PARIS = "What's the weather in Paris?"
 AUTHOR = {"name": "John Doe", "email": "john@example.org"}  # neither authors nor John asked for
 
 
+@pytest.mark.usefixtures("all_rewrites")
 async def test_an_unasked_step_nothing_needs_is_dropped_without_a_repair_round(
     llm: FakeOpenAIServer, tmp_path: Path
 ) -> None:
@@ -255,6 +268,7 @@ async def test_an_unasked_step_nothing_needs_is_dropped_without_a_repair_round(
     assert record is not None and record.meta["unaskedSteps"] == {"author": "createAuthor"}
 
 
+@pytest.mark.usefixtures("all_rewrites")
 async def test_a_repeat_that_waited_for_an_unasked_step_is_merged_once_it_is_gone(
     llm: FakeOpenAIServer, tmp_path: Path
 ) -> None:
@@ -282,6 +296,7 @@ async def test_a_repeat_that_waited_for_an_unasked_step_is_merged_once_it_is_gon
     assert record.meta["mergedSteps"] == {"again": "paris"}
 
 
+@pytest.mark.usefixtures("all_rewrites")
 async def test_unasked_steps_go_to_the_model_when_dropping_them_would_lose_something(
     llm: FakeOpenAIServer, tmp_path: Path
 ) -> None:
@@ -432,6 +447,7 @@ def shortest_distance(origin: str, destination: str, unit: str = "kilometers") -
 DISTANCE = "Find the shortest driving distance between New York City and Washington D.C."
 
 
+@pytest.mark.usefixtures("all_rewrites")
 async def test_an_optional_value_nobody_stated_is_dropped_and_recorded(
     llm: FakeOpenAIServer, tmp_path: Path
 ) -> None:
@@ -480,6 +496,7 @@ async def test_a_replans_context_states_values_too(llm: FakeOpenAIServer, tmp_pa
     assert outcome.plan["steps"][0]["parameters"] == route
 
 
+@pytest.mark.usefixtures("all_rewrites")
 async def test_a_value_dropped_from_a_step_merged_away_is_recorded_under_the_kept_one(
     llm: FakeOpenAIServer, tmp_path: Path
 ) -> None:
@@ -511,6 +528,7 @@ def analyze_structure(building_id: str, floors: list[int], mode: str = "static")
     return "sound"
 
 
+@pytest.mark.usefixtures("all_rewrites")
 async def test_one_item_calls_are_batched_then_merged_with_the_same_call_and_recorded(
     llm: FakeOpenAIServer, tmp_path: Path
 ) -> None:
@@ -552,6 +570,7 @@ def market_data(indexes: list[str], days: int, region: str = "US") -> dict[str, 
     return {}
 
 
+@pytest.mark.usefixtures("all_rewrites")
 async def test_a_repeat_of_one_items_call_is_merged_before_the_items_are_batched(
     llm: FakeOpenAIServer, tmp_path: Path
 ) -> None:
@@ -593,3 +612,31 @@ async def test_calls_of_a_tool_that_waits_for_approval_are_not_batched(
     assert [s["id"] for s in outcome.plan["steps"]] == ["sp", "dow"]
     record = ctx.store.get_plan(outcome.ref.plan_id)
     assert record is not None and "batchedSteps" not in record.meta
+
+
+# -- the repair speaks of the model's own answer (issue 43) ----------------------------------------
+
+
+@pytest.mark.usefixtures("all_rewrites")
+async def test_a_repair_names_the_steps_as_the_model_wrote_them_not_as_rewritten(
+    llm: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    """``b`` repeats ``a`` and is merged into it, so ``{{b.city}}`` became ``{{a.city}}``; the
+    rewritten plan is still invalid, and the model is told of ``{{b.city}}``, which it wrote,
+    beside its own answer."""
+    sucrose = {"compound": "C12H22O11"}
+    first = plan(
+        step("a", "weigh", sucrose),
+        step("b", "weigh", sucrose),
+        step("c", "ship", {"to": {"city": "{{b.city}}"}}),
+    )
+    fixed = plan(step("a", "weigh", sucrose), step("c", "ship", {"to": {"city": "Berlin"}}))
+    llm.script([Reply.structured(first), Reply.structured(fixed)])
+    ctx = make_context(tmp_path, catalog=WEIGH)
+    outcome = await create_plan("Weigh sucrose, then ship a parcel to Berlin", ctx)
+    assert outcome.llm_calls == 2 and outcome.changes == []
+    repair = str(llm.requests[1]["messages"][-1]["content"])
+    answer, problems = repair.split("Problems:")
+    assert '"{{b.city}}"' in answer and '"id": "b"' in answer  # its own text
+    assert "'{{b.city}}'" in problems and "step 'b' (weigh)" in problems
+    assert "{{a.city}}" not in repair

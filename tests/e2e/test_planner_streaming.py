@@ -78,6 +78,7 @@ async def test_each_step_is_told_while_its_answer_streams(
         "step",
         "step",
         "answered",
+        "rewritten",
     ]
     first, second = events[5], events[6]
     assert first.step == {
@@ -149,7 +150,7 @@ async def test_a_server_that_cannot_stream_is_asked_plainly(
         assert [r.get("stream") for r in llm.requests] == [True, False, False]
         assert ctx.stream is False
         kinds = [e.kind for e in events]
-        assert kinds == ["planning", "answered", "repairing", "answered"]
+        assert kinds == ["planning", "answered", "repairing", "answered", "rewritten"]
 
 
 async def test_a_client_error_while_streaming_is_the_plain_calls_error(
@@ -325,8 +326,10 @@ async def test_the_agent_graph_streams_the_planning_progress(
         )
     ]
     kinds = ["planning", "step", "step", "answered", "repairing", "step", "step", "answered"]
+    kinds.append("rewritten")  # the agent graph's events carry the plan's changes (issue 43)
     assert [(c["event"], c["kind"]) for c in streamed] == [("planning", k) for k in kinds]
     assert streamed[5]["step"]["tool"] == "createAuthor" and streamed[5]["attempt"] == 2
-    assert streamed[-1]["llmCalls"] == 2 and streamed[-1]["steps"] == 2
+    assert streamed[-2]["llmCalls"] == 2 and streamed[-2]["steps"] == 2
+    assert streamed[-1]["changes"] == []
     assert [e.kind for e in heard] == kinds  # the planner's own listener still hears them
     assert ctx.planner.stream is True

@@ -74,6 +74,8 @@ def store(store_uri: str) -> Iterator[Store]:
         {"toolSources": {"modules": ["evil_module"], "mcp": None}},
         {"estimate": {"durationMs": 1}},
         {"reusedFrom": "plan_x", "note": "kept"},
+        # what the planner's rewrite rules changed: shown as the plan's record (issue 43)
+        {"changes": [{"rule": "nulls", "step": "a", "before": "x", "after": "y"}]},
     ],
 )
 def test_python_api_refuses_reserved_meta_keys_and_stores_nothing(

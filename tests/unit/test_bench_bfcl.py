@@ -281,6 +281,7 @@ def test_a_row_says_what_the_planner_changed_in_the_answer(
         "steps": [{"id": "a", **step}, {"id": "b", **step}],  # the same call written twice
         "outputSteps": ["b"],
     }
+    monkeypatch.setenv("TOOLPLAN_PLANNER_REWRITES", "all")  # merges are off by default (issue 43)
     with FakeOpenAIServer(api_key="unused") as server:
         server.script([Reply.structured(twice), Reply.content("5! = 120")])
         assert _run_one(server, monkeypatch, tmp_path) == 0

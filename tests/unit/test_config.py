@@ -62,6 +62,7 @@ SAMPLES: dict[str, tuple[str, Callable[[Settings], Any], Any]] = {
     "TOOLPLAN_MAX_NUMBER_DIGITS": ("20", lambda s: s.limits.max_number_digits, 20),
     "TOOLPLAN_LLM_MAX_TOKENS": ("900", lambda s: s.planner.llm_max_tokens, 900),
     "TOOLPLAN_TYPED_SCHEMA_MAX_TOOLS": ("0", lambda s: s.planner.typed_schema_max_tools, 0),
+    "TOOLPLAN_PLANNER_REWRITES": ("all", lambda s: s.planner.rewrites, "all"),
     "TOOLPLAN_TEMPORAL_ADDRESS": ("h:7233", lambda s: s.temporal.address, "h:7233"),
     "TOOLPLAN_TEMPORAL_NAMESPACE": ("ns", lambda s: s.temporal.namespace, "ns"),
     "TOOLPLAN_TEMPORAL_TASK_QUEUE": ("q", lambda s: s.temporal.task_queue, "q"),
@@ -109,6 +110,8 @@ def test_settings_read_every_documented_environment_variable() -> None:
         Settings.from_env({"TOOLPLAN_STRUCTURED_METHOD": "xml"})
     with pytest.raises(InvalidInput, match="TOOLPLAN_PLAN_REUSE must be off, exact or parametric"):
         Settings.from_env({"TOOLPLAN_PLAN_REUSE": "always"})
+    with pytest.raises(InvalidInput, match="TOOLPLAN_PLANNER_REWRITES='some'"):
+        Settings.from_env({"TOOLPLAN_PLANNER_REWRITES": "some"})
 
 
 PARSED = sorted(

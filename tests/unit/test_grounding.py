@@ -212,7 +212,7 @@ def triangle_area(base: float, height: float) -> float:
             [("t", "check_threshold", {"metric_name": "latency_p95", "threshold": 200})],
         ),
         (
-            "Query CPU usage, then check whether it is above eighty",
+            "Query CPU usage, then check whether it is above 80",
             [
                 ("q", "query_metric", {"name": "cpu_usage"}),
                 ("t", "check_threshold", {"metric_name": "cpu_usage", "threshold": 80}, ["q"]),
@@ -255,9 +255,23 @@ def test_a_replans_context_grounds_the_earlier_results() -> None:
 
 
 def test_numbers_in_text() -> None:
-    grounds = Grounds("a budget of 1,500 at 5% over twelve months, 1e-9 F, \u22121.7 °C")
+    grounds = Grounds("a budget of 1,500 at 5% over 12 months, 1e-9 F, \u22121.7 °C")
     assert all(map(grounds.has_number, [1500, 0.05, 5, 12, 1e-9, -1.7, 0, 1]))
     assert not any(map(grounds.has_number, [34.4, 150, 2]))
+
+
+@pytest.mark.parametrize("said", ["above eighty", "über achtzig", "au-dessus de quatre-vingts"])
+def test_a_number_in_words_is_judged_alike_in_every_language(said: str) -> None:
+    """No language's word list decides whether a plan is valid (issue 43): a number written in
+    words is not read as a number in English either, so a plan is refused, or not, on its
+    structure alone, whatever the language of the request."""
+    assert not Grounds(f"Query CPU usage, then check whether it is {said}").has_number(80)
+    steps = [
+        ("q", "query_metric", {"name": "cpu_usage"}),
+        ("t", "check_threshold", {"metric_name": "cpu_usage", "threshold": 80}, ["q"]),
+    ]
+    (issue,) = check_grounding(plan(*steps), CATALOG, f"CPU usage: is it {said}?")
+    assert issue.step == "t" and "argument 'threshold'" in issue.message
 
 
 def test_id_hints_never_close_a_cycle_or_name_another_kind() -> None:
@@ -344,3 +358,22 @@ def test_no_false_refusal_on_bfcl_ground_truth_or_the_projects_own_plans() -> No
     assert own["wrongBatches"] == []
     batched = {r["id"] for row in bfcl.values() for r in row["wrongBatches"]}
     assert len(batched) <= 2, sorted(batched)
+
+
+def test_the_refusal_reads_no_word_list() -> None:
+    """Issue 43: the grounding refusal (and the id-by-name check it runs) imports neither the
+    function words nor the word-matching unasked rule."""
+    import ast
+    import inspect
+
+    from toolplan.analysis import grounding, id_by_name
+
+    for module in (grounding, id_by_name):
+        tree = ast.parse(inspect.getsource(module))
+        imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)} | {
+            alias.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Import)
+            for alias in node.names
+        }
+        assert not imported & {"toolplan.analysis.words", "toolplan.analysis.unasked"}

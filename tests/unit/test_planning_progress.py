@@ -59,8 +59,9 @@ async def test_planning_and_a_repair_are_told_as_they_happen(tmp_path: Path) -> 
     )
     await create_plan(QUERY, ctx)
     kinds = ["planning", "step", "step", "answered", "repairing", "step", "step", "answered"]
-    assert [e.kind for e in events] == kinds
-    planning, first, repairing, second = (e for e in events if e.kind != "step")
+    assert [e.kind for e in events] == [*kinds, "rewritten"]
+    planning, first, repairing, second, rewritten = (e for e in events if e.kind != "step")
+    assert rewritten.changes == [] and rewritten.llm_calls == 2  # stored as the model wrote it
     assert (planning.model, planning.attempt, planning.attempts) == ("fake:model", 1, 3)
     assert planning.llm_calls == 0 and planning.usage == {"inputTokens": 0, "outputTokens": 0}
     assert first.steps == 2 and first.llm_calls == 1 and first.usage["outputTokens"] == 20
@@ -80,7 +81,7 @@ async def test_a_retry_with_a_larger_limit_is_told(tmp_path: Path) -> None:
         listener=events.append,
     )
     await create_plan(QUERY, ctx)
-    kinds = ["planning", "step", "step", "retrying", "step", "step", "answered"]
+    kinds = ["planning", "step", "step", "retrying", "step", "step", "answered", "rewritten"]
     assert [e.kind for e in events] == kinds
     retrying = events[3]
     assert retrying.max_tokens == 128 and retrying.llm_calls == 1
@@ -113,7 +114,9 @@ async def test_the_graph_streams_the_same_events(tmp_path: Path) -> None:
         ("planning", "step"),
         ("planning", "step"),
         ("planning", "answered"),
+        ("planning", "rewritten"),
     ]
+    assert streamed[8]["changes"] == []
     assert streamed[1]["step"] == {
         "id": "author",
         "tool": "createAuthr",

@@ -84,7 +84,7 @@ def plan(*steps: tuple[str, str, dict[str, Any]], **extra: Any) -> Any:
 def test_the_t_test_plans_unasked_step_is_refused_and_told_to_go() -> None:
     ttest = ("ttest", "run_two_sample_ttest", {"group1": [3, 4], "group2": [7, 8]})
     traits = ("traits", "get_personality_traits", {"hobby": "reading", "trait_count": 5})
-    issues = check_grounding(plan(ttest, traits), CATALOG, TTEST)
+    issues = check_unasked(plan(ttest, traits), CATALOG, TTEST)
     assert [(i.code, i.step) for i in issues] == [("unasked", "traits")]
     assert "neither what tool 'get_personality_traits' does" in issues[0].message
     assert "'reading' (hobby)" in issues[0].message
@@ -185,9 +185,17 @@ def test_a_request_in_another_script_or_none_at_all_is_not_checked() -> None:
 def test_a_replans_context_counts_as_what_the_planner_was_told() -> None:
     traits = plan(("t", "get_personality_traits", {"hobby": "reading"}))
     weekend = "What should I do this weekend?"
-    assert check_grounding(traits, CATALOG, weekend) != []
+    assert check_unasked(traits, CATALOG, weekend) != []
     told = "Earlier result: the user's hobby is reading"
-    assert check_grounding(traits, CATALOG, weekend, context=told) == []
+    assert check_unasked(traits, CATALOG, f"{weekend}\n{told}") == []
+
+
+def test_the_grounding_refusal_never_judges_a_step_by_the_requests_words() -> None:
+    """Issue 43: whether the request's words name a step is a heuristic rewrite rule (off by
+    default), never part of the refusal of invented data."""
+    traits = plan(("t", "get_personality_traits", {"hobby": "reading"}))
+    assert check_unasked(traits, CATALOG, "What should I do this weekend?") != []
+    assert check_grounding(traits, CATALOG, "What should I do this weekend?") == []
 
 
 @pytest.mark.parametrize(
@@ -243,7 +251,7 @@ def test_unasked_steps_nothing_needs_are_dropped_with_the_outputs_that_named_the
     data = plan(ttest, traits).to_json()
     data["outputSteps"] = ["ttest", "traits"]
     whole = parse_plan(data)
-    dropped = drop_unasked(whole, check_grounding(whole, CATALOG, TTEST))
+    dropped = drop_unasked(whole, check_unasked(whole, CATALOG, TTEST))
     assert dropped is not None
     smaller, which = dropped
     assert which == {"traits": "get_personality_traits"}

@@ -295,6 +295,8 @@ def _version(planned: Planned, state: AgentState, *, status: str | None = None) 
         "replanOf": state.get("replan_of"),
         "reusedFrom": planned.reused_from,
         "llmCalls": _calls(planned),
+        # what the rewrite rules changed in the model's answer (planning.rewrites)
+        "changes": list(planned.planning.changes) if planned.planning is not None else [],
     }
 
 

@@ -29,15 +29,18 @@ answer is one: ``python -m bench.grounding`` measures the false refusals on them
   a step whose output lists objects with that id field (``listBlogs``' ``blogs``). Names,
   numbers and dates the user gave ("Carol and Dan", pages 1 to 5) are theirs to map over.
 
-A number is in the request when the text holds it (``1,000``; ``5%`` for ``0.05``; a number
-word up to twenty, tens, ``dozen``, ``half``); a string when the text holds it or every word of
-it (case aside). A hint never names a step that depends on the step it would feed (a cycle) or
+A number is in the request when the text holds it in digits (``1,000``; ``5%`` for ``0.05``); a
+string when the text holds it or every word of it (case aside). No word list of any language
+takes part: each rule needs structural evidence (a dependency whose declared output fits the
+literal, a ``dependsOn`` edge no template uses), and the request's text only excuses a literal. A hint never names a step that depends on the step it would feed (a cycle) or
 whose output does not have the argument's shape.
 
 The id-by-name check (:mod:`toolplan.analysis.id_by_name`) is the special case of an id written
 as the name a creating step was given; :func:`check_grounding` runs it too and reports each
-argument once. It also runs the check for a step the request never asked for
-(:mod:`toolplan.analysis.unasked`). All of them run on the planner's plans
+argument once. The check for a step the request never asked for
+(:mod:`toolplan.analysis.unasked`) is not part of it: it decides on the request's words, so it
+is a heuristic rewrite rule, off by default (:mod:`toolplan.planning.rewrites`). Both run on the
+planner's plans
 (:mod:`toolplan.planning.graph`), where the request is known and the model can fix what they
 find; a document a person submits is not checked (it is theirs, and its literals need not come
 from any text), and parametric reuse (:mod:`toolplan.analysis.reuse`) applies them to a stored
@@ -55,7 +58,6 @@ from typing import Any
 
 from toolplan.analysis.edges import dependencies, descendants
 from toolplan.analysis.id_by_name import find_ids_by_name, id_kind, is_id_argument
-from toolplan.analysis.unasked import check_unasked
 from toolplan.errors import ValidationIssue
 from toolplan.plans.plan import Plan, Step
 from toolplan.plans.templates import contains_template, references
@@ -68,46 +70,16 @@ _NUMBER = re.compile(r"(?<![\d.])-?(?:\d[\d,_]*(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)
 _WORD = re.compile(r"\w+")
 
 
-def _split(words: str) -> list[str]:
-    return words.split()
-
-
-_NUMBER_WORDS = {
-    **{
-        word: float(i)
-        for i, word in enumerate(
-            _split(
-                "zero one two three four five six seven eight nine ten eleven twelve thirteen "
-                "fourteen fifteen sixteen seventeen eighteen nineteen twenty"
-            )
-        )
-    },
-    **{
-        word: float(10 * i)
-        for i, word in enumerate(_split("thirty forty fifty sixty seventy eighty ninety"), 3)
-    },
-    "hundred": 100.0,
-    "thousand": 1000.0,
-    "million": 1e6,
-    "dozen": 12.0,
-    "half": 0.5,
-    "quarter": 0.25,
-    "twice": 2.0,
-    "double": 2.0,
-    "triple": 3.0,
-    "single": 1.0,
-    "once": 1.0,
-    "first": 1.0,
-    "second": 2.0,
-    "third": 3.0,
-}
 _TRIVIAL = (0.0, 1.0)
 """Numbers grounded by themselves: an index, a flag, a count of one, a default offset."""
 _SHOWN_FIELDS = 3
 
 
 def _numbers(text: str) -> set[float]:
-    """Every number the text holds, as written (``1,000``, ``-1.7``, ``3.5``) and in words."""
+    """Every number the text holds, in digits (``1,000``, ``-1.7``, ``3.5``). Numbers in words
+    are not read: that takes one language's word list, and no such list decides whether a plan
+    is valid (a literal a request says in words is refused only where a dependency's declared
+    output holds a number, and the model writes the template instead)."""
     text = text.replace("\u2212", "-")  # a typographic minus
     found: set[float] = set()
     for match in _NUMBER.finditer(text):
@@ -118,9 +90,6 @@ def _numbers(text: str) -> set[float]:
                 found.add(float(part))
             except ValueError:
                 continue
-    for word in _WORD.findall(text.casefold()):
-        if word in _NUMBER_WORDS:
-            found.add(_NUMBER_WORDS[word])
     return found
 
 
@@ -477,7 +446,4 @@ def check_grounding(
     by_name = find_ids_by_name(plan, catalog)
     grounds = Grounds("\n".join(part for part in (request, context) if part))
     checked = _Checker(plan, catalog, grounds).check({(f.step, f.argument) for f in by_name})
-    found = [found.issue for found in by_name] + checked
-    reported = {issue.step for issue in found}
-    unasked = check_unasked(plan, catalog, grounds.text)
-    return found + [issue for issue in unasked if issue.step not in reported]
+    return [found.issue for found in by_name] + checked

@@ -38,6 +38,11 @@ the plan goes back to the model, which uses the request's values, removes the st
 every step is unasked: no tool does what was asked) answers with no steps.
 ``python -m bench.grounding`` measures the false refusals on BFCL's answers, whose values all
 come from the request: none over 2,351 entries, with every allowed value of each argument.
+
+This is the ``unasked`` rule of the rewrite pipeline (:mod:`toolplan.planning.rewrites`), a
+*heuristic* one: it runs only with ``TOOLPLAN_PLANNER_REWRITES=all`` (or
+``Toolplan(rewrites="all")``), and each change it makes is recorded as ``{rule, step, before,
+after}`` and printed.
 """
 
 from __future__ import annotations

@@ -275,6 +275,11 @@ class PlanType:
         description="Wall time of its finished execution (finishedAt - startedAt), beside the "
         "estimate; null until it finished."
     )
+    changes: JSON = strawberry.field(
+        description="What the planner's rewrite rules changed in the model's answer: a list of "
+        "{rule, step, before, after} (empty: stored as the model wrote it, or not planned by "
+        "the model). TOOLPLAN_PLANNER_REWRITES chooses the rules (format by default)."
+    )
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PlanType:
@@ -294,6 +299,7 @@ class PlanType:
             execution=ExecutionType.from_json(execution) if execution else None,
             estimate=EstimateType.from_json(data.get("estimate")),
             actual_duration_ms=data.get("actualDurationMs"),
+            changes=JSON(list((data.get("meta") or {}).get("changes") or [])),
         )
 
 
@@ -428,7 +434,8 @@ class PlanningEventType:
     kind: str = strawberry.field(
         description="planning (the first call is made), step (the streamed answer has one more "
         "step: step, steps, tokens), repairing (problem, problems), retrying (maxTokens: the "
-        "answer stopped at the output limit) or answered (steps: null when no plan was read)."
+        "answer stopped at the output limit), answered (steps: null when no plan was read) or "
+        "rewritten (changes: the plan was stored; what the rewrite rules changed in the answer)."
     )
     model: str = strawberry.field(description="The provider:model planning.")
     attempt: int = strawberry.field(description="1 for the first plan, 2 for the first repair...")
@@ -448,6 +455,10 @@ class PlanningEventType:
     problem: str | None = strawberry.field(description="On repairing: the first problem.")
     problems: int | None = strawberry.field(description="On repairing: how many.")
     max_tokens: int | None = strawberry.field(description="On retrying: the larger limit.")
+    changes: JSON | None = strawberry.field(
+        description="On rewritten: each change the rewrite rules made to the model's answer, "
+        "as {rule, step, before, after} (an empty list: none)."
+    )
 
     @classmethod
     def from_news(cls, news: PlanningNews) -> PlanningEventType:
@@ -468,6 +479,7 @@ class PlanningEventType:
             problem=event.problem,
             problems=event.problems if event.kind == "repairing" else None,
             max_tokens=event.max_tokens,
+            changes=JSON(list(event.changes)) if event.kind == "rewritten" else None,
         )
 
 

@@ -457,7 +457,24 @@ class PlanningPrinter:
         self.console = console
 
     def __call__(self, event: PlanningEvent) -> None:
+        if event.kind == "rewritten":  # one line per change the rewrite rules made, if any
+            for line in change_lines(event.changes):
+                self.console.print(Text(line), highlight=False)
+            return
         self.console.print(Text(planning_line(event), style="dim"), highlight=False)
+
+
+def change_lines(changes: list[dict[str, Any]]) -> list[str]:
+    """One line per change the rewrite rules made to the model's plan, e.g. ``rewrite unstated:
+    step 'w' argument units "imperial" → dropped`` (:mod:`toolplan.planning.rewrites`)."""
+    lines = []
+    for change in changes:
+        step = change.get("step")
+        where = f"step {step!r} " if step is not None else ""
+        lines.append(
+            f"rewrite {change.get('rule')}: {where}{change.get('before')} → {change.get('after')}"
+        )
+    return lines
 
 
 def planning_line(event: PlanningEvent) -> str:
@@ -479,6 +496,8 @@ def planning_line(event: PlanningEvent) -> str:
         return (
             f"the answer stopped at the output limit; asking again with {event.max_tokens} tokens…"
         )
+    if event.kind == "rewritten":
+        return "; ".join(change_lines(event.changes)) or "stored as the model wrote it"
     found = "no plan" if event.steps is None else f"{event.steps} step(s)"
     usage = event.usage
     return (

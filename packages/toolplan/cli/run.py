@@ -200,6 +200,7 @@ def run(
                 "llmCalls": planning["llmCalls"],
                 "usage": planning["usage"],
                 "planningMs": planning["planningMs"],
+                "changes": planning.get("changes", []),
             }
         )
         raise typer.Exit(result.exit_code)

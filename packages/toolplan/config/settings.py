@@ -32,6 +32,7 @@ __all__ = [
     "DEFAULT_MODEL",
     "DEFAULT_TOOL_MODULES",
     "DEFAULT_TYPED_SCHEMA_MAX_TOOLS",
+    "PlannerRewrites",
     "PlannerSettings",
     "Settings",
     "StructuredMethod",
@@ -56,6 +57,11 @@ StructuredMethod = Literal["function_calling", "json_schema"]
 PlanFormat = Literal["json", "python"]
 """What the model writes the plan in: a JSON document in a schema (``json``), or Python
 statements read and never run (``python``: :mod:`toolplan.planning.python_format`)."""
+PlannerRewrites = Literal["format", "all", "none"]
+"""Which rules may change the model's plan after it is written (:mod:`toolplan.planning.rewrites`):
+``format`` (the default) only those that change no meaning (a fence around the JSON, ``null`` for
+an optional argument); ``all`` the heuristic ones too (they drop, merge, batch or rewrite steps and
+values); ``none`` not even the format ones: the plan is validated as the model wrote it."""
 PlanReuse = ReuseMode
 """Plan reuse before planning a query (:mod:`toolplan.analysis.reuse`)."""
 
@@ -94,6 +100,7 @@ class _PlannerVariables(Variables):
     llm_max_tokens: int | None = None
     typed_schema_max_tools: int | None = None
     plan_format: PlanFormat | None = None
+    rewrites: PlannerRewrites | None = Field(None, validation_alias="TOOLPLAN_PLANNER_REWRITES")
 
 
 @dataclass(frozen=True)
@@ -129,6 +136,9 @@ class PlannerSettings:
     plan_format: PlanFormat = "json"
     """What the model writes the plan in (``TOOLPLAN_PLAN_FORMAT``): ``json`` (schema-constrained
     output) or ``python`` (statements, read and never run)."""
+    rewrites: PlannerRewrites = "format"
+    """Which rules may change the model's plan after it is written: ``format``, ``all`` or
+    ``none`` (``TOOLPLAN_PLANNER_REWRITES``; :mod:`toolplan.planning.rewrites`)."""
 
     def __post_init__(self) -> None:
         if self.plan_format not in ("json", "python"):
@@ -143,6 +153,11 @@ class PlannerSettings:
             raise InvalidInput(
                 f"TOOLPLAN_STRUCTURED_METHOD={self.structured_method!r}; "
                 "use function_calling or json_schema"
+            )
+        if self.rewrites not in ("format", "all", "none"):
+            raise InvalidInput(
+                f"TOOLPLAN_PLANNER_REWRITES={self.rewrites!r}; use format (the default: only "
+                "rewrites that change no meaning), all (the heuristic ones too) or none"
             )
 
     @classmethod

@@ -28,6 +28,11 @@ Steps are batched when all of these hold:
 The first step of a batch is kept, with the items in plan order; the others are dropped and
 every ``dependsOn`` and ``outputSteps`` entry naming them names the kept one. The planning
 record says so (``batchedSteps``: ``{dropped id: kept id}``), so it is never silent.
+
+This is the ``batches`` rule of the rewrite pipeline (:mod:`toolplan.planning.rewrites`), a
+*heuristic* one: it runs only with ``TOOLPLAN_PLANNER_REWRITES=all`` (or
+``Toolplan(rewrites="all")``), and each change it makes is recorded as ``{rule, step, before,
+after}`` and printed.
 """
 
 from __future__ import annotations

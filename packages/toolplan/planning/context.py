@@ -13,6 +13,7 @@ from toolplan._caches import register_cache
 from toolplan.analysis import DEFAULT_MAX_STEPS
 from toolplan.analysis.estimates import EstimateSettings
 from toolplan.config import PlanFormat, StructuredMethod
+from toolplan.config.settings import PlannerRewrites
 from toolplan.planning.call import ModelCall
 from toolplan.planning.model import retry_max_tokens, with_max_tokens
 from toolplan.planning.progress import PlanningEvent, PlanningListener, notify
@@ -66,6 +67,10 @@ class PlannerContext:
     listener: PlanningListener | None = None
     """Told what planning is doing while the model works (:mod:`toolplan.planning.progress`);
     the CLI prints it on stderr."""
+    rewrites: PlannerRewrites = "format"
+    """Which rules may change the model's plan after it is written
+    (:mod:`toolplan.planning.rewrites`): ``format`` (only those that change no meaning), ``all``
+    or ``none`` (``TOOLPLAN_PLANNER_REWRITES``, ``Toolplan(rewrites=...)``)."""
     stream: bool = True
     """Stream the model's answers, so each step is told as soon as it is written
     (:mod:`toolplan.planning.streaming`); turned off when the endpoint could not stream."""

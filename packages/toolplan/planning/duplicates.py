@@ -24,6 +24,11 @@ A plan that really means to call a tool twice with the same
 arguments (send the same message twice) is rare, and a planner cannot tell it from the mistake;
 the merge is reported with the plan (``mergedSteps`` in the planning record) so it is never
 silent.
+
+This is the ``duplicates`` rule of the rewrite pipeline (:mod:`toolplan.planning.rewrites`), a
+*heuristic* one: it runs only with ``TOOLPLAN_PLANNER_REWRITES=all`` (or
+``Toolplan(rewrites="all")``), and each change it makes is recorded as ``{rule, step, before,
+after}`` and printed.
 """
 
 from __future__ import annotations

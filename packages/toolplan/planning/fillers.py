@@ -23,6 +23,10 @@ optional string argument cannot be set to ``""`` on purpose by a planner model; 
 empty string means something should say so with an ``enum`` (or make the argument required).
 Values the schema cannot place (an unknown argument, an object under a free-form or ambiguous
 schema) are left as they are, for the validator to judge.
+
+This is the ``nulls`` rule of the rewrite pipeline (:mod:`toolplan.planning.rewrites`), a
+*format* one (it changes no meaning): it runs by default, not with
+``TOOLPLAN_PLANNER_REWRITES=none``, and each change it makes is recorded.
 """
 
 from __future__ import annotations

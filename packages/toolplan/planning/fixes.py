@@ -8,6 +8,11 @@ plan again (Qwen2.5-Coder-1.5B repeated its plan three times over "did you mean
 the issues that carry a fix (:attr:`~toolplan.errors.ValidationIssue.fix`) are touched, only in
 the step they name, and the fixed plan must pass every check like any other; what was fixed is
 recorded with the plan (``autoFixed`` in its planning record).
+
+This is the ``fixes`` rule of the rewrite pipeline (:mod:`toolplan.planning.rewrites`), a
+*heuristic* one: it runs only with ``TOOLPLAN_PLANNER_REWRITES=all`` (or
+``Toolplan(rewrites="all")``), and each change it makes is recorded as ``{rule, step, before,
+after}`` and printed.
 """
 
 from __future__ import annotations

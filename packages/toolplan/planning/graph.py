@@ -7,7 +7,9 @@
 
 The model writes the whole plan in one structured-output call, in the catalog-typed schema (or the
 generic one: :mod:`toolplan.planning.schema`). Its answer is read leniently where that is safe
-(:mod:`toolplan.planning.parsing`); the dependency-analysis node is the engine's validator
+(:mod:`toolplan.planning.parsing`), and changed after that only by the rules of the rewrite
+pipeline that ``TOOLPLAN_PLANNER_REWRITES`` lets run (:mod:`toolplan.planning.rewrites`: the
+format ones by default), each change recorded; the dependency-analysis node is the engine's validator
 (:func:`toolplan.analysis.dag.analyze`), and every problem of every step goes back to the model in one
 repair round. Invalid plans are never stored. An answer with no steps at all is the model saying
 that no tool does what the request asks (the prompt tells it to answer so, and why, in
@@ -46,21 +48,18 @@ from toolplan._caches import register_cache
 from toolplan.analysis import Analysis, analyze
 from toolplan.analysis.conditions import check_conditions
 from toolplan.analysis.grounding import check_grounding
-from toolplan.analysis.unasked import drop_unasked
+from toolplan.analysis.unasked import check_unasked, drop_unasked
 from toolplan.config import PlannerSettings
 from toolplan.engine.approval import gated_tool_named
 from toolplan.engine.cache import read_only_tool
 from toolplan.errors import InvalidInput, PlanInvalid, ValidationIssue
 from toolplan.execution.graph import bind_context, context_resolver
-from toolplan.planning.batches import batch_items
 from toolplan.planning.call import StructuredRequest, call_model
 from toolplan.planning.context import PlannerContext
 from toolplan.planning.duplicates import merge_duplicates
 from toolplan.planning.fixes import apply_fixes
-from toolplan.planning.item_names import read_item_names
 from toolplan.planning.llm_errors import LLMOutputRepeating
-from toolplan.planning.own_conditions import drop_own_conditions
-from toolplan.planning.parsing import message_payload, read_plan
+from toolplan.planning.parsing import PlanReading, message_payload, read_plan
 from toolplan.planning.progress import PlanningEvent, PlanningEventKind, notify
 from toolplan.planning.prompts import (
     Prompt,
@@ -74,11 +73,11 @@ from toolplan.planning.python_format import (
     read_python_answer,
     render_signatures,
 )
+from toolplan.planning.rewrites import Change, rewrite_answer, rule_runs, step_changes
 from toolplan.planning.schema import (
     PlanSchema,
 )
 from toolplan.planning.streaming import AnswerStream
-from toolplan.planning.unstated import drop_unstated
 from toolplan.plans.limits import check_json
 from toolplan.plans.meta import caller_meta
 from toolplan.plans.plan import Plan, parse_plan
@@ -126,7 +125,16 @@ class PlanningState(TypedDict, total=False):
     """Why the model planned no step (its ``reasoning``): no tool does what was asked."""
     errors: list[str]
     candidate: dict[str, Any] | None
+    """The plan read from the last answer, after every rewrite rule that runs."""
+    as_read: dict[str, Any] | None
+    """The same plan after the format rules only: what the model wrote, as JSON. A plan the
+    heuristic rules could not make valid is judged as this, so the repair's problems name the
+    model's own steps."""
     raw_candidate: str | None
+    """The last answer's text, shown to the model in a repair."""
+    changes: list[dict[str, Any]]
+    """Every change the rewrite rules made to the last answer: ``{rule, step, before, after}``
+    (:mod:`toolplan.planning.rewrites`)."""
     unreadable: list[str]
     """Steps whose parameters could not be read: their argument checks are not reported."""
     auto_fixed: list[str]
@@ -256,7 +264,7 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
         tell("planning", calls, usage)
 
     def step_seen(step: dict[str, Any], count: int, tokens: int) -> None:
-        shown = _shown_step(step, ctx.catalog)
+        shown = _shown_step(step, ctx)
         tell("step", calls, usage, step=shown, steps=count, tokens=tokens)
 
     stream = AnswerStream(
@@ -294,26 +302,23 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
     ctx.stream = stream.enabled  # an endpoint that could not stream is not asked to again
     if python:
         payload: Any = reply.answer.message.text if reply.answer.message is not None else None
-        reading = read_python_answer(payload, ctx.catalog)
     else:
         payload = message_payload(reply.answer.message)
-        reading = read_plan(payload, ctx.catalog)
-    merged: dict[str, str] = {}
-    batched: dict[str, str] = {}
-    dropped: list[str] = []
-    unstated: dict[str, dict[str, str]] = {}
-    if reading.data is not None:
-        data, dropped = drop_own_conditions(read_item_names(reading.data, ctx.catalog))
-        told = "\n".join(filter(None, [state["query"], state.get("context")]))
-        data, unstated = drop_unstated(data, ctx.catalog, told)
-        # repeats first (a repeat of one item's call is that call, not one more item), then
-        # batches, then the repeats a batch made (the same list written both ways)
-        data, merged = _merge_duplicates(data, ctx)
-        gated = functools.partial(gated_tool_named, ctx.catalog)
-        data, batched = batch_items(data, ctx.catalog, gated=gated)
-        reading.data, more = _merge_duplicates(data, ctx)
-        merged = {**merged, **more}
-    steps = len(reading.data["steps"]) if reading.data is not None else None
+    reading = read_answer(payload, ctx)
+    told = "\n".join(filter(None, [state["query"], state.get("context")]))
+    rewritten = (
+        rewrite_answer(
+            reading.data,
+            catalog=ctx.catalog,
+            request=told,
+            mode=ctx.rewrites,
+            read_only=functools.partial(read_only_tool, ctx.catalog),
+            gated=functools.partial(gated_tool_named, ctx.catalog),
+        )
+        if reading.data is not None
+        else None
+    )
+    steps = len(rewritten.data["steps"]) if rewritten is not None else None
     tell("answered", reply.calls, reply.usage, steps=steps)
     errors = [issue.message for issue in reading.issues]
     if payload is None:
@@ -322,17 +327,22 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
             if python
             else "the answer was empty: return the plan as one JSON object"
         ]
+    changes = reading.changes + (rewritten.changes if rewritten is not None else [])
     return {
-        "candidate": reading.data,
+        "candidate": rewritten.data if rewritten is not None else None,
+        "as_read": reading.data,
         "raw_candidate": payload
         if isinstance(payload, str) or payload is None
         else json.dumps(payload, ensure_ascii=False),
         "errors": errors,
         "unreadable": reading.unreadable,
-        "merged_steps": merged,
-        "batched_steps": batched,
-        "dropped_conditions": dropped,
-        "unstated_arguments": unstated,
+        "changes": [change.to_json() for change in changes],
+        "merged_steps": rewritten.merged if rewritten is not None else {},
+        "batched_steps": rewritten.batched if rewritten is not None else {},
+        "dropped_conditions": rewritten.dropped_conditions if rewritten is not None else [],
+        "unstated_arguments": rewritten.unstated if rewritten is not None else {},
+        "unasked_steps": {},
+        "auto_fixed": [],
         "repairs": repairs,
         "llm_calls": reply.calls,
         "usage": reply.usage,
@@ -343,10 +353,20 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
     }
 
 
-def _shown_step(step: dict[str, Any], catalog: Any) -> dict[str, Any]:
+def read_answer(payload: Any, ctx: PlannerContext) -> PlanReading:
+    """The model's answer as plan JSON, with the format rules ``ctx.rewrites`` lets run: the
+    one place an answer is read: a JSON plan, or the Python format's statements (read as
+    written: Python has no wrapping, nulls or quoting to undo)."""
+    if ctx.plan_format == "python":
+        return read_python_answer(payload, ctx.catalog)
+    return read_plan(payload, ctx.catalog, rewrites=ctx.rewrites)
+
+
+def _shown_step(step: dict[str, Any], ctx: PlannerContext) -> dict[str, Any]:
     """A step of the answer being written, as it will be read (parameters given as a JSON
-    string parsed, fillers dropped): ``id``, ``tool``, ``parameters``."""
-    read = read_plan({"steps": [step]}, catalog).data
+    string parsed, the format rules applied): ``id``, ``tool``, ``parameters``."""
+    # a JSON step from the streamed answer (:mod:`.partial`), read as the whole answer will be
+    read = read_plan({"steps": [step]}, ctx.catalog, rewrites=ctx.rewrites).data
     steps = read["steps"] if read is not None else []
     found = steps[0] if steps else step
     parameters = found.get("parameters")
@@ -366,7 +386,11 @@ def _merge_duplicates(
 
 async def analyze_dependencies(state: PlanningState, ctx: PlannerContext) -> PlanningState:
     """Validate the candidate with the engine's validator and compute its structure, with the
-    critical-path estimates the stored analysis has (so ``persist`` does not analyse again)."""
+    critical-path estimates the stored analysis has (so ``persist`` does not analyse again).
+
+    A candidate the heuristic rewrite rules changed and that is still invalid is judged again
+    as the model wrote it (format rules only): valid so, it is taken as written; invalid, its
+    problems are the ones the model hears, named as in its own answer."""
     candidate = state.get("candidate")
     if candidate is None:
         return {"plan": None, "analysis": None}
@@ -378,7 +402,41 @@ async def analyze_dependencies(state: PlanningState, ctx: PlannerContext) -> Pla
             "plan": None,
             "analysis": None,
         }
+    judged = await _judge(candidate, state, ctx, reading_errors, rewrite=True)
+    as_read = state.get("as_read")
+    if judged.get("errors") and as_read is not None and as_read != candidate:
+        written = await _judge(as_read, state, ctx, reading_errors, rewrite=False)
+        if not written.get("errors"):  # the heuristics broke a plan that was right as written
+            formats = [c for c in state.get("changes") or [] if _is_format(c)]
+            return {
+                **written,
+                "changes": formats,
+                "merged_steps": {},
+                "batched_steps": {},
+                "dropped_conditions": [],
+                "unstated_arguments": {},
+            }
+        return written
+    return judged
+
+
+def _is_format(change: Mapping[str, Any]) -> bool:
+    return Change(**change).kind == "format"
+
+
+async def _judge(
+    candidate: dict[str, Any],
+    state: PlanningState,
+    ctx: PlannerContext,
+    reading_errors: list[str],
+    *,
+    rewrite: bool,
+) -> PlanningState:
+    """``candidate`` validated, then the planner's own checks; with ``rewrite``, the heuristic
+    rules that act on the validator's findings (``fixes``, ``unasked``) when they run."""
+    reading_errors = list(reading_errors)
     unreadable = set(state.get("unreadable") or [])
+    changes = list(state.get("changes") or [])
     try:
         # the input limits first: the model's plan is input like any other, and a limit it
         # breaks is a problem it can fix, reported with the others
@@ -406,10 +464,12 @@ async def analyze_dependencies(state: PlanningState, ctx: PlannerContext) -> Pla
         problems = invalid
         # the fixes the validator is certain of first: a small model shown them tends to
         # answer with the same plan again
-        fixed = apply_fixes(candidate, invalid.issues)
+        fixes = rewrite and rule_runs("fixes", ctx.rewrites)
+        fixed = apply_fixes(candidate, invalid.issues) if fixes else None
         if fixed is not None:
             try:
                 plan, analysis = await validated(fixed[0])
+                changes += [c.to_json() for c in step_changes("fixes", candidate, fixed[0])]
                 candidate, auto_fixed = fixed
             except PlanInvalid as still:
                 problems = still
@@ -424,27 +484,47 @@ async def analyze_dependencies(state: PlanningState, ctx: PlannerContext) -> Pla
             return {"errors": reading_errors + found, "plan": None, "analysis": None}
 
     # planner-only checks: valid by every schema, and wrong when run (an id passed by name, a
-    # value made up where a tool's output belongs, a step nobody asked for); the request is
-    # what literals may come from
+    # value made up where a tool's output belongs); on structural evidence only, in any
+    # language. The request is what literals may come from.
+    query, context = state["query"], state.get("context")
+    told = "\n".join(filter(None, [query, context]))
+
     def planner_checks(plan: Plan) -> list[ValidationIssue]:
-        query, context = state["query"], state.get("context")
         grounding = check_grounding(plan, ctx.catalog, query, context=context)
         return grounding + check_conditions(plan, ctx.catalog)
 
+    def unasked_checks(plan: Plan, reported: list[ValidationIssue]) -> list[ValidationIssue]:
+        # the heuristic ``unasked`` rule: steps the request's words never name (off unless
+        # every rule runs: it decides on words)
+        if not rule_runs("unasked", ctx.rewrites):
+            return []
+        steps = {issue.step for issue in reported}
+        return [i for i in check_unasked(plan, ctx.catalog, told) if i.step not in steps]
+
     issues = planner_checks(plan)
+    unasked_issues = unasked_checks(plan, issues)
     unasked: dict[str, str] = {}
-    dropped = None if reading_errors else drop_unasked(plan, issues)
     merged = dict(state.get("merged_steps") or {})
+    dropped = (
+        drop_unasked(plan, unasked_issues) if rewrite and not (reading_errors or issues) else None
+    )
     if dropped is not None:  # steps nothing needs, for what the request never named
         # a step that waited for one may now be a plain repeat of another
         smaller, more = _merge_duplicates(dropped[0].to_json(), ctx)
         try:
+            before = plan.to_json()
             plan, analysis = await validated(smaller)
             unasked, merged = dropped[1], {**merged, **more}
+            changes += [
+                c.to_json()
+                for c in step_changes("unasked", before, dropped[0].to_json())
+                + step_changes("duplicates", dropped[0].to_json(), smaller, joined=more)
+            ]
             issues = planner_checks(plan)
+            unasked_issues = unasked_checks(plan, issues)
         except PlanInvalid:  # pragma: no cover - dropping steps nobody uses keeps a plan valid
             pass  # the model hears about the unasked steps instead
-    reading_errors += [issue.message for issue in issues]
+    reading_errors += [issue.message for issue in issues + unasked_issues]
     if reading_errors:
         return {"errors": reading_errors, "plan": None, "analysis": None}
     return {
@@ -454,6 +534,7 @@ async def analyze_dependencies(state: PlanningState, ctx: PlannerContext) -> Pla
         "auto_fixed": auto_fixed,
         "unasked_steps": unasked,
         "merged_steps": merged,
+        "changes": changes,
     }
 
 
@@ -497,6 +578,7 @@ async def persist(state: PlanningState, ctx: PlannerContext) -> PlanningState:
         "repairs": state.get("repairs", 0),
         "reasoning": plan.reasoning,
     }
+    record_meta["changes"] = list(state.get("changes") or [])
     if state.get("merged_steps"):
         record_meta["mergedSteps"] = state["merged_steps"]
     if state.get("auto_fixed"):
@@ -524,6 +606,20 @@ async def persist(state: PlanningState, ctx: PlannerContext) -> PlanningState:
         record_meta=record_meta,
         estimates=ctx.estimates,
         reusable=True,
+    )
+    notify(
+        PlanningEvent(
+            "rewritten",
+            ctx.model_name,
+            attempt=state.get("repairs", 0) + 1,
+            attempts=ctx.max_repairs + 1,
+            elapsed_ms=planning_ms,
+            llm_calls=state.get("llm_calls", 0),
+            usage=dict(state.get("usage") or {"inputTokens": 0, "outputTokens": 0}),
+            changes=record_meta["changes"],
+        ),
+        ctx.listener,
+        get_stream_writer(),
     )
     return {
         "request_id": ref.request_id,

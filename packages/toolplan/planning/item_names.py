@@ -30,6 +30,11 @@ The two together: a step with no ``forEach`` whose parameters read the step itse
 "parameters": {"name": "{{metric.name}}"}}``. A step cannot read its own output (a cycle), so
 when exactly one list on offer has items with the paths it reads, that is the item and the
 list is the ``forEach``; otherwise the validator reports the cycle.
+
+This is the ``item_names`` rule of the rewrite pipeline (:mod:`toolplan.planning.rewrites`), a
+*heuristic* one: it runs only with ``TOOLPLAN_PLANNER_REWRITES=all`` (or
+``Toolplan(rewrites="all")``), and each change it makes is recorded as ``{rule, step, before,
+after}`` and printed.
 """
 
 from __future__ import annotations

@@ -17,6 +17,11 @@ what was meant for it at the new id, it also pointed the step's own ``dependsOn`
 ``multiple_182``), and the next repair round reported ``dependency cycle: filtered_games_2 ->
 filtered_games_2``. The step's own id is dropped from its ``dependsOn``, silently, since it
 changes no order; a template that reads the step itself is left for the validator.
+
+This is the ``own_conditions`` rule of the rewrite pipeline (:mod:`toolplan.planning.rewrites`),
+a *heuristic* one: it runs only with ``TOOLPLAN_PLANNER_REWRITES=all`` (or
+``Toolplan(rewrites="all")``), and each change it makes is recorded as ``{rule, step, before,
+after}`` and printed.
 """
 
 from __future__ import annotations

@@ -16,6 +16,10 @@ Safe, and done silently:
 Everything else is a :class:`~toolplan.errors.ValidationIssue` for the repair loop, and one step's
 unreadable ``parameters`` never hides the other steps: :func:`read_plan` keeps that step (with
 empty parameters, listed in ``unreadable``) so the validator still reports every other problem.
+
+Each of these is a ``format`` rule of the rewrite pipeline (:mod:`toolplan.planning.rewrites`:
+``json_text``, ``unwrap``, ``nulls``, ``shapes``), recorded as a change when it changes anything;
+with ``TOOLPLAN_PLANNER_REWRITES=none`` none of them runs and the answer is read as strict JSON.
 """
 
 from __future__ import annotations
@@ -29,8 +33,10 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 from pydantic import BaseModel
 
+from toolplan.config.settings import PlannerRewrites
 from toolplan.errors import ValidationIssue
 from toolplan.planning.fillers import drop_fillers
+from toolplan.planning.rewrites import Change, shown, step_changes
 from toolplan.tools.catalog import ToolCatalog
 
 __all__ = [
@@ -38,6 +44,7 @@ __all__ = [
     "loads_lenient",
     "message_payload",
     "quote_bare_templates",
+    "read_json",
     "read_plan",
     "to_plan_data",
 ]
@@ -81,17 +88,50 @@ def quote_bare_templates(text: str) -> str:
     return "".join(out)
 
 
-def _candidates(text: str) -> Iterator[str]:
-    """The texts that may hold the JSON: as is, inside fences or tool-call tags, between the
-    first ``{`` and the last ``}``."""
+def _candidates(text: str) -> Iterator[tuple[str, str | None]]:
+    """The texts that may hold the JSON, each with what was around it: as is (``None``), inside
+    fences or tool-call tags, between the first ``{`` and the last ``}``."""
     stripped = text.strip()
-    yield stripped
-    for pattern in (_FENCE, _TOOL_CALL):
+    yield stripped, None
+    for pattern, around in ((_FENCE, "a ``` fence"), (_TOOL_CALL, "<tool_call> tags")):
         for match in pattern.finditer(stripped):
-            yield match.group(1).strip()
+            yield match.group(1).strip(), around
     start, end = stripped.find("{"), stripped.rfind("}")
     if 0 <= start < end:
-        yield stripped[start : end + 1]
+        yield stripped[start : end + 1], "prose"
+
+
+def _loads(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except RecursionError:  # hostile nesting: an issue like any other, never a crash
+        raise json.JSONDecodeError("nested too deeply", text, 0) from None
+
+
+def read_json(text: str) -> tuple[Any, Change | None]:
+    """``json.loads`` of model output, after the safe fixes (fence, tags, bare templates), and
+    the ``json_text`` change they made (``None`` when the text was plain JSON).
+
+    Raises the :class:`json.JSONDecodeError` of the text as written when nothing parses.
+    """
+    first_error: json.JSONDecodeError | None = None
+    for candidate, around in _candidates(text):
+        quoted = quote_bare_templates(candidate)
+        for attempt in (candidate, quoted) if quoted != candidate else (candidate,):
+            try:
+                value = _loads(attempt)
+            except json.JSONDecodeError as error:
+                first_error = first_error or error
+                continue
+            fixes = [f"JSON in {around}"] if around else []
+            if attempt is quoted:
+                fixes.append("templates without quotes")
+            if not fixes:
+                return value, None
+            after = "the JSON read" + (", templates quoted" if attempt is quoted else "")
+            return value, Change("json_text", None, " and ".join(fixes), after)
+    assert first_error is not None
+    raise first_error
 
 
 def loads_lenient(text: str) -> Any:
@@ -99,17 +139,7 @@ def loads_lenient(text: str) -> Any:
 
     Raises the :class:`json.JSONDecodeError` of the text as written when nothing parses.
     """
-    first_error: json.JSONDecodeError | None = None
-    for candidate in _candidates(text):
-        for attempt in (candidate, quote_bare_templates(candidate)):
-            try:
-                return json.loads(attempt)
-            except json.JSONDecodeError as error:
-                first_error = first_error or error
-            except RecursionError:  # hostile nesting: an issue like any other, never a crash
-                raise json.JSONDecodeError("nested too deeply", attempt, 0) from None
-    assert first_error is not None
-    raise first_error
+    return read_json(text)[0]
 
 
 def message_payload(message: BaseMessage | None) -> Any:
@@ -142,6 +172,8 @@ class PlanReading:
     issues: list[ValidationIssue] = field(default_factory=list)
     unreadable: list[str] = field(default_factory=list)
     """Ids of steps whose ``parameters`` could not be read (kept with empty parameters)."""
+    changes: list[Change] = field(default_factory=list)
+    """What the format rules changed while reading (:mod:`toolplan.planning.rewrites`)."""
 
 
 def _fragment(text: str, position: int, width: int = 40) -> str:
@@ -194,16 +226,22 @@ def _without_fillers(
     return drop_fillers(parameters, catalog.info(tool).parameters)
 
 
-def read_plan(payload: Any, catalog: ToolCatalog | None = None) -> PlanReading:
+def read_plan(
+    payload: Any, catalog: ToolCatalog | None = None, *, rewrites: PlannerRewrites = "format"
+) -> PlanReading:
     """Turn the model's answer into canonical plan JSON, with every problem as an issue.
 
     ``catalog`` lets the optional arguments the model filled with ``null``, ``""`` or ``"null"``
-    be dropped (the tool's default applies)."""
+    be dropped (the tool's default applies). With ``rewrites="none"`` the answer is read as
+    written: strict JSON, no wrapper taken off, no null left out (the validator judges it);
+    otherwise what the format rules change is in :attr:`PlanReading.changes`."""
+    lenient = rewrites != "none"
+    changes: list[Change] = []
     if isinstance(payload, BaseModel):
         payload = payload.model_dump()
     if isinstance(payload, str):
         try:
-            payload = loads_lenient(payload)
+            payload, change = read_json(payload) if lenient else (_loads(payload), None)
         except json.JSONDecodeError as error:
             where = _fragment(error.doc, error.pos)
             return PlanReading(
@@ -217,7 +255,13 @@ def read_plan(payload: Any, catalog: ToolCatalog | None = None) -> PlanReading:
                     )
                 ],
             )
-    payload = _unwrap(payload)
+        changes += [change] if change is not None else []
+    if lenient:
+        unwrapped = _unwrap(payload)
+        if unwrapped is not payload:
+            wrapper = "{" + ", ".join(map(repr, payload)) + "}"
+            changes.append(Change("unwrap", None, f"the plan inside {wrapper}", "the plan"))
+        payload = unwrapped
     if not isinstance(payload, dict) or not isinstance(payload.get("steps"), list):
         found = (
             ", ".join(map(repr, payload)) if isinstance(payload, dict) else type(payload).__name__
@@ -231,7 +275,7 @@ def read_plan(payload: Any, catalog: ToolCatalog | None = None) -> PlanReading:
                 )
             ],
         )
-    reading = PlanReading({})
+    reading = PlanReading({}, changes=changes)
     steps = []
     for index, raw in enumerate(payload["steps"]):
         if not isinstance(raw, dict):
@@ -239,60 +283,117 @@ def read_plan(payload: Any, catalog: ToolCatalog | None = None) -> PlanReading:
                 ValidationIssue("shape", f"steps[{index}] must be an object, got {raw!r:.60}")
             )
             continue
-        step = dict(raw)
-        step_id = step.get("id")
-        label = f"step {step_id!r}" if step_id is not None else f"steps[{index}]"
-        parameters = step.get("parameters")
-        if parameters is None:
-            parameters = {}
-        if isinstance(parameters, str):
-            text = parameters
-            try:
-                parameters = loads_lenient(text) if text.strip() else {}
-            except json.JSONDecodeError as error:
-                reading.issues.append(
-                    ValidationIssue(
-                        "json",
-                        f"{label}: parameters is not valid JSON ({error.msg} at char "
-                        f"{error.pos}: {_fragment(error.doc, error.pos)}); {_json_hint(text)}",
-                        str(step_id) if step_id is not None else None,
-                    )
-                )
-                reading.unreadable.append(str(step_id))
-                parameters = {}
-        if not isinstance(parameters, dict):
-            reading.issues.append(
-                ValidationIssue(
-                    "arguments",
-                    f"{label}: parameters must be a JSON object of arguments, got "
-                    f"{json.dumps(parameters)[:60]}",
-                    str(step_id) if step_id is not None else None,
-                )
-            )
-            reading.unreadable.append(str(step_id))
-            parameters = {}
-        step["parameters"] = _without_fillers(parameters, step.get("tool"), catalog)
-        if step.get("dependsOn") is None:
-            step["dependsOn"] = []
-        elif isinstance(step["dependsOn"], str):
-            step["dependsOn"] = [step["dependsOn"]]
-        for optional in ("forEach", "when", "maxItems"):
-            if optional in step and step[optional] is None:
-                del step[optional]  # the schema asks for every field: null means none
-        if step.get("confidence") is not None:
-            try:
-                step["confidence"] = min(1.0, max(0.0, float(step["confidence"])))
-            except (TypeError, ValueError):
-                step.pop("confidence")
+        step, parsed = _read_step(raw, index, catalog, reading, lenient=lenient)
+        if lenient:
+            reading.changes += _format_changes(raw, parsed, step)
         steps.append(step)
     data: dict[str, Any] = {"steps": steps}
     if payload.get("reasoning"):
         data["reasoning"] = str(payload["reasoning"])
     if payload.get("outputSteps"):
         outputs = payload["outputSteps"]
-        data["outputSteps"] = [outputs] if isinstance(outputs, str) else outputs
+        if isinstance(outputs, str) and lenient:
+            reading.changes.append(
+                Change("shapes", None, f"outputSteps {shown(outputs)}", shown([outputs]))
+            )
+            outputs = [outputs]
+        data["outputSteps"] = outputs
     reading.data = data
     return reading
+
+
+def _format_changes(raw: dict[str, Any], parsed: Any, step: dict[str, Any]) -> list[Change]:
+    """The ``nulls`` and ``shapes`` changes from a step as written (``raw``, its ``parameters``
+    ``parsed`` when given as a JSON string) to the step as read."""
+    if not isinstance(raw.get("id"), str):
+        return []
+    written = dict(raw, parameters=parsed)
+    written.setdefault("dependsOn", [])  # left out is none: no change
+    nulls = dict(written, parameters=step["parameters"])
+    if nulls.get("dependsOn") is None:
+        nulls["dependsOn"] = []
+    for optional in ("forEach", "when", "maxItems"):
+        if optional in nulls and nulls[optional] is None:
+            del nulls[optional]
+    return [
+        *step_changes("nulls", {"steps": [written]}, {"steps": [nulls]}),
+        *step_changes("shapes", {"steps": [nulls]}, {"steps": [step]}),
+    ]
+
+
+def _read_step(
+    raw: dict[str, Any],
+    index: int,
+    catalog: ToolCatalog | None,
+    reading: PlanReading,
+    *,
+    lenient: bool,
+) -> tuple[dict[str, Any], Any]:
+    """One step of the answer, read (its parameters parsed when given as a JSON string, the
+    generic schema's form); with ``lenient``, the format rules applied. Also the parameters as
+    parsed, before any rule."""
+    step = dict(raw)
+    step_id = step.get("id")
+    label = f"step {step_id!r}" if step_id is not None else f"steps[{index}]"
+    parameters = step.get("parameters")
+    if parameters is None and lenient:
+        parameters = {}
+    if isinstance(parameters, str):
+        text = parameters
+        try:
+            if not text.strip():
+                parameters = {}
+            elif lenient:
+                parameters, change = read_json(text)
+                if change is not None and isinstance(step_id, str):
+                    reading.changes.append(
+                        Change(change.rule, step_id, f"parameters: {change.before}", change.after)
+                    )
+            else:
+                parameters = _loads(text)
+        except json.JSONDecodeError as error:
+            reading.issues.append(
+                ValidationIssue(
+                    "json",
+                    f"{label}: parameters is not valid JSON ({error.msg} at char "
+                    f"{error.pos}: {_fragment(error.doc, error.pos)}); {_json_hint(text)}",
+                    str(step_id) if step_id is not None else None,
+                )
+            )
+            reading.unreadable.append(str(step_id))
+            parameters = {}
+    if not isinstance(parameters, dict) and (parameters is not None or "parameters" in step):
+        reading.issues.append(
+            ValidationIssue(
+                "arguments",
+                f"{label}: parameters must be a JSON object of arguments, got "
+                f"{json.dumps(parameters)[:60]}",
+                str(step_id) if step_id is not None else None,
+            )
+        )
+        reading.unreadable.append(str(step_id))
+        parameters = {}
+    if parameters is None:
+        return step, None  # strict reading, no parameters written: the validator judges it
+    parsed = raw.get("parameters") if raw.get("parameters") is None else parameters
+    step["parameters"] = (
+        _without_fillers(parameters, step.get("tool"), catalog) if lenient else parameters
+    )
+    if not lenient:
+        return step, parsed
+    if step.get("dependsOn") is None:
+        step["dependsOn"] = []
+    elif isinstance(step["dependsOn"], str):
+        step["dependsOn"] = [step["dependsOn"]]
+    for optional in ("forEach", "when", "maxItems"):
+        if optional in step and step[optional] is None:
+            del step[optional]  # the schema asks for every field: null means none
+    if step.get("confidence") is not None:
+        try:
+            step["confidence"] = min(1.0, max(0.0, float(step["confidence"])))
+        except (TypeError, ValueError):
+            step.pop("confidence")
+    return step, parsed
 
 
 def to_plan_data(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from toolplan.analysis.estimates import Estimate
@@ -34,10 +34,13 @@ class PlanningOutcome:
     usage: dict[str, int]
     planning_ms: float
     model: str
+    changes: list[dict[str, Any]] = field(default_factory=list)
+    """What the rewrite rules changed in the model's answer: ``{rule, step, before, after}``
+    each (:mod:`toolplan.planning.rewrites`); empty when the plan is stored as written."""
 
     def to_json(self) -> dict[str, Any]:
         """``toolplan plan --json``: requestId, planId, status, estimate, plan, llmCalls,
-        usage."""
+        usage, changes."""
         return {
             **self.ref.to_json(),
             "plan": self.plan,
@@ -46,6 +49,7 @@ class PlanningOutcome:
             "usage": self.usage,
             "planningMs": self.planning_ms,
             "model": self.model,
+            "changes": [dict(change) for change in self.changes],
         }
 
 
@@ -160,4 +164,5 @@ async def create_plan(
         usage=usage,
         planning_ms=state.get("planning_ms", 0.0),
         model=state.get("model", ctx.model_name),
+        changes=list(state.get("changes") or []),
     )

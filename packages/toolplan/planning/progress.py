@@ -24,12 +24,14 @@ __all__ = ["PlanningEvent", "PlanningEventKind", "PlanningListener", "notify"]
 
 _log = logging.getLogger(__name__)
 
-PlanningEventKind = Literal["planning", "step", "repairing", "retrying", "answered"]
+PlanningEventKind = Literal["planning", "step", "repairing", "retrying", "answered", "rewritten"]
 """``planning``: the first call is about to be made. ``step``: the answer being written has one
 more step (only when it is streamed: :mod:`toolplan.planning.streaming`; a step may be told again
 by the answer of a repair or a retry). ``repairing``: the last answer had problems
 and the model is asked again with them. ``retrying``: the answer stopped at the output limit and
-the same request is asked again with a larger one. ``answered``: an answer came back."""
+the same request is asked again with a larger one. ``answered``: an answer came back.
+``rewritten``: the plan was stored, with every change the rewrite rules made to the
+model's answer (:mod:`toolplan.planning.rewrites`; told even when there is none)."""
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,8 @@ class PlanningEvent:
     tokens: int | None = None
     """``step``: the answer's output so far, in streamed chunks (about one token each; the
     exact count comes with ``answered``)."""
+    changes: list[dict[str, Any]] = field(default_factory=list)
+    """``rewritten``: each change as ``{rule, step, before, after}``."""
 
     def to_json(self) -> dict[str, Any]:
         """The event as LangGraph's custom stream carries it."""
@@ -85,6 +89,8 @@ class PlanningEvent:
             data["steps"] = self.steps
         elif self.kind == "step":
             data.update(step=dict(self.step or {}), steps=self.steps, tokens=self.tokens)
+        elif self.kind == "rewritten":
+            data["changes"] = [dict(change) for change in self.changes]
         return data
 
 

@@ -63,4 +63,5 @@ def build_planner_context(
         estimates=settings.estimates,
         prompts_dir=planner.prompts_dir,
         max_items=settings.execution.max_items,
+        rewrites=planner.rewrites,
     )

@@ -29,6 +29,11 @@ BFCL does not allow to be left out): 3 of 2,351 entries, each a value the model 
 the request's meaning ("intermediate" for "not beginners but not advanced", ``women`` for
 "female"). Only a step's top-level arguments are read. The planning record names what was dropped
 (``unstatedArguments``: ``{step id: {argument: value}}``), so it is never silent.
+
+This is the ``unstated`` rule of the rewrite pipeline (:mod:`toolplan.planning.rewrites`), a
+*heuristic* one: it runs only with ``TOOLPLAN_PLANNER_REWRITES=all`` (or
+``Toolplan(rewrites="all")``), and each change it makes is recorded as ``{rule, step, before,
+after}`` and printed.
 """
 
 from __future__ import annotations

@@ -52,6 +52,7 @@ RESERVED_META_KEYS: frozenset[str] = frozenset(
         "confidence",
         "repairs",
         "reasoning",
+        "changes",  # what the rewrite rules changed in the model's answer (planning/rewrites.py)
         # plan reuse (pipeline/flow.py)
         "reusedFrom",
         "reuse",
