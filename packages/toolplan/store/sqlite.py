@@ -18,10 +18,10 @@ import secrets
 import sqlite3
 import threading
 import time
-from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from toolplan.errors import InvalidInput, StoreUnavailable
 from toolplan.store._kept_saver import KeptCheckpointers
@@ -48,6 +48,7 @@ from toolplan.store.protocol import (
     PlanSummary,
     RequestRecord,
     StepRecord,
+    StepStatus,
     ToolStats,
     decode_plan_cursor,
     encode_plan_cursor,
@@ -118,8 +119,17 @@ CREATE TABLE IF NOT EXISTS tp_steps (
     reason TEXT,
     items TEXT,
     decision TEXT,
+    item_count INTEGER,
     PRIMARY KEY (plan_id, step_id)
 );
+CREATE TABLE IF NOT EXISTS tp_items (
+    plan_id TEXT NOT NULL,
+    step_id TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    record TEXT NOT NULL,
+    PRIMARY KEY (plan_id, step_id, idx)
+) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS tp_steps_by_tool ON tp_steps(tool, status);
 CREATE INDEX IF NOT EXISTS tp_steps_by_tool_time ON tp_steps(tool, status, finished_at);
 CREATE TABLE IF NOT EXISTS tp_records (
@@ -189,6 +199,7 @@ _ADDED_COLUMNS = {
         "reason TEXT",
         "items TEXT",
         "decision TEXT",
+        "item_count INTEGER",
     ),
 }
 """Columns added after the first release: files created before get them when opened."""
@@ -212,6 +223,8 @@ def _add_missing_columns(db: sqlite3.Connection) -> None:
                     "UPDATE tp_executions SET (plan_created_at, request_id) = (SELECT"
                     " created_at, request_id FROM tp_plans WHERE plan_id = tp_executions.plan_id)"
                 )
+            if table == "tp_steps" and "item_count" not in have:
+                _move_items_to_rows(db)
             if table == "tp_plans" and "executed" not in have:
                 db.execute(
                     "UPDATE tp_plans SET executed = 1"
@@ -222,6 +235,26 @@ def _add_missing_columns(db: sqlite3.Connection) -> None:
             if db.in_transaction:
                 db.execute("ROLLBACK")
             raise
+
+
+def _move_items_to_rows(db: sqlite3.Connection) -> None:
+    """Files from before item rows kept a ``forEach`` step's items in one JSON column
+    (``tp_steps.items``), rewritten whole on every item update: move them to ``tp_items``, one
+    row per item (run once, inside the transaction that adds ``item_count``)."""
+    rows = db.execute(
+        "SELECT plan_id, step_id, items FROM tp_steps WHERE items IS NOT NULL"
+    ).fetchall()
+    for plan_id, step_id, text in rows:
+        items = [ItemRecord.from_json(item) for item in loads(text)]
+        db.executemany(
+            "INSERT OR REPLACE INTO tp_items (plan_id, step_id, idx, status, record)"
+            " VALUES (?, ?, ?, ?, ?)",
+            [(plan_id, step_id, *_item_row(item)) for item in items],
+        )
+        db.execute(
+            "UPDATE tp_steps SET items = NULL, item_count = ? WHERE plan_id = ? AND step_id = ?",
+            (len(items), plan_id, step_id),
+        )
 
 
 def _add_missing_indexes(db: sqlite3.Connection) -> None:
@@ -488,7 +521,7 @@ class SqliteStore(SqliteControls):
         return execution
 
     @guarded
-    def get_execution(self, plan_id: str) -> ExecutionRecord | None:
+    def get_execution(self, plan_id: str, *, items: bool = True) -> ExecutionRecord | None:
         with self._lock:
             rows = self._query("SELECT * FROM tp_executions WHERE plan_id = ?", (plan_id,))
             if not rows:
@@ -496,6 +529,15 @@ class SqliteStore(SqliteControls):
             step_rows = self._query(
                 "SELECT * FROM tp_steps WHERE plan_id = ? ORDER BY position", (plan_id,)
             )
+            listed: dict[str, list[ItemRecord]] = {}
+            if items:
+                for s in step_rows:
+                    if s["item_count"] is not None:
+                        listed[s["step_id"]] = self._items(
+                            plan_id, s["step_id"], " ORDER BY idx", ()
+                        )
+                    elif s["items"] is not None:
+                        listed[s["step_id"]] = _legacy_items(s["items"]) or []
         row = rows[0]
         steps = [
             StepRecord(
@@ -517,7 +559,7 @@ class SqliteStore(SqliteControls):
                 timeout_source=s["timeout_source"],
                 reused_from=s["reused_from"],
                 reason=s["reason"],
-                items=_items_from(s["items"]),
+                items=listed.get(s["step_id"]),
                 decision=_decision_from(s["decision"]),
             )
             for s in step_rows
@@ -539,25 +581,28 @@ class SqliteStore(SqliteControls):
 
     @guarded
     def update_step(self, plan_id: str, step_id: str, changes: Mapping[str, Any]) -> None:
-        sql, values = _step_update(plan_id, step_id, changes)
-        with self._lock:
-            cursor = self._db.execute(sql, values)
-        if cursor.rowcount != 1:
-            raise KeyError(f"no step {step_id!r} in the execution of {plan_id!r}")
+        writes = _step_writes(plan_id, step_id, changes)
+        if len(writes) == 1:  # one statement is atomic on its own
+            with self._lock:
+                _apply(self._db, plan_id, step_id, writes)
+            return
+        with self._transaction() as db:
+            _apply(db, plan_id, step_id, writes)
 
     @guarded
     def update_steps(self, plan_id: str, updates: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
-        statements = [_step_update(plan_id, step_id, changes) for step_id, changes in updates]
-        if not statements:
+        writes = [(step_id, _step_writes(plan_id, step_id, c)) for step_id, c in updates]
+        if not writes:
             return
         with self._transaction() as db:
-            for (step_id, _), (sql, values) in zip(updates, statements, strict=True):
-                if db.execute(sql, values).rowcount != 1:
-                    raise KeyError(f"no step {step_id!r} in the execution of {plan_id!r}")
+            for step_id, statements in writes:
+                _apply(db, plan_id, step_id, statements)
 
     @guarded
     def decide_step(self, plan_id: str, step_id: str, changes: Mapping[str, Any]) -> bool:
-        sql, values = _step_update(plan_id, step_id, changes)
+        if {"item", "items"} & set(changes):
+            raise ValueError("a decision does not change a step's items")
+        ((sql, values, _, _),) = _step_writes(plan_id, step_id, changes)
         with self._transaction() as db:
             if db.execute(sql + " AND status = 'waiting_approval'", values).rowcount == 1:
                 return True
@@ -567,6 +612,54 @@ class SqliteStore(SqliteControls):
         if exists is None:
             raise KeyError(f"no step {step_id!r} in the execution of {plan_id!r}")
         return False
+
+    def _items(
+        self, plan_id: str, step_id: str, extra: str, params: tuple[Any, ...]
+    ) -> list[ItemRecord]:
+        rows = self._query(
+            f"SELECT record FROM tp_items WHERE plan_id = ? AND step_id = ?{extra}",
+            (plan_id, step_id, *params),
+        )
+        return [ItemRecord.from_json(loads(r["record"])) for r in rows]
+
+    @guarded
+    def get_items(
+        self,
+        plan_id: str,
+        step_id: str,
+        *,
+        offset: int = 0,
+        limit: int | None = None,
+        status: StepStatus | None = None,
+    ) -> list[ItemRecord]:
+        where = "" if status is None else " AND status = ?"
+        params: tuple[Any, ...] = () if status is None else (status,)
+        # The primary key is (plan_id, step_id, idx): a page is read in index order from it.
+        return self._items(
+            plan_id,
+            step_id,
+            f"{where} ORDER BY idx LIMIT ? OFFSET ?",
+            (*params, -1 if limit is None else max(0, limit), max(0, offset)),
+        )
+
+    @guarded
+    def count_items(self, plan_id: str, step_id: str) -> dict[StepStatus, int] | None:
+        with self._lock:
+            rows = self._query(
+                "SELECT item_count, items FROM tp_steps WHERE plan_id = ? AND step_id = ?",
+                (plan_id, step_id),
+            )
+            if not rows or (rows[0]["item_count"] is None and rows[0]["items"] is None):
+                return None
+            if rows[0]["item_count"] is None:
+                legacy = _legacy_items(rows[0]["items"]) or []
+                return _counted(item.status for item in legacy)
+            counts = self._query(
+                "SELECT status, COUNT(*) AS n FROM tp_items WHERE plan_id = ? AND step_id = ?"
+                " GROUP BY status",
+                (plan_id, step_id),
+            )
+        return {r["status"]: r["n"] for r in counts}
 
     @guarded
     def set_execution_status(
@@ -824,10 +917,18 @@ def _mark_executed(db: sqlite3.Connection, plan_id: str) -> None:
     db.execute("UPDATE tp_plans SET executed = 1 WHERE plan_id = ?", (plan_id,))
 
 
-def _step_update(
-    plan_id: str, step_id: str, changes: Mapping[str, Any]
-) -> tuple[str, tuple[Any, ...]]:
-    """The ``UPDATE`` statement and values applying ``changes`` to one step record."""
+class _Statement(NamedTuple):
+    sql: str
+    values: Any
+    many: bool = False
+    """``values`` is a list of rows (``executemany``)."""
+    checked: bool = False
+    """Changes one row exactly when the step exists: the ``KeyError`` check."""
+
+
+def _step_writes(plan_id: str, step_id: str, changes: Mapping[str, Any]) -> list[_Statement]:
+    """The statements applying ``changes`` to one step record, in order. Items are rows of
+    ``tp_items``: a whole list replaces the step's rows, one item its own row only."""
     unknown = set(changes) - STEP_FIELDS
     if unknown:
         raise ValueError(f"cannot update step fields {sorted(unknown)}")
@@ -835,30 +936,79 @@ def _step_update(
     values: list[Any] = []
     for name, value in changes.items():
         if name == "item":
-            # One element replaced in place: items written by other workers are left alone.
-            item: ItemRecord = value
-            assignments.append("items = json_set(COALESCE(items, '[]'), ?, json(?))")
-            values.extend([f"$[{item.index}]", dumps(item.to_json())])
-        elif name == "items":
-            assignments.append("items = ?")
-            values.append(None if value is None else dumps([i.to_json() for i in value]))
+            continue
+        if name == "items":
+            # The legacy column is cleared: the rows are the items from now on.
+            assignments.extend(["items = NULL", "item_count = ?"])
+            values.append(None if value is None else len(value))
         elif name == "decision":
             assignments.append("decision = ?")
             values.append(None if value is None else dumps(value.to_json()))
         else:
             assignments.append(f"{name} = ?")
             values.append(dumps(value) if name in _JSON_STEP_FIELDS else value)
-    # No changes still checks that the step exists (rowcount), like the other backends.
-    columns = ", ".join(assignments) or "step_id = step_id"
-    sql = f"UPDATE tp_steps SET {columns} WHERE plan_id = ? AND step_id = ?"
-    return sql, (*values, plan_id, step_id)
+    where = (plan_id, step_id)
+    statements: list[_Statement] = []
+    if assignments or "item" not in changes:
+        # No changes still checks that the step exists (rowcount), like the other backends.
+        columns = ", ".join(assignments) or "step_id = step_id"
+        sql = f"UPDATE tp_steps SET {columns} WHERE plan_id = ? AND step_id = ?"
+        statements.append(_Statement(sql, (*values, *where), checked=True))
+    if "items" in changes:
+        statements.append(
+            _Statement("DELETE FROM tp_items WHERE plan_id = ? AND step_id = ?", where)
+        )
+        if changes["items"]:
+            statements.append(
+                _Statement(
+                    "INSERT INTO tp_items (plan_id, step_id, idx, status, record)"
+                    " VALUES (?, ?, ?, ?, ?)",
+                    [(*where, *_item_row(item)) for item in changes["items"]],
+                    many=True,
+                )
+            )
+    if "item" in changes:
+        # One row written, whatever the length of the list; only when the step exists.
+        statements.append(
+            _Statement(
+                "INSERT OR REPLACE INTO tp_items (plan_id, step_id, idx, status, record)"
+                " SELECT ?, ?, ?, ?, ? WHERE EXISTS"
+                " (SELECT 1 FROM tp_steps WHERE plan_id = ? AND step_id = ?)",
+                (*where, *_item_row(changes["item"]), *where),
+                checked=not statements,
+            )
+        )
+    return statements
+
+
+def _apply(db: sqlite3.Connection, plan_id: str, step_id: str, writes: list[_Statement]) -> None:
+    for write in writes:
+        if write.many:
+            db.executemany(write.sql, write.values)
+            continue
+        if db.execute(write.sql, write.values).rowcount != 1 and write.checked:
+            raise KeyError(f"no step {step_id!r} in the execution of {plan_id!r}")
+
+
+def _item_row(item: ItemRecord) -> tuple[int, str, str]:
+    """The ``(idx, status, record)`` columns of one item row."""
+    return item.index, item.status, dumps(item.to_json())
 
 
 def _decision_from(text: str | None) -> Decision | None:
     return None if text is None else Decision.from_json(loads(text))
 
 
-def _items_from(text: str | None) -> list[ItemRecord] | None:
+def _counted(statuses: Iterable[StepStatus]) -> dict[StepStatus, int]:
+    counts: dict[StepStatus, int] = {}
+    for status in statuses:
+        counts[status] = counts.get(status, 0) + 1
+    return counts
+
+
+def _legacy_items(text: str | None) -> list[ItemRecord] | None:
+    """Items in the JSON column of files from before item rows (moved to rows when such a file
+    is opened; read here should a row still hold them)."""
     if text is None:
         return None
     return [ItemRecord.from_json(item) for item in loads(text)]
