@@ -66,7 +66,9 @@ class StoreInputs:
             wanted |= references(step.fallback.parameters)
         if not wanted:
             return {}
-        execution = await asyncio.to_thread(self.store.get_execution, self.plan_id)
+        # Without items: a backend that runs each item elsewhere reads this once per item, and
+        # the items of a long map would make every read as long as the map.
+        execution = await asyncio.to_thread(self.store.get_execution, self.plan_id, items=False)
         if execution is None:
             return {}
         return {k: v for k, v in stored_outputs(execution).items() if k in wanted}

@@ -215,13 +215,14 @@ class PlanActivities:
         )
         if not gated:
             return {}
-        execution = await asyncio.to_thread(self.store.get_execution, plan_id)
+        # Read for every item of a map: its items are left out (only decisions are wanted).
+        execution = await asyncio.to_thread(self.store.get_execution, plan_id, items=False)
         if execution is None:
             return {}
         return {s.step_id: s.decision for s in execution.steps if s.decision is not None}
 
     async def _step_started(self, plan_id: str, step_id: str) -> float:
-        execution = await asyncio.to_thread(self.store.get_execution, plan_id)
+        execution = await asyncio.to_thread(self.store.get_execution, plan_id, items=False)
         started_at = None
         if execution is not None:
             with contextlib.suppress(KeyError):

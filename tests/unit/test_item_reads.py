@@ -1,0 +1,70 @@
+"""Reads that happen once per item do not read the items (issue 42): a backend that runs each
+item elsewhere (Temporal: one activity per item) reads the step records for every item, and with
+the items of a long map in each read, a map of N items read N items N times.
+
+Checked by what is read, not by time: the store below counts the item records it returns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from toolplan.engine.effects import earlier_effects
+from toolplan.engine.inputs import StoreInputs
+from toolplan.plans.meta import VERSION_KEY
+from toolplan.plans.plan import Step
+from toolplan.store.protocol import ExecutionRecord, ItemRecord
+from toolplan.store.sqlite import SqliteStore
+from toolplan.tools import load_tool_modules
+from toolplan_conformance import new_plan, started_execution
+
+
+class CountingStore(SqliteStore):
+    """A SQLite store that counts the item records its executions are read with."""
+
+    items_read = 0
+
+    def get_execution(self, plan_id: str, *, items: bool = True) -> ExecutionRecord | None:
+        execution = super().get_execution(plan_id, items=items)
+        if execution is not None:
+            self.items_read += sum(len(step.items or ()) for step in execution.steps)
+        return execution
+
+
+def _mapped(store: SqliteStore, count: int) -> str:
+    plan_id = started_execution(store, steps=2).plan_id
+    store.update_step(
+        plan_id, "s0", {"status": "running", "items": [ItemRecord(i) for i in range(count)]}
+    )
+    store.update_step(plan_id, "s1", {"status": "succeeded", "output": {"value": 1}})
+    return plan_id
+
+
+async def test_store_inputs_read_outputs_without_items(tmp_path: Path) -> None:
+    store = CountingStore(tmp_path / "toolplan.db")
+    plan_id = _mapped(store, 500)
+    inputs = StoreInputs(store, plan_id)
+    step = Step.model_validate(
+        {"id": "s2", "tool": "echo", "forEach": [1, 2], "parameters": {"value": "{{s1.value}}"}}
+    )
+    for _ in range(3):  # one read per item
+        assert await inputs.outputs_for(step) == {"s1": {"value": 1}}
+    assert store.items_read == 0
+    store.close()
+
+
+def test_earlier_effects_read_earlier_versions_without_items(tmp_path: Path) -> None:
+    store = CountingStore(tmp_path / "toolplan.db")
+    first = _mapped(store, 500)
+    record = store.get_plan(first)
+    assert record is not None
+    second = replace(new_plan(record.request_id), meta={VERSION_KEY: 2})
+    store.save_plan(second)
+    store.items_read = 0
+    catalog: Any = load_tool_modules(("blog",))
+    for _ in range(3):
+        earlier_effects(store, second, catalog)
+    assert store.items_read == 0
+    store.close()
