@@ -771,21 +771,21 @@ class MongoStore(MongoControls):
         if step is None:
             return None
         legacy = _legacy_items(step.get("items"))
-        if legacy is not None:
-            statuses = [item.status for item in legacy]
-        elif step.get("itemCount") is None:
-            return None
-        else:
-            statuses = [
-                document["status"]
-                for document in self._items.find(
-                    {"planId": plan_id, "stepId": step_id}, {"_id": 0, "status": 1}
-                )
-            ]
         counts: dict[StepStatus, int] = {}
-        for status in statuses:
-            counts[status] = counts.get(status, 0) + 1
-        return counts
+        if legacy is not None:
+            for item in legacy:
+                counts[item.status] = counts.get(item.status, 0) + 1
+            return counts
+        if step.get("itemCount") is None:
+            return None
+        # Counted by the server, over the (planId, stepId, status) index: no item is sent here.
+        grouped = self._items.aggregate(
+            [
+                {"$match": {"planId": plan_id, "stepId": step_id}},
+                {"$group": {"_id": "$status", "n": {"$sum": 1}}},
+            ]
+        )
+        return {group["_id"]: int(group["n"]) for group in grouped}
 
     @guarded
     def set_execution_status(
