@@ -25,8 +25,10 @@ class CountingStore(SqliteStore):
     """A SQLite store that counts the item records its executions are read with."""
 
     items_read = 0
+    reads = 0
 
     def get_execution(self, plan_id: str, *, items: bool = True) -> ExecutionRecord | None:
+        self.reads += 1
         execution = super().get_execution(plan_id, items=items)
         if execution is not None:
             self.items_read += sum(len(step.items or ()) for step in execution.steps)
@@ -52,6 +54,25 @@ async def test_store_inputs_read_outputs_without_items(tmp_path: Path) -> None:
     for _ in range(3):  # one read per item
         assert await inputs.outputs_for(step) == {"s1": {"value": 1}}
     assert store.items_read == 0
+    store.close()
+
+
+async def test_a_list_mapped_over_is_read_once_for_all_items(tmp_path: Path) -> None:
+    """A backend that builds its inputs per item (a Temporal activity each) and shares the
+    succeeded outputs between them reads the step records once, not once per item: the list a
+    map runs over is decoded once."""
+    store = CountingStore(tmp_path / "toolplan.db")
+    plan_id = started_execution(store, steps=2).plan_id
+    store.update_step(plan_id, "s0", {"status": "succeeded", "output": list(range(1000))})
+    step = Step.model_validate(
+        {"id": "s1", "tool": "echo", "forEach": "{{s0}}", "parameters": {"value": "{{$item}}"}}
+    )
+    shared: dict[str, Any] = {}
+    store.reads = 0
+    for _ in range(5):  # one StoreInputs per item, as each activity builds its own
+        outputs = await StoreInputs(store, plan_id, succeeded=shared).outputs_for(step)
+        assert outputs == {"s0": list(range(1000))}
+    assert store.reads == 1
     store.close()
 
 
