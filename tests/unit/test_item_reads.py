@@ -13,6 +13,7 @@ from typing import Any
 
 from toolplan.engine.effects import earlier_effects
 from toolplan.engine.inputs import StoreInputs
+from toolplan.execution.events import watch_step_events
 from toolplan.plans.meta import VERSION_KEY
 from toolplan.plans.plan import Step
 from toolplan.store.protocol import ExecutionRecord, ItemRecord
@@ -40,7 +41,7 @@ def _mapped(store: SqliteStore, count: int) -> str:
     store.update_step(
         plan_id, "s0", {"status": "running", "items": [ItemRecord(i) for i in range(count)]}
     )
-    store.update_step(plan_id, "s1", {"status": "succeeded", "output": {"value": 1}})
+    store.update_step(plan_id, "s1", {"status": "succeeded", "attempts": 1, "output": {"value": 1}})
     return plan_id
 
 
@@ -87,5 +88,23 @@ def test_earlier_effects_read_earlier_versions_without_items(tmp_path: Path) -> 
     catalog: Any = load_tool_modules(("blog",))
     for _ in range(3):
         earlier_effects(store, second, catalog)
+    assert store.items_read == 0
+    store.close()
+
+
+async def test_following_a_run_from_another_process_polls_without_items(tmp_path: Path) -> None:
+    """``stepEvents`` of a run elsewhere polls the step records all along the run: a poll reads
+    the steps, not the items of a long map."""
+    store = CountingStore(tmp_path / "toolplan.db")
+    plan_id = _mapped(store, 500)
+    store.items_read = 0
+    events = watch_step_events(store, plan_id, poll_seconds=0)
+    seen = [await anext(events) for _ in range(2)]  # s1 started, then succeeded
+    store.set_execution_status(plan_id, "succeeded")
+    seen.extend([event async for event in events])
+    assert [(event.kind, event.step_id) for event in seen] == [
+        ("started", "s1"),
+        ("succeeded", "s1"),
+    ]
     assert store.items_read == 0
     store.close()
