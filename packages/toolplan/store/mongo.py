@@ -661,7 +661,12 @@ class MongoStore(MongoControls):
         }
         for step_id in sorted(step_ids - found):
             raise KeyError(f"no step {step_id!r} in the execution of {plan_id!r}")
-        self._items.bulk_write(item_writes, ordered=True)
+        try:
+            self._items.bulk_write(item_writes, ordered=True)
+        except (BulkWriteError, DuplicateKeyError):
+            # Two writers upserted the same new item at once and one lost on the unique index;
+            # the document exists now, so the same writes again replace it (they are idempotent).
+            self._items.bulk_write(item_writes, ordered=True)
 
     @guarded
     def update_steps(self, plan_id: str, updates: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
