@@ -62,7 +62,7 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from pymongo import ASCENDING, DeleteMany, IndexModel, InsertOne, ReplaceOne, UpdateOne
+from pymongo import ASCENDING, IndexModel, UpdateOne
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from toolplan.errors import InvalidInput, ToolplanError
@@ -75,6 +75,7 @@ from toolplan.store._mongo_client import (
 )
 from toolplan.store._mongo_controls import NO_OWNER, MongoControls
 from toolplan.store._mongo_faults import MONGO_ERRORS, guarded
+from toolplan.store._mongo_items import MongoItems
 from toolplan.store.codec import dumps, loads
 from toolplan.store.protocol import (
     EXECUTION_STATUSES,
@@ -89,7 +90,6 @@ from toolplan.store.protocol import (
     PlanSummary,
     RequestRecord,
     StepRecord,
-    StepStatus,
     ToolStats,
     cap_output,
     decode_plan_cursor,
@@ -172,7 +172,7 @@ def _summary(plan: _Document, execution: _Document | None) -> PlanSummary:
     )
 
 
-class MongoStore(MongoControls):
+class MongoStore(MongoItems, MongoControls):
     """:class:`~toolplan.store.protocol.Store` on a MongoDB database (see the module docstring)."""
 
     def __init__(self, uri: str, *, env: Mapping[str, str] | None = None) -> None:
@@ -565,19 +565,7 @@ class MongoStore(MongoControls):
         if document is None:
             return None
         steps = list(self._steps.find({"planId": plan_id}).sort("position", ASCENDING))
-        listed: dict[str, list[ItemRecord]] = {}
-        if items:
-            for step in steps:
-                legacy = _legacy_items(step.get("items"))
-                if legacy is not None:
-                    listed[step["stepId"]] = legacy
-                elif step.get("itemCount") is not None:
-                    listed[step["stepId"]] = []
-            if any(step.get("itemCount") is not None for step in steps):
-                found = self._items.find({"planId": plan_id}, {"_id": 0, "stepId": 1, "record": 1})
-                for item in found.sort([("stepId", ASCENDING), ("index", ASCENDING)]):
-                    if item["stepId"] in listed:
-                        listed[item["stepId"]].append(ItemRecord.from_json(loads(item["record"])))
+        listed = self._listed_items(plan_id, steps) if items else {}
         lease_until = document.get("leaseUntil")
         return ExecutionRecord(
             plan_id=plan_id,
@@ -625,48 +613,6 @@ class MongoStore(MongoControls):
         if capped:
             fields["outputTruncated"] = True
         return fields
-
-    @staticmethod
-    def _item_writes(plan_id: str, step_id: str, changes: Mapping[str, Any]) -> list[Any]:
-        """The writes to ``items`` that apply ``changes``: a whole list replaces the step's item
-        documents; one item replaces its own document only."""
-        selector = {"planId": plan_id, "stepId": step_id}
-        operations: list[Any] = []
-        if "items" in changes:
-            operations.append(DeleteMany(selector))
-            operations.extend(
-                InsertOne(_item_document(plan_id, step_id, item)) for item in changes["items"] or ()
-            )
-        item = changes.get("item")
-        if item is not None:
-            operations.append(
-                ReplaceOne(
-                    {**selector, "index": item.index},
-                    _item_document(plan_id, step_id, item),
-                    upsert=True,
-                )
-            )
-        return operations
-
-    def _write_items(self, plan_id: str, item_writes: list[Any], step_ids: set[str]) -> None:
-        """Item writes in order, once every step they are about is known to exist (no item
-        document is left behind for a step that is not there)."""
-        if not item_writes:
-            return
-        found = {
-            document["stepId"]
-            for document in self._steps.find(
-                {"planId": plan_id, "stepId": {"$in": sorted(step_ids)}}, {"stepId": 1}
-            )
-        }
-        for step_id in sorted(step_ids - found):
-            raise KeyError(f"no step {step_id!r} in the execution of {plan_id!r}")
-        try:
-            self._items.bulk_write(item_writes, ordered=True)
-        except (BulkWriteError, DuplicateKeyError):
-            # Two writers upserted the same new item at once and one lost on the unique index;
-            # the document exists now, so the same writes again replace it (they are idempotent).
-            self._items.bulk_write(item_writes, ordered=True)
 
     @guarded
     def update_steps(self, plan_id: str, updates: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
@@ -740,57 +686,6 @@ class MongoStore(MongoControls):
         if self._steps.count_documents(selector, limit=1) != 1:
             raise KeyError(f"no step {step_id!r} in the execution of {plan_id!r}")
         return False
-
-    @guarded
-    def get_items(
-        self,
-        plan_id: str,
-        step_id: str,
-        *,
-        offset: int = 0,
-        limit: int | None = None,
-        status: StepStatus | None = None,
-    ) -> list[ItemRecord]:
-        if limit is not None and limit <= 0:
-            return []
-        step = self._steps.find_one({"planId": plan_id, "stepId": step_id}, {"items": 1})
-        legacy = None if step is None else _legacy_items(step.get("items"))
-        if legacy is not None:
-            chosen = [item for item in legacy if status is None or item.status == status]
-            end = None if limit is None else max(0, offset) + limit
-            return chosen[max(0, offset) : end]
-        selector: _Document = {"planId": plan_id, "stepId": step_id}
-        if status is not None:
-            selector["status"] = status
-        found = self._items.find(selector, {"_id": 0, "record": 1}).sort("index", ASCENDING)
-        found = found.skip(max(0, offset))
-        if limit is not None:
-            found = found.limit(limit)
-        return [ItemRecord.from_json(loads(document["record"])) for document in found]
-
-    @guarded
-    def count_items(self, plan_id: str, step_id: str) -> dict[StepStatus, int] | None:
-        step = self._steps.find_one(
-            {"planId": plan_id, "stepId": step_id}, {"items": 1, "itemCount": 1}
-        )
-        if step is None:
-            return None
-        legacy = _legacy_items(step.get("items"))
-        counts: dict[StepStatus, int] = {}
-        if legacy is not None:
-            for item in legacy:
-                counts[item.status] = counts.get(item.status, 0) + 1
-            return counts
-        if step.get("itemCount") is None:
-            return None
-        # Counted by the server, over the (planId, stepId, status) index: no item is sent here.
-        grouped = self._items.aggregate(
-            [
-                {"$match": {"planId": plan_id, "stepId": step_id}},
-                {"$group": {"_id": "$status", "n": {"$sum": 1}}},
-            ]
-        )
-        return {group["_id"]: int(group["n"]) for group in grouped}
 
     @guarded
     def set_execution_status(
@@ -1042,23 +937,3 @@ class MongoStore(MongoControls):
 
 def _decision_from(stored: Mapping[str, Any] | None) -> Decision | None:
     return None if stored is None else Decision.from_json(stored)
-
-
-def _legacy_items(stored: Mapping[str, str] | None) -> list[ItemRecord] | None:
-    """The items of a ``forEach`` step as stores written before item documents kept them, in
-    the step document as ``{"index": JSON text}``, in index order."""
-    if stored is None:
-        return None
-    return [ItemRecord.from_json(loads(stored[key])) for key in sorted(stored, key=int)]
-
-
-def _item_document(plan_id: str, step_id: str, item: ItemRecord) -> _Document:
-    """One item's document: its key, its status (for counts and pages) and its record as JSON
-    text (like every free-form payload of this store)."""
-    return {
-        "planId": plan_id,
-        "stepId": step_id,
-        "index": item.index,
-        "status": item.status,
-        "record": dumps(item.to_json()),
-    }

@@ -18,10 +18,10 @@ import secrets
 import sqlite3
 import threading
 import time
-from collections.abc import AsyncIterator, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from toolplan.errors import InvalidInput, StoreUnavailable
 from toolplan.store._kept_saver import KeptCheckpointers
@@ -34,6 +34,13 @@ from toolplan.store._sqlite_faults import (
     retry_busy,
     translate,
 )
+from toolplan.store._sqlite_items import (
+    SqliteItems,
+    Statement,
+    apply,
+    item_statements,
+    move_items_to_rows,
+)
 from toolplan.store.codec import dumps, loads
 from toolplan.store.protocol import (
     EXECUTION_STATUSES,
@@ -41,14 +48,12 @@ from toolplan.store.protocol import (
     Decision,
     ExecutionRecord,
     ExecutionStatus,
-    ItemRecord,
     ListedStatus,
     PlanPage,
     PlanRecord,
     PlanSummary,
     RequestRecord,
     StepRecord,
-    StepStatus,
     ToolStats,
     decode_plan_cursor,
     encode_plan_cursor,
@@ -224,7 +229,7 @@ def _add_missing_columns(db: sqlite3.Connection) -> None:
                     " created_at, request_id FROM tp_plans WHERE plan_id = tp_executions.plan_id)"
                 )
             if table == "tp_steps" and "item_count" not in have:
-                _move_items_to_rows(db)
+                move_items_to_rows(db)
             if table == "tp_plans" and "executed" not in have:
                 db.execute(
                     "UPDATE tp_plans SET executed = 1"
@@ -235,26 +240,6 @@ def _add_missing_columns(db: sqlite3.Connection) -> None:
             if db.in_transaction:
                 db.execute("ROLLBACK")
             raise
-
-
-def _move_items_to_rows(db: sqlite3.Connection) -> None:
-    """Files from before item rows kept a ``forEach`` step's items in one JSON column
-    (``tp_steps.items``), rewritten whole on every item update: move them to ``tp_items``, one
-    row per item (run once, inside the transaction that adds ``item_count``)."""
-    rows = db.execute(
-        "SELECT plan_id, step_id, items FROM tp_steps WHERE items IS NOT NULL"
-    ).fetchall()
-    for plan_id, step_id, text in rows:
-        items = [ItemRecord.from_json(item) for item in loads(text)]
-        db.executemany(
-            "INSERT OR REPLACE INTO tp_items (plan_id, step_id, idx, status, record)"
-            " VALUES (?, ?, ?, ?, ?)",
-            [(plan_id, step_id, *_item_row(item)) for item in items],
-        )
-        db.execute(
-            "UPDATE tp_steps SET items = NULL, item_count = ? WHERE plan_id = ? AND step_id = ?",
-            (len(items), plan_id, step_id),
-        )
 
 
 def _add_missing_indexes(db: sqlite3.Connection) -> None:
@@ -273,7 +258,7 @@ def _add_missing_indexes(db: sqlite3.Connection) -> None:
         raise
 
 
-class SqliteStore(SqliteControls):
+class SqliteStore(SqliteItems, SqliteControls):
     """:class:`~toolplan.store.protocol.Store` on one SQLite file."""
 
     def __init__(
@@ -529,15 +514,7 @@ class SqliteStore(SqliteControls):
             step_rows = self._query(
                 "SELECT * FROM tp_steps WHERE plan_id = ? ORDER BY position", (plan_id,)
             )
-            listed: dict[str, list[ItemRecord]] = {}
-            if items:
-                for s in step_rows:
-                    if s["item_count"] is not None:
-                        listed[s["step_id"]] = self._items(
-                            plan_id, s["step_id"], " ORDER BY idx", ()
-                        )
-                    elif s["items"] is not None:
-                        listed[s["step_id"]] = _legacy_items(s["items"]) or []
+            listed = {s["step_id"]: self._step_items(plan_id, s) for s in step_rows if items}
         row = rows[0]
         steps = [
             StepRecord(
@@ -584,10 +561,10 @@ class SqliteStore(SqliteControls):
         writes = _step_writes(plan_id, step_id, changes)
         if len(writes) == 1:  # one statement is atomic on its own
             with self._lock:
-                _apply(self._db, plan_id, step_id, writes)
+                apply(self._db, plan_id, step_id, writes)
             return
         with self._transaction() as db:
-            _apply(db, plan_id, step_id, writes)
+            apply(db, plan_id, step_id, writes)
 
     @guarded
     def update_steps(self, plan_id: str, updates: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
@@ -596,7 +573,7 @@ class SqliteStore(SqliteControls):
             return
         with self._transaction() as db:
             for step_id, statements in writes:
-                _apply(db, plan_id, step_id, statements)
+                apply(db, plan_id, step_id, statements)
 
     @guarded
     def decide_step(self, plan_id: str, step_id: str, changes: Mapping[str, Any]) -> bool:
@@ -612,54 +589,6 @@ class SqliteStore(SqliteControls):
         if exists is None:
             raise KeyError(f"no step {step_id!r} in the execution of {plan_id!r}")
         return False
-
-    def _items(
-        self, plan_id: str, step_id: str, extra: str, params: tuple[Any, ...]
-    ) -> list[ItemRecord]:
-        rows = self._query(
-            f"SELECT record FROM tp_items WHERE plan_id = ? AND step_id = ?{extra}",
-            (plan_id, step_id, *params),
-        )
-        return [ItemRecord.from_json(loads(r["record"])) for r in rows]
-
-    @guarded
-    def get_items(
-        self,
-        plan_id: str,
-        step_id: str,
-        *,
-        offset: int = 0,
-        limit: int | None = None,
-        status: StepStatus | None = None,
-    ) -> list[ItemRecord]:
-        where = "" if status is None else " AND status = ?"
-        params: tuple[Any, ...] = () if status is None else (status,)
-        # The primary key is (plan_id, step_id, idx): a page is read in index order from it.
-        return self._items(
-            plan_id,
-            step_id,
-            f"{where} ORDER BY idx LIMIT ? OFFSET ?",
-            (*params, -1 if limit is None else max(0, limit), max(0, offset)),
-        )
-
-    @guarded
-    def count_items(self, plan_id: str, step_id: str) -> dict[StepStatus, int] | None:
-        with self._lock:
-            rows = self._query(
-                "SELECT item_count, items FROM tp_steps WHERE plan_id = ? AND step_id = ?",
-                (plan_id, step_id),
-            )
-            if not rows or (rows[0]["item_count"] is None and rows[0]["items"] is None):
-                return None
-            if rows[0]["item_count"] is None:
-                legacy = _legacy_items(rows[0]["items"]) or []
-                return _counted(item.status for item in legacy)
-            counts = self._query(
-                "SELECT status, COUNT(*) AS n FROM tp_items WHERE plan_id = ? AND step_id = ?"
-                " GROUP BY status",
-                (plan_id, step_id),
-            )
-        return {r["status"]: r["n"] for r in counts}
 
     @guarded
     def set_execution_status(
@@ -917,16 +846,7 @@ def _mark_executed(db: sqlite3.Connection, plan_id: str) -> None:
     db.execute("UPDATE tp_plans SET executed = 1 WHERE plan_id = ?", (plan_id,))
 
 
-class _Statement(NamedTuple):
-    sql: str
-    values: Any
-    many: bool = False
-    """``values`` is a list of rows (``executemany``)."""
-    checked: bool = False
-    """Changes one row exactly when the step exists: the ``KeyError`` check."""
-
-
-def _step_writes(plan_id: str, step_id: str, changes: Mapping[str, Any]) -> list[_Statement]:
+def _step_writes(plan_id: str, step_id: str, changes: Mapping[str, Any]) -> list[Statement]:
     """The statements applying ``changes`` to one step record, in order. Items are rows of
     ``tp_items``: a whole list replaces the step's rows, one item its own row only."""
     unknown = set(changes) - STEP_FIELDS
@@ -947,71 +867,18 @@ def _step_writes(plan_id: str, step_id: str, changes: Mapping[str, Any]) -> list
         else:
             assignments.append(f"{name} = ?")
             values.append(dumps(value) if name in _JSON_STEP_FIELDS else value)
-    where = (plan_id, step_id)
-    statements: list[_Statement] = []
+    statements: list[Statement] = []
     if assignments or "item" not in changes:
         # No changes still checks that the step exists (rowcount), like the other backends.
         columns = ", ".join(assignments) or "step_id = step_id"
         sql = f"UPDATE tp_steps SET {columns} WHERE plan_id = ? AND step_id = ?"
-        statements.append(_Statement(sql, (*values, *where), checked=True))
-    if "items" in changes:
-        statements.append(
-            _Statement("DELETE FROM tp_items WHERE plan_id = ? AND step_id = ?", where)
-        )
-        if changes["items"]:
-            statements.append(
-                _Statement(
-                    "INSERT INTO tp_items (plan_id, step_id, idx, status, record)"
-                    " VALUES (?, ?, ?, ?, ?)",
-                    [(*where, *_item_row(item)) for item in changes["items"]],
-                    many=True,
-                )
-            )
-    if "item" in changes:
-        # One row written, whatever the length of the list; only when the step exists.
-        statements.append(
-            _Statement(
-                "INSERT OR REPLACE INTO tp_items (plan_id, step_id, idx, status, record)"
-                " SELECT ?, ?, ?, ?, ? WHERE EXISTS"
-                " (SELECT 1 FROM tp_steps WHERE plan_id = ? AND step_id = ?)",
-                (*where, *_item_row(changes["item"]), *where),
-                checked=not statements,
-            )
-        )
+        statements.append(Statement(sql, (*values, plan_id, step_id), checked=True))
+    statements.extend(item_statements(plan_id, step_id, changes, checked=not statements))
     return statements
-
-
-def _apply(db: sqlite3.Connection, plan_id: str, step_id: str, writes: list[_Statement]) -> None:
-    for write in writes:
-        if write.many:
-            db.executemany(write.sql, write.values)
-            continue
-        if db.execute(write.sql, write.values).rowcount != 1 and write.checked:
-            raise KeyError(f"no step {step_id!r} in the execution of {plan_id!r}")
-
-
-def _item_row(item: ItemRecord) -> tuple[int, str, str]:
-    """The ``(idx, status, record)`` columns of one item row."""
-    return item.index, item.status, dumps(item.to_json())
 
 
 def _decision_from(text: str | None) -> Decision | None:
     return None if text is None else Decision.from_json(loads(text))
-
-
-def _counted(statuses: Iterable[StepStatus]) -> dict[StepStatus, int]:
-    counts: dict[StepStatus, int] = {}
-    for status in statuses:
-        counts[status] = counts.get(status, 0) + 1
-    return counts
-
-
-def _legacy_items(text: str | None) -> list[ItemRecord] | None:
-    """Items in the JSON column of files from before item rows (moved to rows when such a file
-    is opened; read here should a row still hold them)."""
-    if text is None:
-        return None
-    return [ItemRecord.from_json(item) for item in loads(text)]
 
 
 def open_sqlite(uri: str) -> SqliteStore:
