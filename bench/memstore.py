@@ -23,12 +23,14 @@ from toolplan.store.protocol import (
     CachedResult,
     ExecutionRecord,
     ExecutionStatus,
+    ItemRecord,
     ListedStatus,
     PlanPage,
     PlanRecord,
     PlanSummary,
     RequestRecord,
     StepRecord,
+    StepStatus,
     decode_plan_cursor,
     encode_plan_cursor,
     lease_holder,
@@ -146,12 +148,12 @@ class MemoryStore:
         assert execution is not None
         return execution
 
-    def get_execution(self, plan_id: str) -> ExecutionRecord | None:
+    def get_execution(self, plan_id: str, *, items: bool = True) -> ExecutionRecord | None:
         with self._lock:
             row = self._executions.get(plan_id)
             if row is None:
                 return None
-            steps = [StepRecord(**copy.deepcopy(s)) for s in self._steps[plan_id].values()]
+            steps = [self._step_record(s, items) for s in self._steps[plan_id].values()]
             return ExecutionRecord(
                 plan_id=plan_id,
                 status=row["status"],
@@ -167,6 +169,38 @@ class MemoryStore:
                 cancel_requested_at=row.get("cancel_requested_at"),
             )
 
+    @staticmethod
+    def _step_record(row: dict[str, Any], items: bool) -> StepRecord:
+        fields = {k: v for k, v in row.items() if k != "items"}
+        stored = row.get("items")
+        listed = None if stored is None or not items else list(stored)
+        return StepRecord(**copy.deepcopy(fields), items=copy.deepcopy(listed))
+
+    def get_items(
+        self,
+        plan_id: str,
+        step_id: str,
+        *,
+        offset: int = 0,
+        limit: int | None = None,
+        status: StepStatus | None = None,
+    ) -> list[ItemRecord]:
+        with self._lock:
+            stored = self._steps.get(plan_id, {}).get(step_id, {}).get("items") or []
+            chosen = [i for i in stored if status is None or i.status == status]
+        end = None if limit is None else max(0, offset) + max(0, limit)
+        return copy.deepcopy(chosen[max(0, offset) : end])
+
+    def count_items(self, plan_id: str, step_id: str) -> dict[StepStatus, int] | None:
+        with self._lock:
+            stored = self._steps.get(plan_id, {}).get(step_id, {}).get("items")
+            if stored is None:
+                return None
+            counts: dict[StepStatus, int] = {}
+            for item in stored:
+                counts[item.status] = counts.get(item.status, 0) + 1
+            return counts
+
     def update_step(self, plan_id: str, step_id: str, changes: Mapping[str, Any]) -> None:
         unknown = set(changes) - STEP_FIELDS
         if unknown:
@@ -178,9 +212,18 @@ class MemoryStore:
                 raise KeyError(f"no step {step_id!r} in the execution of {plan_id!r}") from None
             changes = dict(changes)
             item = changes.pop("item", None)
+            if changes.get("items") is not None:
+                changes["items"] = list(changes["items"])  # the store's own list
             row.update(changes)
             if item is not None:  # one element of a forEach step's items, replaced in place
-                row["items"] = [item if i.index == item.index else i for i in row["items"]]
+                stored = row["items"] = row.get("items") or []
+                if item.index < len(stored) and stored[item.index].index == item.index:
+                    stored[item.index] = item
+                else:
+                    row["items"] = sorted(
+                        [i for i in stored if i.index != item.index] + [item],
+                        key=lambda i: i.index,
+                    )
 
     def decide_step(self, plan_id: str, step_id: str, changes: Mapping[str, Any]) -> bool:
         with self._lock:

@@ -32,8 +32,9 @@ the asserts of test modules only, and this package is imported as a library.
 What it covers: round trips and immutability of requests and plans, atomic step transitions and
 batched ``update_steps``, the lease state machine and the work queue under concurrent claims,
 resume state after reopening, toolset records, cancel requests, tool durations, the result cache,
-the LangGraph checkpointer, the list of recent plans and approval gates
-(:mod:`~toolplan_conformance.core`, :mod:`~toolplan_conformance.approvals`,
+the LangGraph checkpointer, the list of recent plans, approval gates and the items of
+``forEach`` steps, one per write and read a page at a time (:mod:`~toolplan_conformance.core`,
+:mod:`~toolplan_conformance.items`, :mod:`~toolplan_conformance.approvals`,
 :mod:`~toolplan_conformance.batch`, :mod:`~toolplan_conformance.controls`,
 :mod:`~toolplan_conformance.listing`).
 
@@ -44,13 +45,14 @@ are exported too, for a backend's tests of its own.
 
 from __future__ import annotations
 
-from toolplan_conformance import approvals, batch, controls, core, listing
+from toolplan_conformance import approvals, batch, controls, core, items, listing
 from toolplan_conformance.approvals import *  # noqa: F403
 from toolplan_conformance.batch import *  # noqa: F403
 from toolplan_conformance.connections import in_threads, other_store
 from toolplan_conformance.controls import *  # noqa: F403
 from toolplan_conformance.core import *  # noqa: F403
 from toolplan_conformance.fixtures import store
+from toolplan_conformance.items import *  # noqa: F403
 from toolplan_conformance.listing import *  # noqa: F403
 from toolplan_conformance.records import (
     new_plan,
@@ -67,6 +69,7 @@ __all__ = [
     *controls.__all__,
     *listing.__all__,
     *approvals.__all__,
+    *items.__all__,
     "in_threads",
     "new_plan",
     "new_request",

@@ -205,8 +205,8 @@ class _NanStore:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
-    def get_execution(self, plan_id: str) -> Any:
-        record = self._inner.get_execution(plan_id)
+    def get_execution(self, plan_id: str, *, items: bool = True) -> Any:
+        record = self._inner.get_execution(plan_id, items=items)
         if record is None:
             return None
         steps = [replace(step, output={"ratio": math.nan}) for step in record.steps]

@@ -373,3 +373,68 @@ def test_a_literal_list_over_the_configured_limit_is_refused_before_anything_run
     assert not cli.calls()
     cli.env.pop("TOOLPLAN_MAX_ITEMS")
     assert cli("run", "--file", cli.write_plan(plan), "--json").code == 0  # the default: 100
+
+
+@BOTH
+def test_a_plans_max_items_cannot_lift_the_operators_ceiling(cli: Cli) -> None:
+    """Issue 42: under TOOLPLAN_MAX_ITEMS=5 a plan's own maxItems of 1000 is no way around the
+    limit: a literal list of 6 is refused at validation (exit 2, nothing stored or run), and a
+    list known only at run time fails its step before any call."""
+    cli.env["TOOLPLAN_MAX_ITEMS"] = "5"
+    literal = {
+        "steps": [
+            {
+                "id": "each",
+                "tool": "echo",
+                "forEach": list(range(6)),
+                "maxItems": 1000,
+                "parameters": {"value": "{{$item}}"},
+            }
+        ]
+    }
+    for command in ("run", "submit"):
+        refused = cli(command, "--file", cli.write_plan(literal), "--json")
+        assert refused.code == 2, refused.stderr
+        assert "more than the limit of 5 (TOOLPLAN_MAX_ITEMS)" in refused.stderr
+        assert "its maxItems of 1000 cannot raise the operator's limit" in refused.stderr
+    assert not cli.calls()
+    assert cli("list", "--json").json()["plans"] == []
+
+    templated = {"steps": [dict(s) for s in MAP["steps"]]}
+    templated["steps"][0] = {
+        "id": "labels",
+        "tool": "echo",
+        "parameters": {"value": {"items": [f"x{i}" for i in range(6)]}},
+    }
+    templated["steps"][1]["maxItems"] = 1000
+    done = _run(cli, templated)
+    step = next(s for s in done.json()["steps"] if s["id"] == "each")
+    assert step["status"] == "failed"
+    assert "has 6 items, more than the limit of 5 (TOOLPLAN_MAX_ITEMS)" in step["error"]
+    assert not [c for c in cli.calls() if c["step"] == "each"]
+
+
+def test_a_huge_literal_list_is_refused_without_an_estimate(cli: Cli) -> None:
+    """A 600 KB plan of a 300,000-item literal list with maxItems 300000 (issue 42: accepted,
+    estimated at 30,000 s) is refused at validation, naming the limit."""
+    plan = {
+        "steps": [
+            {
+                "id": "each",
+                "tool": "echo",
+                "forEach": [1] * 300_000,
+                "maxItems": 300_000,
+                "parameters": {"value": "{{$item}}"},
+            }
+        ]
+    }
+    path = cli.tmp / "huge.json"
+    path.write_text(json.dumps(plan, separators=(",", ":")))
+    assert 500_000 < path.stat().st_size < 1_000_000  # under TOOLPLAN_MAX_PLAN_BYTES
+    refused = cli("submit", "--file", str(path), "--json")
+    assert refused.code == 2, refused.stderr
+    assert "forEach lists 300000 items, more than the limit of 100 (TOOLPLAN_MAX_ITEMS)" in (
+        refused.stderr
+    )
+    assert "estimate" not in refused.stdout.lower()
+    assert cli("list", "--json").json()["plans"] == []

@@ -206,3 +206,42 @@ def test_with_a_token_the_page_asks_for_it(browser: Browser, tmp_path: Path, pag
     finally:
         log = served.stop()
     assert "Traceback" not in log, log
+
+
+def test_a_long_maps_items_are_read_a_page_at_a_time(
+    browser: Browser, tmp_path: Path, page: Page
+) -> None:
+    """Issue 42: the page's data holds the first items of a map and the counts per status; the
+    rest is fetched when asked for, never the whole list at once."""
+    from playwright.sync_api import expect
+
+    cli = Cli(tmp_path)
+    cli.env["TOOLPLAN_MAX_ITEMS"] = "300"
+    served = serve(cli)
+    try:
+        plan = {
+            "steps": [
+                {
+                    "id": "each",
+                    "tool": "echo",
+                    "forEach": list(range(120)),
+                    "parameters": {"value": "{{$item}}"},
+                }
+            ]
+        }
+        plan_id = served.gql(SUBMIT, plan=plan, query="a long map")["submitPlan"]["planId"]
+        assert served.gql(EXECUTE, id=plan_id)["executePlan"]["status"] == "succeeded"
+        page.goto(f"{served.url}/ui/plans/{plan_id}")
+        expect(node(page, "each")).to_contain_text("succeeded · 120/120 items")
+        node(page, "each").click()
+        details = page.locator("#details")
+        expect(details.locator("tbody tr")).to_have_count(50)
+        expect(details.locator(".item-counts")).to_have_text("120 succeeded")
+        more = details.get_by_role("button", name=re.compile(r"Show more items \(50 of 120"))
+        more.click()
+        expect(details.locator("tbody tr")).to_have_count(120)
+        expect(details.locator("tbody tr").nth(119)).to_contain_text("119")
+        expect(details.locator("button.more-items")).to_have_count(0)
+    finally:
+        log = served.stop()
+    assert "Traceback" not in log, log

@@ -7,8 +7,9 @@ from typing import Any
 import pytest
 
 from toolplan.analysis import analyze
-from toolplan.errors import PlanInvalid
-from toolplan.plans.plan import Not, parse_plan
+from toolplan.engine.items import item_list
+from toolplan.errors import PlanInvalid, TemplateError
+from toolplan.plans.plan import Not, Step, parse_plan
 from toolplan.plans.templates import Template, references, resolve
 from toolplan.tools import load_tool_modules
 
@@ -205,6 +206,37 @@ def test_a_literal_list_longer_than_max_items() -> None:
     del step["maxItems"]
     [default] = issues_of(step, max_items=2)
     assert "more than the limit of 2 (TOOLPLAN_MAX_ITEMS)" in default
+
+
+def test_max_items_lowers_the_operators_limit_and_never_raises_it() -> None:
+    """TOOLPLAN_MAX_ITEMS is a ceiling: a plan's own maxItems of 1000 under a ceiling of 5
+    does not let a list of 6 through (issue 42); a maxItems under the ceiling still applies."""
+    step = {
+        "id": "w",
+        "tool": "get_weather",
+        "forEach": [f"city {i}" for i in range(6)],
+        "maxItems": 1000,
+        "parameters": {"location": "{{$item}}"},
+    }
+    [message] = issues_of(step, max_items=5)
+    assert "forEach lists 6 items, more than the limit of 5 (TOOLPLAN_MAX_ITEMS)" in message
+    assert "its maxItems of 1000 cannot raise the operator's limit" in message
+    analyze(parse_plan({"steps": [step]}), CATALOG, max_items=6)  # within the ceiling: valid
+    step["maxItems"] = 4
+    [own] = issues_of(step, max_items=5)
+    assert "more than the limit of 4 (its maxItems)" in own and "up to TOOLPLAN_MAX_ITEMS, 5" in own
+
+
+def test_the_engine_applies_the_same_ceiling_to_a_list_known_at_run_time() -> None:
+    step = Step.model_validate(
+        {"id": "s", "tool": "echo", "parameters": {}, "forEach": "{{a}}", "maxItems": 1000}
+    )
+    with pytest.raises(TemplateError, match=r"has 6 items, more than the limit of 5 \(TOOLPLAN"):
+        item_list(step, {"a": list(range(6))}, 5)
+    assert item_list(step, {"a": list(range(5))}, 5) == list(range(5))
+    lower = step.model_copy(update={"max_items": 3})
+    with pytest.raises(TemplateError, match=r"more than the limit of 3 \(its maxItems\)"):
+        item_list(lower, {"a": list(range(4))}, 5)
 
 
 def test_malformed_conditions_and_loop_templates_in_the_wrong_place() -> None:

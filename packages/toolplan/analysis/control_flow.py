@@ -26,7 +26,7 @@ from toolplan.plans.templates import (
 )
 from toolplan.tools.catalog import ToolCatalog
 
-__all__ = ["check_control_flow", "control_references", "whole_template"]
+__all__ = ["check_control_flow", "control_references", "list_over_limit", "whole_template"]
 
 
 def whole_template(text: str) -> Template | None:
@@ -53,6 +53,35 @@ def control_references(step: Step) -> list[str]:
         if template is not None and not template.is_loop:
             found.setdefault(template.step, None)
     return list(found)
+
+
+def list_over_limit(count: int, step_limit: int | None, ceiling: int) -> str | None:
+    """Why a list of ``count`` items is over the limit of its step, or ``None`` when it is not.
+
+    ``ceiling`` is the operator's ``TOOLPLAN_MAX_ITEMS``; a step's ``maxItems`` can only lower
+    it (a plan, which a model or anyone may write, cannot raise what the operator allows). The
+    engine applies the same rule to a list known only at run time
+    (:func:`toolplan.engine.items.item_list`).
+    """
+    if step_limit is not None and step_limit < ceiling:
+        if count <= step_limit:
+            return None
+        return (
+            f"{count} items, more than the limit of {step_limit} (its maxItems); raise "
+            f"maxItems on the step (up to TOOLPLAN_MAX_ITEMS, {ceiling}) if this is intended, "
+            "or split the list"
+        )
+    if count <= ceiling:
+        return None
+    lifted = (
+        f"; its maxItems of {step_limit} cannot raise the operator's limit"
+        if step_limit is not None
+        else ""
+    )
+    return (
+        f"{count} items, more than the limit of {ceiling} (TOOLPLAN_MAX_ITEMS){lifted}: split "
+        "the list, or ask the operator to raise TOOLPLAN_MAX_ITEMS"
+    )
 
 
 def _close(name: str, known: Collection[str]) -> str:
@@ -101,7 +130,8 @@ def check_control_flow(
 ) -> list[ValidationIssue]:
     """Problems of one step's ``forEach``, ``maxItems``, ``when`` and loop templates.
 
-    ``ids`` are the plan's step ids; ``max_items`` is the limit of a step without ``maxItems``;
+    ``ids`` are the plan's step ids; ``max_items`` is the operator's ceiling on items
+    (``TOOLPLAN_MAX_ITEMS``), which a step's ``maxItems`` may lower, never raise;
     ``catalog`` lets a ``forEach`` over a missing step name the tool that would list it.
     """
     where = f"step {step.id!r}"
@@ -161,14 +191,10 @@ def check_control_flow(
                     "no fields; write {{$index}} alone, or {{$item.field}} for the item",
                 )
 
-    limit = step.max_items or max_items
-    if isinstance(step.for_each, list) and len(step.for_each) > limit:
-        source = "its maxItems" if step.max_items else "TOOLPLAN_MAX_ITEMS"
-        problem(
-            "limit",
-            f"forEach lists {len(step.for_each)} items, more than the limit of {limit} "
-            f"({source}); raise maxItems on the step if this is intended, or split the list",
-        )
+    if isinstance(step.for_each, list):
+        problem_text = list_over_limit(len(step.for_each), step.max_items, max_items)
+        if problem_text is not None:
+            problem("limit", f"forEach lists {problem_text}")
     if step.max_items is not None and step.for_each is None:
         problem("item", "maxItems applies only to a step with forEach; remove it or add forEach")
     return issues

@@ -54,14 +54,19 @@ class Query:
     @strawberry.field(description="A stored plan with its execution; null if unknown.")
     async def plan(self, info: Info, plan_id: str) -> PlanType | None:
         require_id(plan_id, "plan")
-        data = await asyncio.to_thread(operations.describe, info.context.store, plan_id)
-        return PlanType.from_json(data)
+        # Without items: a step's items field reads them a page at a time.
+        data = await asyncio.to_thread(
+            operations.describe, info.context.store, plan_id, items=False
+        )
+        return PlanType.from_json(data, items_read=False)
 
     @strawberry.field(description="A request with its plan versions; null if unknown.")
     async def request(self, info: Info, request_id: str) -> RequestType | None:
         require_id(request_id, "req")
-        data = await asyncio.to_thread(operations.describe, info.context.store, request_id)
-        return RequestType.from_json(data)
+        data = await asyncio.to_thread(
+            operations.describe, info.context.store, request_id, items=False
+        )
+        return RequestType.from_json(data, items_read=False)
 
     @strawberry.field(
         description="The stored execution of a plan (progress while it runs); null if the plan "
@@ -69,8 +74,10 @@ class Query:
     )
     async def execution(self, info: Info, plan_id: str) -> ExecutionType | None:
         require_id(plan_id, "plan")
-        result = await asyncio.to_thread(operations.stored_result, info.context.store, plan_id)
-        return ExecutionType.from_json(result.to_json()) if result else None
+        result = await asyncio.to_thread(
+            operations.stored_result, info.context.store, plan_id, items=False
+        )
+        return ExecutionType.from_json(result.to_json(), items_read=False) if result else None
 
     @strawberry.field(
         description="Stored plans, newest first, with their status (the execution's, or the "
@@ -185,6 +192,8 @@ class Mutation:
             query=query,
             request_id=request_id,
             max_steps=context.settings.max_steps,
+            # The operator's ceiling on items, as the CLI and the run apply it.
+            max_items=context.settings.execution.max_items,
             limits=context.settings.limits,
             estimates=context.settings.estimates,
         )

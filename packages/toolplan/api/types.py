@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import strawberry
 from strawberry.scalars import JSON
 
+from toolplan.api.context import ApiContext
 from toolplan.api.events import PlanningNews
 from toolplan.engine.recorder import StepEvent
 from toolplan.service.operations import PlanRef
+from toolplan.service.plan_view import (
+    DEFAULT_ITEM_PAGE,
+    MAX_ITEM_PAGE,
+    item_page,
+    item_page_checks,
+)
 from toolplan.tools.catalog import ToolInfo
+
+Info = strawberry.Info[ApiContext, None]
 
 __all__ = [
     "EstimateType",
@@ -162,15 +172,83 @@ class ExecutionStepType:
         "failure; condition-not-boolean when a when condition (its own or a dependency's) "
         "resolved to text, which is not a yes/no value, so the step did not run.",
     )
-    items: JSON | None = strawberry.field(
-        default=None,
-        description="A forEach step's items once its list is known: index, status, attempts, "
-        "error (and output, usedFallback, durationMs); null for any other step.",
+    plan_id: strawberry.Private[str] = ""
+    read_items: strawberry.Private[list[dict[str, Any]] | None] = None
+    """The step's items as read with it; ``None`` when not read (or none)."""
+    items_read: strawberry.Private[bool] = True
+    """Whether the step was read with its items (else they are read a page at a time)."""
+
+    async def _page(
+        self, info: Info, offset: int, limit: int, status: str | None
+    ) -> dict[str, Any] | None:
+        if self.items_read:
+            # Read with the step (a run's own result): paged here, checked as the store's are.
+            if self.read_items is None:
+                return None
+            item_page_checks(offset, limit, status)
+            chosen = [i for i in self.read_items if status is None or i.get("status") == status]
+            counts: dict[str, int] = {}
+            for item in self.read_items:
+                counts[item["status"]] = counts.get(item["status"], 0) + 1
+            page = chosen[offset : offset + limit]
+            end = offset + len(page)
+            return {
+                "items": page,
+                "counts": counts,
+                "total": len(self.read_items),
+                "nextOffset": end if page and end < len(chosen) else None,
+            }
+        return await asyncio.to_thread(
+            item_page,
+            info.context.store,
+            self.plan_id,
+            self.id,
+            offset=offset,
+            limit=limit,
+            status=status,
+        )
+
+    @strawberry.field(
+        description="A forEach step's items once its list is known, in index order: index, "
+        "status, attempts, error (and output, usedFallback, durationMs); null for any other "
+        f"step. A page at a time: limit items (default {DEFAULT_ITEM_PAGE}, at most "
+        f"{MAX_ITEM_PAGE}) from the offset-th on, only those with status when given "
+        "(itemCounts says how many there are)."
     )
+    async def items(
+        self,
+        info: Info,
+        offset: int = 0,
+        limit: int = DEFAULT_ITEM_PAGE,
+        status: str | None = None,
+    ) -> JSON | None:
+        page = await self._page(info, offset, limit, status)
+        return None if page is None else JSON(page["items"])
+
+    @strawberry.field(
+        description="How many items of a forEach step are in each status "
+        '({"succeeded": 980, "running": 10, "pending": 10}); null for any other step or '
+        "before its list is known."
+    )
+    async def item_counts(self, info: Info) -> JSON | None:
+        page = await self._page(info, 0, 0, None)
+        return None if page is None else JSON(page["counts"])
+
+    @strawberry.field(
+        description="How many items a forEach step has; null for any other step or before its "
+        "list is known."
+    )
+    async def item_count(self, info: Info) -> int | None:
+        page = await self._page(info, 0, 0, None)
+        return None if page is None else int(page["total"])
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> ExecutionStepType:
-        """From one entry of ``ExecutionResult.to_json()["steps"]``."""
+    def from_json(
+        cls, data: dict[str, Any], *, plan_id: str = "", items_read: bool = True
+    ) -> ExecutionStepType:
+        """From one entry of ``ExecutionResult.to_json()["steps"]`` of ``plan_id``'s execution
+        (``items_read=False``: read without items, which the ``items`` field then reads a page
+        at a time)."""
         return cls(
             id=data["id"],
             tool=data["tool"],
@@ -192,7 +270,9 @@ class ExecutionStepType:
             else None,
             decision=DecisionType.from_json(data["decision"]) if data.get("decision") else None,
             reason=data.get("reason"),
-            items=JSON(data["items"]) if data.get("items") is not None else None,
+            plan_id=plan_id,
+            read_items=data.get("items"),
+            items_read=items_read,
         )
 
 
@@ -214,15 +294,19 @@ class ExecutionType:
     )
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> ExecutionType:
-        """From :meth:`toolplan.engine.result.ExecutionResult.to_json`."""
+    def from_json(cls, data: dict[str, Any], *, items_read: bool = True) -> ExecutionType:
+        """From :meth:`toolplan.engine.result.ExecutionResult.to_json` (``items_read=False``:
+        read without items, which each step's ``items`` then reads a page at a time)."""
         return cls(
             plan_id=data["planId"],
             request_id=data["requestId"],
             status=data["status"],
             error=data.get("error"),
             cancel_requested_at=data.get("cancelRequestedAt"),
-            steps=[ExecutionStepType.from_json(step) for step in data["steps"]],
+            steps=[
+                ExecutionStepType.from_json(step, plan_id=data["planId"], items_read=items_read)
+                for step in data["steps"]
+            ],
             outputs=JSON(data.get("outputs") or {}),
         )
 
@@ -282,8 +366,9 @@ class PlanType:
     )
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> PlanType:
-        """From a plan entry of :func:`toolplan.service.operations.describe`."""
+    def from_json(cls, data: dict[str, Any], *, items_read: bool = True) -> PlanType:
+        """From a plan entry of :func:`toolplan.service.operations.describe` (``items_read``:
+        as :meth:`ExecutionType.from_json`)."""
         plan = data["plan"]
         execution = data.get("execution")
         return cls(
@@ -296,7 +381,9 @@ class PlanType:
             steps=[PlanStepType.from_json(step) for step in plan["steps"]],
             output_steps=plan.get("outputSteps"),
             layers=[list(layer) for layer in (data.get("analysis") or {}).get("layers", [])],
-            execution=ExecutionType.from_json(execution) if execution else None,
+            execution=ExecutionType.from_json(execution, items_read=items_read)
+            if execution
+            else None,
             estimate=EstimateType.from_json(data.get("estimate")),
             actual_duration_ms=data.get("actualDurationMs"),
             changes=JSON(list((data.get("meta") or {}).get("changes") or [])),
@@ -314,9 +401,10 @@ class RequestType:
     )
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> RequestType:
-        """From a request of :func:`toolplan.service.operations.describe`."""
-        plans = [PlanType.from_json(plan) for plan in data["plans"]]
+    def from_json(cls, data: dict[str, Any], *, items_read: bool = True) -> RequestType:
+        """From a request of :func:`toolplan.service.operations.describe` (``items_read``: as
+        :meth:`ExecutionType.from_json`)."""
+        plans = [PlanType.from_json(plan, items_read=items_read) for plan in data["plans"]]
         return cls(
             request_id=data["requestId"],
             query=data.get("query"),

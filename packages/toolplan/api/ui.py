@@ -6,9 +6,11 @@ Two kinds of route, behind the same auth and ``Host`` middleware as ``/graphql``
   files shipped in the wheel (``ui_assets/``), the same for every plan, holding no data. Like the
   GraphiQL page they load without a token, so a browser can open them; the page then asks for
   the token and sends it with every request for data.
-- **data** (``/ui/data/plans``, ``/ui/data/plans/{planId}``): JSON from the service functions
-  GraphQL uses (:func:`~toolplan.service.listing.recent_plans`,
-  :func:`~toolplan.service.plan_view.plan_view`), with the token when the server has one.
+- **data** (``/ui/data/plans``, ``/ui/data/plans/{planId}``,
+  ``/ui/data/plans/{planId}/steps/{stepId}/items?offset=&limit=&status=``): JSON from the
+  service functions GraphQL uses (:func:`~toolplan.service.listing.recent_plans`,
+  :func:`~toolplan.service.plan_view.plan_view`, :func:`~toolplan.service.plan_view.item_page`:
+  a map's items a page at a time), with the token when the server has one.
   Live updates come from the GraphQL ``stepEvents`` subscription over SSE, as for any client.
 
 Nothing here decides what a plan looks like; handlers read parameters and serve JSON.
@@ -34,7 +36,7 @@ from toolplan.api.errors import INTERNAL_MESSAGE, ErrorCode, error_code
 from toolplan.errors import InvalidInput, ToolplanError
 from toolplan.plans.ids import is_valid_id
 from toolplan.service.listing import DEFAULT_LIMIT, LISTED_STATUSES, page_json, recent_plans
-from toolplan.service.plan_view import plan_view
+from toolplan.service.plan_view import DEFAULT_ITEM_PAGE, item_page, plan_view
 from toolplan.store.codec import dumps
 
 __all__ = ["ASSETS", "ui_routes"]
@@ -100,13 +102,13 @@ async def _json(call: Callable[[], Any]) -> Response:
     return Response(body, media_type="application/json", headers=_HEADERS)
 
 
-def _limit(text: str | None) -> int:
+def _limit(text: str | None, *, name: str = "first", default: int = DEFAULT_LIMIT) -> int:
     if text is None or text == "":
-        return DEFAULT_LIMIT
+        return default
     try:
         return int(text)
     except ValueError:
-        raise InvalidInput(f"first must be a whole number, not {text!r}") from None
+        raise InvalidInput(f"{name} must be a whole number, not {text!r}") from None
 
 
 def ui_routes(context: ApiContext) -> list[BaseRoute]:
@@ -148,6 +150,27 @@ def ui_routes(context: ApiContext) -> list[BaseRoute]:
         plan_id = request.path_params["plan_id"]
         return await _json(lambda: plan_view(context.store, plan_id))
 
+    async def items_data(request: Request) -> Response:
+        params = request.query_params
+
+        def page() -> dict[str, Any]:
+            step_id = request.path_params["step_id"]
+            found = item_page(
+                context.store,
+                request.path_params["plan_id"],
+                step_id,
+                offset=_limit(params.get("offset"), name="offset", default=0),
+                limit=_limit(params.get("limit"), name="limit", default=DEFAULT_ITEM_PAGE),
+                status=params.get("status") or None,
+            )
+            if found is None:
+                raise InvalidInput(
+                    f"step {step_id!r} has no items (not a forEach step, or not started)"
+                )
+            return found
+
+        return await _json(page)
+
     return [
         Route(UI_PATH, index, methods=["GET"]),
         Route(f"{UI_PATH}/plans", plans_page, methods=["GET"]),
@@ -155,4 +178,7 @@ def ui_routes(context: ApiContext) -> list[BaseRoute]:
         Route(f"{UI_PATH}/assets/{{name}}", asset, methods=["GET"]),
         Route(f"{UI_DATA_PATH}/plans", plans_data, methods=["GET"]),
         Route(f"{UI_DATA_PATH}/plans/{{plan_id}}", plan_data, methods=["GET"]),
+        Route(
+            f"{UI_DATA_PATH}/plans/{{plan_id}}/steps/{{step_id}}/items", items_data, methods=["GET"]
+        ),
     ]

@@ -45,7 +45,9 @@ def earlier_effects(
     for earlier in store.list_plans(record.request_id):
         if earlier.plan_id == record.plan_id or earlier.created_at > record.created_at:
             continue
-        execution = store.get_execution(earlier.plan_id)
+        # Items are not effects looked up here; a map's would make this read (once per item on
+        # Temporal) as long as the map.
+        execution = store.get_execution(earlier.plan_id, items=False)
         if execution is None:
             continue
         for step in execution.steps:

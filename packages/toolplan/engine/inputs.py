@@ -11,7 +11,7 @@ truncated (``ExecutionOptions.output_limit_bytes``) and resolve as their truncat
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from typing import Any, Protocol
 
 from toolplan.plans.plan import Step
@@ -52,11 +52,23 @@ class MemoryInputs:
 
 
 class StoreInputs:
-    """Outputs read from the step records of ``plan_id`` each time a step needs them."""
+    """Outputs read from the step records of ``plan_id`` when a step needs them.
 
-    def __init__(self, store: ExecutionLog, plan_id: str) -> None:
+    ``succeeded`` holds the outputs of the plan's steps already read as succeeded: a succeeded
+    step's output never changes, so a backend that builds one of these per call (a Temporal
+    activity per item of a map) can share one mapping between them, and a map over another
+    step's list of N items reads and decodes that list once, not once per item."""
+
+    def __init__(
+        self,
+        store: ExecutionLog,
+        plan_id: str,
+        *,
+        succeeded: MutableMapping[str, Any] | None = None,
+    ) -> None:
         self.store = store
         self.plan_id = plan_id
+        self.succeeded_outputs: MutableMapping[str, Any] = {} if succeeded is None else succeeded
 
     async def outputs_for(self, step: Step) -> Mapping[str, Any]:
         wanted = references([step.parameters, step.condition])
@@ -66,10 +78,14 @@ class StoreInputs:
             wanted |= references(step.fallback.parameters)
         if not wanted:
             return {}
-        execution = await asyncio.to_thread(self.store.get_execution, self.plan_id)
-        if execution is None:
-            return {}
-        return {k: v for k, v in stored_outputs(execution).items() if k in wanted}
+        known = self.succeeded_outputs
+        if not wanted <= known.keys():
+            # Without items: a backend that runs each item elsewhere reads this once per item,
+            # and the items of a long map would make every read as long as the map.
+            execution = await asyncio.to_thread(self.store.get_execution, self.plan_id, items=False)
+            if execution is not None:
+                known.update(stored_outputs(execution))
+        return {k: known[k] for k in wanted if k in known}
 
     def succeeded(self, step_id: str, output: Any) -> None:
         return None  # the Recorder stored it; the next read sees it

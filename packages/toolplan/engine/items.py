@@ -88,8 +88,12 @@ def condition_holds(step: Step, outputs: Mapping[str, Any]) -> tuple[bool, str]:
 
 
 def item_list(step: Step, outputs: Mapping[str, Any], default_limit: int) -> list[Any]:
-    """The list ``step`` runs over, checked before any call: a list, no longer than its
-    ``maxItems`` (or ``default_limit``). Raises :class:`~toolplan.errors.TemplateError`."""
+    """The list ``step`` runs over, checked before any call: a list, no longer than the limit.
+
+    ``default_limit`` is the operator's ceiling (``TOOLPLAN_MAX_ITEMS``); the step's
+    ``maxItems`` may lower it, never raise it (the same rule as validation,
+    :func:`toolplan.analysis.control_flow.list_over_limit`). Raises
+    :class:`~toolplan.errors.TemplateError`."""
     source = step.for_each
     if isinstance(source, list):
         value: Any = source
@@ -103,12 +107,22 @@ def item_list(step: Step, outputs: Mapping[str, Any], default_limit: int) -> lis
                 f"{shown} resolved to {_shown(value)}, not a list; no item was run",
                 template=source,
             )
-    limit = step.max_items or default_limit
-    if len(value) > limit:
-        where = "its maxItems" if step.max_items else "TOOLPLAN_MAX_ITEMS"
+    ceiling = default_limit
+    own = step.max_items
+    if own is not None and own < ceiling:
+        if len(value) > own:
+            raise TemplateError(
+                f"{shown} has {len(value)} items, more than the limit of {own} (its maxItems); "
+                f"no item was run: raise maxItems on the step (up to TOOLPLAN_MAX_ITEMS, "
+                f"{ceiling}) if this is intended",
+                template=source if isinstance(source, str) else "forEach",
+            )
+    elif len(value) > ceiling:
+        lifted = f"; its maxItems of {own} cannot raise the operator's limit" if own else ""
         raise TemplateError(
-            f"{shown} has {len(value)} items, more than the limit of {limit} ({where}); "
-            "no item was run: raise maxItems on the step if this is intended",
+            f"{shown} has {len(value)} items, more than the limit of {ceiling} "
+            f"(TOOLPLAN_MAX_ITEMS){lifted}; no item was run: ask the operator to raise "
+            "TOOLPLAN_MAX_ITEMS if this is intended",
             template=source if isinstance(source, str) else "forEach",
         )
     return value

@@ -77,7 +77,9 @@ async def watch_step_events(
     seen: dict[str, StepRecord] = {}
     first = True
     while True:
-        execution = await asyncio.to_thread(store.get_execution, plan_id)
+        # Polled all along the run: without items, which events do not compare, so a poll of a
+        # long map costs its steps, not its items.
+        execution = await asyncio.to_thread(store.get_execution, plan_id, items=False)
         if execution is None or (first and execution.status in TERMINAL_EXECUTION_STATUSES):
             return
         first = False

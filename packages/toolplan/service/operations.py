@@ -244,10 +244,11 @@ def store_plan(
     )
 
 
-def stored_result(store: Store, plan_id: str) -> ExecutionResult | None:
-    """The stored execution result of a plan, or ``None`` if it never started."""
+def stored_result(store: Store, plan_id: str, *, items: bool = True) -> ExecutionResult | None:
+    """The stored execution result of a plan, or ``None`` if it never started (``items=False``:
+    without the items of its ``forEach`` steps, which a caller then reads a page at a time)."""
     record = find_plan(store, plan_id)
-    execution = store.get_execution(plan_id)
+    execution = store.get_execution(plan_id, items=items)
     return ExecutionResult.from_records(record, execution) if execution else None
 
 
@@ -375,16 +376,18 @@ async def cancel_execution(
     return result
 
 
-def describe(store: Store, identifier: str) -> dict[str, Any]:
-    """``toolplan show``: a plan with its execution, or a request with its plans."""
+def describe(store: Store, identifier: str, *, items: bool = True) -> dict[str, Any]:
+    """``toolplan show``: a plan with its execution, or a request with its plans (``items=False``:
+    without the items of ``forEach`` steps, for callers that page through them)."""
     if is_valid_id(identifier, "plan"):
         record = find_plan(store, identifier)
-        execution = store.get_execution(identifier)
+        execution = store.get_execution(identifier, items=items)
         return {"kind": "plan", **_plan_json(record, execution)}
     if is_valid_id(identifier, "req"):
         request = find_request(store, identifier)
         plans = [
-            _plan_json(p, store.get_execution(p.plan_id)) for p in store.list_plans(identifier)
+            _plan_json(p, store.get_execution(p.plan_id, items=items))
+            for p in store.list_plans(identifier)
         ]
         answers = answers_for(store, identifier)
         return {

@@ -10,17 +10,27 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, get_args
 
 from toolplan.analysis.diagram import STATE_COLOURS
 from toolplan.analysis.layout import layout
+from toolplan.errors import InvalidInput, NotFound
 from toolplan.plans.ids import require_id
 from toolplan.plans.meta import VERSION_KEY
 from toolplan.service.listing import MAX_LIMIT
 from toolplan.service.operations import describe
-from toolplan.store.protocol import Store
+from toolplan.store.protocol import StepStatus, Store
 
-__all__ = ["FINISHED", "NOT_RUN", "plan_view"]
+__all__ = [
+    "DEFAULT_ITEM_PAGE",
+    "FINISHED",
+    "ITEMS_SHOWN",
+    "MAX_ITEM_PAGE",
+    "NOT_RUN",
+    "item_page",
+    "item_page_checks",
+    "plan_view",
+]
 
 NOT_RUN = "not run"
 """The state of a step of a plan never executed."""
@@ -29,6 +39,74 @@ FINISHED = frozenset({"succeeded", "partial", "failed", "cancelled"})
 OFF_SCALE = 4.0
 """The timeline's axis covers the estimate unless it is more than this many times the run."""
 _ITEM_DONE = frozenset({"succeeded", "failed", "skipped", "cancelled", "denied"})
+ITEMS_SHOWN = 50
+"""Items of a ``forEach`` step the page's data holds (the first ones); the page asks for more
+(:func:`item_page`) when someone scrolls to them."""
+DEFAULT_ITEM_PAGE = 100
+"""Items in a page of :func:`item_page` when the caller names no limit (GraphQL ``items``)."""
+MAX_ITEM_PAGE = 1000
+"""The most items one page holds: a map of 100,000 items is read a page at a time."""
+_ITEM_STATUSES: frozenset[str] = frozenset(get_args(StepStatus))
+
+
+def item_page_checks(offset: int, limit: int, status: str | None = None) -> None:
+    """:class:`~toolplan.errors.InvalidInput` unless ``offset``, ``limit`` and ``status``
+    name a page of items :func:`item_page` serves."""
+    if not 0 <= limit <= MAX_ITEM_PAGE:
+        raise InvalidInput(
+            f"an item page holds 0 to {MAX_ITEM_PAGE} items, not {limit}: page through the "
+            "rest with offset"
+        )
+    if offset < 0:
+        raise InvalidInput(f"offset is the index to start from, 0 or more, not {offset}")
+    if status is not None and status not in _ITEM_STATUSES:
+        raise InvalidInput(
+            f"{status!r} is not an item status: use one of {', '.join(sorted(_ITEM_STATUSES))}"
+        )
+
+
+def item_page(
+    store: Store,
+    plan_id: str,
+    step_id: str,
+    *,
+    offset: int = 0,
+    limit: int = DEFAULT_ITEM_PAGE,
+    status: str | None = None,
+) -> dict[str, Any] | None:
+    """A page of one ``forEach`` step's items in index order (those with ``status`` only, when
+    given), with the count per status: ``items``, ``counts``, ``total``, ``offset``, ``limit``,
+    ``status`` and ``nextOffset`` (``None`` on the last page). ``None`` when the step's list is
+    not known (not a ``forEach`` step, or not started); :class:`~toolplan.errors.NotFound` for an
+    unknown plan, :class:`~toolplan.errors.InvalidInput` for a limit outside 0 to
+    :data:`MAX_ITEM_PAGE`, a negative offset or an unknown status. The plan page and the
+    GraphQL ``items`` field both read items through here."""
+    require_id(plan_id, "plan")
+    item_page_checks(offset, limit, status)
+    counts = store.count_items(plan_id, step_id)
+    if counts is None:
+        if store.get_plan(plan_id) is None:
+            raise NotFound(f"no plan {plan_id!r}")
+        return None
+    items = store.get_items(
+        plan_id,
+        step_id,
+        offset=offset,
+        limit=limit,
+        status=status,  # type: ignore[arg-type]  # checked against StepStatus above
+    )
+    total = sum(counts.values())
+    matching = total if status is None else counts.get(status, 0)  # type: ignore[call-overload]
+    end = offset + len(items)
+    return {
+        "items": [item.to_json() for item in items],
+        "counts": dict(counts),
+        "total": total,
+        "offset": offset,
+        "limit": limit,
+        "status": status,
+        "nextOffset": end if end < matching and items else None,
+    }
 
 
 def plan_view(store: Store, plan_id: str, *, now: datetime | None = None) -> dict[str, Any]:
@@ -37,14 +115,23 @@ def plan_view(store: Store, plan_id: str, *, now: datetime | None = None) -> dic
     ``status``, ``finished``, ``estimate``, ``actualDurationMs``, ``error``, ``steps`` (in
     analysis order), ``graph`` (the layout), ``timeline``, ``versions`` and ``colours``."""
     require_id(plan_id, "plan")
-    described = describe(store, plan_id)
+    # Without items: a map's are counted per status and its first ITEMS_SHOWN read, so the
+    # page's data stays small whatever the length of the list (the page asks for more).
+    described = describe(store, plan_id, items=False)
     analysis: Mapping[str, Any] = described["analysis"]
     execution: Mapping[str, Any] | None = described["execution"]
     records = {step["id"]: step for step in execution["steps"]} if execution else {}
     critical = list(analysis.get("criticalPath") or [])
     planned = {step["id"]: step for step in described["plan"]["steps"]}
     order = [step for layer in analysis.get("layers") or [] for step in layer]
-    steps = [_step(planned[step], records.get(step), step in critical) for step in order]
+    pages = {
+        step: item_page(store, plan_id, step, limit=ITEMS_SHOWN)
+        for step in order
+        if planned[step].get("forEach") is not None and step in records
+    }
+    steps = [
+        _step(planned[step], records.get(step), step in critical, pages.get(step)) for step in order
+    ]
     status = execution["status"] if execution else described["status"]
     return {
         "planId": described["planId"],
@@ -69,13 +156,18 @@ def plan_view(store: Store, plan_id: str, *, now: datetime | None = None) -> dic
 
 
 def _step(
-    planned: Mapping[str, Any], record: Mapping[str, Any] | None, critical: bool
+    planned: Mapping[str, Any],
+    record: Mapping[str, Any] | None,
+    critical: bool,
+    page: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """One node: state, counts, marks, and what a click shows (arguments, output, error)."""
+    """One node: state, counts, marks, and what a click shows (arguments, output, error, the
+    first items of a map: ``itemDetails``, with ``itemCounts`` per status and ``itemsNext``, the
+    offset of the next page, ``None`` when all are shown)."""
     record = record or {}
-    items = record.get("items")
     for_each = planned.get("forEach")
-    total = len(items) if items else len(for_each) if isinstance(for_each, list) else None
+    counts: Mapping[str, int] = page["counts"] if page else {}
+    total = page["total"] if page else len(for_each) if isinstance(for_each, list) else None
     decision = record.get("decision")
     marks = []
     if record.get("cached"):
@@ -104,16 +196,18 @@ def _step(
         "items": None
         if for_each is None
         else {
-            "done": sum(1 for item in items or () if item.get("status") in _ITEM_DONE),
+            "done": sum(n for status, n in counts.items() if status in _ITEM_DONE),
             "total": total,
-            "failed": sum(1 for item in items or () if item.get("status") == "failed"),
+            "failed": counts.get("failed", 0),
         },
         "parameters": planned.get("parameters"),
         "resolvedParameters": record.get("resolvedParameters"),
         "pendingArguments": record.get("pendingArguments"),
         "output": record.get("output"),
         "error": record.get("error"),
-        "itemDetails": items,
+        "itemDetails": page["items"] if page else None,
+        "itemCounts": dict(counts) if page else None,
+        "itemsNext": page["nextOffset"] if page else None,
     }
 
 

@@ -48,7 +48,7 @@ class MongoControls:
     ) -> None:
         raise NotImplementedError
 
-    def get_execution(self, plan_id: str) -> ExecutionRecord | None:
+    def get_execution(self, plan_id: str, *, items: bool = True) -> ExecutionRecord | None:
         raise NotImplementedError
 
     def _plan_keys(self, plan_id: str) -> _Document:

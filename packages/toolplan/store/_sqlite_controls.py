@@ -35,7 +35,7 @@ class SqliteControls:
     def _check_file(self) -> None:
         raise NotImplementedError
 
-    def get_execution(self, plan_id: str) -> ExecutionRecord | None:
+    def get_execution(self, plan_id: str, *, items: bool = True) -> ExecutionRecord | None:
         raise NotImplementedError
 
     # -- cancel requests -----------------------------------------------------------------------

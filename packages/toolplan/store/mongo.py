@@ -15,6 +15,12 @@ Collections, in the database named by the URI (``toolplan`` when it names none):
 ``steps``
     one document per step of an execution (unique ``planId, stepId``). No document grows with the
     plan, and every step transition is a single-document ``update_one``.
+``items``
+    one document per item of a ``forEach`` step (unique ``planId, stepId, index``; ``planId,
+    stepId, status, index`` for counts and pages by status); its step document holds only
+    ``itemCount``. Writing one item writes its own document only, and no document grows with the
+    list. (Stores written before kept the items in the step document, ``items``; those are still
+    read, and moved here when the step's list is written again.)
 ``records``
     toolset records (unique ``collection, key`` over idempotency keys; ``collection, lookup``
     indexes the lookup keys, a multikey index).
@@ -69,6 +75,7 @@ from toolplan.store._mongo_client import (
 )
 from toolplan.store._mongo_controls import NO_OWNER, MongoControls
 from toolplan.store._mongo_faults import MONGO_ERRORS, guarded
+from toolplan.store._mongo_items import MongoItems
 from toolplan.store.codec import dumps, loads
 from toolplan.store.protocol import (
     EXECUTION_STATUSES,
@@ -139,8 +146,8 @@ _STEP_KEYS: dict[str, str] = {
     "timeout_source": "timeoutSource",
     "reused_from": "reusedFrom",
     "reason": "reason",
-    "items": "items",
-    "item": "items",
+    "items": "itemCount",
+    "item": "index",
     "decision": "decision",
 }
 assert set(_STEP_KEYS) == STEP_FIELDS
@@ -165,7 +172,7 @@ def _summary(plan: _Document, execution: _Document | None) -> PlanSummary:
     )
 
 
-class MongoStore(MongoControls):
+class MongoStore(MongoItems, MongoControls):
     """:class:`~toolplan.store.protocol.Store` on a MongoDB database (see the module docstring)."""
 
     def __init__(self, uri: str, *, env: Mapping[str, str] | None = None) -> None:
@@ -177,6 +184,7 @@ class MongoStore(MongoControls):
         self._plans: Collection[_Document] = self._db["plans"]
         self._executions: Collection[_Document] = self._db["executions"]
         self._steps: Collection[_Document] = self._db["steps"]
+        self._items: Collection[_Document] = self._db["items"]
         self._records: Collection[_Document] = self._db["records"]
         self._cache: Collection[_Document] = self._db["cache"]
         self._migrations: Collection[_Document] = self._db["migrations"]
@@ -219,6 +227,12 @@ class MongoStore(MongoControls):
                 IndexModel([("planId", 1), ("stepId", 1)], unique=True),
                 IndexModel([("planId", 1), ("position", 1)]),
                 IndexModel([("tool", 1), ("status", 1), ("finishedAt", 1)]),
+            ]
+        )
+        self._items.create_indexes(
+            [
+                IndexModel([("planId", 1), ("stepId", 1), ("index", 1)], unique=True),
+                IndexModel([("planId", 1), ("stepId", 1), ("status", 1), ("index", 1)]),
             ]
         )
         self._records.create_indexes(
@@ -521,7 +535,7 @@ class MongoStore(MongoControls):
             self._steps.bulk_write(operations, ordered=False)
 
     @staticmethod
-    def _step_from(document: _Document) -> StepRecord:
+    def _step_from(document: _Document, items: list[ItemRecord] | None) -> StepRecord:
         return StepRecord(
             step_id=document["stepId"],
             tool=document["tool"],
@@ -541,21 +555,22 @@ class MongoStore(MongoControls):
             timeout_source=document.get("timeoutSource"),
             reused_from=document.get("reusedFrom"),
             reason=document.get("reason"),
-            items=_items_from(document.get("items")),
+            items=items,
             decision=_decision_from(document.get("decision")),
         )
 
     @guarded
-    def get_execution(self, plan_id: str) -> ExecutionRecord | None:
+    def get_execution(self, plan_id: str, *, items: bool = True) -> ExecutionRecord | None:
         document = self._executions.find_one({"planId": plan_id})
         if document is None:
             return None
-        steps = self._steps.find({"planId": plan_id}).sort("position", ASCENDING)
+        steps = list(self._steps.find({"planId": plan_id}).sort("position", ASCENDING))
+        listed = self._listed_items(plan_id, steps) if items else {}
         lease_until = document.get("leaseUntil")
         return ExecutionRecord(
             plan_id=plan_id,
             status=document["status"],
-            steps=[self._step_from(step) for step in steps],
+            steps=[self._step_from(step, listed.get(step["stepId"])) for step in steps],
             created_at=document["createdAt"],
             started_at=document.get("startedAt"),
             finished_at=document.get("finishedAt"),
@@ -585,12 +600,10 @@ class MongoStore(MongoControls):
         capped = False
         for name, value in changes.items():
             if name == "item":
-                # A field of its own in the items document: one element replaced atomically,
-                # whatever other workers write to other items meanwhile.
-                fields[f"items.{value.index}"] = dumps(value.to_json())
-                continue
+                continue  # a document of its own (:meth:`_item_writes`)
             if name == "items":
-                value = None if value is None else {str(i.index): dumps(i.to_json()) for i in value}
+                fields["items"] = None  # where stores written before kept them
+                value = None if value is None else len(value)
             if name == "decision":
                 value = None if value is None else value.to_json()
             if name in ("output", "resolved_parameters"):
@@ -603,12 +616,28 @@ class MongoStore(MongoControls):
 
     @guarded
     def update_steps(self, plan_id: str, updates: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
-        # One ordered bulk write (one round trip, one acknowledgement): each update is atomic on
-        # its document and they apply in order; without multi-document transactions the batch as
-        # a whole is not atomic, which the step records do not need (each one is self-contained).
+        # One ordered bulk write per collection (one round trip, one acknowledgement each): each
+        # update is atomic on its document and they apply in order; without multi-document
+        # transactions the batch as a whole is not atomic, which the step records do not need
+        # (each one is self-contained). Items first: a reader that sees a list's count sees its
+        # item documents.
         prepared = [(step_id, self._step_fields(changes)) for step_id, changes in updates]
         wanted = {step_id for step_id, _ in prepared}
         if not wanted:
+            return
+        item_writes = [
+            write
+            for step_id, changes in updates
+            for write in self._item_writes(plan_id, step_id, changes)
+        ]
+        item_steps = {s for s, changes in updates if {"item", "items"} & set(changes)}
+        self._write_items(plan_id, item_writes, item_steps)
+        prepared = [
+            (step_id, fields)
+            for (step_id, fields), (_, changes) in zip(prepared, updates, strict=True)
+            if fields or set(changes) != {"item"}
+        ]
+        if not prepared:
             return
         operations = [
             UpdateOne({"planId": plan_id, "stepId": step_id}, {"$set": fields})
@@ -634,6 +663,10 @@ class MongoStore(MongoControls):
     def update_step(self, plan_id: str, step_id: str, changes: Mapping[str, Any]) -> None:
         fields = self._step_fields(changes)
         selector = {"planId": plan_id, "stepId": step_id}
+        item_writes = self._item_writes(plan_id, step_id, changes)
+        self._write_items(plan_id, item_writes, {step_id})
+        if item_writes and not fields:
+            return
         if fields:
             matched = self._steps.update_one(selector, {"$set": fields}).matched_count
         else:
@@ -643,6 +676,8 @@ class MongoStore(MongoControls):
 
     @guarded
     def decide_step(self, plan_id: str, step_id: str, changes: Mapping[str, Any]) -> bool:
+        if {"item", "items"} & set(changes):
+            raise ValueError("a decision does not change a step's items")
         selector = {"planId": plan_id, "stepId": step_id}
         fields = self._step_fields(changes)
         won = self._steps.update_one({**selector, "status": "waiting_approval"}, {"$set": fields})
@@ -902,11 +937,3 @@ class MongoStore(MongoControls):
 
 def _decision_from(stored: Mapping[str, Any] | None) -> Decision | None:
     return None if stored is None else Decision.from_json(stored)
-
-
-def _items_from(stored: Mapping[str, str] | None) -> list[ItemRecord] | None:
-    """The items of a ``forEach`` step, stored as ``{"index": JSON text}`` (so each one is set
-    on its own), in index order."""
-    if stored is None:
-        return None
-    return [ItemRecord.from_json(loads(stored[key])) for key in sorted(stored, key=int)]

@@ -358,7 +358,8 @@ class StepRecord:
     reason: SkipReason | None = None
     """Why a ``skipped`` step was skipped when that was a decision, not a failure."""
     items: list[ItemRecord] | None = None
-    """A ``forEach`` step's items, once its list is known (``None`` for any other step)."""
+    """A ``forEach`` step's items, once its list is known (``None`` for any other step, and for
+    every step of an execution read with ``get_execution(..., items=False)``)."""
     decision: Decision | None = None
     """A person's answer, once the step waited for approval (:meth:`ExecutionLog.decide_step`)."""
 
@@ -389,7 +390,10 @@ STEP_FIELDS = frozenset(
 """Fields :meth:`Store.update_step` may change. ``items`` sets a ``forEach`` step's whole list
 of :class:`ItemRecord` (once its list is known); ``item`` is not a field but one
 :class:`ItemRecord` that replaces the element at its ``index``, atomically on its own, so items
-written concurrently (from several workers) never overwrite each other."""
+written concurrently (from several workers) never overwrite each other. Each item is a row (a
+document) of its own, keyed by index: writing one item writes that item only, whatever the
+length of the list (a ``forEach`` over 100,000 items costs 100,000 small writes, not a growing
+list rewritten each time)."""
 
 
 @dataclass(frozen=True)
@@ -512,8 +516,34 @@ class ExecutionLog(_Role, Protocol):
         unchanged if there is one already."""
         ...
 
-    def get_execution(self, plan_id: str) -> ExecutionRecord | None:
-        """The execution of a plan, or ``None`` if it never started."""
+    def get_execution(self, plan_id: str, *, items: bool = True) -> ExecutionRecord | None:
+        """The execution of a plan, or ``None`` if it never started.
+
+        ``items=False`` leaves every step's :attr:`StepRecord.items` ``None`` (not read): what a
+        caller that reads the execution once per item uses, so that its reads do not grow with
+        the number of items (:meth:`get_items` and :meth:`count_items` read them a page at a
+        time)."""
+        ...
+
+    def get_items(
+        self,
+        plan_id: str,
+        step_id: str,
+        *,
+        offset: int = 0,
+        limit: int | None = None,
+        status: StepStatus | None = None,
+    ) -> list[ItemRecord]:
+        """The item records of a ``forEach`` step in index order, those with ``status`` only when
+        given: at most ``limit`` (all when ``None``) from the ``offset``-th on. Empty for a step
+        without items (or no such step). A page costs about ``offset + limit`` index entries,
+        not the whole list."""
+        ...
+
+    def count_items(self, plan_id: str, step_id: str) -> dict[StepStatus, int] | None:
+        """How many items of a ``forEach`` step are in each status (statuses with none left
+        out), or ``None`` when its list is not known (not a ``forEach`` step, not started, or no
+        such step)."""
         ...
 
     def update_step(self, plan_id: str, step_id: str, changes: Mapping[str, Any]) -> None:

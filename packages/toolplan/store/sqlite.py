@@ -34,6 +34,13 @@ from toolplan.store._sqlite_faults import (
     retry_busy,
     translate,
 )
+from toolplan.store._sqlite_items import (
+    SqliteItems,
+    Statement,
+    apply,
+    item_statements,
+    move_items_to_rows,
+)
 from toolplan.store.codec import dumps, loads
 from toolplan.store.protocol import (
     EXECUTION_STATUSES,
@@ -41,7 +48,6 @@ from toolplan.store.protocol import (
     Decision,
     ExecutionRecord,
     ExecutionStatus,
-    ItemRecord,
     ListedStatus,
     PlanPage,
     PlanRecord,
@@ -118,8 +124,17 @@ CREATE TABLE IF NOT EXISTS tp_steps (
     reason TEXT,
     items TEXT,
     decision TEXT,
+    item_count INTEGER,
     PRIMARY KEY (plan_id, step_id)
 );
+CREATE TABLE IF NOT EXISTS tp_items (
+    plan_id TEXT NOT NULL,
+    step_id TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    record TEXT NOT NULL,
+    PRIMARY KEY (plan_id, step_id, idx)
+) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS tp_steps_by_tool ON tp_steps(tool, status);
 CREATE INDEX IF NOT EXISTS tp_steps_by_tool_time ON tp_steps(tool, status, finished_at);
 CREATE TABLE IF NOT EXISTS tp_records (
@@ -189,6 +204,7 @@ _ADDED_COLUMNS = {
         "reason TEXT",
         "items TEXT",
         "decision TEXT",
+        "item_count INTEGER",
     ),
 }
 """Columns added after the first release: files created before get them when opened."""
@@ -212,6 +228,8 @@ def _add_missing_columns(db: sqlite3.Connection) -> None:
                     "UPDATE tp_executions SET (plan_created_at, request_id) = (SELECT"
                     " created_at, request_id FROM tp_plans WHERE plan_id = tp_executions.plan_id)"
                 )
+            if table == "tp_steps" and "item_count" not in have:
+                move_items_to_rows(db)
             if table == "tp_plans" and "executed" not in have:
                 db.execute(
                     "UPDATE tp_plans SET executed = 1"
@@ -240,7 +258,7 @@ def _add_missing_indexes(db: sqlite3.Connection) -> None:
         raise
 
 
-class SqliteStore(SqliteControls):
+class SqliteStore(SqliteItems, SqliteControls):
     """:class:`~toolplan.store.protocol.Store` on one SQLite file."""
 
     def __init__(
@@ -488,7 +506,7 @@ class SqliteStore(SqliteControls):
         return execution
 
     @guarded
-    def get_execution(self, plan_id: str) -> ExecutionRecord | None:
+    def get_execution(self, plan_id: str, *, items: bool = True) -> ExecutionRecord | None:
         with self._lock:
             rows = self._query("SELECT * FROM tp_executions WHERE plan_id = ?", (plan_id,))
             if not rows:
@@ -496,6 +514,7 @@ class SqliteStore(SqliteControls):
             step_rows = self._query(
                 "SELECT * FROM tp_steps WHERE plan_id = ? ORDER BY position", (plan_id,)
             )
+            listed = {s["step_id"]: self._step_items(plan_id, s) for s in step_rows if items}
         row = rows[0]
         steps = [
             StepRecord(
@@ -517,7 +536,7 @@ class SqliteStore(SqliteControls):
                 timeout_source=s["timeout_source"],
                 reused_from=s["reused_from"],
                 reason=s["reason"],
-                items=_items_from(s["items"]),
+                items=listed.get(s["step_id"]),
                 decision=_decision_from(s["decision"]),
             )
             for s in step_rows
@@ -539,25 +558,28 @@ class SqliteStore(SqliteControls):
 
     @guarded
     def update_step(self, plan_id: str, step_id: str, changes: Mapping[str, Any]) -> None:
-        sql, values = _step_update(plan_id, step_id, changes)
-        with self._lock:
-            cursor = self._db.execute(sql, values)
-        if cursor.rowcount != 1:
-            raise KeyError(f"no step {step_id!r} in the execution of {plan_id!r}")
+        writes = _step_writes(plan_id, step_id, changes)
+        if len(writes) == 1:  # one statement is atomic on its own
+            with self._lock:
+                apply(self._db, plan_id, step_id, writes)
+            return
+        with self._transaction() as db:
+            apply(db, plan_id, step_id, writes)
 
     @guarded
     def update_steps(self, plan_id: str, updates: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
-        statements = [_step_update(plan_id, step_id, changes) for step_id, changes in updates]
-        if not statements:
+        writes = [(step_id, _step_writes(plan_id, step_id, c)) for step_id, c in updates]
+        if not writes:
             return
         with self._transaction() as db:
-            for (step_id, _), (sql, values) in zip(updates, statements, strict=True):
-                if db.execute(sql, values).rowcount != 1:
-                    raise KeyError(f"no step {step_id!r} in the execution of {plan_id!r}")
+            for step_id, statements in writes:
+                apply(db, plan_id, step_id, statements)
 
     @guarded
     def decide_step(self, plan_id: str, step_id: str, changes: Mapping[str, Any]) -> bool:
-        sql, values = _step_update(plan_id, step_id, changes)
+        if {"item", "items"} & set(changes):
+            raise ValueError("a decision does not change a step's items")
+        ((sql, values, _, _),) = _step_writes(plan_id, step_id, changes)
         with self._transaction() as db:
             if db.execute(sql + " AND status = 'waiting_approval'", values).rowcount == 1:
                 return True
@@ -824,10 +846,9 @@ def _mark_executed(db: sqlite3.Connection, plan_id: str) -> None:
     db.execute("UPDATE tp_plans SET executed = 1 WHERE plan_id = ?", (plan_id,))
 
 
-def _step_update(
-    plan_id: str, step_id: str, changes: Mapping[str, Any]
-) -> tuple[str, tuple[Any, ...]]:
-    """The ``UPDATE`` statement and values applying ``changes`` to one step record."""
+def _step_writes(plan_id: str, step_id: str, changes: Mapping[str, Any]) -> list[Statement]:
+    """The statements applying ``changes`` to one step record, in order. Items are rows of
+    ``tp_items``: a whole list replaces the step's rows, one item its own row only."""
     unknown = set(changes) - STEP_FIELDS
     if unknown:
         raise ValueError(f"cannot update step fields {sorted(unknown)}")
@@ -835,33 +856,29 @@ def _step_update(
     values: list[Any] = []
     for name, value in changes.items():
         if name == "item":
-            # One element replaced in place: items written by other workers are left alone.
-            item: ItemRecord = value
-            assignments.append("items = json_set(COALESCE(items, '[]'), ?, json(?))")
-            values.extend([f"$[{item.index}]", dumps(item.to_json())])
-        elif name == "items":
-            assignments.append("items = ?")
-            values.append(None if value is None else dumps([i.to_json() for i in value]))
+            continue
+        if name == "items":
+            # The legacy column is cleared: the rows are the items from now on.
+            assignments.extend(["items = NULL", "item_count = ?"])
+            values.append(None if value is None else len(value))
         elif name == "decision":
             assignments.append("decision = ?")
             values.append(None if value is None else dumps(value.to_json()))
         else:
             assignments.append(f"{name} = ?")
             values.append(dumps(value) if name in _JSON_STEP_FIELDS else value)
-    # No changes still checks that the step exists (rowcount), like the other backends.
-    columns = ", ".join(assignments) or "step_id = step_id"
-    sql = f"UPDATE tp_steps SET {columns} WHERE plan_id = ? AND step_id = ?"
-    return sql, (*values, plan_id, step_id)
+    statements: list[Statement] = []
+    if assignments or "item" not in changes:
+        # No changes still checks that the step exists (rowcount), like the other backends.
+        columns = ", ".join(assignments) or "step_id = step_id"
+        sql = f"UPDATE tp_steps SET {columns} WHERE plan_id = ? AND step_id = ?"
+        statements.append(Statement(sql, (*values, plan_id, step_id), checked=True))
+    statements.extend(item_statements(plan_id, step_id, changes, checked=not statements))
+    return statements
 
 
 def _decision_from(text: str | None) -> Decision | None:
     return None if text is None else Decision.from_json(loads(text))
-
-
-def _items_from(text: str | None) -> list[ItemRecord] | None:
-    if text is None:
-        return None
-    return [ItemRecord.from_json(item) for item in loads(text)]
 
 
 def open_sqlite(uri: str) -> SqliteStore:

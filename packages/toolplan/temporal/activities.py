@@ -88,6 +88,8 @@ workflow finishes or is cancelled; a workflow terminated by an operator leaves i
 next workflow of the plan (same owner) takes it back at once."""
 
 _PLAN_CACHE_SIZE = 512
+_OUTPUT_CACHE_PLANS = 16
+"""Plans whose succeeded outputs a worker keeps (each output is at most the output limit)."""
 
 
 @contextlib.contextmanager
@@ -127,6 +129,9 @@ class PlanActivities:
         self.catalog = catalog
         self.settings = settings
         self._plans: OrderedDict[str, tuple[PlanRecord, Plan]] = OrderedDict()
+        self._outputs: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        """Per plan, the outputs of its steps read as succeeded (they never change): the items
+        of a map, one activity each, read the list they map over once, not once per item."""
         self._recorded = RecordedTools(
             settings,
             on_load=lambda record, sources: activity.logger.info(
@@ -165,6 +170,17 @@ class PlanActivities:
             self._plans.move_to_end(plan_id)
         return cached
 
+    def _succeeded_outputs(self, plan_id: str) -> dict[str, Any]:
+        """The outputs of ``plan_id``'s succeeded steps this worker has read (a few plans kept)."""
+        outputs = self._outputs.get(plan_id)
+        if outputs is None:
+            outputs = self._outputs[plan_id] = {}
+            if len(self._outputs) > _OUTPUT_CACHE_PLANS:
+                self._outputs.popitem(last=False)
+        else:
+            self._outputs.move_to_end(plan_id)
+        return outputs
+
     async def _catalog_for(self, record: PlanRecord) -> ToolCatalog:
         """The worker's catalog, or the tools recorded with the plan when none were chosen."""
         return await self._recorded.catalog_for(record) or self.catalog
@@ -189,7 +205,9 @@ class PlanActivities:
             request_id=record.request_id,
             plan_id=call.plan_id,
             store=self.store,
-            inputs=StoreInputs(self.store, call.plan_id),
+            inputs=StoreInputs(
+                self.store, call.plan_id, succeeded=self._succeeded_outputs(call.plan_id)
+            ),
             prior_items=prior_items,
             cache=self.store,
             timeouts=None
@@ -215,13 +233,14 @@ class PlanActivities:
         gated = any(needs_approval(step, catalog.get(step.tool)) for step in plan.steps)
         if not gated:
             return {}
-        execution = await asyncio.to_thread(self.store.get_execution, plan_id)
+        # Read for every item of a map: its items are left out (only decisions are wanted).
+        execution = await asyncio.to_thread(self.store.get_execution, plan_id, items=False)
         if execution is None:
             return {}
         return {s.step_id: s.decision for s in execution.steps if s.decision is not None}
 
     async def _step_started(self, plan_id: str, step_id: str) -> float:
-        execution = await asyncio.to_thread(self.store.get_execution, plan_id)
+        execution = await asyncio.to_thread(self.store.get_execution, plan_id, items=False)
         started_at = None
         if execution is not None:
             with contextlib.suppress(KeyError):

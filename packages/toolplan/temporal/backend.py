@@ -207,7 +207,8 @@ class TemporalBackend:
         so first. Temporal is asked only while the store shows the execution ``waiting`` (the
         workflow stores that before it waits), not all along a long run."""
         while True:
-            execution = await asyncio.to_thread(ctx.store.get_execution, plan_id)
+            # Only the status is wanted: no items, polled all along a long map.
+            execution = await asyncio.to_thread(ctx.store.get_execution, plan_id, items=False)
             if execution is None or execution.status != "waiting":
                 await asyncio.sleep(self.poll_seconds)
                 continue

@@ -17,6 +17,9 @@ const STATE_OF_EVENT = {
 let view = null;
 let selected = null;
 let refetching = null;
+// Items of a map read beyond the first page the plan's data holds, per step: { items, next }.
+// A long map is read a page at a time, when someone asks for more.
+const moreItems = {};
 
 function setLive(state, text) {
   document.body.dataset.live = state;
@@ -141,16 +144,40 @@ function renderDetails() {
   if (step.error) parts.push(el("h3", { text: "Error" }), pre(step.error, "error-text"));
   if (step.output !== null && step.output !== undefined) parts.push(el("h3", { text: "Output" }), pre(step.output, "output"));
   if (step.itemDetails && step.itemDetails.length) {
-    const rows = step.itemDetails.map((item) => el("tr", {},
+    const more = moreItems[step.id];
+    const shown = step.itemDetails.concat(more ? more.items : []);
+    const next = more ? more.next : step.itemsNext;
+    const rows = shown.map((item) => el("tr", {},
       el("td", { text: String(item.index) }), el("td", { text: item.status }),
       el("td", { text: String(item.attempts) }),
       el("td", {}, item.error ? el("span", { class: "error-text", text: item.error }) :
         clip(item.output === undefined ? "" : JSON.stringify(item.output), 80))));
-    parts.push(el("h3", { text: "Items" }), el("table", {},
+    const counts = step.itemCounts ? Object.entries(step.itemCounts).map(([state, n]) => `${n} ${state.replace(/_/g, " ")}`).join(", ") : "";
+    parts.push(el("h3", { text: "Items" }));
+    if (counts) parts.push(el("p", { class: "hint item-counts", text: counts }));
+    parts.push(el("table", {},
       el("thead", {}, el("tr", {}, el("th", { text: "#" }), el("th", { text: "State" }), el("th", { text: "Attempts" }), el("th", { text: "Output or error" }))),
       el("tbody", {}, ...rows)));
+    if (next !== null && next !== undefined) {
+      const button = el("button", { type: "button", class: "more-items", text: `Show more items (${shown.length} of ${step.items ? step.items.total : "?"} shown)` });
+      button.addEventListener("click", () => loadMoreItems(step.id, next, button));
+      parts.push(button);
+    }
   }
   aside.replaceChildren(...parts);
+}
+
+async function loadMoreItems(stepId, offset, button) {
+  button.disabled = true;
+  try {
+    const page = await getJSON(`/ui/data/plans/${encodeURIComponent(PLAN_ID)}/steps/${encodeURIComponent(stepId)}/items?offset=${offset}&limit=100`);
+    const before = moreItems[stepId] ? moreItems[stepId].items : [];
+    moreItems[stepId] = { items: before.concat(page.items), next: page.nextOffset };
+    showMessage("");
+  } catch (error) {
+    showMessage(error.message);
+  }
+  renderDetails();
 }
 
 function select(stepId) {
