@@ -92,7 +92,16 @@ class PlanInvalid(InvalidInput):
 
 
 class NotFound(InvalidInput):
-    """An ID (plan, request) does not exist in the store."""
+    """An ID (plan, request) does not exist in the store.
+
+    ``message`` names the store (``where``) for the operator at a terminal; ``public_message``
+    names only the ID, for API clients, who must not learn the store's URI or path."""
+
+    def __init__(
+        self, message: str, *, where: str | None = None, details: dict[str, object] | None = None
+    ) -> None:
+        super().__init__(message if where is None else f"{message} in {where}", details=details)
+        self.public_message = message
 
 
 class NotWaiting(InvalidInput):
