@@ -84,11 +84,16 @@ class ValidationIssue:
 class PlanInvalid(InvalidInput):
     """A plan failed validation. ``issues`` holds every problem found, not only the first."""
 
-    def __init__(self, issues: Sequence[ValidationIssue]) -> None:
+    def __init__(self, issues: Sequence[ValidationIssue], *, omitted: int = 0) -> None:
         self.issues = list(issues)
-        lines = "\n".join(f"  - {issue.message}" for issue in self.issues)
-        noun = "problem" if len(self.issues) == 1 else "problems"
-        super().__init__(f"the plan is invalid ({len(self.issues)} {noun}):\n{lines}")
+        self.omitted = omitted
+        """Problems found but not listed (a refusal lists a capped number)."""
+        lines = [f"  - {issue.message}" for issue in self.issues]
+        if omitted:
+            lines.append(f"  - and {omitted} more (fix these and check again)")
+        total = len(self.issues) + omitted
+        noun = "problem" if total == 1 else "problems"
+        super().__init__(f"the plan is invalid ({total} {noun}):\n" + "\n".join(lines))
 
 
 class NotFound(InvalidInput):
