@@ -65,7 +65,9 @@ def open_store(uri: str | None = None, *, create: bool = True) -> Store:
 
     With ``create=False`` (commands that only read or cancel: ``show``, ``list``, ``cancel``)
     a SQLite file that does not exist is :class:`~toolplan.errors.InvalidInput` naming it, and
-    nothing is created (no ``.toolplan/`` appears in an unrelated folder).
+    nothing is created (no ``.toolplan/`` appears in an unrelated folder). A SQLite path into a
+    folder that does not exist is :class:`~toolplan.errors.InvalidInput` naming the folder,
+    except the default store's ``.toolplan/``, which is made.
 
     Raises :class:`~toolplan.errors.InvalidInput` for an unsupported URI and
     :class:`~toolplan.errors.StoreUnavailable` when the store cannot be reached.
@@ -78,15 +80,30 @@ def open_store(uri: str | None = None, *, create: bool = True) -> Store:
         uri = default_store_uri(find_project())
     uri = store_uri_for(uri)
     opener = opener_for(uri)
-    if not create and uri.startswith("sqlite:///"):
-        from pathlib import Path
-
-        from toolplan.errors import InvalidInput
-
-        path = Path(uri[len("sqlite:///") :]).expanduser().resolve()
-        if not path.is_file():
-            raise InvalidInput(
-                f"no toolplan store at {path} (nothing was created there): run the command in "
-                "the project's folder, or name the store with --store or TOOLPLAN_STORE"
-            )
+    if uri.startswith("sqlite:///") and uri != "sqlite:///:memory:":
+        _check_sqlite_path(uri[len("sqlite:///") :], create=create)
     return opener(uri)
+
+
+def _check_sqlite_path(location: str, *, create: bool) -> None:
+    """Refuse a SQLite path that would make something the user did not ask for: with
+    ``create=False`` a file that does not exist; otherwise a folder that does not exist (a typo
+    in ``--store`` would silently make a tree of folders). The one folder made is the default
+    store's ``.toolplan/``, in a folder that exists."""
+    from pathlib import Path
+
+    from toolplan.errors import InvalidInput
+    from toolplan.project import DATA_DIR
+
+    path = Path(location).expanduser().resolve()
+    if not create and not path.is_file():
+        raise InvalidInput(
+            f"no toolplan store at {path} (nothing was created there): run the command in "
+            "the project's folder, or name the store with --store or TOOLPLAN_STORE"
+        )
+    folder = path.parent
+    if not folder.is_dir() and not (folder.name == DATA_DIR and folder.parent.is_dir()):
+        raise InvalidInput(
+            f"the folder of the SQLite store {str(path)!r} does not exist: {str(folder)!r}. "
+            "Create it first (mkdir -p), or name a store in a folder that exists"
+        )
