@@ -143,3 +143,15 @@ def test_decisions_over_the_api_name_api_arguments(client: GraphQLClient, tmp_pa
         client.gql(DENY, {"id": plan_id, "step": "wait", "reason": "no", "by": long_by})
     )
     assert "by" in error["message"] and "201" in error["message"]
+
+
+@pytest.mark.parametrize("store", ["sqlite"], indirect=True)
+def test_a_plan_of_ten_thousand_steps_is_refused_for_the_step_limit_alone(
+    client: GraphQLClient,
+) -> None:
+    step = {"id": "s", "tool": "echo", "parameters": {"value": "x" * 20}}
+    body = client.gql(SUBMIT, {"plan": {"steps": [step] * 10_000}})
+    (error,) = _errors(body)
+    assert error["extensions"]["code"] == "PLAN_INVALID"
+    assert [issue["code"] for issue in error["extensions"]["issues"]] == ["limit"]
+    assert "10000 steps, more than the limit of 50" in error["message"]
