@@ -75,3 +75,15 @@ def test_the_default_store_folder_is_still_made(cli: Cli) -> None:
     done = cli("submit", "--file", plan, "--json")
     assert done.code == 0, done.stderr
     assert (cli.tmp / ".toolplan" / "toolplan.db").is_file()
+
+
+def test_the_project_configs_store_folder_is_made_but_not_a_mistyped_one(cli: Cli) -> None:
+    del cli.env["TOOLPLAN_STORE"]
+    (cli.tmp / "toolplan.toml").write_text('store = "sqlite:///data/plans.db"\n')
+    plan = cli.write_plan({"steps": [{"id": "a", "tool": "echo", "parameters": {"value": 1}}]})
+    done = cli("submit", "--file", plan, "--json")
+    assert done.code == 0, done.stderr
+    assert (cli.tmp / "data" / "plans.db").is_file()  # the project's default store
+    typo = cli("submit", "--file", plan, "--store", str(cli.tmp / "dta" / "plans.db"), "--json")
+    assert typo.code == 2 and "does not exist" in typo.json()["error"]
+    assert not (cli.tmp / "dta").exists()

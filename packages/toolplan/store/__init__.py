@@ -67,7 +67,7 @@ def open_store(uri: str | None = None, *, create: bool = True) -> Store:
     a SQLite file that does not exist is :class:`~toolplan.errors.InvalidInput` naming it, and
     nothing is created (no ``.toolplan/`` appears in an unrelated folder). A SQLite path into a
     folder that does not exist is :class:`~toolplan.errors.InvalidInput` naming the folder,
-    except the default store's ``.toolplan/``, which is made.
+    except a default store's (``.toolplan/``, or the project config's ``store``), which is made.
 
     Raises :class:`~toolplan.errors.InvalidInput` for an unsupported URI and
     :class:`~toolplan.errors.StoreUnavailable` when the store cannot be reached.
@@ -81,28 +81,33 @@ def open_store(uri: str | None = None, *, create: bool = True) -> Store:
     uri = store_uri_for(uri)
     opener = opener_for(uri)
     if uri.startswith("sqlite:///") and uri != "sqlite:///:memory:":
-        _check_sqlite_path(uri[len("sqlite:///") :], create=create)
+        _check_sqlite_path(uri, create=create)
     return opener(uri)
 
 
-def _check_sqlite_path(location: str, *, create: bool) -> None:
+def _check_sqlite_path(uri: str, *, create: bool) -> None:
     """Refuse a SQLite path that would make something the user did not ask for: with
     ``create=False`` a file that does not exist; otherwise a folder that does not exist (a typo
-    in ``--store`` would silently make a tree of folders). The one folder made is the default
-    store's ``.toolplan/``, in a folder that exists."""
+    in ``--store`` would silently make a tree of folders). The folders made are those of a
+    default store: ``.toolplan/`` in a folder that exists, and the store the project's config
+    names (its ``store`` key is the project's default)."""
     from pathlib import Path
 
     from toolplan.errors import InvalidInput
-    from toolplan.project import DATA_DIR
+    from toolplan.project import DATA_DIR, find_project
+    from toolplan.store.registry import store_uri_for
 
-    path = Path(location).expanduser().resolve()
+    path = Path(uri[len("sqlite:///") :]).expanduser().resolve()
     if not create and not path.is_file():
         raise InvalidInput(
             f"no toolplan store at {path} (nothing was created there): run the command in "
             "the project's folder, or name the store with --store or TOOLPLAN_STORE"
         )
     folder = path.parent
-    if not folder.is_dir() and not (folder.name == DATA_DIR and folder.parent.is_dir()):
+    if folder.is_dir() or (folder.name == DATA_DIR and folder.parent.is_dir()):
+        return
+    project = find_project()
+    if project is None or project.store is None or store_uri_for(project.store) != uri:
         raise InvalidInput(
             f"the folder of the SQLite store {str(path)!r} does not exist: {str(folder)!r}. "
             "Create it first (mkdir -p), or name a store in a folder that exists"
