@@ -30,14 +30,7 @@ from toolplan.errors import (
     Unavailable,
 )
 
-__all__ = [
-    "ERROR_CODES",
-    "ErrorCode",
-    "client_message",
-    "error_code",
-    "present_errors",
-    "send_error",
-]
+__all__ = ["ERROR_CODES", "ErrorCode", "error_code", "present_errors", "send_error"]
 
 logger = logging.getLogger("toolplan.api")
 
