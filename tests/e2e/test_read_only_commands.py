@@ -87,3 +87,15 @@ def test_the_project_configs_store_folder_is_made_but_not_a_mistyped_one(cli: Cl
     typo = cli("submit", "--file", plan, "--store", str(cli.tmp / "dta" / "plans.db"), "--json")
     assert typo.code == 2 and "does not exist" in typo.json()["error"]
     assert not (cli.tmp / "dta").exists()
+
+
+def test_tools_lists_the_catalog_without_making_a_store(cli: Cli) -> None:
+    # Outside a project there is no store yet: the tools are listed, without statistics.
+    del cli.env["TOOLPLAN_STORE"]
+    done = cli("tools", "--json")
+    assert done.code == 0, done.stderr
+    tools = done.json()["tools"]
+    assert tools and all(tool.get("stats") is None for tool in tools)
+    assert not (cli.tmp / ".toolplan").exists()
+    assert cli("tools", "echo").code == 0
+    assert not (cli.tmp / ".toolplan").exists()

@@ -63,8 +63,9 @@ def open_store(uri: str | None = None, *, create: bool = True) -> Store:
     scheme a package registers. A bare path to a SQLite file (``runs.db``, ``~/data.sqlite``, an
     existing file) means ``sqlite:///`` that path, made absolute.
 
-    With ``create=False`` (commands that only read or cancel: ``show``, ``list``, ``cancel``)
-    a SQLite file that does not exist is :class:`~toolplan.errors.InvalidInput` naming it, and
+    With ``create=False`` (commands that only read, decide or cancel: ``show``, ``list``,
+    ``cancel``, ``approve``, ``deny``, ``execute``, ``cache``, ``tools``) a SQLite file that does
+    not exist is :class:`~toolplan.errors.NotFound` (an ``InvalidInput``) naming it, and
     nothing is created (no ``.toolplan/`` appears in an unrelated folder). A SQLite path into a
     folder that does not exist is :class:`~toolplan.errors.InvalidInput` naming the folder,
     except a default store's (``.toolplan/``, or the project config's ``store``), which is made.
@@ -93,13 +94,13 @@ def _check_sqlite_path(uri: str, *, create: bool) -> None:
     names (its ``store`` key is the project's default)."""
     from pathlib import Path
 
-    from toolplan.errors import InvalidInput
+    from toolplan.errors import InvalidInput, NotFound
     from toolplan.project import DATA_DIR, find_project
     from toolplan.store.registry import store_uri_for
 
     path = Path(uri[len("sqlite:///") :]).expanduser().resolve()
     if not create and not path.is_file():
-        raise InvalidInput(
+        raise NotFound(
             f"no toolplan store at {path} (nothing was created there): run the command in "
             "the project's folder, or name the store with --store or TOOLPLAN_STORE"
         )
