@@ -32,8 +32,6 @@ __all__ = [
     "DEFAULT_MODEL",
     "DEFAULT_TOOL_MODULES",
     "DEFAULT_TYPED_SCHEMA_MAX_TOOLS",
-    "LOCAL_LLM_TIMEOUT",
-    "REMOTE_LLM_TIMEOUT",
     "PlannerSettings",
     "Settings",
     "StructuredMethod",
@@ -158,13 +156,6 @@ class PlannerSettings:
     string) instead of the catalog-typed one; 0 always uses the generic schema
     (``TOOLPLAN_TYPED_SCHEMA_MAX_TOOLS``)."""
 
-    @property
-    def llm_timeout_seconds(self) -> float:
-        """The LLM timeout in effect: ``llm_timeout``, else the default for where the model is."""
-        if self.llm_timeout is not None:
-            return self.llm_timeout
-        return LOCAL_LLM_TIMEOUT if is_local_url(self.openai_base_url) else REMOTE_LLM_TIMEOUT
-
     def __post_init__(self) -> None:
         if self.llm_max_tokens is not None and self.llm_max_tokens < 1:
             raise InvalidInput(f"TOOLPLAN_LLM_MAX_TOKENS={self.llm_max_tokens} must be at least 1")
@@ -182,6 +173,13 @@ class PlannerSettings:
     def from_env(cls, env: Mapping[str, str] | None = None) -> PlannerSettings:
         """The planner's settings from environment variables (default ``os.environ``)."""
         return cls(**_PlannerVariables.read(env).given())
+
+    @property
+    def llm_timeout_seconds(self) -> float:
+        """The LLM timeout in effect: ``llm_timeout``, else the default for where the model is."""
+        if self.llm_timeout is not None:
+            return self.llm_timeout
+        return LOCAL_LLM_TIMEOUT if is_local_url(self.openai_base_url) else REMOTE_LLM_TIMEOUT
 
 
 class _TemporalVariables(Variables):
