@@ -51,6 +51,8 @@ def test_an_existing_store_still_answers(cli: Cli) -> None:
     assert cli("show", plan_id, "--json").json()["planId"] == plan_id
     assert [p["planId"] for p in cli("list", "--json").json()["plans"]] == [plan_id]
     assert cli("cancel", plan_id, "--json").json()["status"] == "cancelled"
+    trailing = cli("show", plan_id + "\n", "--json")  # `$` let this through the ID pattern
+    assert trailing.code == 2 and "is neither a plan ID" in trailing.json()["error"]
 
 
 @pytest.mark.parametrize("form", ["uri", "path", "env"])
