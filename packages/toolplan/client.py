@@ -24,14 +24,14 @@ from toolplan.analysis.reuse import ReuseMode
 from toolplan.engine.policies import ExecutionOptions
 from toolplan.engine.recorder import EventListener
 from toolplan.engine.result import ExecutionResult
-from toolplan.errors import ExecutionBusy
+from toolplan.errors import ExecutionBusy, NotFound
 from toolplan.execution.cancel import DEFAULT_CANCEL_WAIT
 from toolplan.execution.context import ExecutionContext
 from toolplan.plans.plan import Plan, load_plan
 from toolplan.service import operations
 from toolplan.service.operations import PlanRef
 from toolplan.store.lookup import find_plan
-from toolplan.store.protocol import ExecutionRecord, PlanPage, PlanRecord, StepRecord
+from toolplan.store.protocol import ExecutionRecord, PlanPage, PlanRecord, StepRecord, Store
 from toolplan.tools.catalog import ToolCatalog, ToolInfo
 
 if TYPE_CHECKING:
@@ -448,8 +448,13 @@ class Toolplan(ClientParts):
 
     def tools(self, *, tag: str | None = None, name: str | None = None) -> list[ToolInfo]:
         """Every tool (or those tagged ``tag``, or the one called ``name``) with its observed
-        statistics from past executions."""
-        return operations.list_tools(self.store, self.catalog, tag=tag, name=name)
+        statistics from past executions (none when there is no store yet and this client may
+        not make one)."""
+        try:
+            store: Store | None = self.store
+        except NotFound:
+            store = None
+        return operations.list_tools(store, self.catalog, tag=tag, name=name)
 
     def clear_cache(self, *, tool: str | None = None) -> int:
         """Empty the result cache of read-only tools (every tool's, or ``tool``'s); return how

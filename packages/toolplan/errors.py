@@ -85,15 +85,29 @@ class ValidationIssue:
 class PlanInvalid(InvalidInput):
     """A plan failed validation. ``issues`` holds every problem found, not only the first."""
 
-    def __init__(self, issues: Sequence[ValidationIssue]) -> None:
+    def __init__(self, issues: Sequence[ValidationIssue], *, omitted: int = 0) -> None:
         self.issues = list(issues)
-        lines = "\n".join(f"  - {issue.message}" for issue in self.issues)
-        noun = "problem" if len(self.issues) == 1 else "problems"
-        super().__init__(f"the plan is invalid ({len(self.issues)} {noun}):\n{lines}")
+        self.omitted = omitted
+        """Problems found but not listed (a refusal lists a capped number)."""
+        lines = [f"  - {issue.message}" for issue in self.issues]
+        if omitted:
+            lines.append(f"  - and {omitted} more (fix these and check again)")
+        total = len(self.issues) + omitted
+        noun = "problem" if total == 1 else "problems"
+        super().__init__(f"the plan is invalid ({total} {noun}):\n" + "\n".join(lines))
 
 
 class NotFound(InvalidInput):
-    """An ID (plan, request) does not exist in the store."""
+    """An ID (plan, request) does not exist in the store.
+
+    ``message`` names the store (``where``) for the operator at a terminal; ``public_message``
+    names only the ID, for API clients, who must not learn the store's URI or path."""
+
+    def __init__(
+        self, message: str, *, where: str | None = None, details: dict[str, object] | None = None
+    ) -> None:
+        super().__init__(message if where is None else f"{message} in {where}", details=details)
+        self.public_message = message
 
 
 class NotWaiting(InvalidInput):

@@ -104,10 +104,10 @@ def test_malformed_json_missing_file_and_bad_ids_exit_2(cli: Cli, tmp_path: Path
 
 
 def test_store_unavailable_exit_3_and_bad_uri_exit_2(cli: Cli) -> None:
-    unavailable = cli(
-        "run", "--file", cli_cases.BLOG_PLAN, "--store", "sqlite:////proc/no/such/dir/x.db"
-    )
-    assert unavailable.code == 3
+    # A folder that exists but cannot hold the file: the store cannot be opened (exit 3). A
+    # folder that does not exist is bad input (exit 2, naming it; test_read_only_commands.py).
+    unavailable = cli("run", "--file", cli_cases.BLOG_PLAN, "--store", "sqlite:////proc/x.db")
+    assert unavailable.code == 3, unavailable.stderr
     assert (
         "cannot open the SQLite store" in unavailable.stderr
         and "Traceback" not in unavailable.stderr

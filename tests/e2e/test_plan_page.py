@@ -134,6 +134,56 @@ def test_the_page_follows_a_running_plan_live(server: Served, cli_module: Cli, p
     )
 
 
+def test_a_plan_that_waits_is_looked_at_less_and_less(server: Served, page: Page) -> None:
+    # A plan not running here (waiting for a person, or queued for a worker): the page looks again after 1 s, then backs off to 15 s; a change starts over; a finished
+    # plan is not looked at again. It used to look about three times a second, for ever.
+    from playwright.sync_api import expect
+
+    plan_id = server.gql(SUBMIT, plan=QUICK, query="wait for me")["submitPlan"]["planId"]
+    page.goto(f"{server.url}/ui/plans/{plan_id}")
+    expect(node(page, "first")).to_be_visible()
+    delays = page.evaluate(
+        """() => {
+          const delays = [];
+          let delay = 0;
+          for (let i = 0; i < 7; i++) {
+            delay = nextLookDelay(delay, { changed: false, finished: false });
+            delays.push(delay);
+          }
+          delays.push(nextLookDelay(delay, { changed: true, finished: false }));
+          delays.push(nextLookDelay(delay, { changed: false, finished: true }));
+          return delays;
+        }"""
+    )
+    assert delays == [1000, 2000, 4000, 8000, 15000, 15000, 15000, 1000, None]
+
+
+def test_a_hidden_page_does_not_look_until_it_is_shown(server: Served, page: Page) -> None:
+    from playwright.sync_api import expect
+
+    plan_id = server.gql(SUBMIT, plan=QUICK, query="hide me")["submitPlan"]["planId"]
+    page.goto(f"{server.url}/ui/plans/{plan_id}")
+    expect(node(page, "first")).to_be_visible()
+    # Ordered by the event loop, not by time: the test's own 0 ms timer fires after pause's,
+    # so a pause that ignored `hidden` would have ended before it.
+    seen = page.evaluate(
+        """async () => {
+          let hidden = true;
+          Object.defineProperty(document, "hidden", { configurable: true, get: () => hidden });
+          let over = false;
+          const waiting = pause(0).then(() => { over = true; });
+          await new Promise((resolve) => setTimeout(resolve, 0));
+          await new Promise((resolve) => setTimeout(resolve, 0));
+          const whileHidden = over;
+          hidden = false;
+          document.dispatchEvent(new Event("visibilitychange"));
+          await waiting;
+          return [whileHidden, over];
+        }"""
+    )
+    assert seen == [False, True]
+
+
 def test_the_list_filters_by_status_and_request_and_pages(server: Served, page: Page) -> None:
     from playwright.sync_api import expect
 

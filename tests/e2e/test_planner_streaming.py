@@ -333,3 +333,20 @@ async def test_the_agent_graph_streams_the_planning_progress(
     assert streamed[-1]["changes"] == []
     assert [e.kind for e in heard] == kinds  # the planner's own listener still hears them
     assert ctx.planner.stream is True
+
+
+async def test_the_llm_timeout_bounds_silence_not_the_length_of_a_streamed_answer(
+    server: FakeOpenAIServer, env: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # TOOLPLAN_LLM_TIMEOUT is the longest the model may stay silent: an answer streamed over
+    # about three times the timeout, a chunk every 0.3 s, is planned; a model silent for longer
+    # than the timeout before its first token is not (a slow local model: raise the timeout).
+    env.setenv("TOOLPLAN_LLM_TIMEOUT", "1")
+    server.script([Reply.structured(blog_plan()).with_(pieces=8, gap=0.3)])
+    outcome = await create_plan(QUERY, planner(tmp_path))
+    assert outcome.ref.status == "planned" and outcome.llm_calls == 1
+
+    env.setenv("TOOLPLAN_LLM_TIMEOUT", "0.5")
+    server.script([Reply.structured(blog_plan()).with_(delay=1.5)] * 2)
+    with pytest.raises(LLMUnavailable, match=r"timed out.*TOOLPLAN_LLM_TIMEOUT"):
+        await create_plan(QUERY, planner(tmp_path, "silent"))

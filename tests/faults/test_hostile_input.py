@@ -16,7 +16,7 @@ import pytest
 
 import toolplan
 from tests.e2e import cli_cases
-from tests.e2e.conftest import Cli
+from tests.e2e.conftest import ON_BOTH_STORES, Cli
 from toolplan.config import Settings
 from toolplan.errors import InvalidInput, PlanInvalid
 from toolplan.plans.limits import InputLimits, check_json, check_text
@@ -50,6 +50,16 @@ def _file(cli: Cli, data: bytes) -> str:
     path = cli.tmp / "plan.json"
     path.write_bytes(data)
     return str(path)
+
+
+@ON_BOTH_STORES
+def test_ten_thousand_steps_sharing_one_id_are_refused_for_the_step_limit(cli: Cli) -> None:
+    # The hostile set's 600 KB plan: refused for its size alone, with one problem, not 20,000.
+    step = {"id": "s", "tool": "echo", "parameters": {"value": "x" * 20}}
+    plan = json.dumps({"steps": [step] * 10_000}).encode()
+    payload = _refused(cli, "submit", "--file", _file(cli, plan), words="more than the limit of 50")
+    assert payload["error"].startswith("the plan is invalid (1 problem)")
+    assert [issue["code"] for issue in payload["issues"]] == ["limit"]
 
 
 def test_plan_files_that_are_not_utf8_json(cli: Cli) -> None:

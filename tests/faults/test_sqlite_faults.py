@@ -246,6 +246,7 @@ def test_processes_creating_a_new_store_at_once_are_never_refused(tmp_path: Path
     refused: list[str] = []
     for trial in range(60):
         path = tmp_path / f"trial{trial}" / "toolplan.db"
+        path.parent.mkdir()  # the file is new; a folder that does not exist is refused
         barrier, results = context.Barrier(4), context.Queue()
         processes = [
             context.Process(target=_open_and_submit, args=(str(path), barrier, results))

@@ -72,6 +72,10 @@ class Reply:
     """Overrides ``stop``/``tool_calls``, e.g. ``length`` for an answer cut off at max_tokens."""
     pieces: int = 3
     """How many chunks a streamed answer's text (content or arguments) is sent in."""
+    delay: float = 0.0
+    """Seconds before the answer starts (a local model reading its prompt)."""
+    gap: float = 0.0
+    """Seconds before each chunk of a streamed answer (a model writing slowly)."""
 
     def with_(self, **changes: Any) -> Reply:
         """A copy with ``cached`` / ``finish_reason`` (or other fields) changed."""
@@ -135,7 +139,12 @@ class Reply:
         else:
             concrete = Reply.content(json.dumps(self.obj), usage=self.usage)
         return replace(
-            concrete, cached=self.cached, finish_reason=self.finish_reason, pieces=self.pieces
+            concrete,
+            cached=self.cached,
+            finish_reason=self.finish_reason,
+            pieces=self.pieces,
+            delay=self.delay,
+            gap=self.gap,
         )
 
 
@@ -292,6 +301,14 @@ class _Handler(BaseHTTPRequestHandler):
         self._json(200, {"object": "list", "data": data})
 
     def do_POST(self) -> None:
+        try:
+            self._post()
+        except (BrokenPipeError, ConnectionResetError):
+            # The client gave up first (its timeout, during a reply's `delay` or `gap`): what
+            # a real server sees too; not a traceback on the next test's stderr.
+            self.close_connection = True
+
+    def _post(self) -> None:
         fake: FakeOpenAIServer = self.server.fake
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         try:
@@ -324,11 +341,26 @@ class _Handler(BaseHTTPRequestHandler):
             "model": body.get("model", "fake"),
         }
         call_id = fake._call_id() if reply.kind == "tool_call" else ""
+        if reply.delay:
+            time.sleep(reply.delay)
         if body.get("stream") and fake.streaming == "sse":
             usage = bool((body.get("stream_options") or {}).get("include_usage"))
-            chunks = _chunks(base, reply, call_id, usage)
-            sse = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks)
-            self._send(200, (sse + "data: [DONE]\n\n").encode(), "text/event-stream", {})
+            events = [f"data: {json.dumps(c)}\n\n" for c in _chunks(base, reply, call_id, usage)]
+            events.append("data: [DONE]\n\n")
+            if not reply.gap:
+                self._send(200, "".join(events).encode(), "text/event-stream", {})
+                return
+            # Headers at once, then each event after its gap (Content-Length known up front).
+            body_bytes = [event.encode() for event in events]
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Content-Length", str(sum(map(len, body_bytes))))
+            self.end_headers()
+            self.wfile.flush()
+            for event in body_bytes:
+                time.sleep(reply.gap)
+                self.wfile.write(event)
+                self.wfile.flush()
         else:
             self._json(200, _completion(base, reply, call_id))
 

@@ -302,6 +302,43 @@ def test_cli_runs_shows_and_cancels_plans_on_temporal(
     worker.stop()
 
 
+def test_approve_enqueue_with_no_worker_records_queues_and_exits_0_as_on_the_lease_queue(
+    cli: Cli, workers: Callable[..., Worker]
+) -> None:
+    # Issue 42: on Temporal, `approve --enqueue` with no worker running exited 4 and asked for
+    # the approval again, although it was recorded. Like the lease queue: recorded, queued for
+    # a worker, exit 0 saying a worker continues it; the next worker does, calling the tool once.
+    plan = {
+        "steps": [
+            {"id": "pay", "tool": "wire_money", "parameters": {"to": "NO12", "amount": 5}},
+            {"id": "receipt", "tool": "echo", "parameters": {"value": "{{pay.sent}}"}},
+        ]
+    }
+    plan_id = submit(cli, plan)
+    worker = workers("before")
+    wait_until(worker.started, "the worker started")
+    waiting = cli("execute", plan_id, "--json")
+    assert waiting.code == 4 and waiting.json()["status"] == "waiting", waiting.stderr
+    worker.stop()
+
+    approved = cli("approve", plan_id, "pay", "--enqueue", "--by", "ada")
+    assert approved.code == 0, approved.stderr
+    assert "recorded; queued" in approved.stdout and "worker" in approved.stdout
+    shown = cli("show", plan_id, "--json").json()["execution"]
+    assert shown["status"] == "queued"
+    [pay] = [step for step in shown["steps"] if step["id"] == "pay"]
+    assert pay["decision"]["decision"] == "approved" and pay["decision"]["by"] == "ada"
+    assert not [c for c in cli.calls() if c["step"] == "pay"]
+
+    later = workers("after")
+    wait_until(
+        lambda: cli("show", plan_id, "--json").json()["execution"]["status"] == "succeeded",
+        "the next worker finished the plan",
+    )
+    assert len([c for c in cli.calls() if c["step"] == "pay" and c["event"] == "call"]) == 1
+    later.stop()
+
+
 def test_a_temporal_server_that_is_down_is_exit_3_with_one_line(cli: Cli, store: Store) -> None:
     plan_id = submit(cli, GATED)
     cli.env["TOOLPLAN_TEMPORAL_ADDRESS"] = f"127.0.0.1:{free_port()}"

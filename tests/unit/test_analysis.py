@@ -197,6 +197,27 @@ def test_step_limit() -> None:
     assert any("limit of 50" in m for m in issues_of(steps(*[step(f"s{i}") for i in range(51)])))
 
 
+def test_a_plan_over_the_step_limit_is_refused_for_that_alone() -> None:
+    # 10,000 steps that share one id: the limit is the one problem (not 20,000 of them).
+    data = steps(*[step("s", "no_such_tool") for _ in range(10_000)])
+    with pytest.raises(PlanInvalid) as refused:
+        analyze(parse_plan(data), CATALOG)
+    assert [issue.code for issue in refused.value.issues] == ["limit"]
+    assert "10000 steps, more than the limit of 50" in refused.value.message
+    assert refused.value.message.startswith("the plan is invalid (1 problem)")
+
+
+def test_a_refusal_lists_a_capped_number_of_problems() -> None:
+    data = steps(*[step(f"s{i}", "no_such_tool") for i in range(40)])
+    with pytest.raises(PlanInvalid) as refused:
+        analyze(parse_plan(data), CATALOG)
+    error = refused.value
+    assert len(error.issues) == 25 and error.omitted == 15
+    assert error.message.startswith("the plan is invalid (40 problems):")
+    assert error.message.endswith("  - and 15 more (fix these and check again)")
+    assert error.message.count("unknown tool") == 25
+
+
 @pytest.mark.parametrize("name", ["execute_plan", "execute_tool_plan"])
 def test_calling_the_plan_executor_is_rejected(name: str) -> None:
     data = steps({"id": "inner", "tool": name, "parameters": {"plan": "{}"}})

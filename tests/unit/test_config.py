@@ -284,3 +284,38 @@ def test_tool_statistics_are_cached_per_store_object(tmp_path: Path) -> None:
     assert _recent_tool_stats(one)["t"].calls == 3
     one.close()
     two.close()
+
+
+@pytest.mark.parametrize(
+    ("base_url", "expected"),
+    [
+        (None, 60.0),
+        ("https://api.openai.com/v1", 60.0),
+        ("https://llm.example.com:8443/v1", 60.0),
+        ("http://localhost:11434/v1", 300.0),
+        ("http://127.0.0.1:8080/v1", 300.0),
+        ("http://[::1]:8000/v1", 300.0),
+        ("http://192.168.1.20:1234/v1", 300.0),
+        ("http://10.0.0.7/v1", 300.0),
+        ("http://gpu-box.local:11434/v1", 300.0),
+        ("http://host.docker.internal:11434/v1", 300.0),
+    ],
+)
+def test_a_local_model_gets_a_longer_llm_timeout_by_default(
+    base_url: str | None, expected: float
+) -> None:
+    # A first planning call on a CPU took 70 s before its first token: past the 60 s default.
+    env = {} if base_url is None else {"OPENAI_BASE_URL": base_url}
+    assert Settings.from_env(env).planner.llm_timeout_seconds == expected
+    given = Settings.from_env({**env, "TOOLPLAN_LLM_TIMEOUT": "12.5"}).planner
+    assert given.llm_timeout_seconds == 12.5  # the variable always wins
+
+
+def test_the_chat_model_gets_the_timeout_in_effect() -> None:
+    from toolplan.planning.model import create_chat_model
+
+    local = {"OPENAI_API_KEY": "sk-x", "OPENAI_BASE_URL": "http://127.0.0.1:11434/v1"}
+    chat: Any = create_chat_model(Settings.from_env(local).planner)
+    assert chat.request_timeout == 300.0
+    hosted: Any = create_chat_model(Settings.from_env({"OPENAI_API_KEY": "sk-x"}).planner)
+    assert hosted.request_timeout == 60.0

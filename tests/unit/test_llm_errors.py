@@ -56,9 +56,9 @@ def test_httpx_errors_are_translated() -> None:
     failed = httpx.HTTPStatusError("Server error '503'", request=request, response=response)
     assert status_code(failed) == 503
     assert "answered 503: Server error '503'" in translated(failed)
-    assert translated(httpx.ReadTimeout("slow", request=request)).endswith(
-        "the endpoint https://llm.test timed out"
-    )
+    timed_out = translated(httpx.ReadTimeout("slow", request=request))
+    assert "the endpoint https://llm.test timed out" in timed_out
+    assert "TOOLPLAN_LLM_TIMEOUT" in timed_out  # says which knob to turn
     assert "cannot reach the endpoint https://llm.test (refused)" in translated(
         httpx.ConnectError("refused", request=request)
     )

@@ -322,7 +322,7 @@ async def test_sync_invocation_inside_a_running_loop(meta: PlanTool) -> None:
 
 
 def test_the_store_comes_from_settings_and_opens_lazily(tmp_path: Path) -> None:
-    path = tmp_path / "lazy" / "toolplan.db"
+    path = tmp_path / "lazy.db"  # in a folder that exists: one that does not is refused
     meta = plan_tool(TOOLS, settings=Settings(store_uri=f"sqlite:///{path}"))
     assert not path.exists()
     message = meta.invoke(plan_call(PLAN).tool_calls[0])

@@ -31,6 +31,7 @@ from toolplan.tools.catalog import RESERVED_TOOL_NAMES, ToolCatalog
 
 __all__ = [
     "DEFAULT_MAX_STEPS",
+    "MAX_LISTED_PROBLEMS",
     "STEP_ID_PATTERN",
     "Analysis",
     "analyze",
@@ -39,6 +40,9 @@ __all__ = [
 ]
 
 DEFAULT_MAX_STEPS = 50
+MAX_LISTED_PROBLEMS = 25
+"""The most problems a refusal lists; the rest are counted ("and N more"). A plan at the step
+limit with a few problems per step stays readable, and a hostile one stays short."""
 STEP_ID_PATTERN = r"^[A-Za-z_][A-Za-z0-9_-]*$"
 """What a step id must be to be named by a template (``{{stepId.field}}``). Written without
 escapes, so the planner's structured-output schema can carry it as is: grammar engines
@@ -249,7 +253,8 @@ def check_tools(plan: Plan, catalog: ToolCatalog) -> None:
         if tool not in catalog
     ]
     if issues:
-        raise PlanInvalid(issues)
+        listed = issues[:MAX_LISTED_PROBLEMS]
+        raise PlanInvalid(listed, omitted=len(issues) - len(listed))
 
 
 def _find_cycle(nodes: set[str], dependencies: Mapping[str, list[str]]) -> list[str]:
@@ -289,17 +294,25 @@ def analyze(
     if not plan.steps:
         problem("empty", "the plan has no steps")
     if len(plan.steps) > max_steps:
-        problem(
-            "limit",
-            f"the plan has {len(plan.steps)} steps, more than the limit of {max_steps} "
-            "(raise it with --max-steps if this is intended)",
+        # Said alone, and first: every other check grows with the steps, and a plan over the
+        # limit is refused whatever else is wrong with it (10,000 steps gave 20,000 problems).
+        raise PlanInvalid(
+            [
+                ValidationIssue(
+                    "limit",
+                    f"the plan has {len(plan.steps)} steps, more than the limit of {max_steps}: "
+                    "split it, or raise the limit with --max-steps (TOOLPLAN_MAX_STEPS) if "
+                    "this is intended",
+                )
+            ]
         )
 
     ids: dict[str, Step] = {}
+    numbers: dict[str, int] = {}
     taken = {step.id for step in plan.steps}  # a suggested id is free, also of other suggestions
     for number, step in enumerate(plan.steps, 1):
         if step.id in ids:
-            first = plan.steps.index(ids[step.id]) + 1
+            first = numbers[step.id]
             problem(
                 "duplicate",
                 f"step id {step.id!r} is used more than once (steps {first} and {number}): "
@@ -316,6 +329,7 @@ def analyze(
                 step.id,
             )
         ids.setdefault(step.id, step)
+        numbers.setdefault(step.id, number)
 
     for step in plan.steps:
         where = f"step {step.id!r}"
@@ -398,7 +412,8 @@ def analyze(
         problem("cycle", "dependency cycle: " + " -> ".join(cycle))
 
     if issues:
-        raise PlanInvalid(issues)
+        listed = issues[:MAX_LISTED_PROBLEMS]
+        raise PlanInvalid(listed, omitted=len(issues) - len(listed))
 
     weights = {s.id: (estimate(s) if estimate else 1.0) for s in plan.steps}
     critical_path, total = _critical_path(order, dependencies, weights)

@@ -15,12 +15,13 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+from graphql import GraphQLError, OperationType, get_operation_ast, parse
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.routing import Route
 from strawberry.asgi import GraphQL
-from strawberry.http import GraphQLHTTPResponse
+from strawberry.http import GraphQLHTTPResponse, GraphQLRequestData
 
 # The exception strawberry's base view raises for a bad request (its home moved between
 # strawberry versions; the base view always has it).
@@ -76,6 +77,18 @@ class _GraphQLView(GraphQL[ApiContext, None]):
             return
         await response(scope, receive, send)
 
+    async def execute_single(self, *args: Any, **kwargs: Any) -> ExecutionResult:
+        """A subscription that did not ask for SSE would run as a query and fail inside
+        (a stream where one value belongs): refuse it up front as a bad request."""
+        request_data = kwargs.get("request_data")
+        if isinstance(request_data, GraphQLRequestData) and _is_subscription(request_data):
+            raise HTTPException(
+                400,
+                "a subscription answers as a stream of Server-Sent Events: send it with the "
+                "header 'Accept: text/event-stream'",
+            )
+        return await super().execute_single(*args, **kwargs)
+
     def decode_json(self, data: str | bytes) -> object:
         """The body as a JSON object: strict UTF-8 (JSON over HTTP is UTF-8), within the parser's
         nesting and number limits; anything else is a 400, never a 500."""
@@ -115,6 +128,18 @@ class _GraphQLView(GraphQL[ApiContext, None]):
         if result.errors:
             result.errors = present_errors(list(result.errors))
         return await super().process_result(request, result)
+
+
+def _is_subscription(request: GraphQLRequestData) -> bool:
+    """Whether the operation the request names is a subscription (a document that does not
+    parse is not: the execution reports it as usual)."""
+    if not isinstance(request.query, str):
+        return False
+    try:
+        operation = get_operation_ast(parse(request.query), request.operation_name)
+    except GraphQLError:
+        return False
+    return operation is not None and operation.operation == OperationType.SUBSCRIPTION
 
 
 def create_app(

@@ -87,6 +87,12 @@ def error_code(error: ToolplanError) -> ErrorCode:
     return "TOOLPLAN_ERROR"  # pragma: no cover - ToolplanError closes the table
 
 
+def client_message(error: ToolplanError) -> str:
+    """The message an API client reads: the error's own, except that a missing ID is named
+    without the store it was looked up in (its URI holds a server path or a database host)."""
+    return error.public_message if isinstance(error, NotFound) else error.message
+
+
 def _json_safe(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
@@ -124,7 +130,7 @@ def _present(error: GraphQLError) -> GraphQLError:
     cause = _root_cause(error)
     if isinstance(cause, ToolplanError):
         logger.info("%s: %s", error_code(cause), " ".join(cause.message.split()))
-        return _rebuild(error, cause.message, _extensions(cause))
+        return _rebuild(error, client_message(cause), _extensions(cause))
     if cause is None or isinstance(cause, GraphQLError):
         if error.extensions and "code" in error.extensions:
             return error

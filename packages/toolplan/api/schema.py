@@ -29,7 +29,7 @@ from toolplan.api.types import (
     StepEventType,
     ToolType,
 )
-from toolplan.errors import ExecutionBusy, PlanInvalid, ValidationIssue
+from toolplan.errors import ExecutionBusy, InvalidInput, PlanInvalid, ValidationIssue
 from toolplan.execution import approvals
 from toolplan.execution.events import watch_step_events
 from toolplan.plans.ids import require_id
@@ -249,7 +249,7 @@ class Mutation:
     ) -> ExecutionType:
         require_id(plan_id, "plan")
         await asyncio.to_thread(
-            approvals.approve_steps, info.context.store, plan_id, step_ids, by=by or "api"
+            approvals.approve_steps, info.context.store, plan_id, step_ids, by=_decider(by)
         )
         return await _continue_decided(info, plan_id, wait=wait is not False)
 
@@ -268,14 +268,19 @@ class Mutation:
         wait: bool | None = True,
     ) -> ExecutionType:
         require_id(plan_id, "plan")
+        if not reason.strip():
+            raise InvalidInput(
+                'denyStep needs a reason (the agent\'s replan reads it): reason: "..."'
+            )
         context = info.context
+        decider = _decider(by)
         await asyncio.to_thread(
             lambda: approvals.deny_step(
                 context.store,
                 plan_id,
                 step_id,
                 reason,
-                by=by or "api",
+                by=decider,
                 limits=context.settings.limits,
             )
         )
@@ -377,6 +382,21 @@ class _Schema(strawberry.Schema):
     ) -> None:
         """Do not log here: :func:`toolplan.api.errors.present_errors` logs each error once, with
         a traceback only for unexpected ones (strawberry would log expected ones too)."""
+
+
+_MAX_DECIDER = 200
+"""The longest ``by`` a decision stores (the limit :mod:`toolplan.execution.approvals` holds
+``--by`` to), checked here so the message names the API's argument."""
+
+
+def _decider(by: str | None) -> str:
+    """The decider of an API decision: ``by``, or ``"api"`` when it is not given."""
+    decider = (by or "").strip() or "api"
+    if len(decider) > _MAX_DECIDER:
+        raise InvalidInput(
+            f"the by argument is {len(decider)} characters long; give at most {_MAX_DECIDER}"
+        )
+    return decider
 
 
 def build_schema(settings: ApiSettings | None = None) -> strawberry.Schema:

@@ -32,7 +32,7 @@ from starlette.routing import BaseRoute, Route
 
 from toolplan.api.auth import UI_DATA_PATH, UI_PATH
 from toolplan.api.context import ApiContext
-from toolplan.api.errors import INTERNAL_MESSAGE, ErrorCode, error_code
+from toolplan.api.errors import INTERNAL_MESSAGE, ErrorCode, client_message, error_code
 from toolplan.errors import InvalidInput, ToolplanError
 from toolplan.plans.ids import is_valid_id
 from toolplan.service.listing import DEFAULT_LIMIT, LISTED_STATUSES, page_json, recent_plans
@@ -94,7 +94,7 @@ async def _json(call: Callable[[], Any]) -> Response:
         body = dumps(data).encode("utf-8")
     except ToolplanError as error:
         code = error_code(error)
-        return _error(_STATUS.get(code, 500), code, error.message)
+        return _error(_STATUS.get(code, 500), code, client_message(error))
     except Exception:
         reference = secrets.token_hex(4)
         logger.exception("unexpected error in %s (reference %s)", UI_DATA_PATH, reference)

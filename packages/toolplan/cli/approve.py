@@ -79,7 +79,9 @@ def approve(
         return result
 
     def body() -> ExecutionResult:
-        with new_client(store, tools, concurrency=concurrency, mcp=mcp) as client:
+        with new_client(
+            store, tools, concurrency=concurrency, mcp=mcp, create_store=False
+        ) as client:
             shown.append(shown_store_uri(client.store_uri))
             return run_async(approved(client))
 

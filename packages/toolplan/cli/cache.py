@@ -28,7 +28,7 @@ def cache_clear(
     """Empty the result cache (every tool's, or one tool's): the next calls run the tools."""
 
     def body() -> int:
-        with new_client(store, None) as client:
+        with new_client(store, None, create_store=False) as client:
             return client.clear_cache(tool=tool)
 
     removed = guard(body, as_json=as_json)

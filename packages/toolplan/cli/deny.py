@@ -56,7 +56,9 @@ def deny(
     shown: list[str] = []
 
     def body() -> ExecutionResult:
-        with new_client(store, tools, concurrency=concurrency, mcp=mcp) as client:
+        with new_client(
+            store, tools, concurrency=concurrency, mcp=mcp, create_store=False
+        ) as client:
             shown.append(shown_store_uri(client.store_uri))
             return run_async(
                 client.deny(

@@ -87,6 +87,7 @@ def execute(
             no_cache=no_cache,
             temporal_address=temporal_address,
             approve_all=approve_all,
+            create_store=False,  # it runs a stored plan: no store, nothing to run
         )
 
     if enqueue:

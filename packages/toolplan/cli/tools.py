@@ -32,7 +32,7 @@ def list_tools(
     NAME, show one tool in full."""
 
     def body() -> list[Any]:
-        with new_client(store, tools, mcp=mcp) as client:
+        with new_client(store, tools, mcp=mcp, create_store=False) as client:
             return client.tools(tag=tag, name=name)
 
     infos = guard(body, as_json=as_json)

@@ -38,6 +38,7 @@ __all__ = [
     "StructuredMethod",
     "TemporalSettings",
     "clear_caches",
+    "is_local_url",
     "limits_from_env",
     "register_cache",
 ]
@@ -103,6 +104,35 @@ class _PlannerVariables(Variables):
     rewrites: PlannerRewrites | None = Field(None, validation_alias="TOOLPLAN_PLANNER_REWRITES")
 
 
+REMOTE_LLM_TIMEOUT = 60.0
+"""Default seconds a hosted model may stay silent (OpenAI and the other providers' APIs)."""
+LOCAL_LLM_TIMEOUT = 300.0
+"""Default seconds a local model (``OPENAI_BASE_URL`` on a loopback, private or ``.local``
+address) may stay silent. A first planning call on a CPU measured 70 s before its first token
+(loading the model, reading the prompt); once tokens stream, each one restarts the wait."""
+
+
+def is_local_url(url: str | None) -> bool:
+    """Whether ``url`` names a server on this machine or a private network (``localhost``,
+    ``*.local``, ``host.docker.internal``, a loopback, private or link-local IP)."""
+    if not url:
+        return False
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    try:
+        host = (urlsplit(url if "://" in url else f"//{url}").hostname or "").lower()
+    except ValueError:
+        return False
+    if host in ("localhost", "host.docker.internal") or host.endswith((".localhost", ".local")):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_private or address.is_link_local
+
+
 @dataclass(frozen=True)
 class PlannerSettings:
     """How plans are requested from the LLM (``toolplan plan``, ``run "QUERY"``, the API)."""
@@ -116,8 +146,11 @@ class PlannerSettings:
     (``TOOLPLAN_CONFIDENCE_THRESHOLD``)."""
     structured_method: StructuredMethod = "function_calling"
     """``TOOLPLAN_STRUCTURED_METHOD``."""
-    llm_timeout: float = 60.0
-    """Seconds per LLM request (``TOOLPLAN_LLM_TIMEOUT``)."""
+    llm_timeout: float | None = None
+    """Seconds the model may stay silent: before its first token, and between two tokens of a
+    streamed answer (``TOOLPLAN_LLM_TIMEOUT``). ``None``: :data:`REMOTE_LLM_TIMEOUT`, or
+    :data:`LOCAL_LLM_TIMEOUT` when ``openai_base_url`` is a local address (a model on this
+    machine or network reads a long prompt on a CPU first). See :attr:`llm_timeout_seconds`."""
     llm_retries: int = 3
     """Retries of transient LLM errors: 429, 5xx, timeouts (``TOOLPLAN_LLM_RETRIES``)."""
     openai_api_key: str | None = field(default=None, repr=False)
@@ -164,6 +197,13 @@ class PlannerSettings:
     def from_env(cls, env: Mapping[str, str] | None = None) -> PlannerSettings:
         """The planner's settings from environment variables (default ``os.environ``)."""
         return cls(**_PlannerVariables.read(env).given())
+
+    @property
+    def llm_timeout_seconds(self) -> float:
+        """The LLM timeout in effect: ``llm_timeout``, else the default for where the model is."""
+        if self.llm_timeout is not None:
+            return self.llm_timeout
+        return LOCAL_LLM_TIMEOUT if is_local_url(self.openai_base_url) else REMOTE_LLM_TIMEOUT
 
 
 class _TemporalVariables(Variables):

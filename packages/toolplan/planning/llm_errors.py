@@ -123,7 +123,10 @@ def _reason(error: Exception, base: str, spec: str) -> str | None:
         return f"the endpoint {base} answered {code}: {error_text(error)}"
     # a timeout is also a connection error in openai's hierarchy: ask about it first
     if _timed_out(error):
-        return f"the endpoint {base} timed out"
+        return (
+            f"the endpoint {base} timed out (no answer within TOOLPLAN_LLM_TIMEOUT seconds; "
+            "raise it for a model that is slow to start answering)"
+        )
     if unreachable(error):
         return f"cannot reach the endpoint {base} ({error.__cause__ or error})"
     return None

@@ -91,7 +91,9 @@ def create_chat_model(
     spec = model_spec(model, settings)
     provider = model_provider(spec)
     kwargs: dict[str, Any] = {
-        "timeout": settings.llm_timeout,
+        # httpx's read timeout: the longest silence (before the first token, then between
+        # two streamed chunks), not the length of the answer.
+        "timeout": settings.llm_timeout_seconds,
         "max_retries": settings.llm_retries,
         "temperature": 0,
     }

@@ -17,7 +17,8 @@ IdKind = Literal["req", "plan"]
 
 _ALPHABET = string.ascii_lowercase + string.digits
 _RANDOM_LENGTH = 10
-_ID_PATTERN = re.compile(r"^(req|plan)_(\d{9,11})_([a-z0-9]{6,32})$")
+# `fullmatch`, not `$`: `$` also matches before a final "\n", which would let one through.
+_ID_PATTERN = re.compile(r"(req|plan)_(\d{9,11})_([a-z0-9]{6,32})")
 _SHAPES: dict[IdKind, tuple[str, str]] = {
     "plan": ("plan", "plan_<seconds>_<id>"),
     "req": ("request", "req_<seconds>_<id>"),
@@ -35,7 +36,7 @@ def is_valid_id(value: object, kind: IdKind | None = None) -> bool:
     """Whether ``value`` is a well-formed ID (of ``kind`` when given)."""
     if not isinstance(value, str):
         return False
-    match = _ID_PATTERN.match(value)
+    match = _ID_PATTERN.fullmatch(value)
     if match is None:
         return False
     return kind is None or match.group(1) == kind

@@ -415,10 +415,11 @@ def answers_for(store: Store, request_id: str) -> list[dict[str, Any]]:
 
 
 def list_tools(
-    store: Store, catalog: ToolCatalog, *, tag: str | None = None, name: str | None = None
+    store: Store | None, catalog: ToolCatalog, *, tag: str | None = None, name: str | None = None
 ) -> list[ToolInfo]:
     """``toolplan tools``: every tool (only those tagged ``tag``, or only the one called ``name``,
-    when given) with its observed statistics from past executions in ``store``.
+    when given) with its observed statistics from past executions in ``store`` (none without
+    one).
 
     An unknown ``name`` is :class:`~toolplan.errors.InvalidInput` naming the closest tools; a
     ``tag`` no tool has is one naming the tags there are (an empty list would look like an empty
@@ -434,7 +435,7 @@ def list_tools(
                 if len(catalog)
                 else f"no tool has the tag {tag!r}: the catalog is empty"
             )
-    stats = store.tool_stats()
+    stats = store.tool_stats() if store is not None else {}
     return [replace(info, stats=stats.get(info.name)) for info in infos]
 
 

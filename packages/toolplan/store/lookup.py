@@ -2,7 +2,8 @@
 
 Every entry point (CLI, API, workers, planner, graphs) finds records through :func:`find_plan` and
 :func:`find_request`: the ID's shape is checked before any store query, and a missing record is
-:class:`~toolplan.errors.NotFound` naming the store. :func:`require_approval` is the one
+:class:`~toolplan.errors.NotFound` naming the store (to
+the CLI; API clients see only the ID). :func:`require_approval` is the one
 "needs review" gate, used before a plan is executed or queued.
 """
 
@@ -22,7 +23,7 @@ def find_plan(store: PlanRepository, plan_id: str) -> PlanRecord:
     """The stored plan; :class:`InvalidInput` for a malformed ID, :class:`NotFound` if absent."""
     record = store.get_plan(require_id(plan_id, "plan"))
     if record is None:
-        raise NotFound(f"plan {plan_id!r} does not exist in {store.uri}")
+        raise NotFound(f"plan {plan_id!r} does not exist", where=store.uri)
     return record
 
 
@@ -30,7 +31,7 @@ def find_request(store: PlanRepository, request_id: str) -> RequestRecord:
     """The stored request; :class:`InvalidInput` for a malformed ID, :class:`NotFound` if absent."""
     record = store.get_request(require_id(request_id, "req"))
     if record is None:
-        raise NotFound(f"request {request_id!r} does not exist in {store.uri}")
+        raise NotFound(f"request {request_id!r} does not exist", where=store.uri)
     return record
 
 

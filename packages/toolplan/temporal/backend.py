@@ -105,13 +105,17 @@ class TemporalBackend:
         """Queue the plan on Temporal and return its execution record at once (``queued``, or
         as it is when the plan is already running, waiting or finished). A workflow waiting for
         a decision is signalled to read the store again."""
-        execution, _ = await self._start(record, ctx)
+        execution, _ = await self._start(record, ctx, queue_waiting=True)
         return execution
 
     async def _start(
-        self, record: PlanRecord, ctx: ExecutionContext
+        self, record: PlanRecord, ctx: ExecutionContext, *, queue_waiting: bool = False
     ) -> tuple[ExecutionRecord, str | None]:
-        """:meth:`start`, and the token of the signal sent (``None`` when nothing was)."""
+        """:meth:`start`, and the token of the signal sent (``None`` when nothing was).
+
+        With ``queue_waiting`` (the caller only queues it) a ``waiting`` execution is stored
+        ``queued``, as the lease queue does: a decision was recorded and the plan now waits
+        for a worker, not for a person (``approve --enqueue`` with no worker exits 0)."""
         plan_id = record.plan_id
         client = await connect(self.settings)  # an unreachable server leaves no record behind
         # The plan is checked against this process's catalog, like an in-process run; the
@@ -119,6 +123,10 @@ class TemporalBackend:
         _, _, execution = await start_execution(ctx.store, ctx.catalog, record, status="queued")
         if execution.status in TERMINAL_EXECUTION_STATUSES:
             return execution, None
+        if queue_waiting and execution.status == "waiting":
+            # Before the signal: a stored ``waiting`` means the workflow, if any, is idle until
+            # signalled, so this cannot overwrite what it writes once it reads the decision.
+            await asyncio.to_thread(ctx.store.set_execution_status, plan_id, "queued")
         run = PlanRun(
             plan_id, RunOptions.of(ctx.options, heartbeat_seconds=self.settings.heartbeat_seconds)
         )

@@ -21,6 +21,34 @@ let refetching = null;
 // A long map is read a page at a time, when someone asks for more.
 const moreItems = {};
 
+// A plan that is not running here (waiting for a person, queued for a worker) is looked at
+// again after LOOK_FIRST_MS, then twice as long each time nothing changed, up to LOOK_MAX_MS;
+// a change starts over. A hidden page does not look at all until it is shown again, and a
+// finished plan is never looked at again. (It was once a second, ~3 requests a second, for as
+// long as the page stayed open.)
+const LOOK_FIRST_MS = 1000;
+const LOOK_MAX_MS = 15000;
+
+// The wait before the next look, in ms; null: none, the plan is finished.
+function nextLookDelay(previousMs, { changed, finished }) {
+  if (finished) return null;
+  if (changed || !previousMs) return LOOK_FIRST_MS;
+  return Math.min(previousMs * 2, LOOK_MAX_MS);
+}
+
+// Resolves after `ms`, and not before the page is visible.
+async function pause(ms) {
+  await new Promise((resolve) => setTimeout(resolve, ms));
+  while (document.hidden) {
+    await new Promise((resolve) =>
+      document.addEventListener("visibilitychange", resolve, { once: true }));
+  }
+}
+
+function fingerprint(plan) {
+  return JSON.stringify([plan.status, plan.steps.map((step) => [step.id, step.state, step.attempts])]);
+}
+
 function setLive(state, text) {
   document.body.dataset.live = state;
   document.getElementById("live").textContent = text;
@@ -303,7 +331,9 @@ function apply(event) {
 }
 
 async function follow() {
+  let delay = 0;
   while (!view.finished) {
+    const before = fingerprint(view);
     try {
       await subscribe(EVENTS, { id: PLAN_ID }, {
         onOpen: () => setLive("connected", "● live"),
@@ -317,9 +347,11 @@ async function follow() {
     }
     await load();
     if (!view.finished) {
-      // The execution has not started, or waits for a person: listen again in a moment.
+      // The execution has not started, or waits for a person: listen again in a while.
       setLive("waiting", "waiting for the execution");
-      await new Promise((resolve) => setTimeout(resolve, 1000));
+      const changed = fingerprint(view) !== before;
+      delay = nextLookDelay(delay, { changed, finished: view.finished });
+      await pause(delay);
     }
   }
   setLive("ended", "finished");
