@@ -153,3 +153,11 @@ def test_approve_step_with_an_empty_list_approves_nothing(
     still = client.data(APPROVE, {"id": plan_id, "steps": None, "by": "ada"})["approveStep"]
     assert still["status"] == "succeeded"  # null still means every waiting step
     assert _steps(still)["pay"]["decision"]["via"] is None
+
+
+def test_approve_all_checks_who_approves(client: GraphQLClient, tmp_path: Path) -> None:
+    plan_id = submit(client, WIRE_PLAN)["planId"]
+    refused = client.gql(EXECUTE, {"id": plan_id, "all": True, "by": "x" * 201})
+    assert codes(refused) == ["BAD_USER_INPUT"]
+    assert "the by argument is 201 characters long" in refused["errors"][0]["message"]
+    assert _pay_calls(tmp_path) == []

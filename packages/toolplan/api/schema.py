@@ -227,7 +227,7 @@ class Mutation:
             resume=bool(resume),
             no_cache=bool(no_cache),
             approve_all=bool(approve_all),
-            approver=(by or "api") if approve_all else None,
+            approver=_decider(by) if approve_all else None,
         )
         return ExecutionType.from_json(result.to_json())
 
