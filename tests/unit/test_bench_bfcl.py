@@ -299,7 +299,7 @@ def test_the_python_planner_and_bfcls_prompting_mode_are_contestants(
 
     def answer(request: dict[str, Any]) -> Reply:
         system = request["messages"][0]["content"]
-        if "You are an expert in composing functions" in system:  # BFCL's prompt
+        if "list of functions in json format" in system:  # BFCL's prompt
             return Reply.content("[math.factorial(number=5)]", usage=(300, 9))
         assert "tools" not in request and "response_format" not in request
         assert "def math_factorial(number: int)" in system  # the catalog as Python
