@@ -120,18 +120,7 @@ async def ask_streamed(
     raw = _raw_model(structured)
     if raw is None:
         return None
-    follow = _Follow(stream)
-    message: Any = None
-    try:
-        async for chunk in raw.astream(list(messages), config):
-            follow(chunk)
-            message = chunk if message is None else message + chunk
-    except Exception as error:
-        if follow.chunks or not _cannot_stream(error):
-            raise
-        _log.info("the model's endpoint cannot stream (%s); asking without a stream", error)
-        return None
-    return None if message is None else _whole(message)
+    return await _followed(raw, messages, stream, config)
 
 
 async def ask_text_streamed(
@@ -143,10 +132,21 @@ async def ask_text_streamed(
 ) -> BaseMessage | None:
     """A plain (text) answer, streamed: each complete statement of a Python plan told to
     ``stream`` as its steps. ``None`` when the server could not stream."""
+    return await _followed(model, messages, stream, config)
+
+
+async def _followed(
+    runnable: Runnable[Any, Any],
+    messages: Sequence[BaseMessage],
+    stream: AnswerStream,
+    config: RunnableConfig | None,
+) -> BaseMessage | None:
+    """``runnable``'s answer streamed, each chunk followed for steps; ``None`` when the server
+    could not stream (it failed before its first chunk in a way a plain call would not)."""
     follow = _Follow(stream)
     message: Any = None
     try:
-        async for chunk in model.astream(list(messages), config):
+        async for chunk in runnable.astream(list(messages), config):
             follow(chunk)
             message = chunk if message is None else message + chunk
     except Exception as error:
