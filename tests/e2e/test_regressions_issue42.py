@@ -28,7 +28,8 @@ from tests.e2e.api_support import ServerFactory, server_factory
 from tests.e2e.conftest import ON_BOTH_STORES, Cli
 from toolplan.engine.policies import ExecutionOptions, RetryPolicy
 from toolplan.engine.recorder import StepEvent
-from toolplan.execution.approvals import approve_steps
+from toolplan.errors import NotWaiting
+from toolplan.execution.approvals import approve_steps, deny_step
 from toolplan.execution.cancel import request_cancel
 from toolplan.execution.runner import ExecutionContext
 from toolplan.service.operations import execute_stored_plan, submit_plan
@@ -432,3 +433,58 @@ async def test_an_unexpected_exception_in_a_fallback_is_recorded(
     status, error = stored(store, plan_id)["charge"]
     assert status == "failed" and error is not None
     assert "card declined" in error and "boom" in error
+
+
+# -- found by bench/mutation.py ---------------------------------------------------------------
+
+WIRE_PLAN: dict[str, Any] = {
+    "steps": [{"id": "pay", "tool": "wire_money", "parameters": {"to": "NO12", "amount": 50}}]
+}
+
+
+class _Racing:
+    """The store, where another person's denial lands between reading the waiting step and
+    writing this decision (the race ``decide_step`` settles atomically)."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self.raced = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def decide_step(self, plan_id: str, step_id: str, changes: Any) -> bool:
+        if not self.raced:
+            self.raced = True
+            deny_step(self._store, plan_id, step_id, "not this account", by="bob")
+        return self._store.decide_step(plan_id, step_id, changes)
+
+
+async def test_an_approval_that_loses_the_race_to_a_denial_says_so(store: Store, log: Path) -> None:
+    """Ada approves while Bob denies: Bob's decision was stored first, so Ada is told that
+    someone else decided, and the step stays denied.
+
+    Planted bug: the result of the atomic ``decide_step`` is not checked."""
+    plan_id = submit(store, WIRE_PLAN)
+    await execute(store, plan_id)
+    racing = _Racing(store)
+    with pytest.raises(NotWaiting, match="decided by someone else meanwhile"):
+        approve_steps(racing, plan_id, ["pay"], by="ada")  # type: ignore[arg-type]
+    execution = store.get_execution(plan_id)
+    assert execution is not None
+    decision = execution.step("pay").decision
+    assert decision is not None and (decision.kind, decision.by) == ("denied", "bob")
+
+
+async def test_approving_a_cancelled_plan_says_it_finished(store: Store, log: Path) -> None:
+    """A plan cancelled while a step waited for approval has finished: approving it says so
+    (and that nothing changed), rather than that no step waits.
+
+    Planted bug: only a ``succeeded`` execution counts as finished."""
+    plan_id = submit(store, WIRE_PLAN)
+    await execute(store, plan_id)
+    await request_cancel(store, plan_id, wait=HUNG)
+    with pytest.raises(NotWaiting, match=r"already finished \(cancelled\)"):
+        approve_steps(store, plan_id, ["pay"], by="ada")
+    with pytest.raises(NotWaiting, match=r"already finished \(cancelled\)"):
+        deny_step(store, plan_id, "pay", "too late", by="bob")

@@ -254,3 +254,37 @@ def test_identical_steps_are_still_merged() -> None:
     same = {"timeout": (5, 5), "forEach": ([1], [1])}
     _, merged = merge_duplicates(_twins(**same))
     assert merged == {"b": "a"}
+
+
+# -- found by bench/mutation.py ---------------------------------------------------------------
+
+
+async def test_a_step_skipped_earlier_traces_its_cause_back_to_a_denial() -> None:
+    """An earlier run skipped ``receipt`` because ``pay`` was denied, and stopped before
+    ``notify`` (stored skips carry no cause). The resumed schedule skips ``notify`` naming the
+    denial at the root, not ``receipt`` as a failure.
+
+    Planted bug: a denial is not among the outcomes that stop dependents (``_STOPPED``)."""
+    skipped: dict[str, str] = {}
+
+    async def run(step: str) -> StepOutcome:
+        raise AssertionError(f"{step} must not run")
+
+    async def skip(step: str, message: str, reason: object = None) -> None:
+        skipped[step] = message
+
+    await asyncio.wait_for(
+        schedule(
+            ["pay", "receipt", "notify"],
+            {"pay": [], "receipt": ["pay"], "notify": ["receipt"]},
+            run,
+            skip,
+            concurrency=1,
+            finished={
+                "pay": StepOutcome("denied", error="denied by bob: wrong account"),
+                "receipt": StepOutcome("skipped", error="skipped because 'pay' was denied"),
+            },
+        ),
+        timeout=30,
+    )
+    assert skipped == {"notify": "skipped because dependency 'pay' was denied"}
