@@ -19,6 +19,7 @@ import asyncio
 import json
 from collections.abc import Iterator
 from contextlib import closing
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -89,8 +90,15 @@ def submit(store: Store, plan: dict[str, Any]) -> str:
     return submit_plan(plan, store=store, catalog=catalog(), max_steps=50).plan_id
 
 
-async def execute(store: Store, plan_id: str, *, listener: Any = None, resume: bool = False) -> Any:
-    ctx = ExecutionContext(store=store, catalog=catalog(), options=FAST, listener=listener)
+async def execute(
+    store: Store,
+    plan_id: str,
+    *,
+    listener: Any = None,
+    resume: bool = False,
+    options: ExecutionOptions = FAST,
+) -> Any:
+    ctx = ExecutionContext(store=store, catalog=catalog(), options=options, listener=listener)
     return await asyncio.wait_for(execute_stored_plan(plan_id, ctx, resume=resume), timeout=HUNG)
 
 
@@ -488,3 +496,28 @@ async def test_approving_a_cancelled_plan_says_it_finished(store: Store, log: Pa
         approve_steps(store, plan_id, ["pay"], by="ada")
     with pytest.raises(NotWaiting, match=r"already finished \(cancelled\)"):
         deny_step(store, plan_id, "pay", "too late", by="bob")
+
+
+async def test_a_fallback_gets_the_steps_own_timeout(store: Store, log: Path) -> None:
+    """The step says ``"timeout": 0.2``; its fallback hangs. The fallback is cancelled after
+    the step's timeout, not the default one, and the step fails saying so.
+
+    Planted bug: a fallback is called with the default timeout."""
+    plan_id = submit(
+        store,
+        {
+            "steps": [
+                {
+                    "id": "charge",
+                    "tool": "business_error",
+                    "parameters": {"message": "card declined"},
+                    "timeout": 0.2,
+                    "fallback": {"tool": "hang", "parameters": {}},
+                }
+            ]
+        },
+    )
+    await execute(store, plan_id, options=replace(FAST, default_timeout=5))
+    status, error = stored(store, plan_id)["charge"]
+    assert status == "failed" and error is not None
+    assert "fallback 'hang' failed too" in error and "timed out after 0.2s" in error
