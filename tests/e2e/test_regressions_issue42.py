@@ -521,3 +521,34 @@ async def test_a_fallback_gets_the_steps_own_timeout(store: Store, log: Path) ->
     status, error = stored(store, plan_id)["charge"]
     assert status == "failed" and error is not None
     assert "fallback 'hang' failed too" in error and "timed out after 0.2s" in error
+
+
+async def test_a_resumed_item_numbers_its_attempts_on(store: Store, log: Path) -> None:
+    """An earlier run made two attempts at item 1 and stopped while it ran: the resumed call
+    is attempt 3 (the tool sees it in its metadata, and the record keeps it).
+
+    Planted bug: a resumed item counts its attempts from zero."""
+    plan_id = submit(
+        store,
+        {
+            "steps": [
+                {
+                    "id": "each",
+                    "tool": "echo",
+                    "forEach": ["a", "b"],
+                    "parameters": {"value": "{{$item}}"},
+                }
+            ]
+        },
+    )
+    store.create_execution(plan_id, [("each", "echo")], status="running")
+    left = [ItemRecord(0, "succeeded", 1, output="a"), ItemRecord(1, "running", 2)]
+    store.update_steps(plan_id, [("each", {"status": "running", "items": left, "attempts": 3})])
+    result = await execute(store, plan_id, resume=True)
+    assert [(c["item"], c["attempt"]) for c in calls(log, "each")] == [(1, 3)]
+    step = result.step("each")
+    assert step.status == "succeeded" and step.output == ["a", "b"]
+    execution = store.get_execution(plan_id)
+    assert execution is not None
+    items = execution.step("each").items
+    assert items is not None and [item.attempts for item in items] == [1, 3]

@@ -288,3 +288,28 @@ async def test_a_step_skipped_earlier_traces_its_cause_back_to_a_denial() -> Non
         timeout=30,
     )
     assert skipped == {"notify": "skipped because dependency 'pay' was denied"}
+
+
+def test_item_records_of_a_list_of_another_length_are_not_reused() -> None:
+    """The list a ``forEach`` step maps over resolved to another length than the records an
+    earlier run left: every item starts over, pending.
+
+    Planted bug: the earlier records are kept whatever the list's length."""
+    prior = [ItemRecord(0, "succeeded", 1, output="a"), ItemRecord(1, "failed", 1, error="x")]
+    records, todo = unfinished_items(3, prior)
+    assert records == [ItemRecord(0), ItemRecord(1), ItemRecord(2)]
+    assert todo == [0, 1, 2]
+
+
+@pytest.mark.parametrize("status", ["cancelled", "pending", "running"])
+def test_a_map_with_an_item_that_did_not_finish_has_not_succeeded(status: str) -> None:
+    """Every item must have succeeded for the map to succeed: one cancelled, pending or still
+    running fails it, named by its index.
+
+    Planted bug: only items recorded ``failed`` count against the map."""
+    from toolplan.engine.items import map_result
+
+    result = map_result([ItemRecord(0, "succeeded", 1, output=1), ItemRecord(1, status, 1)])  # type: ignore[arg-type]
+    assert result.status == "failed"
+    assert result.output == [1, None]
+    assert result.error is not None and result.error.startswith("item 1 of 2 failed")
