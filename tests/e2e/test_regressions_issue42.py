@@ -552,3 +552,22 @@ async def test_a_resumed_item_numbers_its_attempts_on(store: Store, log: Path) -
     assert execution is not None
     items = execution.step("each").items
     assert items is not None and [item.attempts for item in items] == [1, 3]
+
+
+async def test_a_cancel_requested_before_the_run_was_taken_over_ends_it_at_once(
+    store: Store, log: Path, gate: Path
+) -> None:
+    """A cancel was requested of a run whose process then stopped (its lease expired before
+    it noticed). The next runner to take the lease over (``execute --resume``, a worker) ends
+    the execution ``cancelled`` without calling any tool.
+
+    Planted bug: the request stored before the lease was taken is ignored."""
+    plan_id = submit(store, RESTART_PLAN)
+    pairs = [(step["id"], step["tool"]) for step in RESTART_PLAN["steps"]]
+    store.create_execution(plan_id, pairs, status="running")
+    assert store.acquire(plan_id, "stopped-worker", -60.0, expected_owner=None)
+    store.request_cancel(plan_id, pairs)
+    result = await execute(store, plan_id, resume=True)
+    assert result.status == "cancelled"
+    assert calls(log) == []
+    assert set(stored(store, plan_id).values()) == {("cancelled", "cancelled before it started")}
