@@ -313,3 +313,43 @@ def test_a_map_with_an_item_that_did_not_finish_has_not_succeeded(status: str) -
     assert result.status == "failed"
     assert result.output == [1, None]
     assert result.error is not None and result.error.startswith("item 1 of 2 failed")
+
+
+class _Leases:
+    """A store's lease calls: every renewal granted; ``renewed`` is set after the second."""
+
+    def __init__(self) -> None:
+        self.renewals = 0
+        self.renewed = asyncio.Event()
+
+    def renew_lease(self, plan_id: str, worker_id: str, lease_seconds: float) -> bool:
+        self.renewals += 1
+        if self.renewals == 2:
+            self.renewed.set()
+        return True
+
+
+async def test_a_lease_is_renewed_well_before_it_expires(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The holder renews its 30 s lease at most every 15 s (every third of it, by design), so
+    a live run is never taken over by another worker between two renewals. Logical time: the
+    heartbeat's sleeps are recorded and return at once.
+
+    Planted bug: the lease is renewed only as it expires."""
+    from toolplan.execution import lease
+
+    asked: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def sleep(delay: float, result: object = None) -> object:
+        asked.append(delay)
+        await real_sleep(0)
+        return result
+
+    monkeypatch.setattr(lease.asyncio, "sleep", sleep)
+    store = _Leases()
+    await asyncio.wait_for(
+        lease.while_holding(store, "plan_x", "w1", 30.0, store.renewed.wait()),  # type: ignore[arg-type]
+        timeout=30,
+    )
+    assert store.renewals >= 2
+    assert asked and max(asked) <= 15.0
