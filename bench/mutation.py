@@ -25,6 +25,7 @@ CI (nothing calls it)::
     python -m bench.mutation --only cancel-expired-lease,items-resume-failed
     python -m bench.mutation --json out.json       # also one JSON row per mutation
     python -m bench.mutation --mongodb             # the covering tests' MongoDB cases too
+    python -m bench.mutation --without tests/unit/test_x.py   # what the suite caught before it
 
 The copy runs tests with ``PYTHONPATH`` pointing at its own ``packages/``, so in-process tests and
 CLI subprocesses alike import the mutated code, and with no bytecode written (a restored module
