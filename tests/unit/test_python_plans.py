@@ -332,3 +332,20 @@ def test_the_catalog_as_python_signatures() -> None:
     ]
     assert scanner.feed('city="Rome")\n') == []  # complete only once another line starts
     assert [s["id"] for s in scanner.feed("", final=True)] == ["b"]
+
+
+def test_a_bare_calls_output_is_read_by_its_id() -> None:
+    plan = steps(
+        'createAuthor(name="A", email="a@x")\n'
+        'createBlog(authorId=createAuthor["_id"], title="T")\n'
+        'for p in listBlogs(authorId="a1")["blogs"]:\n'
+        '    createComment(blogId=p["_id"], text="ok")\n'
+        'page(team=createComment[0]["_id"])\n'
+    )
+    assert plan[1]["parameters"]["authorId"] == "{{createAuthor._id}}"
+    assert plan[3]["id"] == "createComment" and plan[3]["forEach"] == "{{listBlogs.blogs}}"
+    assert plan[4]["parameters"] == {"team": "{{createComment[0]._id}}"}
+    # a name bound by an assignment keeps its meaning
+    assert steps('createAuthor = createAuthor(name="A")\ncreateAuthor(name=createAuthor["name"])')[
+        1
+    ]["parameters"] == {"name": "{{createAuthor.name}}"}

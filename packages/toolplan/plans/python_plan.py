@@ -15,7 +15,8 @@ plan is (:class:`~toolplan.plans.plan.Plan`), which is then validated like any o
 the text is ever run: it is a syntax for the plan, read statement by statement.
 
 - ``name = tool(...)`` is a step with id ``name``; a bare ``tool(...)`` is a step with an id made
-  from the tool's name. A call nested in an argument is a step of its own, before the call.
+  from the tool's name, and later statements may read its output by that id. A call nested in
+  an argument is a step of its own, before the call.
 - ``name["key"]``, ``name.key`` and ``name["list"][0]`` of a step are templates
   (``{{name.key}}``); so are the parts of an f-string that use them.
 - ``for item in source:`` with one call in its body, or ``[tool(...) for item in source]``, is a
@@ -186,7 +187,7 @@ class _Reader:
         if isinstance(value, ast.Call) and _called_name(value) in _IGNORED_CALLS:
             return
         if isinstance(value, ast.Call):
-            self.call_step(value, None)
+            self.bare(self.call_step(value, None))
         elif (
             isinstance(value, ast.List | ast.Tuple)
             and value.elts
@@ -254,6 +255,15 @@ class _Reader:
             step_id = self.call_step(call, name, for_each=source.items)
         if name is not None:
             self.names[name] = _Step(step_id)
+        else:
+            self.bare(step_id)
+
+    def bare(self, step_id: str) -> None:
+        """A bare call's output can be read by its step id (the tool's name, made an id), as
+        models write it (``createAuthor(...)``, then ``createAuthor["_id"]``); a name bound
+        already keeps its meaning."""
+        if not self.in_loop and step_id not in self.names:
+            self.names[step_id] = _Step(step_id)
 
     def comprehension_step(self, node: ast.ListComp, name: str | None) -> str:
         if len(node.generators) != 1:
