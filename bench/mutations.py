@@ -44,9 +44,11 @@ _UNIT_ENGINE = (
     "tests/unit/test_toolcall.py",
     "tests/unit/test_result_cache.py",
     "tests/unit/test_observers.py",
+    "tests/unit/test_step_errors.py",
 )
 _E2E_ENGINE = (
     "tests/e2e/test_regressions_issue42.py",
+    "tests/e2e/test_gates.py",
     "tests/e2e/test_foreach.py",
     "tests/e2e/test_approvals.py",
     "tests/e2e/test_api_approvals.py",
@@ -70,6 +72,8 @@ ANALYSIS = (
     "tests/unit/test_regressions_issue42.py",
     "tests/unit/test_template_types.py",
     "tests/unit/test_analysis.py",
+    "tests/unit/test_gated_reuse.py",
+    "tests/e2e/test_gates.py",
 )
 PLANNING = (
     "tests/unit/test_regressions_issue42.py",
@@ -137,7 +141,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "approval-destructive-hint-ignored",
-        _ENGINE + "approval.py",
+        "packages/toolplan/tools/catalog.py",
         'return (tool.metadata or {}).get("destructiveHint") is True',
         "return False",
         "an MCP tool annotated destructiveHint runs without approval",
@@ -145,9 +149,44 @@ MUTATIONS: tuple[Mutation, ...] = (
     _m(
         "approval-approve-all-ignored",
         _ENGINE + "step.py",
-        "return not self.options.approve_all and needs_approval(",
-        "return needs_approval(",
+        "        if self.options.approve_all:\n            decision = Decision(",
+        "        if False:\n            decision = Decision(",
         "--approve-all does not pre-approve: gated steps wait anyway",
+    ),
+    _m(
+        "approval-approve-all-unrecorded",
+        _ENGINE + "step.py",
+        "            await self.recorder.approved(step.id, decision)\n",
+        "",
+        "--approve-all lets a gated step through with no decision on record",
+    ),
+    _m(
+        "approval-gated-fallback-called",
+        _ENGINE + "step.py",
+        "        if self.catalog.gated(tool):\n",
+        "        if False:\n",
+        "a fallback calls a gated tool with no approval (a plan stored before validation refused it)",
+    ),
+    _m(
+        "approval-gated-fallback-valid",
+        "packages/toolplan/analysis/dag.py",
+        "elif fallback and catalog.gated(tool):",
+        "elif False:",
+        "validation accepts a fallback that names a gated tool",
+    ),
+    _m(
+        "approval-empty-list-approves-all",
+        _EXECUTION + "approvals.py",
+        "    if step_ids is not None and not step_ids:",
+        "    if False:",
+        "approveStep(stepIds: []) approves every waiting step",
+    ),
+    _m(
+        "error-unexpected-exception-unrecorded",
+        _ENGINE + "step.py",
+        "        except RUN_STOPPERS:\n            raise\n        except Exception as error:\n            return await self.finish(",
+        "        except RUN_STOPPERS:\n            raise\n        except ZeroDivisionError as error:\n            return await self.finish(",
+        "an unexpected exception in a step is never written: the step stays pending",
     ),
     _m(
         "approval-foreach-ungated",
@@ -302,9 +341,16 @@ MUTATIONS: tuple[Mutation, ...] = (
     _m(
         "items-max-items-ignored",
         _ENGINE + "items.py",
-        "limit = step.max_items or default_limit",
-        "limit = default_limit",
+        "    if own is not None and own < ceiling:\n",
+        "    if False:\n",
         "a step's maxItems is ignored",
+    ),
+    _m(
+        "items-max-items-lifts-ceiling",
+        _ENGINE + "items.py",
+        "    ceiling = default_limit\n",
+        "    ceiling = step.max_items or default_limit\n",
+        "a plan's maxItems lifts the operator's TOOLPLAN_MAX_ITEMS",
     ),
     _m(
         "items-slot-not-taken-back",

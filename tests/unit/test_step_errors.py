@@ -127,3 +127,28 @@ async def test_an_unexpected_exception_in_a_fallback_fails_the_step_on_record(
     assert record.error is not None
     assert "primary fails" in record.error
     assert "fallback 'echo' failed too: internal error in step 'a'" in record.error
+
+
+async def test_a_fallback_whose_template_cannot_resolve_names_the_template(
+    client: Toolplan,
+) -> None:
+    """Not the safety net's "internal error": a template the fallback cannot resolve is the
+    step's own, named failure."""
+    plan = {
+        "steps": [
+            {"id": "a", "tool": "echo", "parameters": {"value": {"x": 1}}},
+            {
+                "id": "b",
+                "tool": "business_error",
+                "parameters": {"message": "primary fails"},
+                "fallback": {"tool": "echo", "parameters": {"value": "{{a.missing}}"}},
+            },
+        ]
+    }
+    plan_id = (await client.submit(plan)).plan_id
+    await client.execute(plan_id, options=FAST)
+    stored = {s.step_id: s for s in (await _stored(client, plan_id)).steps}
+    error = stored["b"].error
+    assert stored["b"].status == "failed" and error is not None
+    assert "fallback 'echo' failed too: template '{{a.missing}}'" in error
+    assert "internal error" not in error
