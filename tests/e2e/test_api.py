@@ -965,3 +965,44 @@ def test_run_query_planning_is_followed_live_by_request_id(
         "planningEvents(requestId: $id)", "planningEvents(requestId: $id, waitSeconds: 0)"
     )
     assert read_events(client, "req_1700000000_neverplans", query=quiet) == []
+
+
+def test_a_plan_written_as_python_through_the_api(
+    llm: FakeOpenAIServer, servers: ServerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 43: a server with ``TOOLPLAN_PLAN_FORMAT=python`` asks for Python calls (no schema)
+    and stores the plan they describe; the planning record says which format."""
+    monkeypatch.setenv("TOOLPLAN_PLAN_FORMAT", "python")
+    answer = (
+        'author = createAuthor(name="Alice", email="alice@test.com")\n'
+        'createBlog(authorId=author["_id"], title="Hello", content="about world")\n'
+    )
+    llm.script([Reply.content(answer)])
+    client = servers().client()
+    try:
+        ref = client.data(CREATE, {"query": QUERY})["createPlanWithRequestId"]
+        plan = client.data(
+            "query($id: String!) { plan(planId: $id) { steps { id tool parameters } } }",
+            {"id": ref["planId"]},
+        )["plan"]
+    finally:
+        client.close()
+    assert ref["status"] == "planned"
+    assert plan["steps"] == [
+        {
+            "id": "author",
+            "tool": "createAuthor",
+            "parameters": {"name": "Alice", "email": "alice@test.com"},
+        },
+        {
+            "id": "createBlog",
+            "tool": "createBlog",
+            "parameters": {
+                "authorId": "{{author._id}}",
+                "title": "Hello",
+                "content": "about world",
+            },
+        },
+    ]
+    (request,) = llm.requests
+    assert "response_format" not in request and "tools" not in request
