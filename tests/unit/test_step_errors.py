@@ -152,3 +152,27 @@ async def test_a_fallback_whose_template_cannot_resolve_names_the_template(
     assert stored["b"].status == "failed" and error is not None
     assert "fallback 'echo' failed too: template '{{a.missing}}'" in error
     assert "internal error" not in error
+
+
+async def test_a_cache_entry_that_cannot_be_written_leaves_the_success_as_recorded(
+    client: Toolplan, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The step's success is recorded before its result is cached: a cache write that fails
+    (not a store outage) is logged, and the step stays succeeded; the net of unexpected
+    exceptions must not rewrite it as failed."""
+
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise ValueError("cache table is read-only")
+
+    monkeypatch.setattr(client.store, "cache_put", broken)
+    plan = {
+        "steps": [
+            {"id": "a", "tool": "lookup", "parameters": {"key": "k"}},
+            {"id": "b", "tool": "echo", "parameters": {"value": "{{a.key}}"}},
+        ]
+    }
+    plan_id = (await client.submit(plan)).plan_id
+    result = await client.execute(plan_id, options=FAST)
+    assert result.status == "succeeded"
+    stored = {s.step_id: s for s in (await _stored(client, plan_id)).steps}
+    assert stored["a"].status == "succeeded" and stored["b"].output == "k"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import random
 import time
 from collections.abc import Mapping
@@ -56,6 +57,8 @@ __all__ = [
     "normalize_output",
     "without_surrogates",
 ]
+
+_log = logging.getLogger(__name__)
 
 STORE_CONFIG_KEY = "toolplan_store"
 """Key in ``config["configurable"]`` under which tools find the configured store."""
@@ -465,11 +468,20 @@ class StepRunner:
         )
 
     async def _cache_put(self, key: str, tool: str, output: Any, ttl: float) -> None:
-        """Keep a successful output of a read-only tool (unless it is too large to store whole)."""
+        """Keep a successful output of a read-only tool (unless it is too large to store whole).
+
+        Called once the step's success is recorded: a cache entry that cannot be written is
+        logged and left out, never the step's failure (the record says succeeded, and it did).
+        Only a store that is down stops the run, as any store fault does."""
         assert self.cache is not None
         if cap_output(output, self.options.output_limit_bytes)[1]:
             return
-        await asyncio.to_thread(self.cache.cache_put, key, tool, output, ttl)
+        try:
+            await asyncio.to_thread(self.cache.cache_put, key, tool, output, ttl)
+        except RUN_STOPPERS:
+            raise
+        except Exception as error:
+            _log.warning("the result of %r was not cached: %s", tool, error)
 
     async def _fallback(
         self, step: Step, attempts: int, started: float, error_text: str, arguments: Any
