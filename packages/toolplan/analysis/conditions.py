@@ -19,10 +19,13 @@ errors") means it. Only the planner runs that check, as it runs
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from toolplan.analysis.control_flow import whole_template
 from toolplan.analysis.types import declared_schema, schema_kind
 from toolplan.errors import ValidationIssue
-from toolplan.plans.plan import Plan
+from toolplan.plans.plan import Plan, Step
+from toolplan.plans.templates import Template
 from toolplan.tools.catalog import ToolCatalog
 
 __all__ = ["check_conditions", "check_text_conditions"]
@@ -32,56 +35,55 @@ _NOT_YES_NO = {"number": "a number", "integer": "a number", "string": "text"}
 
 def check_text_conditions(plan: Plan, catalog: ToolCatalog) -> list[ValidationIssue]:
     """One issue per ``when`` whose template names a declared string (every plan)."""
-    issues = []
-    for step in plan.steps:
-        text = step.condition
-        template = whole_template(text) if text is not None else None
-        if template is None or template.is_loop:
-            continue
-        schema = declared_schema(plan, catalog, template)
-        if schema is None or schema_kind(schema) != "string":
-            continue
-        comparing = _comparing_tools(catalog)
-        suggestion = f" (e.g. {', '.join(map(repr, comparing[:3]))})" if comparing else ""
-        issues.append(
-            ValidationIssue(
-                "condition",
-                f"step {step.id!r}: when {template.text!r} is text, not a yes/no value: text is "
-                "never read as true or false, so the step would never run; return a boolean from "
-                f"{template.step!r}'s tool and use it, or add a step whose tool compares the "
-                f"text{suggestion} and use that step's yes/no output as the condition",
-                step.id,
-            )
+    return [
+        ValidationIssue(
+            "condition",
+            f"step {step.id!r}: when {template.text!r} is text, not a yes/no value: text is "
+            "never read as true or false, so the step would never run; return a boolean from "
+            f"{template.step!r}'s tool and use it, or add a step whose tool compares the "
+            f"text{_suggestion(catalog)} and use that step's yes/no output as the condition",
+            step.id,
         )
-    return issues
+        for step, template, kind in _declared_conditions(plan, catalog)
+        if kind == "string"
+    ]
 
 
 def check_conditions(plan: Plan, catalog: ToolCatalog) -> list[ValidationIssue]:
     """One issue per ``when`` whose template names a declared number or string (model-written
     plans; a string is refused for every plan by :func:`check_text_conditions` as well)."""
-    issues = []
+    return [
+        ValidationIssue(
+            "condition",
+            f"step {step.id!r}: when {template.text!r} is {_NOT_YES_NO[kind]}, not a yes/no "
+            "value, so it is true for almost any value; to act when it is above or below a "
+            f"limit, add a step whose tool compares it{_suggestion(catalog)} and use that "
+            "step's yes/no output as the condition",
+            step.id,
+        )
+        for step, template, kind in _declared_conditions(plan, catalog)
+        if kind in _NOT_YES_NO
+    ]
+
+
+def _declared_conditions(
+    plan: Plan, catalog: ToolCatalog
+) -> Iterator[tuple[Step, Template, str | None]]:
+    """Each step whose ``when`` is one template naming a step's output, with the kind of JSON
+    value that output is declared as there (``None``: not declared)."""
     for step in plan.steps:
         text = step.condition
         template = whole_template(text) if text is not None else None
         if template is None or template.is_loop:
             continue
         schema = declared_schema(plan, catalog, template)
-        kind = schema_kind(schema) if schema is not None else None
-        if kind not in _NOT_YES_NO:
-            continue
-        comparing = _comparing_tools(catalog)
-        suggestion = f" (e.g. {', '.join(map(repr, comparing[:3]))})" if comparing else ""
-        issues.append(
-            ValidationIssue(
-                "condition",
-                f"step {step.id!r}: when {template.text!r} is {_NOT_YES_NO[kind]}, not a yes/no "
-                "value, so it is true for almost any value; to act when it is above or below a "
-                f"limit, add a step whose tool compares it{suggestion} and use that step's "
-                "yes/no output as the condition",
-                step.id,
-            )
-        )
-    return issues
+        yield step, template, schema_kind(schema) if schema is not None else None
+
+
+def _suggestion(catalog: ToolCatalog) -> str:
+    """`` (e.g. 'check_threshold')``: tools that compare, to name in a message."""
+    comparing = _comparing_tools(catalog)
+    return f" (e.g. {', '.join(map(repr, comparing[:3]))})" if comparing else ""
 
 
 def _comparing_tools(catalog: ToolCatalog) -> list[str]:
