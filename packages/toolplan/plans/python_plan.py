@@ -46,13 +46,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolplan.errors import PlanInvalid, ValidationIssue
-from toolplan.plans.templates import INDEX, ITEM, Template, contains_template
+from toolplan.plans.templates import INDEX, ITEM, contains_template, exact_template
 
 __all__ = ["parse_python_plan"]
 
 
 _IGNORED_CALLS = frozenset({"print"})
-_TEMPLATE_ONLY = re.compile(r"^\{\{[^{}]*\}\}$")
 _NOT_ID = re.compile(r"[^A-Za-z0-9_]")
 
 
@@ -290,7 +289,7 @@ class _Reader:
         )
         inner = node.args[0] if enumerated and isinstance(node, ast.Call) else node
         items = self.value(inner)
-        if isinstance(items, str) and not _TEMPLATE_ONLY.match(items):
+        if isinstance(items, str) and exact_template(items) is None:
             raise _Refused(inner, f"a loop goes over a list, not {_shown(inner)}")
         if not isinstance(items, str | list):
             raise _Refused(inner, f"a loop goes over a list, not {_shown(inner)}")
@@ -340,7 +339,7 @@ class _Reader:
                 'step\'s output (if check["exceeded"]:), or call a tool that decides',
             )
         value = self.value(node)
-        if not (isinstance(value, str) and _TEMPLATE_ONLY.match(value)):
+        if not (isinstance(value, str) and exact_template(value) is not None):
             raise _Refused(node, f"a condition tests a step's output, not {_shown(node)}")
         return value
 
@@ -556,10 +555,9 @@ def _lookup(value: Any, path: Sequence[str | int], node: ast.expr) -> Any:
     """A path into a literal (a name bound to a literal dict or list, or to a reference)."""
     current = value
     for position, segment in enumerate(path):
-        if isinstance(current, str) and _TEMPLATE_ONLY.match(current):
-            parsed = Template.parse(current)
-            if parsed is not None:
-                return _template(parsed.step, [*parsed.path, *path[position:]])
+        parsed = exact_template(current) if isinstance(current, str) else None
+        if parsed is not None:
+            return _template(parsed.step, [*parsed.path, *path[position:]])
         try:
             current = current[segment]
         except (KeyError, IndexError, TypeError):

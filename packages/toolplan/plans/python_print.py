@@ -8,15 +8,21 @@ from __future__ import annotations
 import json
 import keyword
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from toolplan.plans.plan import Plan, Step
-from toolplan.plans.templates import INDEX, ITEM, Template, contains_template
+from toolplan.plans.templates import (
+    INDEX,
+    ITEM,
+    Template,
+    contains_template,
+    exact_template,
+    template_spans,
+)
 
 __all__ = ["render_python_plan"]
 
-_TEMPLATE_ONLY = re.compile(r"^\{\{[^{}]*\}\}$")
 _NOT_ID = re.compile(r"[^A-Za-z0-9_]")
 
 
@@ -99,7 +105,7 @@ class _Writer:
 
     def value(self, value: Any) -> str:
         if isinstance(value, str):
-            if _TEMPLATE_ONLY.match(value) and Template.parse(value) is not None:
+            if exact_template(value) is not None:
                 return self.expression(value)
             if contains_template(value):
                 return self.fstring(value)
@@ -136,24 +142,15 @@ class _Writer:
     def fstring(self, text: str) -> str:
         out: list[str] = []
         position = 0
-        for start, end in _template_spans(text):
+        for start, end in template_spans(text):
+            if Template.parse(text[start:end]) is None:
+                continue  # malformed: written as text, like the rest around it
             out.append(_fstring_text(text[position:start]))
             inner = self.expression(text[start:end]).replace('"', "'")
             out.append("{" + inner + "}")
             position = end
         out.append(_fstring_text(text[position:]))
         return 'f"' + "".join(out) + '"'
-
-
-def _template_spans(text: str) -> Iterator[tuple[int, int]]:
-    position = 0
-    while (start := text.find("{{", position)) != -1:
-        end = text.find("}}", start + 2)
-        if end == -1:
-            return
-        if Template.parse(text[start : end + 2]) is not None:
-            yield start, end + 2
-        position = end + 2
 
 
 def _fstring_text(text: str) -> str:

@@ -39,6 +39,7 @@ __all__ = [
     "LOOP_NAMES",
     "Template",
     "contains_template",
+    "exact_template",
     "find_templates",
     "malformed_templates",
     "map_strings",
@@ -46,6 +47,7 @@ __all__ = [
     "rename_sources",
     "resolve",
     "strings_in",
+    "template_spans",
     "to_text",
 ]
 
@@ -63,7 +65,7 @@ _SEGMENT = re.compile(r"\.([^.\[\]{}\s]+)|\[(\d+)\]")
 PathSegment = str | int
 
 
-def _spans(text: str) -> Iterator[tuple[int, int]]:
+def template_spans(text: str) -> Iterator[tuple[int, int]]:
     """``(start, end)`` of each ``{{...}}``: from a ``{{`` to the first ``}}`` after it, left to
     right, without overlaps.
 
@@ -207,7 +209,7 @@ def rename_sources(value: Any, rename: Callable[[str], str | None]) -> Any:
 
     def change(text: str) -> str:
         out, position = [], 0
-        for start, end in _spans(text):
+        for start, end in template_spans(text):
             out += [text[position:start], one(text[start:end])]
             position = end
         return "".join(out) + text[position:]
@@ -218,7 +220,7 @@ def rename_sources(value: Any, rename: Callable[[str], str | None]) -> Any:
 def find_templates(value: Any) -> Iterator[Template]:
     """Every well-formed template anywhere in a JSON value (strings inside objects and lists)."""
     for text in strings_in(value):
-        for start, end in _spans(text):
+        for start, end in template_spans(text):
             template = Template.parse(text[start:end])
             if template is not None:
                 yield template
@@ -229,7 +231,7 @@ def malformed_templates(value: Any) -> list[str]:
     return [
         text[start:end]
         for text in strings_in(value)
-        for start, end in _spans(text)
+        for start, end in template_spans(text)
         if Template.parse(text[start:end]) is None
     ]
 
@@ -241,7 +243,7 @@ def references(value: Any) -> set[str]:
 
 def contains_template(value: Any) -> bool:
     """Whether ``value`` holds at least one ``{{...}}``, well-formed or not."""
-    return any(next(_spans(text), None) is not None for text in strings_in(value))
+    return any(next(template_spans(text), None) is not None for text in strings_in(value))
 
 
 def to_text(value: Any) -> str:
@@ -288,12 +290,19 @@ def _text_only(schema: Mapping[str, Any]) -> bool:
 _NON_TEXT_SCALARS = frozenset({"number", "integer", "boolean"})
 
 
+def exact_template(text: str) -> Template | None:
+    """The template ``text`` is, with nothing around it (a value :func:`resolve` keeps as the
+    referenced JSON value, not text); ``None`` for any other text."""
+    if list(template_spans(text)) != [(0, len(text))]:
+        return None
+    return Template.parse(text)
+
+
 def _resolve_string(text: str, outputs: Mapping[str, Any]) -> Any:
-    spans = list(_spans(text))
-    if spans == [(0, len(text))]:
-        template = Template.parse(text)
-        if template is not None:
-            return template.lookup(outputs)
+    exact = exact_template(text)
+    if exact is not None:
+        return exact.lookup(outputs)
+    spans = list(template_spans(text))
     if not spans:
         return text
     parts: list[str] = []
