@@ -335,6 +335,15 @@ def _read_step(
     step = dict(raw)
     step_id = step.get("id")
     label = f"step {step_id!r}" if step_id is not None else f"steps[{index}]"
+
+    def unreadable(code: str, message: str) -> dict[str, Any]:
+        """Report the step's parameters as unread (their argument checks then say nothing
+        more); the step goes on with none."""
+        where = str(step_id) if step_id is not None else None
+        reading.issues.append(ValidationIssue(code, f"{label}: {message}", where))
+        reading.unreadable.append(str(step_id))
+        return {}
+
     parameters = step.get("parameters")
     if parameters is None and lenient:
         parameters = {}
@@ -352,27 +361,16 @@ def _read_step(
             else:
                 parameters = _loads(text)
         except json.JSONDecodeError as error:
-            reading.issues.append(
-                ValidationIssue(
-                    "json",
-                    f"{label}: parameters is not valid JSON ({error.msg} at char "
-                    f"{error.pos}: {_fragment(error.doc, error.pos)}); {_json_hint(text)}",
-                    str(step_id) if step_id is not None else None,
-                )
+            parameters = unreadable(
+                "json",
+                f"parameters is not valid JSON ({error.msg} at char {error.pos}: "
+                f"{_fragment(error.doc, error.pos)}); {_json_hint(text)}",
             )
-            reading.unreadable.append(str(step_id))
-            parameters = {}
     if not isinstance(parameters, dict) and (parameters is not None or "parameters" in step):
-        reading.issues.append(
-            ValidationIssue(
-                "arguments",
-                f"{label}: parameters must be a JSON object of arguments, got "
-                f"{json.dumps(parameters)[:60]}",
-                str(step_id) if step_id is not None else None,
-            )
+        parameters = unreadable(
+            "arguments",
+            f"parameters must be a JSON object of arguments, got {json.dumps(parameters)[:60]}",
         )
-        reading.unreadable.append(str(step_id))
-        parameters = {}
     if parameters is None:
         return step, None  # strict reading, no parameters written: the validator judges it
     parsed = raw.get("parameters") if raw.get("parameters") is None else parameters
