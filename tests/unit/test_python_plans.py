@@ -326,6 +326,32 @@ def test_the_catalog_as_python_signatures() -> None:
         ':\n    """The forecast for a city."""'
     )
 
+    # Defaults are Python literals (a code model copies `false` into its calls), and what each
+    # argument means is in the docstring, where a code model looks for it.
+    from langchain_core.tools import StructuredTool
+
+    depreciation = StructuredTool.from_function(
+        lambda **_: "",
+        name="depreciation",
+        description="Depreciated value of a property.",
+        args_schema={
+            "type": "object",
+            "properties": {
+                "rate": {"type": "integer", "description": "The annual rate  in percentage."},
+                "monthly": {"type": "boolean", "default": False},
+                "basis": {"type": "string", "enum": [True, "x"], "default": None},
+            },
+            "required": ["rate"],
+        },
+    )
+    assert render_signatures(ToolCatalog([depreciation]).infos()) == (
+        'def depreciation(rate: int, monthly: bool = False, basis: Literal[True, "x"] = None):\n'
+        '    """Depreciated value of a property.\n\n'
+        "    Args:\n"
+        "        rate: The annual rate in percentage.\n"
+        '    """'
+    )
+
     scanner = StatementScanner({"forecast": ["city", "units", "days"]})
     assert scanner.feed('a = forecast(city="Oslo")\nb = forecast(') == [
         {"id": "a", "tool": "forecast", "parameters": {"city": "Oslo"}}

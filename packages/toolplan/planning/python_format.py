@@ -56,23 +56,44 @@ def _signature(info: ToolInfo) -> str:
         text = f"{name}: {_type(schema)}"
         if name not in required:
             default = schema.get("default") if isinstance(schema, dict) else None
-            text += " = " + json.dumps(default, ensure_ascii=False).replace("null", "None")
+            text += " = " + _literal(default)
         arguments.append(text)
     shape = shown_shape(info.returns)
     returns = f" -> {shape}" if shape else ""
-    doc = (info.description or "").strip().replace('"""', "'''")
+    doc = (info.description or "").strip()
+    described = [
+        f"        {name}: {' '.join(schema['description'].split())}"
+        for name, schema in properties.items()
+        if isinstance(schema, dict)
+        and isinstance(schema.get("description"), str)
+        and schema["description"].strip()
+    ]
+    if described:  # what each argument means, as a Google-style docstring says it
+        doc = "\n\n".join(part for part in (doc, "    Args:\n" + "\n".join(described)) if part)
+    doc = doc.replace('"""', "'''")
     name = info.name if _callable_name(info.name) else json.dumps(info.name)
-    body = f'    """{doc}"""' if doc else "    ..."
+    closing = "\n    " if described else ""  # a docstring of several lines closes on its own
+    body = f'    """{doc}{closing}"""' if doc else "    ..."
     return f"def {name}({', '.join(arguments)}){returns}:\n{body}"
+
+
+def _literal(value: Any) -> str:
+    """A JSON value as the Python literal that means it (``False`` and ``None``, never
+    ``false`` or ``null``, which a code model then copies into its calls)."""
+    if value is None or isinstance(value, bool | int | float):
+        return repr(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_literal(item) for item in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_literal(k)}: {_literal(v)}" for k, v in value.items()) + "}"
+    return json.dumps(value if isinstance(value, str) else str(value), ensure_ascii=False)
 
 
 def _type(schema: Any) -> str:
     if not isinstance(schema, dict):
         return "Any"
     if "enum" in schema and isinstance(schema["enum"], list):
-        return (
-            "Literal[" + ", ".join(json.dumps(v, ensure_ascii=False) for v in schema["enum"]) + "]"
-        )
+        return "Literal[" + ", ".join(_literal(v) for v in schema["enum"]) + "]"
     kind = schema.get("type")
     if isinstance(kind, list):
         return " | ".join(_TYPES.get(k, "Any") for k in kind if isinstance(k, str)) or "Any"
