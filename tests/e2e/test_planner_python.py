@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import Cli
+from tests.e2e.conftest import ON_BOTH_STORES, Cli
 from tests.support.fake_openai import FakeOpenAIServer, Reply
 from toolplan.client import Toolplan
 from toolplan.config import Settings
@@ -113,3 +113,27 @@ def test_cli_runs_a_python_planned_query(cli_llm: Cli, llm: FakeOpenAIServer) ->
     cli_llm.env = bad
     refused = cli_llm("run", QUERY, "--no-answer")
     assert refused.code == 2 and "TOOLPLAN_PLAN_FORMAT" in refused.stderr
+
+
+@ON_BOTH_STORES
+def test_the_agent_answers_from_a_python_plan_on_both_stores(
+    cli_llm: Cli, llm: FakeOpenAIServer
+) -> None:
+    """``toolplan run "QUERY"`` (the agent graph: plan, execute, respond) with the Python format,
+    on SQLite and on MongoDB: the stored plan is the statements read, and ``show`` prints it back
+    as Python."""
+    cli_llm.env["TOOLPLAN_PLAN_FORMAT"] = "python"
+    llm.script(
+        [
+            Reply.content(ANSWER),
+            Reply.structured({"action": "answer", "answer": "Bob now has a post, Tips."}),
+        ]
+    )
+    done = cli_llm("run", QUERY, "--json")
+    assert done.code == 0, done.stderr
+    data = done.json()
+    assert data["answer"] == "Bob now has a post, Tips." and data["status"] == "succeeded"
+    assert "schema" not in str(llm.requests[0].get("response_format") or "")
+    shown = cli_llm("show", data["plans"][0]["planId"])
+    assert shown.code == 0, shown.stderr
+    assert 'author = createAuthor(name="Bob", email="bob@test.com")' in shown.stdout
