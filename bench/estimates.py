@@ -32,7 +32,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from bench.dags import SHAPES, random_dag
 from toolplan.analysis.estimates import EstimateSettings, schedule_length
 from toolplan.engine.policies import ExecutionOptions
-from toolplan.execution.runner import ExecutionContext
+from toolplan.runs.runner import ExecutionContext
 from toolplan.service.operations import actual_duration_ms, execute_stored_plan, submit_plan
 from toolplan.store.sqlite import SqliteStore
 from toolplan.tools import ToolCatalog

@@ -60,7 +60,7 @@ _E2E_ENGINE = (
 )
 ENGINE = _UNIT_ENGINE + _E2E_ENGINE
 """Every test file that runs the engine, approvals, cancel or items: the modules under
-``engine/`` and ``execution/`` are covered by all of them (a step's bug shows anywhere)."""
+``engine/`` and ``runs/`` are covered by all of them (a step's bug shows anywhere)."""
 
 TEMPLATES = (
     "tests/unit/test_templates.py",
@@ -81,7 +81,7 @@ PLANNING = (
 )
 
 _ENGINE = "packages/toolplan/engine/"
-_EXECUTION = "packages/toolplan/execution/"
+_EXECUTION = "packages/toolplan/runs/"
 
 
 def _m(name: str, module: str, original: str, mutated: str, description: str) -> Mutation:

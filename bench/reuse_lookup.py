@@ -92,7 +92,7 @@ def _fill(store: Store, catalog: Any, start: int, stop: int) -> None:
 def _execute(store: Store, catalog: Any, query: str, a: str, b: str) -> None:
     """Store, index and run one plan, so a lookup has a succeeded plan to find."""
     from toolplan.analysis.reuse import index_plan
-    from toolplan.execution.context import ExecutionContext
+    from toolplan.runs.context import ExecutionContext
     from toolplan.service.operations import execute_stored_plan, submit_plan
 
     ref = submit_plan(

@@ -30,7 +30,7 @@ from bench.stats import median
 from bench.tokens import encoding
 from toolplan.agent.graph import AgentContext
 from toolplan.agent.loop import run_agent
-from toolplan.execution.runner import ExecutionContext
+from toolplan.runs.runner import ExecutionContext
 from toolplan.planning.graph import PlannerContext
 from toolplan.plans.templates import resolve
 from toolplan.store.protocol import Store

@@ -26,7 +26,7 @@ from bench.simtools import plan_from_dag, sim_catalog
 from bench.stats import median
 from toolplan.analysis import analyze
 from toolplan.config import limits_from_env
-from toolplan.execution.runner import ExecutionContext
+from toolplan.runs.runner import ExecutionContext
 from toolplan.plans.limits import InputLimits
 from toolplan.plans.plan import load_plan
 from toolplan.service.operations import execute_stored_plan, submit_plan

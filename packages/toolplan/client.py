@@ -25,8 +25,8 @@ from toolplan.engine.policies import ExecutionOptions
 from toolplan.engine.recorder import EventListener
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import ExecutionBusy, NotFound
-from toolplan.execution.cancel import DEFAULT_CANCEL_WAIT
-from toolplan.execution.context import ExecutionContext
+from toolplan.runs.cancel import DEFAULT_CANCEL_WAIT
+from toolplan.runs.context import ExecutionContext
 from toolplan.plans.plan import Plan, load_plan
 from toolplan.service import operations
 from toolplan.service.operations import PlanRef
@@ -64,7 +64,7 @@ class Toolplan(ClientParts):
       module names; default the settings' tools (``TOOLPLAN_TOOLS``, ``--mcp``, the built-ins).
     - ``model``: a ``provider:model`` string or a LangChain chat model, for :meth:`plan`,
       :meth:`run` of a query and :meth:`answer`; default ``settings.planner.model``.
-    - ``backend``: what runs the steps (:class:`~toolplan.execution.context.ExecutionBackend`);
+    - ``backend``: what runs the steps (:class:`~toolplan.runs.context.ExecutionBackend`);
       default the settings' choice (Temporal when an address is set, else this process).
     - ``settings``: default :class:`~toolplan.config.Settings` () with its defaults: the
       environment is read only by :meth:`from_env`.
@@ -189,7 +189,7 @@ class Toolplan(ClientParts):
         ``by`` (default the OS user); then continue the execution in this process, as
         :meth:`execute` does, or hand it to workers with ``enqueue``. A step that is not
         waiting, or a finished plan, changes nothing: :class:`~toolplan.errors.NotWaiting`."""
-        from toolplan.execution.approvals import approve_steps
+        from toolplan.runs.approvals import approve_steps
 
         store = await asyncio.to_thread(lambda: self.store)
         await asyncio.to_thread(approve_steps, store, plan_id, step_ids, by=by)
@@ -212,7 +212,7 @@ class Toolplan(ClientParts):
         """Deny one step waiting for approval, with ``reason``: it becomes ``denied`` and its
         dependents are skipped as the execution continues (here, or on workers with
         ``enqueue``); recorded with the time and the decider ``by`` (default the OS user)."""
-        from toolplan.execution.approvals import deny_step
+        from toolplan.runs.approvals import deny_step
 
         store = await asyncio.to_thread(lambda: self.store)
         await asyncio.to_thread(
@@ -234,7 +234,7 @@ class Toolplan(ClientParts):
         """While ``result`` waits for approval, ask about each waiting step (``ask(step)``:
         ``True`` approves it, ``False`` denies it, ``None`` leaves it waiting), record the
         answers and continue; return the result once nothing waits or nothing was decided."""
-        from toolplan.execution.approvals import approve_steps, deny_step
+        from toolplan.runs.approvals import approve_steps, deny_step
 
         store = await asyncio.to_thread(lambda: self.store)
         while result.status == "waiting":

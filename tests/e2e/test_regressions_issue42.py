@@ -29,9 +29,9 @@ from tests.e2e.conftest import ON_BOTH_STORES, Cli
 from toolplan.engine.policies import ExecutionOptions, RetryPolicy
 from toolplan.engine.recorder import StepEvent
 from toolplan.errors import NotWaiting
-from toolplan.execution.approvals import approve_steps, deny_step
-from toolplan.execution.cancel import request_cancel
-from toolplan.execution.runner import ExecutionContext
+from toolplan.runs.approvals import approve_steps, deny_step
+from toolplan.runs.cancel import request_cancel
+from toolplan.runs.runner import ExecutionContext
 from toolplan.service.operations import execute_stored_plan, submit_plan
 from toolplan.store import open_store
 from toolplan.store.protocol import ItemRecord, Store

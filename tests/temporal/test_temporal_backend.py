@@ -23,7 +23,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 from toolplan.config import TemporalSettings
 from toolplan.engine.policies import ExecutionOptions, RetryPolicy, TimeoutPolicy
 from toolplan.engine.recorder import StepEvent
-from toolplan.execution import ExecutionContext
+from toolplan.runs import ExecutionContext
 from toolplan.service.operations import (
     cancel_execution,
     describe,
@@ -651,7 +651,7 @@ async def test_a_decision_recorded_with_no_workflow_running_starts_one_on_tempor
 ) -> None:
     """The store is the truth: the waiting workflow is gone (terminated by an operator), the
     approval is recorded anyway, and executing the plan starts a workflow that takes it in."""
-    from toolplan.execution.approvals import approve_steps
+    from toolplan.runs.approvals import approve_steps
 
     ref = submit_plan(WIRE, store=store, catalog=catalog, max_steps=50)
     ctx = temporal_ctx(store, catalog, temporal_settings)

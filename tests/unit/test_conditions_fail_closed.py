@@ -20,7 +20,7 @@ from toolplan.analysis import analyze
 from toolplan.engine.items import ConditionNotBoolean, condition_holds
 from toolplan.engine.policies import ExecutionOptions, RetryPolicy
 from toolplan.errors import PlanInvalid
-from toolplan.execution.runner import ExecutionContext
+from toolplan.runs.runner import ExecutionContext
 from toolplan.plans.plan import Step, parse_plan
 from toolplan.service.operations import execute_stored_plan, submit_plan
 from toolplan.store import Store, open_store

@@ -15,7 +15,7 @@ import pytest
 
 from tests.support import tools as test_tools
 from toolplan.analysis.reuse import find_reusable
-from toolplan.execution.context import ExecutionContext
+from toolplan.runs.context import ExecutionContext
 from toolplan.pipeline.flow import FromQuery, _reuse
 from toolplan.plans.limits import InputLimits
 from toolplan.service.operations import execute_stored_plan, submit_plan

@@ -13,7 +13,7 @@ from typing import Any
 
 from toolplan.engine.effects import earlier_effects
 from toolplan.engine.inputs import StoreInputs
-from toolplan.execution.events import watch_step_events
+from toolplan.runs.events import watch_step_events
 from toolplan.plans.meta import VERSION_KEY
 from toolplan.plans.plan import Step
 from toolplan.store.protocol import ExecutionRecord, ItemRecord

@@ -11,7 +11,7 @@ from langchain_core.messages import AIMessage
 from tests.support.fake_models import ToolCallingFake
 from tests.support.plans import QUERY, blog_plan
 from toolplan.errors import InvalidInput, NotFound, PlanNeedsReview
-from toolplan.execution.runner import ExecutionContext
+from toolplan.runs.runner import ExecutionContext
 from toolplan.pipeline.flow import FromDocument, FromQuery, Planned, plan_then_execute
 from toolplan.planning.graph import PlannerContext
 from toolplan.plans.ids import new_id

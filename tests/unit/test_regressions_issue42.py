@@ -335,7 +335,7 @@ async def test_a_lease_is_renewed_well_before_it_expires(monkeypatch: pytest.Mon
     heartbeat's sleeps are recorded and return at once.
 
     Planted bug: the lease is renewed only as it expires."""
-    from toolplan.execution import lease
+    from toolplan.runs import lease
 
     asked: list[float] = []
     real_sleep = asyncio.sleep

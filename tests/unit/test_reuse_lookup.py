@@ -13,7 +13,7 @@ import pytest
 from bench.reuse_lookup import comparison_plan
 
 from toolplan.analysis.reuse import INDEX, find_reusable
-from toolplan.execution.context import ExecutionContext
+from toolplan.runs.context import ExecutionContext
 from toolplan.service.operations import execute_stored_plan, submit_plan
 from toolplan.service.wiring import resolve_catalog
 from toolplan.store import Store, open_store

@@ -22,7 +22,7 @@ from toolplan.client import Toolplan
 from toolplan.engine.policies import ExecutionOptions
 from toolplan.engine.recorder import EventListener
 from toolplan.engine.result import ExecutionResult
-from toolplan.execution.cancel import DEFAULT_CANCEL_WAIT
+from toolplan.runs.cancel import DEFAULT_CANCEL_WAIT
 from toolplan.plans.plan import Plan
 from toolplan.service.operations import PlanRef
 from toolplan.service.wiring import ToolsArg, resolve_catalog

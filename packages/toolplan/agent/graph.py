@@ -13,7 +13,7 @@ is a new version of the same request, with ``meta.replanOf`` naming the plan it 
 replans (``max_replans``, default 1) are spent, the answer says what failed.
 
 Steps waiting for a person's approval: ``approval`` raises LangGraph's ``interrupt()`` with them
-and their arguments (:mod:`toolplan.execution.interrupts`), so LangGraph Studio shows an
+and their arguments (:mod:`toolplan.runs.interrupts`), so LangGraph Studio shows an
 approve/deny prompt; ``Command(resume={"approve": [...], "deny": {"step": "reason"}})`` records
 the decisions (as ``toolplan approve`` / ``deny`` do) and the executor continues the execution;
 ``respond`` then answers, or replans seeing the denial's reason. ``run_agent`` (the CLI) passes
@@ -44,8 +44,8 @@ from typing_extensions import TypedDict
 from toolplan.agent.respond import DEFAULT_RESPOND_BUDGET, decide, replan_context
 from toolplan.analysis.reuse import ReuseMode
 from toolplan.engine.result import ExecutionResult
-from toolplan.execution.context import ExecutionContext
-from toolplan.execution.graph import DECIDED, approval_node, bind_context, context_resolver
+from toolplan.runs.context import ExecutionContext
+from toolplan.runs.graph import DECIDED, approval_node, bind_context, context_resolver
 from toolplan.pipeline.flow import FromQuery, Planned, execute_planned, obtain_plan
 from toolplan.planning.context import PlannerContext
 from toolplan.planning.planner import PlanDeclined

@@ -30,8 +30,8 @@ from toolplan.api.types import (
     ToolType,
 )
 from toolplan.errors import ExecutionBusy, InvalidInput, PlanInvalid, ValidationIssue
-from toolplan.execution import approvals
-from toolplan.execution.events import watch_step_events
+from toolplan.runs import approvals
+from toolplan.runs.events import watch_step_events
 from toolplan.plans.ids import require_id
 from toolplan.plans.limits import check_text
 from toolplan.service import operations
@@ -385,7 +385,7 @@ class _Schema(strawberry.Schema):
 
 
 _MAX_DECIDER = 200
-"""The longest ``by`` a decision stores (the limit :mod:`toolplan.execution.approvals` holds
+"""The longest ``by`` a decision stores (the limit :mod:`toolplan.runs.approvals` holds
 ``--by`` to), checked here so the message names the API's argument."""
 
 

@@ -27,7 +27,7 @@ from typing import Any
 
 from toolplan.analysis.reuse import ReuseMode
 from toolplan.errors import InvalidInput, ToolplanError
-from toolplan.execution.runner import ExecutionContext
+from toolplan.runs.runner import ExecutionContext
 from toolplan.pipeline.flow import FromQuery, Planned, obtain_plan, plan_then_execute
 from toolplan.planning.context import PlannerContext
 from toolplan.planning.planner import PlanDeclined, PlanningFailed

@@ -24,7 +24,7 @@ from toolplan.analysis.estimates import EstimateSettings
 from toolplan.analysis.reuse import ReuseMode, find_reusable
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import InvalidInput, PlanInvalid
-from toolplan.execution.runner import ExecutionContext
+from toolplan.runs.runner import ExecutionContext
 from toolplan.plans.limits import InputLimits, check_text
 from toolplan.plans.meta import caller_meta
 from toolplan.plans.plan import DEFAULT_MAX_ITEMS, Plan

@@ -53,7 +53,7 @@ from toolplan.config import PlannerSettings
 from toolplan.engine.approval import gated_tool_named
 from toolplan.engine.cache import read_only_tool
 from toolplan.errors import InvalidInput, PlanInvalid, ValidationIssue
-from toolplan.execution.graph import bind_context, context_resolver
+from toolplan.runs.graph import bind_context, context_resolver
 from toolplan.planning.call import StructuredRequest, call_model
 from toolplan.planning.context import PlannerContext
 from toolplan.planning.duplicates import merge_duplicates

@@ -22,10 +22,10 @@ from toolplan.analysis.estimates import Estimate, EstimateSettings, estimate_pla
 from toolplan.analysis.reuse import index_plan
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import ExecutionGone, InvalidInput, StoreUnavailable, Unavailable
-from toolplan.execution.backend import DetachedBackend, backend_of
-from toolplan.execution.cancel import DEFAULT_CANCEL_WAIT, request_cancel
-from toolplan.execution.context import ExecutionBackend, ExecutionContext, WakeableBackend
-from toolplan.execution.queue import enqueue_plan
+from toolplan.runs.backend import DetachedBackend, backend_of
+from toolplan.runs.cancel import DEFAULT_CANCEL_WAIT, request_cancel
+from toolplan.runs.context import ExecutionBackend, ExecutionContext, WakeableBackend
+from toolplan.runs.queue import enqueue_plan
 from toolplan.plans.ids import is_valid_id, new_id, require_id
 from toolplan.plans.limits import InputLimits, check_text
 from toolplan.plans.meta import ESTIMATE_KEY, TOOL_SOURCES_KEY, VERSION_KEY, caller_meta
@@ -279,7 +279,7 @@ async def execute_stored_plan(
 
     The plan record (``record``, when the caller has it) and the execution record are read once
     each before the first step; the in-process backend reads the execution again only as part of
-    taking its lease (:func:`~toolplan.execution.lease.acquire_lease`). ``tools`` chooses the
+    taking its lease (:func:`~toolplan.runs.lease.acquire_lease`). ``tools`` chooses the
     catalog once the plan is known to run (the tools recorded with it); default ``ctx.catalog``.
     """
     store = ctx.store
@@ -304,7 +304,7 @@ async def execute_stored_plan(
         if ctx.options.graph_checkpoints:
             # Opt-in: the run goes through the LangGraph execution graph too, for checkpoints
             # of its node boundaries (a LangGraph thread history); the step records are the same.
-            from toolplan.execution.graph import run_execution_graph
+            from toolplan.runs.graph import run_execution_graph
 
             await run_execution_graph(plan_id, ctx, approve=approve)
             final = await asyncio.to_thread(store.get_execution, plan_id)
@@ -336,7 +336,7 @@ async def enqueue_execution(
 
     A backend with workers of its own (Temporal) starts the plan there; otherwise the plan goes
     to the store's lease queue, which ``toolplan worker`` processes drain
-    (:func:`toolplan.execution.queue.enqueue_plan`). Queueing a plan that is already running or finished
+    (:func:`toolplan.runs.queue.enqueue_plan`). Queueing a plan that is already running or finished
     returns its record unchanged; a ``cancelled`` one is continued only with ``resume``. A
     ``needs_review`` plan is refused unless ``approve``. ``record`` is the plan, when the caller
     has read it.
@@ -363,7 +363,7 @@ async def cancel_execution(
 ) -> ExecutionResult:
     """Cancel the execution of a stored plan, wherever it runs; return it as it then stands.
 
-    See :func:`toolplan.execution.cancel.request_cancel`: idempotent, a finished plan is
+    See :func:`toolplan.runs.cancel.request_cancel`: idempotent, a finished plan is
     returned unchanged, a running one is waited for up to ``wait`` seconds. A ``backend`` whose
     runs wait elsewhere for a decision (a Temporal workflow) is told, so that the run ends too;
     when it cannot be reached, the cancel stands and the run ends when it next wakes.

@@ -10,8 +10,8 @@ It is composed of parts every execution backend shares, so a backend that runs s
   :class:`toolplan.engine.recorder.Recorder`, reading template inputs from a
   :class:`toolplan.engine.inputs.StepInputs` (memory here, the store for a remote step);
 - :func:`finish_execution` stores the final status from the step records;
-- :func:`~toolplan.execution.cancel.run_until_cancelled` and
-  :func:`~toolplan.execution.cancel.end_cancelled` stop the schedule when a cancel is requested
+- :func:`~toolplan.runs.cancel.run_until_cancelled` and
+  :func:`~toolplan.runs.cancel.end_cancelled` stop the schedule when a cancel is requested
   and record the execution ``cancelled``.
 
 Resume works from the durable step records: steps that succeeded keep their outputs and are never
@@ -36,9 +36,9 @@ from toolplan.engine.step import StepRunner
 from toolplan.engine.timeouts import EffectiveTimeout, read_step_timeouts
 from toolplan.engine.tracing import execution_span, record_execution, with_step_spans
 from toolplan.errors import ExecutionBusy
-from toolplan.execution.cancel import end_cancelled, run_until_cancelled
-from toolplan.execution.context import ExecutionContext, new_worker_id
-from toolplan.execution.lease import take_lease, while_holding
+from toolplan.runs.cancel import end_cancelled, run_until_cancelled
+from toolplan.runs.context import ExecutionContext, new_worker_id
+from toolplan.runs.lease import take_lease, while_holding
 from toolplan.plans.plan import Plan, parse_plan
 from toolplan.store.protocol import (
     TERMINAL_EXECUTION_STATUSES,

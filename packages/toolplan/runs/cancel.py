@@ -31,7 +31,7 @@ from typing import Any
 
 from toolplan.engine.recorder import Recorder
 from toolplan.engine.result import ExecutionResult
-from toolplan.execution.lease import holder_is_dead
+from toolplan.runs.lease import holder_is_dead
 from toolplan.store.lookup import find_plan
 from toolplan.store.protocol import (
     CANCELLED_BEFORE_START,

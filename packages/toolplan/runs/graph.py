@@ -13,7 +13,7 @@ Studio and ``graph.astream(..., stream_mode="custom")`` show each step as it sta
 succeeds, fails or is skipped, not only the two node updates.
 
 When steps wait for approval, ``approval`` raises LangGraph's ``interrupt()`` with them and their
-arguments (:mod:`toolplan.execution.interrupts`): Studio shows an approve/deny prompt, and
+arguments (:mod:`toolplan.runs.interrupts`): Studio shows an approve/deny prompt, and
 ``Command(resume={"approve": [...], "deny": {"step": "reason"}})`` records the decisions and
 runs the steps on. That needs a checkpointer (Studio's own, or one compiled in by the caller);
 with ``ExecutionGraphContext(interrupt=False)`` the graph ends ``waiting`` instead, for a
@@ -44,9 +44,9 @@ from toolplan.engine.observers import BestEffort
 from toolplan.engine.recorder import EventListener, StepEvent
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import InvalidInput
-from toolplan.execution.backend import backend_of
-from toolplan.execution.context import ExecutionContext
-from toolplan.execution.interrupts import ask_for_approval
+from toolplan.runs.backend import backend_of
+from toolplan.runs.context import ExecutionContext
+from toolplan.runs.interrupts import ask_for_approval
 from toolplan.plans.limits import InputLimits
 from toolplan.store.lookup import find_plan, require_approval
 from toolplan.store.protocol import (
@@ -233,7 +233,7 @@ def approval_node(
     limits_of: Callable[[C], InputLimits | None] = lambda ctx: None,
 ) -> Any:
     """The ``approval`` node of a graph whose state names a plan (``plan_id_of(state)``) whose
-    steps wait for approval: :func:`~toolplan.execution.interrupts.ask_for_approval` on the
+    steps wait for approval: :func:`~toolplan.runs.interrupts.ask_for_approval` on the
     store of the resolved context, then ``status`` :data:`DECIDED` when the execution should go
     on. ``limits_of(ctx)``: the input limits a denial's reason is checked against."""
 

@@ -6,7 +6,7 @@ The interrupt's value names each waiting step, its tool and the arguments it wou
 with (``pendingArguments``, as the API shows them). The answer is
 ``{"approve": [stepIds], "deny": {"stepId": "reason"}, "by": "name"}`` (each part optional); it
 is recorded through the same functions as ``toolplan approve`` / ``deny``
-(:mod:`toolplan.execution.approvals`: an approval covers the arguments' fingerprint), and the
+(:mod:`toolplan.runs.approvals`: an approval covers the arguments' fingerprint), and the
 graph then continues the execution.
 
 LangGraph runs an interrupted node again from its start when it is resumed: everything before
@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import InvalidInput
-from toolplan.execution.approvals import approve_steps, deny_step
+from toolplan.runs.approvals import approve_steps, deny_step
 from toolplan.plans.limits import InputLimits, check_text
 from toolplan.store.lookup import find_plan
 from toolplan.store.protocol import Store

@@ -60,7 +60,7 @@ class WakeableBackend(ExecutionBackend, Protocol):
 @dataclass
 class ExecutionContext:
     """What :func:`~toolplan.service.operations.execute_stored_plan`, the execution graph's nodes and an
-    :class:`~toolplan.execution.backend.ExecutionBackend` work with."""
+    :class:`~toolplan.runs.backend.ExecutionBackend` work with."""
 
     store: Store
     catalog: ToolCatalog
@@ -70,4 +70,4 @@ class ExecutionContext:
     worker_id: str = field(default_factory=new_worker_id)
     backend: ExecutionBackend | None = None
     """Runs the steps; ``None``: in this process
-    (:func:`~toolplan.execution.backend.backend_of`)."""
+    (:func:`~toolplan.runs.backend.backend_of`)."""

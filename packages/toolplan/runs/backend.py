@@ -11,13 +11,13 @@ A backend must:
   ``toolplan show``, the API, step events seen from other processes, and resuming;
 - resume from those records: never call a succeeded step again, and give a step that was running
   the same idempotency key (``{planId}:{stepId}``) when it runs again;
-- leave the execution with a final status (:func:`~toolplan.execution.runner.finish_execution`),
+- leave the execution with a final status (:func:`~toolplan.runs.runner.finish_execution`),
   and return the final execution record;
 - raise :class:`~toolplan.errors.ExecutionBusy` if another live process runs the plan, and let
   :class:`~toolplan.errors.Unavailable` through when the store fails (never record it on a step).
 
 :class:`InProcessBackend` runs the eager scheduler and the step runner in this process, under a
-lease (:func:`~toolplan.execution.runner.run_plan_steps`). A backend that runs each step elsewhere
+lease (:func:`~toolplan.runs.runner.run_plan_steps`). A backend that runs each step elsewhere
 (a durable-workflow engine: the workflow runs :func:`~toolplan.engine.scheduler.schedule`, each
 step is an activity running :class:`~toolplan.engine.step.StepRunner` with
 :class:`~toolplan.engine.inputs.StoreInputs`) plugs in by implementing :meth:`ExecutionBackend.run`
@@ -29,14 +29,14 @@ plan to its workers and return at once (``toolplan execute --enqueue``, the API'
 (``toolplan worker`` processes run the in-process engine).
 
 Cancelling needs nothing from a backend but what every backend already does: the request is
-recorded in the store (:mod:`toolplan.execution.cancel`), and whatever runs the steps polls for it
-(the in-process runner through :func:`~toolplan.execution.cancel.run_until_cancelled`, the
+recorded in the store (:mod:`toolplan.runs.cancel`), and whatever runs the steps polls for it
+(the in-process runner through :func:`~toolplan.runs.cancel.run_until_cancelled`, the
 Temporal workers in their step activities) and records the execution ``cancelled``.
 """
 
 from __future__ import annotations
 
-from toolplan.execution.context import (
+from toolplan.runs.context import (
     DetachedBackend,
     ExecutionBackend,
     ExecutionContext,
@@ -51,7 +51,7 @@ class InProcessBackend:
 
     async def run(self, record: PlanRecord, ctx: ExecutionContext) -> ExecutionRecord:
         # The engine (and LangChain under it) loads when a plan runs, not when the CLI starts.
-        from toolplan.execution.runner import run_plan_steps
+        from toolplan.runs.runner import run_plan_steps
 
         return await run_plan_steps(ctx, record)
 
