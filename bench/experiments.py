@@ -27,7 +27,7 @@ from bench.stats import median, percentile
 from toolplan.analysis import Analysis, analyze
 from toolplan.engine.recorder import Recorder
 from toolplan.runs.runner import ExecutionContext
-from toolplan.plans.plan import load_plan
+from toolplan.plan_format.plan import load_plan
 from toolplan.service.operations import execute_stored_plan, submit_plan
 from toolplan.store.sqlite import SqliteStore
 

@@ -38,7 +38,7 @@ from bench.bfcl.data import AST_CATEGORIES
 from toolplan.analysis.grounding import Grounds, check_grounding, literal_numbers
 from toolplan.planning.batches import batch_items
 from toolplan.planning.unstated import drop_unstated
-from toolplan.plans.plan import Plan, parse_plan
+from toolplan.plan_format.plan import Plan, parse_plan
 from toolplan.tools.catalog import ToolCatalog
 
 __all__ = ["BFCL_CATEGORIES", "OWN", "bfcl_plan", "main", "measure_bfcl", "measure_own"]

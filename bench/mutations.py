@@ -86,7 +86,7 @@ _EXECUTION = "packages/toolplan/runs/"
 
 def _m(name: str, module: str, original: str, mutated: str, description: str) -> Mutation:
     tests: tuple[str, ...] = ENGINE
-    if module.startswith("packages/toolplan/plans/"):
+    if module.startswith("packages/toolplan/plan_format/"):
         tests = TEMPLATES
     elif module.startswith("packages/toolplan/analysis/"):
         tests = ANALYSIS
@@ -240,7 +240,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "error-index-past-end",
-        "packages/toolplan/plans/templates.py",
+        "packages/toolplan/plan_format/templates.py",
         "if index >= len(current):",
         "if index > len(current):",
         "an index one past the end of a list escapes as IndexError (the step stays pending)",

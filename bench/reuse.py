@@ -336,7 +336,7 @@ def held_out() -> dict[str, Any]:
     from toolplan.analysis import analyze
     from toolplan.config import Settings
     from toolplan.errors import PlanInvalid
-    from toolplan.plans.plan import load_plan
+    from toolplan.plan_format.plan import load_plan
     from toolplan.store.protocol import PlanRecord
     from toolplan.tools.loading import load_catalog
 

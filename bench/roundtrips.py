@@ -32,7 +32,7 @@ from toolplan.agent.graph import AgentContext
 from toolplan.agent.loop import run_agent
 from toolplan.runs.runner import ExecutionContext
 from toolplan.planning.graph import PlannerContext
-from toolplan.plans.templates import resolve
+from toolplan.plan_format.templates import resolve
 from toolplan.store.protocol import Store
 from toolplan.store.sqlite import SqliteStore
 

@@ -27,8 +27,8 @@ from bench.stats import median
 from toolplan.analysis import analyze
 from toolplan.config import limits_from_env
 from toolplan.runs.runner import ExecutionContext
-from toolplan.plans.limits import InputLimits
-from toolplan.plans.plan import load_plan
+from toolplan.plan_format.limits import InputLimits
+from toolplan.plan_format.plan import load_plan
 from toolplan.service.operations import execute_stored_plan, submit_plan
 from toolplan.store.sqlite import SqliteStore
 

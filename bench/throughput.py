@@ -20,7 +20,7 @@ from bench.simtools import plan_from_dag, sim_catalog
 from bench.stats import median, percentile
 from toolplan.engine.policies import ExecutionOptions
 from toolplan.runs.runner import ExecutionContext, new_worker_id
-from toolplan.plans.plan import parse_plan
+from toolplan.plan_format.plan import parse_plan
 from toolplan.service.operations import execute_stored_plan, submit_plan
 from toolplan.store.protocol import Store, utc_now
 

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
         Unavailable,
     )
     from toolplan.planning.planner import PlanningOutcome
-    from toolplan.plans.plan import Plan, Step, load_plan
+    from toolplan.plan_format.plan import Plan, Step, load_plan
     from toolplan.service.operations import PlanRef
     from toolplan.store import Store, open_store
     from toolplan.tools import ToolCatalog, load_tool_modules, tagged
@@ -63,12 +63,12 @@ _LAZY: dict[str, str] = {
     "LLMUnavailable": "toolplan.errors",
     "NotFound": "toolplan.errors",
     "NotWaiting": "toolplan.errors",
-    "Plan": "toolplan.plans.plan",
+    "Plan": "toolplan.plan_format.plan",
     "PlanInvalid": "toolplan.errors",
     "PlanRef": "toolplan.service.operations",
     "PlanningOutcome": "toolplan.planning.planner",
     "RetryPolicy": "toolplan.engine.policies",
-    "Step": "toolplan.plans.plan",
+    "Step": "toolplan.plan_format.plan",
     "StepEvent": "toolplan.engine.recorder",
     "Store": "toolplan.store",
     "StoreUnavailable": "toolplan.errors",
@@ -85,7 +85,7 @@ _LAZY: dict[str, str] = {
     "deny_step": "toolplan.adapters.functions",
     "execute_plan": "toolplan.adapters.functions",
     "execute_plan_sync": "toolplan.adapters.functions",
-    "load_plan": "toolplan.plans.plan",
+    "load_plan": "toolplan.plan_format.plan",
     "load_tool_modules": "toolplan.tools",
     "open_store": "toolplan.store",
     "plan_tool": "toolplan.adapters.plan_tool",

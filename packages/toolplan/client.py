@@ -27,7 +27,7 @@ from toolplan.engine.result import ExecutionResult
 from toolplan.errors import ExecutionBusy, NotFound
 from toolplan.runs.cancel import DEFAULT_CANCEL_WAIT
 from toolplan.runs.context import ExecutionContext
-from toolplan.plans.plan import Plan, load_plan
+from toolplan.plan_format.plan import Plan, load_plan
 from toolplan.service import operations
 from toolplan.service.operations import PlanRef
 from toolplan.store.lookup import find_plan
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 __all__ = ["DECLINED_AT_PROMPT", "Asker", "Document", "Toolplan"]
 
 Document = str | Path | bytes | dict[str, Any] | Plan
-"""A plan document: a file path, JSON text, a dict or a :class:`~toolplan.plans.plan.Plan`."""
+"""A plan document: a file path, JSON text, a dict or a :class:`~toolplan.plan_format.plan.Plan`."""
 
 Asker = Callable[[StepRecord], bool | None]
 """Asks a person about one step waiting for approval (its ``resolved_parameters`` are the
@@ -137,7 +137,7 @@ class Toolplan(ClientParts):
         store it; ``context`` is more for the planner after the query (a replan's);
         ``on_planning`` is told what planning is doing (``planning with MODEL…``, repairs)."""
         from toolplan.planning.planner import create_plan
-        from toolplan.plans.limits import check_text
+        from toolplan.plan_format.limits import check_text
 
         check_text(query, "the query", self.settings.limits)  # before any model setup
         planner = await asyncio.to_thread(
@@ -335,7 +335,7 @@ class Toolplan(ClientParts):
             source = FromDocument(source, query=query, request_id=request_id)
         planner = None
         if isinstance(source, FromQuery):
-            from toolplan.plans.limits import check_text
+            from toolplan.plan_format.limits import check_text
 
             # The query is checked before a model is even set up: bad input costs nothing.
             check_text(source.query, "the query", self.settings.limits)
@@ -378,7 +378,7 @@ class Toolplan(ClientParts):
         ``settings.plan_reuse``)."""
         from toolplan.agent.graph import AgentContext
         from toolplan.agent.loop import run_agent
-        from toolplan.plans.limits import check_text
+        from toolplan.plan_format.limits import check_text
 
         check_text(query, "the query", self.settings.limits)
         planner = await asyncio.to_thread(
@@ -419,7 +419,7 @@ class Toolplan(ClientParts):
         """A stored plan's DAG with each step's state, as Mermaid or Graphviz DOT text
         (``toolplan show PLAN_ID --graph mermaid|dot``)."""
         from toolplan.analysis.diagram import described_diagram
-        from toolplan.plans.ids import require_id
+        from toolplan.plan_format.ids import require_id
 
         require_id(plan_id, "plan")
         return described_diagram(operations.describe(self.store, plan_id), kind=kind)

@@ -411,7 +411,7 @@ async def test_an_unexpected_exception_in_a_fallback_is_recorded(
 ) -> None:
     """A bug while the fallback resolves its arguments: the step ends ``failed`` in the store
     with both the tool's failure and the exception named, not ``running`` forever."""
-    from toolplan.plans import templates
+    from toolplan.plan_format import templates
 
     fallback_parameters = {"value": "fallback"}
 

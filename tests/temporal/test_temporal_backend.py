@@ -695,7 +695,7 @@ async def test_cancelling_a_waiting_plan_ends_its_waiting_workflow_on_temporal(
 def _stored_unchecked(store: SqliteStore, plan: dict[str, Any]) -> str:
     """``plan`` written straight into the store (no validation on the way in), as a version
     from before the gated-fallback check could have left it."""
-    from toolplan.plans.ids import new_id
+    from toolplan.plan_format.ids import new_id
     from toolplan.store.protocol import PlanRecord, RequestRecord, utc_now
 
     plan_id = new_id("plan")

@@ -8,7 +8,7 @@ import pytest
 
 from toolplan.analysis import analyze
 from toolplan.errors import PlanInvalid
-from toolplan.plans.plan import parse_plan
+from toolplan.plan_format.plan import parse_plan
 from toolplan.tools import load_tool_modules
 
 CATALOG = load_tool_modules(["blog", "metrics", "weather"])

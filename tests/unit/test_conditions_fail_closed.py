@@ -21,7 +21,7 @@ from toolplan.engine.items import ConditionNotBoolean, condition_holds
 from toolplan.engine.policies import ExecutionOptions, RetryPolicy
 from toolplan.errors import PlanInvalid
 from toolplan.runs.runner import ExecutionContext
-from toolplan.plans.plan import Step, parse_plan
+from toolplan.plan_format.plan import Step, parse_plan
 from toolplan.service.operations import execute_stored_plan, submit_plan
 from toolplan.store import Store, open_store
 from toolplan.tools import load_tool_modules

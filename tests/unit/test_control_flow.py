@@ -9,8 +9,8 @@ import pytest
 from toolplan.analysis import analyze
 from toolplan.engine.items import item_list
 from toolplan.errors import PlanInvalid, TemplateError
-from toolplan.plans.plan import Not, Step, parse_plan
-from toolplan.plans.templates import Template, references, resolve
+from toolplan.plan_format.plan import Not, Step, parse_plan
+from toolplan.plan_format.templates import Template, references, resolve
 from toolplan.tools import load_tool_modules
 
 CATALOG = load_tool_modules(["blog", "metrics", "weather"])

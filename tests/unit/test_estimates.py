@@ -21,7 +21,7 @@ from toolplan.analysis.estimates import (
 )
 from toolplan.config import Settings
 from toolplan.errors import InvalidInput
-from toolplan.plans.plan import parse_plan
+from toolplan.plan_format.plan import parse_plan
 from toolplan.tools import ToolCatalog, tagged
 
 

@@ -17,7 +17,7 @@ from tests.support import tools as test_tools
 from toolplan.analysis.reuse import find_reusable
 from toolplan.runs.context import ExecutionContext
 from toolplan.pipeline.flow import FromQuery, _reuse
-from toolplan.plans.limits import InputLimits
+from toolplan.plan_format.limits import InputLimits
 from toolplan.service.operations import execute_stored_plan, submit_plan
 from toolplan.store.sqlite import SqliteStore
 from toolplan.tools import ToolCatalog

@@ -13,7 +13,7 @@ from typing_extensions import TypedDict
 from toolplan.analysis.grounding import Grounds, check_grounding
 from toolplan.analysis.id_by_name import check_ids_by_name
 from toolplan.analysis.reuse import match_plan
-from toolplan.plans.plan import parse_plan
+from toolplan.plan_format.plan import parse_plan
 from toolplan.store.protocol import PlanRecord
 from toolplan.tools.catalog import ToolCatalog
 from toolplan.toolsets import blog, metrics, weather

@@ -9,7 +9,7 @@ from langchain_core.tools import tool
 from typing_extensions import TypedDict
 
 from toolplan.analysis.id_by_name import check_ids_by_name, is_id_argument
-from toolplan.plans.plan import parse_plan
+from toolplan.plan_format.plan import parse_plan
 from toolplan.tools.catalog import ToolCatalog
 from toolplan.toolsets import blog
 

@@ -30,7 +30,7 @@ from toolplan.adapters.plan_tool import (
 from toolplan.config import Settings
 from toolplan.engine.policies import ExecutionOptions, RetryPolicy
 from toolplan.errors import InvalidInput
-from toolplan.plans.plan import Step
+from toolplan.plan_format.plan import Step
 from toolplan.store.sqlite import SqliteStore
 from toolplan.tools import ToolCatalog
 

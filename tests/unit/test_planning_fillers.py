@@ -18,7 +18,7 @@ from toolplan.planning.fillers import drop_fillers
 from toolplan.planning.graph import PlannerContext
 from toolplan.planning.parsing import read_plan
 from toolplan.planning.planner import create_plan
-from toolplan.plans.plan import parse_plan
+from toolplan.plan_format.plan import parse_plan
 from toolplan.store.sqlite import SqliteStore
 from toolplan.tools.catalog import ToolCatalog
 

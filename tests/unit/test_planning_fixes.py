@@ -7,7 +7,7 @@ import pytest
 from toolplan.analysis import analyze
 from toolplan.errors import PlanInvalid, ValidationIssue
 from toolplan.planning.fixes import apply_fixes
-from toolplan.plans.plan import parse_plan
+from toolplan.plan_format.plan import parse_plan
 from toolplan.tools import load_tool_modules
 
 CATALOG = load_tool_modules(["blog", "weather"])

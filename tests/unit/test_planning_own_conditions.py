@@ -36,7 +36,7 @@ def test_a_step_waiting_for_itself_waits_for_it_no_more() -> None:
     # BFCL multiple_182: a repeated id renamed as the hint said, and the step's own dependsOn
     # pointed at the new id with it
     from toolplan.analysis import analyze
-    from toolplan.plans.plan import parse_plan
+    from toolplan.plan_format.plan import parse_plan
     from toolplan.tools import load_tool_modules
 
     data = {

@@ -18,7 +18,7 @@ from toolplan.errors import PlanInvalid
 from toolplan.planning.context import PlannerContext
 from toolplan.planning.planner import create_plan
 from toolplan.planning.schema import generic_plan_schema, typed_plan_schema
-from toolplan.plans.plan import parse_plan
+from toolplan.plan_format.plan import parse_plan
 from toolplan.store.sqlite import SqliteStore
 from toolplan.tools import load_tool_modules
 

@@ -19,7 +19,7 @@ from toolplan.engine.policies import ExecutionOptions
 from toolplan.engine.scheduler import Slots, StepOutcome, schedule
 from toolplan.engine.timeouts import EffectiveTimeout
 from toolplan.planning.duplicates import merge_duplicates
-from toolplan.plans.plan import Step, parse_plan
+from toolplan.plan_format.plan import Step, parse_plan
 from toolplan.store.protocol import ItemRecord
 from toolplan.tools import ToolCatalog
 

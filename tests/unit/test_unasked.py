@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 from toolplan.analysis.grounding import check_grounding
 from toolplan.analysis.unasked import check_unasked, drop_unasked, mentions
 from toolplan.errors import ValidationIssue
-from toolplan.plans.plan import parse_plan
+from toolplan.plan_format.plan import parse_plan
 from toolplan.tools.catalog import ToolCatalog
 
 TTEST = (

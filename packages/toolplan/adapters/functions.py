@@ -23,7 +23,7 @@ from toolplan.engine.policies import ExecutionOptions
 from toolplan.engine.recorder import EventListener
 from toolplan.engine.result import ExecutionResult
 from toolplan.runs.cancel import DEFAULT_CANCEL_WAIT
-from toolplan.plans.plan import Plan
+from toolplan.plan_format.plan import Plan
 from toolplan.service.operations import PlanRef
 from toolplan.service.wiring import ToolsArg, resolve_catalog
 from toolplan.store import Store

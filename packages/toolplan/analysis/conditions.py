@@ -24,8 +24,8 @@ from collections.abc import Iterator
 from toolplan.analysis.control_flow import whole_template
 from toolplan.analysis.types import declared_schema, schema_kind
 from toolplan.errors import ValidationIssue
-from toolplan.plans.plan import Plan, Step
-from toolplan.plans.templates import Template
+from toolplan.plan_format.plan import Plan, Step
+from toolplan.plan_format.templates import Template
 from toolplan.tools.catalog import ToolCatalog
 
 __all__ = ["check_conditions", "check_text_conditions"]

@@ -16,9 +16,9 @@ from collections.abc import Collection, Iterator
 from typing import Any
 
 from toolplan.errors import ValidationIssue
-from toolplan.plans.json_schema import accepted_types
-from toolplan.plans.plan import DEFAULT_MAX_ITEMS, Step
-from toolplan.plans.templates import (
+from toolplan.plan_format.json_schema import accepted_types
+from toolplan.plan_format.plan import DEFAULT_MAX_ITEMS, Step
+from toolplan.plan_format.templates import (
     INDEX,
     Template,
     find_templates,

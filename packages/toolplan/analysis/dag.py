@@ -19,9 +19,9 @@ from toolplan.analysis.conditions import check_text_conditions
 from toolplan.analysis.control_flow import check_control_flow, control_references
 from toolplan.analysis.types import check_template_types
 from toolplan.errors import PlanInvalid, ValidationIssue
-from toolplan.plans.json_schema import accepted_types
-from toolplan.plans.plan import DEFAULT_MAX_ITEMS, Plan, Step
-from toolplan.plans.templates import (
+from toolplan.plan_format.json_schema import accepted_types
+from toolplan.plan_format.plan import DEFAULT_MAX_ITEMS, Plan, Step
+from toolplan.plan_format.templates import (
     Template,
     contains_template,
     find_templates,

@@ -8,8 +8,8 @@ one it would feed (a cycle).
 
 from __future__ import annotations
 
-from toolplan.plans.plan import Plan, Step
-from toolplan.plans.templates import references
+from toolplan.plan_format.plan import Plan, Step
+from toolplan.plan_format.templates import references
 
 __all__ = ["dependencies", "descendants"]
 

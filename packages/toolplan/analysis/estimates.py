@@ -36,7 +36,7 @@ from typing import Any, Literal, Protocol, cast
 
 from toolplan.analysis.dag import Analysis
 from toolplan.errors import InvalidInput
-from toolplan.plans.plan import Plan, Step
+from toolplan.plan_format.plan import Plan, Step
 from toolplan.tools.catalog import ToolCatalog
 
 __all__ = [

@@ -59,8 +59,8 @@ from typing import Any
 from toolplan.analysis.edges import dependencies, descendants
 from toolplan.analysis.id_by_name import find_ids_by_name, id_kind, is_id_argument
 from toolplan.errors import ValidationIssue
-from toolplan.plans.plan import Plan, Step
-from toolplan.plans.templates import contains_template, references
+from toolplan.plan_format.plan import Plan, Step
+from toolplan.plan_format.templates import contains_template, references
 from toolplan.tools.catalog import ToolCatalog
 from toolplan.tools.returns import compact_shape
 

@@ -29,7 +29,7 @@ from typing import Any
 
 from toolplan.analysis.edges import descendants
 from toolplan.errors import ValidationIssue
-from toolplan.plans.plan import Plan, Step
+from toolplan.plan_format.plan import Plan, Step
 from toolplan.tools.catalog import ToolCatalog
 
 __all__ = ["IdByName", "check_ids_by_name", "find_ids_by_name", "id_kind", "is_id_argument"]

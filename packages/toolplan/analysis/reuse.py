@@ -41,8 +41,8 @@ from typing import Any, Literal
 from toolplan.analysis.grounding import Grounds, check_grounding, literal_numbers
 from toolplan.analysis.words import FUNCTION_WORDS
 from toolplan.errors import PlanInvalid
-from toolplan.plans.plan import parse_plan
-from toolplan.plans.templates import strings_in
+from toolplan.plan_format.plan import parse_plan
+from toolplan.plan_format.templates import strings_in
 from toolplan.store.protocol import PlanRecord, Store
 from toolplan.tools.catalog import ToolCatalog
 

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolplan.errors import ValidationIssue
-from toolplan.plans.json_schema import accepted_types, inline_refs
-from toolplan.plans.plan import Plan, Step
-from toolplan.plans.templates import ITEM, PathSegment, Template, find_templates
+from toolplan.plan_format.json_schema import accepted_types, inline_refs
+from toolplan.plan_format.plan import Plan, Step
+from toolplan.plan_format.templates import ITEM, PathSegment, Template, find_templates
 from toolplan.tools.catalog import ToolCatalog
 
 __all__ = [
@@ -271,7 +271,7 @@ def _type_issue(
     if actual is None or _compatible(kinds, actual):
         return None
     if "string" in kinds and actual in ("number", "integer", "boolean"):
-        return None  # resolved as its text (toolplan.plans.templates.resolve)
+        return None  # resolved as its text (toolplan.plan_format.templates.resolve)
     wanted = " or ".join(_KIND_NAMES.get(k, k) for k in sorted(kinds - {"null"}) or sorted(kinds))
     message = f"argument {argument} takes {wanted}, but {template.text!r} is {_describe(shape)}"
     fields = _fields_of(template.step, template.path, shape, kinds) if actual == "object" else []

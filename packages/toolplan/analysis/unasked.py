@@ -53,8 +53,8 @@ from typing import Any
 
 from toolplan.analysis.words import FUNCTION_WORDS
 from toolplan.errors import ValidationIssue
-from toolplan.plans.plan import Plan, Step
-from toolplan.plans.templates import contains_template, references, strings_in
+from toolplan.plan_format.plan import Plan, Step
+from toolplan.plan_format.templates import contains_template, references, strings_in
 from toolplan.tools.catalog import ToolCatalog, ToolInfo
 
 __all__ = ["asks_for_tool", "check_unasked", "drop_unasked", "latin_script", "mentions"]

@@ -32,8 +32,8 @@ from toolplan.api.types import (
 from toolplan.errors import ExecutionBusy, InvalidInput, PlanInvalid, ValidationIssue
 from toolplan.runs import approvals
 from toolplan.runs.events import watch_step_events
-from toolplan.plans.ids import require_id
-from toolplan.plans.limits import check_text
+from toolplan.plan_format.ids import require_id
+from toolplan.plan_format.limits import check_text
 from toolplan.service import operations
 from toolplan.service.listing import DEFAULT_LIMIT, page_json, recent_plans
 

@@ -22,7 +22,7 @@ from toolplan.analysis.reuse import ReuseMode, reuse_mode
 from toolplan.config.environment import Variables
 from toolplan.engine.policies import ExecutionOptions, RetryPolicy, TimeoutPolicy
 from toolplan.errors import InvalidInput
-from toolplan.plans.limits import InputLimits
+from toolplan.plan_format.limits import InputLimits
 from toolplan.store import DEFAULT_STORE_URI
 
 if TYPE_CHECKING:
@@ -71,7 +71,7 @@ _Limit = Annotated[int, Field(ge=1)]
 
 
 class _LimitVariables(Variables):
-    """The variables of :class:`~toolplan.plans.limits.InputLimits`: ``TOOLPLAN_`` and the
+    """The variables of :class:`~toolplan.plan_format.limits.InputLimits`: ``TOOLPLAN_`` and the
     field's name (``TOOLPLAN_MAX_PLAN_BYTES``, ...)."""
 
     max_plan_bytes: _Limit | None = None
@@ -353,7 +353,7 @@ class Settings:
     ``TOOLPLAN_LLM_RETRIES``, ``TOOLPLAN_LLM_MAX_TOKENS``, ``TOOLPLAN_TYPED_SCHEMA_MAX_TOOLS``,
     ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``TOOLPLAN_PROMPTS_DIR``, the input limits
     ``TOOLPLAN_MAX_PLAN_BYTES``, ``TOOLPLAN_MAX_STRING_CHARS``, ``TOOLPLAN_MAX_DEPTH``,
-    ``TOOLPLAN_MAX_NUMBER_DIGITS`` (:class:`~toolplan.plans.limits.InputLimits`),
+    ``TOOLPLAN_MAX_NUMBER_DIGITS`` (:class:`~toolplan.plan_format.limits.InputLimits`),
     ``TOOLPLAN_PLAN_REUSE`` (off, exact, parametric), and Temporal's
     (:class:`TemporalSettings`): ``TOOLPLAN_TEMPORAL_ADDRESS``, ``TOOLPLAN_TEMPORAL_NAMESPACE``,
     ``TOOLPLAN_TEMPORAL_TASK_QUEUE``, ``TOOLPLAN_TEMPORAL_HEARTBEAT``.

@@ -21,7 +21,7 @@ from typing import Any
 
 from langchain_core.tools import BaseTool
 
-from toolplan.plans.plan import Step
+from toolplan.plan_format.plan import Step
 from toolplan.store.protocol import Decision
 from toolplan.tools.catalog import APPROVAL_TAG, ToolCatalog, requires_approval
 

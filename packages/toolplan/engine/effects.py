@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from toolplan.engine.cache import cache_key, read_only_tool
-from toolplan.plans.meta import version_of
+from toolplan.plan_format.meta import version_of
 from toolplan.store.protocol import ExecutionLog, PlanRecord, PlanRepository
 from toolplan.tools.catalog import ToolCatalog
 

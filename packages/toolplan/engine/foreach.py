@@ -37,8 +37,8 @@ from toolplan.engine.scheduler import Slots, StepOutcome
 from toolplan.engine.timeouts import EffectiveTimeout
 from toolplan.engine.toolcall import AttemptFailed
 from toolplan.errors import TemplateError
-from toolplan.plans.plan import Step
-from toolplan.plans.templates import INDEX, ITEM, resolve
+from toolplan.plan_format.plan import Step
+from toolplan.plan_format.templates import INDEX, ITEM, resolve
 from toolplan.store.protocol import ItemRecord
 
 __all__ = ["ForEachRunner", "StepCalls"]

@@ -17,8 +17,8 @@ from typing import Any, Literal
 
 from toolplan.engine.scheduler import Slots
 from toolplan.errors import TemplateError
-from toolplan.plans.plan import Not, Step
-from toolplan.plans.templates import Template, to_text
+from toolplan.plan_format.plan import Not, Step
+from toolplan.plan_format.templates import Template, to_text
 from toolplan.store.protocol import ItemRecord
 
 __all__ = [

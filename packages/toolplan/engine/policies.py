@@ -7,7 +7,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from toolplan.plans.plan import DEFAULT_MAX_ITEMS
+from toolplan.plan_format.plan import DEFAULT_MAX_ITEMS
 
 __all__ = ["DEFAULT_CONCURRENCY", "ExecutionOptions", "RetryPolicy", "TimeoutPolicy", "quantile"]
 

@@ -36,9 +36,9 @@ from toolplan.engine.toolcall import (
     without_surrogates,
 )
 from toolplan.errors import TemplateError, ToolOutputInvalid, Unavailable
-from toolplan.plans.json_schema import inline_refs
-from toolplan.plans.plan import Plan, Step
-from toolplan.plans.templates import resolve
+from toolplan.plan_format.json_schema import inline_refs
+from toolplan.plan_format.plan import Plan, Step
+from toolplan.plan_format.templates import resolve
 from toolplan.store.protocol import (
     Decision,
     ItemRecord,

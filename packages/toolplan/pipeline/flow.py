@@ -25,9 +25,9 @@ from toolplan.analysis.reuse import ReuseMode, find_reusable
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import InvalidInput, PlanInvalid
 from toolplan.runs.runner import ExecutionContext
-from toolplan.plans.limits import InputLimits, check_text
-from toolplan.plans.meta import caller_meta
-from toolplan.plans.plan import DEFAULT_MAX_ITEMS, Plan
+from toolplan.plan_format.limits import InputLimits, check_text
+from toolplan.plan_format.meta import caller_meta
+from toolplan.plan_format.plan import DEFAULT_MAX_ITEMS, Plan
 from toolplan.service.operations import PlanRef, execute_stored_plan, submit_plan
 from toolplan.store.lookup import require_approval
 from toolplan.store.protocol import Store
@@ -64,7 +64,7 @@ class FromQuery:
     failed)."""
     meta: Mapping[str, Any] | None = None
     """Labels stored with the plan, beside the planning record (e.g. ``{"replanOf":
-    "plan_..."}``); a key toolplan sets itself is refused (:mod:`toolplan.plans.meta`)."""
+    "plan_..."}``); a key toolplan sets itself is refused (:mod:`toolplan.plan_format.meta`)."""
     new_request: bool = False
     """``request_id`` may be new (a client's own, well-formed ID): a request not stored yet is
     created under it."""
@@ -82,7 +82,7 @@ class FromDocument:
     request_id: str | None = None
     meta: Mapping[str, Any] | None = None
     """Labels stored with the plan (e.g. ``{"source": "execute_plan"}``); a key toolplan sets
-    itself is refused (:mod:`toolplan.plans.meta`)."""
+    itself is refused (:mod:`toolplan.plan_format.meta`)."""
 
     def __post_init__(self) -> None:
         caller_meta(self.meta)

@@ -23,8 +23,8 @@ from toolplan.planning.schema import (
     generic_plan_schema,
     plan_schema,
 )
-from toolplan.plans.limits import InputLimits
-from toolplan.plans.plan import DEFAULT_MAX_ITEMS
+from toolplan.plan_format.limits import InputLimits
+from toolplan.plan_format.plan import DEFAULT_MAX_ITEMS
 from toolplan.store.protocol import Store
 from toolplan.tools.catalog import ToolCatalog
 

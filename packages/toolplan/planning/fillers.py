@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from toolplan.plans.json_schema import inline_refs
+from toolplan.plan_format.json_schema import inline_refs
 
 __all__ = ["FILLER_STRINGS", "drop_fillers"]
 

@@ -78,9 +78,9 @@ from toolplan.planning.schema import (
     PlanSchema,
 )
 from toolplan.planning.streaming import AnswerStream
-from toolplan.plans.limits import check_json
-from toolplan.plans.meta import caller_meta
-from toolplan.plans.plan import Plan, parse_plan
+from toolplan.plan_format.limits import check_json
+from toolplan.plan_format.meta import caller_meta
+from toolplan.plan_format.plan import Plan, parse_plan
 from toolplan.service.operations import plan_estimator, store_plan
 
 __all__ = [
@@ -105,7 +105,7 @@ class PlanningInput(TypedDict):
     """More for the model after the query: a replan's previous plan, results and failures."""
     meta: NotRequired[dict[str, Any]]
     """Labels stored with the plan (e.g. ``replanOf``); keys toolplan sets itself
-    (``toolSources``, the planning record) are refused: :mod:`toolplan.plans.meta`."""
+    (``toolSources``, the planning record) are refused: :mod:`toolplan.plan_format.meta`."""
 
 
 class PlanningState(TypedDict, total=False):

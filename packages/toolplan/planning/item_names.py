@@ -44,7 +44,7 @@ from collections.abc import Collection
 from typing import Any
 
 from toolplan.analysis.types import fits_path, list_in_output
-from toolplan.plans.templates import ITEM, PathSegment, find_templates, references, rename_sources
+from toolplan.plan_format.templates import ITEM, PathSegment, find_templates, references, rename_sources
 from toolplan.tools.catalog import ToolCatalog
 
 __all__ = ["read_item_names"]

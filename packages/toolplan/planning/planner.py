@@ -15,8 +15,8 @@ from toolplan.planning.graph import (
     PlanningInput,
     build_planning_graph,
 )
-from toolplan.plans.ids import require_id
-from toolplan.plans.limits import check_text
+from toolplan.plan_format.ids import require_id
+from toolplan.plan_format.limits import check_text
 from toolplan.service.operations import PlanRef
 from toolplan.store.lookup import find_request
 

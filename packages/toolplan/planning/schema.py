@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 from toolplan.analysis.dag import STEP_ID_PATTERN
 from toolplan.config import DEFAULT_TYPED_SCHEMA_MAX_TOOLS
-from toolplan.plans.json_schema import inline_refs
+from toolplan.plan_format.json_schema import inline_refs
 from toolplan.tools.catalog import ToolCatalog, ToolInfo
 
 __all__ = [

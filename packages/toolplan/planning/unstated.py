@@ -43,8 +43,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from toolplan.analysis.unasked import latin_script, mentions
-from toolplan.plans.json_schema import inline_refs
-from toolplan.plans.templates import contains_template
+from toolplan.plan_format.json_schema import inline_refs
+from toolplan.plan_format.templates import contains_template
 from toolplan.tools.catalog import ToolCatalog
 
 __all__ = ["drop_unstated"]

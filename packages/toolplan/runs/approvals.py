@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from toolplan.engine.approval import current_user, fingerprint
 from toolplan.errors import InvalidInput, NotWaiting
-from toolplan.plans.limits import InputLimits, check_text
+from toolplan.plan_format.limits import InputLimits, check_text
 from toolplan.store.lookup import find_plan
 from toolplan.store.protocol import (
     TERMINAL_EXECUTION_STATUSES,

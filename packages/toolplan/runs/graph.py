@@ -47,7 +47,7 @@ from toolplan.errors import InvalidInput
 from toolplan.runs.backend import backend_of
 from toolplan.runs.context import ExecutionContext
 from toolplan.runs.interrupts import ask_for_approval
-from toolplan.plans.limits import InputLimits
+from toolplan.plan_format.limits import InputLimits
 from toolplan.store.lookup import find_plan, require_approval
 from toolplan.store.protocol import (
     TERMINAL_EXECUTION_STATUSES,

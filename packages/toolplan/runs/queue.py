@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from toolplan.plans.plan import parse_plan
+from toolplan.plan_format.plan import parse_plan
 from toolplan.store.lookup import find_plan, require_approval
 from toolplan.store.protocol import ExecutionRecord, Store
 

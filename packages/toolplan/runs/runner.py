@@ -39,7 +39,7 @@ from toolplan.errors import ExecutionBusy
 from toolplan.runs.cancel import end_cancelled, run_until_cancelled
 from toolplan.runs.context import ExecutionContext, new_worker_id
 from toolplan.runs.lease import take_lease, while_holding
-from toolplan.plans.plan import Plan, parse_plan
+from toolplan.plan_format.plan import Plan, parse_plan
 from toolplan.store.protocol import (
     TERMINAL_EXECUTION_STATUSES,
     Decision,

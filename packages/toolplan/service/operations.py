@@ -26,10 +26,10 @@ from toolplan.runs.backend import DetachedBackend, backend_of
 from toolplan.runs.cancel import DEFAULT_CANCEL_WAIT, request_cancel
 from toolplan.runs.context import ExecutionBackend, ExecutionContext, WakeableBackend
 from toolplan.runs.queue import enqueue_plan
-from toolplan.plans.ids import is_valid_id, new_id, require_id
-from toolplan.plans.limits import InputLimits, check_text
-from toolplan.plans.meta import ESTIMATE_KEY, TOOL_SOURCES_KEY, VERSION_KEY, caller_meta
-from toolplan.plans.plan import DEFAULT_MAX_ITEMS, Plan, Step, load_plan, parse_plan
+from toolplan.plan_format.ids import is_valid_id, new_id, require_id
+from toolplan.plan_format.limits import InputLimits, check_text
+from toolplan.plan_format.meta import ESTIMATE_KEY, TOOL_SOURCES_KEY, VERSION_KEY, caller_meta
+from toolplan.plan_format.plan import DEFAULT_MAX_ITEMS, Plan, Step, load_plan, parse_plan
 from toolplan.store.lookup import find_plan, find_request, require_approval
 from toolplan.store.protocol import (
     TERMINAL_EXECUTION_STATUSES,
@@ -191,7 +191,7 @@ def store_plan(
     is not indexed: its query is a label, not what a planner answered.
 
     ``meta`` is the caller's (labels; a key toolplan reserves is refused, see
-    :mod:`toolplan.plans.meta`); ``record_meta`` is toolplan's own record of how the plan was
+    :mod:`toolplan.plan_format.meta`); ``record_meta`` is toolplan's own record of how the plan was
     made (the planning call, plan reuse), written over it. The tool sources and the estimate are
     always this function's."""
     request: RequestRecord | None = None

@@ -15,8 +15,8 @@ from typing import Any, get_args
 from toolplan.analysis.diagram import STATE_COLOURS
 from toolplan.analysis.layout import layout
 from toolplan.errors import InvalidInput, NotFound
-from toolplan.plans.ids import require_id
-from toolplan.plans.meta import VERSION_KEY
+from toolplan.plan_format.ids import require_id
+from toolplan.plan_format.meta import VERSION_KEY
 from toolplan.service.listing import MAX_LIMIT
 from toolplan.service.operations import describe
 from toolplan.store.protocol import StepStatus, Store

@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from toolplan.errors import InvalidInput
-from toolplan.plans.ids import is_valid_id
+from toolplan.plan_format.ids import is_valid_id
 from toolplan.store.codec import dumps
 
 if TYPE_CHECKING:

@@ -50,7 +50,7 @@ from toolplan.errors import ExecutionBusy, InvalidInput, ToolsUnavailable, Unava
 from toolplan.runs.cancel import end_cancelled
 from toolplan.runs.lease import acquire_lease
 from toolplan.runs.runner import ResumeState, finish_execution, start_execution
-from toolplan.plans.plan import Plan, parse_plan
+from toolplan.plan_format.plan import Plan, parse_plan
 from toolplan.store.lookup import find_plan
 from toolplan.store.protocol import (
     TERMINAL_EXECUTION_STATUSES,

@@ -20,7 +20,7 @@ import typing
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from toolplan.plans.json_schema import inline_refs
+from toolplan.plan_format.json_schema import inline_refs
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool

@@ -1,5 +1,5 @@
 """A plan written as Python statements (``toolplan show``): what
-:func:`toolplan.plans.python_plan.parse_python_plan` reads back into the same plan, for a plan
+:func:`toolplan.plan_format.python_plan.parse_python_plan` reads back into the same plan, for a plan
 whose every field has a Python spelling. What has none (a ``fallback``, a ``timeout``, extra
 ``dependsOn`` edges, ``outputSteps``) is written as a comment."""
 
@@ -11,8 +11,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from toolplan.plans.plan import Plan, Step
-from toolplan.plans.templates import (
+from toolplan.plan_format.plan import Plan, Step
+from toolplan.plan_format.templates import (
     INDEX,
     ITEM,
     Template,

@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from toolplan.errors import InvalidInput, PlanInvalid, ValidationIssue
-from toolplan.plans.limits import InputLimits, check_json, decode_utf8, parse_json_text
+from toolplan.plan_format.limits import InputLimits, check_json, decode_utf8, parse_json_text
 
 __all__ = [
     "DEFAULT_MAX_ITEMS",
@@ -275,7 +275,7 @@ def load_plan(
 
     A ``str`` that starts with ``{`` is parsed as JSON; any other ``str`` is a file path. A file
     whose name ends in ``.py`` holds the plan as Python statements, read and never run
-    (:mod:`toolplan.plans.python_form`; ``signatures``, each tool's parameter names in order,
+    (:mod:`toolplan.plan_format.python_form`; ``signatures``, each tool's parameter names in order,
     reads positional arguments). This is the edge every entry point goes through: the input
     limits (``limits``, default ``InputLimits()``) are checked here, before anything is
     validated or stored.
@@ -313,7 +313,7 @@ def load_plan(
         )
     text = decode_utf8(raw, f"plan file {origin}")
     if path.suffix == PYTHON_PLAN_SUFFIX:
-        from toolplan.plans.python_plan import parse_python_plan
+        from toolplan.plan_format.python_plan import parse_python_plan
 
         data = parse_python_plan(text, signatures=signatures)
         check_json(data, limits)

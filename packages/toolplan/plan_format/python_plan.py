@@ -11,7 +11,7 @@ written the way such a model answers::
         page(team="ops")
 
 :func:`parse_python_plan` reads that text into the canonical plan document, the same one a JSON
-plan is (:class:`~toolplan.plans.plan.Plan`), which is then validated like any other. Nothing of
+plan is (:class:`~toolplan.plan_format.plan.Plan`), which is then validated like any other. Nothing of
 the text is ever run: it is a syntax for the plan, read statement by statement.
 
 - ``name = tool(...)`` is a step with id ``name``; a bare ``tool(...)`` is a step with an id made
@@ -33,7 +33,7 @@ of something that is not a tool, more positional arguments than the signature ha
 :class:`~toolplan.errors.PlanInvalid` whose issues name the line and column, so the repair loop
 can quote them back to the model against its own text.
 
-:func:`toolplan.plans.python_print.render_python_plan` writes a plan in this form.
+:func:`toolplan.plan_format.python_print.render_python_plan` writes a plan in this form.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolplan.errors import PlanInvalid, ValidationIssue
-from toolplan.plans.templates import INDEX, ITEM, contains_template, exact_template
+from toolplan.plan_format.templates import INDEX, ITEM, contains_template, exact_template
 
 __all__ = ["parse_python_plan"]
 

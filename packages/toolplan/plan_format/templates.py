@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolplan.errors import TemplateError
-from toolplan.plans.json_schema import accepted_types
+from toolplan.plan_format.json_schema import accepted_types
 
 __all__ = [
     "INDEX",

@@ -1,7 +1,7 @@
 """Input limits: what a plan document or a query may be, checked once, at the edge.
 
 Every entry point (CLI, GraphQL API, Python API, ``execute_plan`` meta-tool) hands plans to
-:func:`toolplan.plans.plan.load_plan` and queries to :func:`check_text`, which apply these checks
+:func:`toolplan.plan_format.plan.load_plan` and queries to :func:`check_text`, which apply these checks
 before anything is validated further or stored:
 
 - text is strict UTF-8 (a UTF-8 byte-order mark is allowed), with no lone surrogates anywhere,
