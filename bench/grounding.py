@@ -216,7 +216,7 @@ OWN: list[tuple[str, str, list[dict[str, Any]]]] = [
 
 
 def _catalog() -> ToolCatalog:
-    from toolplan.toolsets import blog, metrics, weather
+    from toolplan.builtin_tools import blog, metrics, weather
 
     return ToolCatalog([*weather.TOOLS, *metrics.TOOLS, *blog.TOOLS])
 

@@ -37,7 +37,7 @@ from toolplan.store.protocol import (
     utc_now,
 )
 from toolplan.tools.catalog import ToolStats
-from toolplan.toolsets._records import MemoryRecords
+from toolplan.builtin_tools._records import MemoryRecords
 
 __all__ = ["MemoryStore"]
 

@@ -86,7 +86,7 @@ def check_metric(name: str, threshold: float) -> dict[str, Any]:
 
 
 def _tools() -> list[Any]:
-    from toolplan.toolsets.blog import TOOLS as BLOG
+    from toolplan.builtin_tools.blog import TOOLS as BLOG
 
     return [read_metric, check_metric, *BLOG]
 

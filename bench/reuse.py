@@ -63,7 +63,7 @@ class Family:
 
 
 def _weather(city: str) -> dict[str, Any]:
-    from toolplan.toolsets.weather import get_weather
+    from toolplan.builtin_tools.weather import get_weather
 
     return dict(get_weather.invoke({"location": city}))
 

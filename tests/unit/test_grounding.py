@@ -16,7 +16,7 @@ from toolplan.analysis.reuse import match_plan
 from toolplan.plan_format.plan import parse_plan
 from toolplan.store.protocol import PlanRecord
 from toolplan.tools.catalog import ToolCatalog
-from toolplan.toolsets import blog, metrics, weather
+from toolplan.builtin_tools import blog, metrics, weather
 
 CATALOG = ToolCatalog([*weather.TOOLS, *metrics.TOOLS, *blog.TOOLS])
 BERLIN_MADRID = "What's the weather in Berlin and Madrid, and which one is warmer?"

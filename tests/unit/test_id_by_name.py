@@ -11,7 +11,7 @@ from typing_extensions import TypedDict
 from toolplan.analysis.id_by_name import check_ids_by_name, is_id_argument
 from toolplan.plan_format.plan import parse_plan
 from toolplan.tools.catalog import ToolCatalog
-from toolplan.toolsets import blog
+from toolplan.builtin_tools import blog
 
 
 def plan(*steps: tuple[str, str, dict[str, Any]]) -> Any:

@@ -215,7 +215,7 @@ def test_the_grounding_refusal_never_judges_a_step_by_the_requests_words() -> No
 def test_a_tool_the_request_names_is_asked_for_whatever_its_values(
     request_text: str, step: tuple[str, str, dict[str, Any]]
 ) -> None:
-    from toolplan.toolsets import blog, weather
+    from toolplan.builtin_tools import blog, weather
 
     catalog = ToolCatalog([*weather.TOOLS, *blog.TOOLS])
     assert check_unasked(plan(step), catalog, request_text) == []

@@ -36,9 +36,9 @@ __all__ = [
 ]
 
 BUILTIN_TOOLSETS: dict[str, str] = {
-    "blog": "toolplan.toolsets.blog",
-    "metrics": "toolplan.toolsets.metrics",
-    "weather": "toolplan.toolsets.weather",
+    "blog": "toolplan.builtin_tools.blog",
+    "metrics": "toolplan.builtin_tools.metrics",
+    "weather": "toolplan.builtin_tools.weather",
 }
 """Short names of the built-in offline toolsets, usable wherever a module name is."""
 

@@ -13,7 +13,7 @@ from langchain_core.tools import ToolException, tool
 from typing_extensions import TypedDict
 
 from toolplan.tools.catalog import tagged
-from toolplan.toolsets._records import records_for
+from toolplan.builtin_tools._records import records_for
 
 __all__ = ["TOOLS"]
 
