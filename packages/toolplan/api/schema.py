@@ -18,7 +18,7 @@ from strawberry.types.execution import ExecutionContext as StrawberryExecutionCo
 from toolplan.api.context import ApiContext
 from toolplan.api.limits import limit_extensions
 from toolplan.api.settings import ApiSettings
-from toolplan.api.types import (
+from toolplan.api.graphql_types import (
     ExecutionType,
     PlanListType,
     PlanningEventType,
