@@ -16,7 +16,7 @@ from strawberry.scalars import JSON
 from strawberry.types.execution import ExecutionContext as StrawberryExecutionContext
 
 from toolplan.api.context import ApiContext
-from toolplan.api.limits import limit_extensions
+from toolplan.api.request_limits import limit_extensions
 from toolplan.api.settings import ApiSettings
 from toolplan.api.graphql_types import (
     ExecutionType,
