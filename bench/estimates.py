@@ -30,7 +30,7 @@ from typing import Any
 from langchain_core.tools import BaseTool, StructuredTool
 
 from bench.dags import SHAPES, random_dag
-from toolplan.analysis.estimates import EstimateSettings, schedule_length
+from toolplan.service.estimates import EstimateSettings, schedule_length
 from toolplan.engine.policies import ExecutionOptions
 from toolplan.runs.runner import ExecutionContext
 from toolplan.service.operations import actual_duration_ms, execute_stored_plan, submit_plan

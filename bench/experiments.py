@@ -24,7 +24,7 @@ from bench.dags import random_dags
 from bench.schedulers import EngineHarness
 from bench.simtools import noop, plan_from_dag, sim_catalog
 from bench.stats import median, percentile
-from toolplan.analysis import Analysis, analyze
+from toolplan.validation import Analysis, analyze
 from toolplan.engine.recorder import Recorder
 from toolplan.runs.runner import ExecutionContext
 from toolplan.plan_format.plan import load_plan

@@ -1,6 +1,6 @@
 """False refusals of the grounding check, measured: ``python -m bench.grounding [--json]``.
 
-The check (:mod:`toolplan.analysis.grounding`) refuses a planner's plan whose literal arguments
+The check (:mod:`toolplan.planning.grounding`) refuses a planner's plan whose literal arguments
 carry data a tool's output should supply. A literal taken from the request must never be refused,
 so it runs over plans whose literals are known to be right:
 
@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.bfcl.data import AST_CATEGORIES
-from toolplan.analysis.grounding import Grounds, check_grounding, literal_numbers
+from toolplan.planning.grounding import Grounds, check_grounding, literal_numbers
 from toolplan.planning.batches import batch_items
 from toolplan.planning.unstated import drop_unstated
 from toolplan.plan_format.plan import Plan, parse_plan

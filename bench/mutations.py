@@ -88,7 +88,7 @@ def _m(name: str, module: str, original: str, mutated: str, description: str) ->
     tests: tuple[str, ...] = ENGINE
     if module.startswith("packages/toolplan/plan_format/"):
         tests = TEMPLATES
-    elif module.startswith("packages/toolplan/analysis/"):
+    elif module.startswith("packages/toolplan/validation/"):
         tests = ANALYSIS
     elif module.startswith("packages/toolplan/planning/"):
         tests = PLANNING
@@ -169,7 +169,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "approval-gated-fallback-valid",
-        "packages/toolplan/analysis/dag.py",
+        "packages/toolplan/validation/dag.py",
         "elif fallback and catalog.gated(tool):",
         "elif False:",
         "validation accepts a fallback that names a gated tool",
@@ -433,7 +433,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     # -- analysis and planning -----------------------------------------------------------------
     _m(
         "analysis-open-object-closed",
-        "packages/toolplan/analysis/types.py",
+        "packages/toolplan/validation/types.py",
         'elif properties and not shape.get("additionalProperties"):',
         "elif properties:",
         "an object output that declares some keys but allows others is treated as closed",

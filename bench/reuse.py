@@ -332,8 +332,8 @@ HELD_OUT: list[tuple[str, str, dict[str, Any], str, dict[str, str] | None]] = [
 
 
 def held_out() -> dict[str, Any]:
-    """Run :data:`HELD_OUT` through :func:`toolplan.analysis.reuse.match_plan` and the validator."""
-    from toolplan.analysis import analyze
+    """Run :data:`HELD_OUT` through :func:`toolplan.planning.reuse.match_plan` and the validator."""
+    from toolplan.validation import analyze
     from toolplan.config import Settings
     from toolplan.errors import PlanInvalid
     from toolplan.plan_format.plan import load_plan
@@ -345,7 +345,7 @@ def held_out() -> dict[str, Any]:
     for kind, stored_query, plan, query, want in HELD_OUT:
         steps = [{**s, "parameters": json.loads(s["parameters"])} for s in plan["steps"]]
         record = PlanRecord("p", "r", {**plan, "steps": steps}, {}, "planned", "now", stored_query)
-        from toolplan.analysis.reuse import match_plan
+        from toolplan.planning.reuse import match_plan
 
         found = match_plan(query, record)
         got: dict[str, str] | None = None

@@ -24,7 +24,7 @@ from bench.dags import random_dag
 from bench.memstore import MemoryStore
 from bench.simtools import plan_from_dag, sim_catalog
 from bench.stats import median
-from toolplan.analysis import analyze
+from toolplan.validation import analyze
 from toolplan.config import limits_from_env
 from toolplan.runs.runner import ExecutionContext
 from toolplan.plan_format.limits import InputLimits

@@ -19,7 +19,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, tool
 
 from bench.dags import kahn_layers
-from toolplan.analysis import analyze
+from toolplan.validation import analyze
 from toolplan.plan_format.plan import parse_plan
 from toolplan.tools import ToolCatalog, load_tool_modules, tagged
 

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     )
     from toolplan.adapters.plan_tool import plan_tool
     from toolplan.agent.loop import AgentOutcome
-    from toolplan.analysis import Analysis
+    from toolplan.validation import Analysis
     from toolplan.client import Toolplan
     from toolplan.engine.policies import ExecutionOptions, RetryPolicy
     from toolplan.engine.recorder import StepEvent
@@ -56,7 +56,7 @@ __version__ = "0.1.0"
 # ``toolplan.cli``) does not pay for LangGraph, LangChain and jsonschema up front.
 _LAZY: dict[str, str] = {
     "AgentOutcome": "toolplan.agent.loop",
-    "Analysis": "toolplan.analysis",
+    "Analysis": "toolplan.validation",
     "ExecutionOptions": "toolplan.engine.policies",
     "ExecutionResult": "toolplan.engine.result",
     "InvalidInput": "toolplan.errors",

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolplan._client_parts import ClientParts
-from toolplan.analysis import Analysis, analyze
-from toolplan.analysis.reuse import ReuseMode
+from toolplan.validation import Analysis, analyze
+from toolplan.planning.reuse import ReuseMode
 from toolplan.engine.policies import ExecutionOptions
 from toolplan.engine.recorder import EventListener
 from toolplan.engine.result import ExecutionResult
@@ -36,7 +36,7 @@ from toolplan.tools.catalog import ToolCatalog, ToolInfo
 
 if TYPE_CHECKING:
     from toolplan.agent.loop import AgentOutcome
-    from toolplan.analysis.diagram import DiagramFormat
+    from toolplan.service.diagram import DiagramFormat
     from toolplan.pipeline.flow import Planned, PlanSource, ReviewPolicy, RunOutcome
     from toolplan.planning.planner import PlanningOutcome
     from toolplan.planning.progress import PlanningListener
@@ -418,7 +418,7 @@ class Toolplan(ClientParts):
     def diagram(self, plan_id: str, *, kind: DiagramFormat = "mermaid") -> str:
         """A stored plan's DAG with each step's state, as Mermaid or Graphviz DOT text
         (``toolplan show PLAN_ID --graph mermaid|dot``)."""
-        from toolplan.analysis.diagram import described_diagram
+        from toolplan.service.diagram import described_diagram
         from toolplan.plan_format.ids import require_id
 
         require_id(plan_id, "plan")

@@ -19,7 +19,7 @@ import pytest
 from tests.e2e.api_support import GraphQLClient, ServerFactory, server_factory
 from tests.e2e.conftest import ON_BOTH_STORES, Cli
 from tests.e2e.test_api import codes
-from toolplan.analysis import analyze
+from toolplan.validation import analyze
 from toolplan.errors import PlanInvalid
 from toolplan.plan_format.ids import new_id
 from toolplan.plan_format.plan import Plan

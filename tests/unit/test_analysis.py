@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from toolplan.analysis import analyze
+from toolplan.validation import analyze
 from toolplan.errors import PlanInvalid
 from toolplan.plan_format.plan import parse_plan
 from toolplan.tools import load_tool_modules

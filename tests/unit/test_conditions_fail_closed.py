@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from toolplan.analysis import analyze
+from toolplan.validation import analyze
 from toolplan.engine.items import ConditionNotBoolean, condition_holds
 from toolplan.engine.policies import ExecutionOptions, RetryPolicy
 from toolplan.errors import PlanInvalid

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from langchain_core.tools import tool
 
-from toolplan.analysis import analyze
-from toolplan.analysis.estimates import (
+from toolplan.validation import analyze
+from toolplan.service.estimates import (
     Estimate,
     EstimateSettings,
     estimate_plan,

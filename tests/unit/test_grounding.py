@@ -10,9 +10,9 @@ import pytest
 from langchain_core.tools import tool
 from typing_extensions import TypedDict
 
-from toolplan.analysis.grounding import Grounds, check_grounding
-from toolplan.analysis.id_by_name import check_ids_by_name
-from toolplan.analysis.reuse import match_plan
+from toolplan.planning.grounding import Grounds, check_grounding
+from toolplan.planning.id_by_name import check_ids_by_name
+from toolplan.planning.reuse import match_plan
 from toolplan.plan_format.plan import parse_plan
 from toolplan.store.protocol import PlanRecord
 from toolplan.tools.catalog import ToolCatalog
@@ -366,7 +366,7 @@ def test_the_refusal_reads_no_word_list() -> None:
     import ast
     import inspect
 
-    from toolplan.analysis import grounding, id_by_name
+    from toolplan.planning import grounding, id_by_name
 
     for module in (grounding, id_by_name):
         tree = ast.parse(inspect.getsource(module))
@@ -376,4 +376,4 @@ def test_the_refusal_reads_no_word_list() -> None:
             if isinstance(node, ast.Import)
             for alias in node.names
         }
-        assert not imported & {"toolplan.analysis.words", "toolplan.analysis.unasked"}
+        assert not imported & {"toolplan.planning.words", "toolplan.planning.unasked"}

@@ -13,7 +13,7 @@ from langchain_core.messages import AIMessage
 from pydantic import BaseModel
 
 from tests.support.fake_models import ToolCallingFake
-from toolplan.analysis import analyze
+from toolplan.validation import analyze
 from toolplan.planning.fillers import drop_fillers
 from toolplan.planning.graph import PlannerContext
 from toolplan.planning.parsing import read_plan

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from toolplan.analysis import analyze
+from toolplan.validation import analyze
 from toolplan.errors import PlanInvalid, ValidationIssue
 from toolplan.planning.fixes import apply_fixes
 from toolplan.plan_format.plan import parse_plan

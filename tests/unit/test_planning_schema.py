@@ -12,8 +12,8 @@ from langchain_core.messages import AIMessage
 
 from tests.support.fake_models import ToolCallingFake
 from tests.support.plans import llm_step
-from toolplan.analysis import analyze
-from toolplan.analysis.dag import STEP_ID_PATTERN
+from toolplan.validation import analyze
+from toolplan.validation.dag import STEP_ID_PATTERN
 from toolplan.errors import PlanInvalid
 from toolplan.planning.context import PlannerContext
 from toolplan.planning.planner import create_plan

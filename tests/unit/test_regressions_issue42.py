@@ -196,7 +196,7 @@ def test_an_object_output_that_allows_other_keys_is_not_treated_as_closed() -> N
     there, so a template reading it is not a definite mismatch.
 
     Planted bug: any object with declared keys treated as closed (the plan refused)."""
-    from toolplan.analysis.types import check_template_types
+    from toolplan.validation.types import check_template_types
 
     assert check_template_types(_reading("email"), _catalog(other_keys=True)) == []
 
@@ -204,7 +204,7 @@ def test_an_object_output_that_allows_other_keys_is_not_treated_as_closed() -> N
 def test_an_object_output_without_other_keys_is_still_checked() -> None:
     """The counterpart: a closed object still reports a key it does not declare, with the
     close one (so the test above cannot pass by checking nothing)."""
-    from toolplan.analysis.types import check_template_types
+    from toolplan.validation.types import check_template_types
 
     [issue] = check_template_types(_reading("nam"), _catalog(other_keys=False))
     assert "'nam'" in issue.message and "{{p.name}}" in issue.message

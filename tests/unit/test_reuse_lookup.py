@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from bench.reuse_lookup import comparison_plan
 
-from toolplan.analysis.reuse import INDEX, find_reusable
+from toolplan.planning.reuse import INDEX, find_reusable
 from toolplan.runs.context import ExecutionContext
 from toolplan.service.operations import execute_stored_plan, submit_plan
 from toolplan.service.wiring import resolve_catalog

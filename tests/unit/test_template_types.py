@@ -10,7 +10,7 @@ from langchain_core.tools import tool
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
-from toolplan.analysis import analyze
+from toolplan.validation import analyze
 from toolplan.errors import PlanInvalid
 from toolplan.plan_format.plan import parse_plan
 from toolplan.tools import load_tool_modules

@@ -16,8 +16,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toolplan.analysis import Analysis
-from toolplan.analysis.reuse import ReuseMode
+from toolplan.validation import Analysis
+from toolplan.planning.reuse import ReuseMode
 from toolplan.client import Toolplan
 from toolplan.engine.policies import ExecutionOptions
 from toolplan.engine.recorder import EventListener

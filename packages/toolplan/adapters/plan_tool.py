@@ -105,7 +105,7 @@ PLAN_ARGUMENT_SCHEMA: dict[str, Any] = {
 No ``$ref``, no nullable types and one required field, so providers with a restricted schema
 dialect accept it; the plan may also travel as a JSON string, which small models handle better.
 Arguments are not validated against it before the tool runs: :func:`toolplan.plan_format.plan.parse_plan` and
-:func:`toolplan.analysis.dag.analyze` report every problem at once, in words the model can act on.
+:func:`toolplan.validation.dag.analyze` report every problem at once, in words the model can act on.
 """
 
 PLAN_STRING_SCHEMA: dict[str, Any] = {

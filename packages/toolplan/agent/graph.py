@@ -42,7 +42,7 @@ from pydantic.json_schema import SkipJsonSchema
 from typing_extensions import TypedDict
 
 from toolplan.agent.respond import DEFAULT_RESPOND_BUDGET, decide, replan_context
-from toolplan.analysis.reuse import ReuseMode
+from toolplan.planning.reuse import ReuseMode
 from toolplan.engine.result import ExecutionResult
 from toolplan.runs.context import ExecutionContext
 from toolplan.runs.graph import DECIDED, approval_node, bind_context, context_resolver
@@ -75,7 +75,7 @@ class AgentContext:
     approve: bool = False
     """Run plans stored as ``needs_review``."""
     reuse: ReuseMode = "off"
-    """Reuse a stored plan for the first version (:mod:`toolplan.analysis.reuse`) instead of planning."""
+    """Reuse a stored plan for the first version (:mod:`toolplan.planning.reuse`) instead of planning."""
     respond_budget: int = DEFAULT_RESPOND_BUDGET
     on_planned: Callable[[Planned], None] | None = field(default=None, repr=False)
     """Sees every stored plan version before it runs (the CLI prints it)."""

@@ -16,9 +16,9 @@ from pydantic import Field, field_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
 
 from toolplan._caches import clear_caches, register_cache
-from toolplan.analysis import DEFAULT_MAX_STEPS
-from toolplan.analysis.estimates import EstimateSettings
-from toolplan.analysis.reuse import ReuseMode, reuse_mode
+from toolplan.validation import DEFAULT_MAX_STEPS
+from toolplan.service.estimates import EstimateSettings
+from toolplan.planning.reuse import ReuseMode, reuse_mode
 from toolplan.config.environment import Variables
 from toolplan.engine.policies import ExecutionOptions, RetryPolicy, TimeoutPolicy
 from toolplan.errors import InvalidInput
@@ -64,7 +64,7 @@ PlannerRewrites = Literal["format", "all", "none"]
 an optional argument); ``all`` the heuristic ones too (they drop, merge, batch or rewrite steps and
 values); ``none`` not even the format ones: the plan is validated as the model wrote it."""
 PlanReuse = ReuseMode
-"""Plan reuse before planning a query (:mod:`toolplan.analysis.reuse`)."""
+"""Plan reuse before planning a query (:mod:`toolplan.planning.reuse`)."""
 
 
 _Limit = Annotated[int, Field(ge=1)]
@@ -346,7 +346,7 @@ class Settings:
     (seconds a read-only tool's result is reused), the adaptive timeouts
     (:class:`~toolplan.engine.policies.TimeoutPolicy`): ``TOOLPLAN_ADAPTIVE_TIMEOUTS``,
     ``TOOLPLAN_TIMEOUT_MIN_OBSERVATIONS``, ``TOOLPLAN_TIMEOUT_FACTOR``,
-    ``TOOLPLAN_TIMEOUT_HISTORY``, plan estimates (:class:`~toolplan.analysis.estimates.EstimateSettings`):
+    ``TOOLPLAN_TIMEOUT_HISTORY``, plan estimates (:class:`~toolplan.service.estimates.EstimateSettings`):
     ``TOOLPLAN_ESTIMATE_DEFAULT_MS``, ``TOOLPLAN_PRICES``, and the planner's
     (:class:`PlannerSettings`): ``TOOLPLAN_MODEL``, ``TOOLPLAN_MAX_REPAIRS``,
     ``TOOLPLAN_CONFIDENCE_THRESHOLD``, ``TOOLPLAN_STRUCTURED_METHOD``, ``TOOLPLAN_LLM_TIMEOUT``,
@@ -379,7 +379,7 @@ class Settings:
     """Whether (and where) plans run as Temporal workflows."""
     plan_reuse: PlanReuse = "exact"
     """Plan reuse before planning a query (``TOOLPLAN_PLAN_REUSE``): off, exact or parametric
-    (:mod:`toolplan.analysis.reuse`)."""
+    (:mod:`toolplan.planning.reuse`)."""
     estimates: EstimateSettings = field(default_factory=EstimateSettings)
     """How plan estimates are made: ``TOOLPLAN_ESTIMATE_DEFAULT_MS``, ``TOOLPLAN_PRICES``."""
 

@@ -92,7 +92,7 @@ def item_list(step: Step, outputs: Mapping[str, Any], default_limit: int) -> lis
 
     ``default_limit`` is the operator's ceiling (``TOOLPLAN_MAX_ITEMS``); the step's
     ``maxItems`` may lower it, never raise it (the same rule as validation,
-    :func:`toolplan.analysis.control_flow.list_over_limit`). Raises
+    :func:`toolplan.validation.control_flow.list_over_limit`). Raises
     :class:`~toolplan.errors.TemplateError`."""
     source = step.for_each
     if isinstance(source, list):

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from toolplan.analysis.estimates import EstimateSettings
-from toolplan.analysis.reuse import ReuseMode, find_reusable
+from toolplan.service.estimates import EstimateSettings
+from toolplan.planning.reuse import ReuseMode, find_reusable
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import InvalidInput, PlanInvalid
 from toolplan.runs.runner import ExecutionContext
@@ -58,7 +58,7 @@ class FromQuery:
     request_id: str | None = None
     """Store the plan as a new version of this request."""
     reuse: ReuseMode = "off"
-    """Look for a stored plan to reuse first (:mod:`toolplan.analysis.reuse`): 0 LLM calls when found."""
+    """Look for a stored plan to reuse first (:mod:`toolplan.planning.reuse`): 0 LLM calls when found."""
     context: str | None = None
     """More for the planner after the query (a replan: the previous plan, its results, what
     failed)."""

@@ -8,7 +8,7 @@ Two input forms load into the same :class:`Plan`:
   where the step id is the tool name.
 
 Shape problems (wrong types, missing fields) become :class:`~toolplan.errors.PlanInvalid` with one
-issue per problem. Semantic checks (unknown tools, cycles, schemas) live in :mod:`toolplan.analysis`.
+issue per problem. Semantic checks (unknown tools, cycles, schemas) live in :mod:`toolplan.validation`.
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from toolplan._caches import register_cache
-from toolplan.analysis import DEFAULT_MAX_STEPS
-from toolplan.analysis.estimates import EstimateSettings
+from toolplan.validation import DEFAULT_MAX_STEPS
+from toolplan.service.estimates import EstimateSettings
 from toolplan.config import PlanFormat, StructuredMethod
 from toolplan.config.settings import PlannerRewrites
 from toolplan.planning.call import ModelCall

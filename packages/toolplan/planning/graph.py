@@ -10,7 +10,7 @@ generic one: :mod:`toolplan.planning.schema`). Its answer is read leniently wher
 (:mod:`toolplan.planning.parsing`), and changed after that only by the rules of the rewrite
 pipeline that ``TOOLPLAN_PLANNER_REWRITES`` lets run (:mod:`toolplan.planning.rewrites`: the
 format ones by default), each change recorded; the dependency-analysis node is the engine's validator
-(:func:`toolplan.analysis.dag.analyze`), and every problem of every step goes back to the model in one
+(:func:`toolplan.validation.dag.analyze`), and every problem of every step goes back to the model in one
 repair round. Invalid plans are never stored. An answer with no steps at all is the model saying
 that no tool does what the request asks (the prompt tells it to answer so, and why, in
 ``reasoning``): the planner declines the request instead of asking for a plan again, and nothing
@@ -45,10 +45,10 @@ from pydantic.json_schema import SkipJsonSchema
 from typing_extensions import TypedDict
 
 from toolplan._caches import register_cache
-from toolplan.analysis import Analysis, analyze
-from toolplan.analysis.conditions import check_conditions
-from toolplan.analysis.grounding import check_grounding
-from toolplan.analysis.unasked import check_unasked, drop_unasked
+from toolplan.validation import Analysis, analyze
+from toolplan.validation.conditions import check_conditions
+from toolplan.planning.grounding import check_grounding
+from toolplan.planning.unasked import check_unasked, drop_unasked
 from toolplan.config import PlannerSettings
 from toolplan.engine.approval import gated_tool_named
 from toolplan.engine.cache import read_only_tool
@@ -146,7 +146,7 @@ class PlanningState(TypedDict, total=False):
     (:mod:`toolplan.planning.batches`)."""
     unasked_steps: dict[str, str]
     """Steps dropped because the request never asked for them: ``{id: tool}``
-    (:func:`toolplan.analysis.unasked.drop_unasked`)."""
+    (:func:`toolplan.planning.unasked.drop_unasked`)."""
     dropped_conditions: list[str]
     """Steps whose ``when`` read their own output, run without it
     (:mod:`toolplan.planning.own_conditions`)."""

@@ -43,7 +43,7 @@ import difflib
 from collections.abc import Collection
 from typing import Any
 
-from toolplan.analysis.types import fits_path, list_in_output
+from toolplan.validation.types import fits_path, list_in_output
 from toolplan.plan_format.templates import ITEM, PathSegment, find_templates, references, rename_sources
 from toolplan.tools.catalog import ToolCatalog
 

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolplan.analysis.estimates import Estimate
+from toolplan.service.estimates import Estimate
 from toolplan.errors import InvalidInput, PlanInvalid, ToolplanError, ValidationIssue
 from toolplan.planning.call import account
 from toolplan.planning.graph import (

@@ -19,7 +19,7 @@ user gave or the model had to choose is kept:
   literal string of one or two words: no template (what another step found), no
   number or digit (``days_ahead: 30`` for "next month", a date for "March 12th": right
   inferences), no list, no longer text (a draft's content the model was asked to write);
-* the request does not mention it (:func:`~toolplan.analysis.unasked.mentions`: a word of it, its
+* the request does not mention it (:func:`~toolplan.planning.unasked.mentions`: a word of it, its
   first four letters, initials, an abbreviation like ``km``, a code in capitals), and is written
   in a Latin script, so that a value translated from another one (Beijing for 北京) is never
   taken for made up.
@@ -42,7 +42,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from toolplan.analysis.unasked import latin_script, mentions
+from toolplan.planning.unasked import latin_script, mentions
 from toolplan.plan_format.json_schema import inline_refs
 from toolplan.plan_format.templates import contains_template
 from toolplan.tools.catalog import ToolCatalog

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from toolplan.analysis import Analysis, check_tools
+from toolplan.validation import Analysis, check_tools
 from toolplan.engine.effects import EarlierEffect, earlier_effects
 from toolplan.engine.inputs import MemoryInputs, stored_outputs
 from toolplan.engine.recorder import Recorder

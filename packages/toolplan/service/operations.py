@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from toolplan._caches import register_cache
-from toolplan.analysis import Analysis, analyze, check_tools
-from toolplan.analysis.estimates import Estimate, EstimateSettings, estimate_plan
-from toolplan.analysis.reuse import index_plan
+from toolplan.validation import Analysis, analyze, check_tools
+from toolplan.service.estimates import Estimate, EstimateSettings, estimate_plan
+from toolplan.planning.reuse import index_plan
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import ExecutionGone, InvalidInput, StoreUnavailable, Unavailable
 from toolplan.runs.backend import DetachedBackend, backend_of
@@ -67,7 +67,7 @@ class PlanRef:
     plan: Plan | None = field(default=None, compare=False)
     analysis: Analysis | None = field(default=None, compare=False)
     estimate: Estimate | None = field(default=None, compare=False)
-    """Expected duration and cost (:mod:`toolplan.analysis.estimates`), stored with the plan."""
+    """Expected duration and cost (:mod:`toolplan.service.estimates`), stored with the plan."""
 
     def to_json(self) -> dict[str, Any]:
         """``{"requestId", "planId", "status", "estimate"}``."""
@@ -104,7 +104,7 @@ def _recent_tool_stats(store: Store) -> dict[str, Any]:
 
 
 def plan_estimator(store: Store) -> Any:
-    """Step-duration estimates for :func:`~toolplan.analysis.dag.analyze`'s critical path: each
+    """Step-duration estimates for :func:`~toolplan.validation.dag.analyze`'s critical path: each
     tool's recent average duration in ``store`` (1 ms for a tool never seen)."""
     stats = _recent_tool_stats(store)
 
@@ -185,7 +185,7 @@ def store_plan(
     yet is created under it with ``query``.
 
     With ``reusable`` (a plan the planner made for ``query``, or one reused for it), the plan
-    is also indexed for plan reuse (:func:`toolplan.analysis.reuse.index_plan`), whichever entry point
+    is also indexed for plan reuse (:func:`toolplan.planning.reuse.index_plan`), whichever entry point
     stored it (``toolplan run``/``plan``, ``createPlanWithRequestId``, :func:`toolplan.create_plan`):
     a later query may reuse it once its last execution succeeded. A document the caller wrote
     is not indexed: its query is a label, not what a planner answered.

@@ -173,7 +173,7 @@ class PlanRecord:
     plan: dict[str, Any]
     """The canonical plan JSON."""
     analysis: dict[str, Any]
-    """:meth:`toolplan.analysis.Analysis.to_json` output."""
+    """:meth:`toolplan.validation.Analysis.to_json` output."""
     status: PlanStatus
     created_at: str
     query: str | None = None

@@ -16,7 +16,7 @@ fixes it. The check is narrow, so that it never refuses a plan that could work:
   the kind of thing the argument names: ``authorId`` wants a step whose tool names authors
   (``createAuthor``, ``getAuthor``), never a comment's ``_id`` (:func:`id_kind`).
 
-:mod:`toolplan.analysis.grounding` runs it with its more general checks of made-up values.
+:mod:`toolplan.planning.grounding` runs it with its more general checks of made-up values.
 
 It runs on the planner's plans only (:mod:`toolplan.planning.graph`): a person's plan is theirs.
 """
@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from toolplan.analysis.edges import descendants
+from toolplan.validation.edges import descendants
 from toolplan.errors import ValidationIssue
 from toolplan.plan_format.plan import Plan, Step
 from toolplan.tools.catalog import ToolCatalog

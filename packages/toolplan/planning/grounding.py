@@ -35,15 +35,15 @@ takes part: each rule needs structural evidence (a dependency whose declared out
 literal, a ``dependsOn`` edge no template uses), and the request's text only excuses a literal. A hint never names a step that depends on the step it would feed (a cycle) or
 whose output does not have the argument's shape.
 
-The id-by-name check (:mod:`toolplan.analysis.id_by_name`) is the special case of an id written
+The id-by-name check (:mod:`toolplan.planning.id_by_name`) is the special case of an id written
 as the name a creating step was given; :func:`check_grounding` runs it too and reports each
 argument once. The check for a step the request never asked for
-(:mod:`toolplan.analysis.unasked`) is not part of it: it decides on the request's words, so it
+(:mod:`toolplan.planning.unasked`) is not part of it: it decides on the request's words, so it
 is a heuristic rewrite rule, off by default (:mod:`toolplan.planning.rewrites`). Both run on the
 planner's plans
 (:mod:`toolplan.planning.graph`), where the request is known and the model can fix what they
 find; a document a person submits is not checked (it is theirs, and its literals need not come
-from any text), and parametric reuse (:mod:`toolplan.analysis.reuse`) applies them to a stored
+from any text), and parametric reuse (:mod:`toolplan.planning.reuse`) applies them to a stored
 plan with the new query.
 """
 
@@ -56,8 +56,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from toolplan.analysis.edges import dependencies, descendants
-from toolplan.analysis.id_by_name import find_ids_by_name, id_kind, is_id_argument
+from toolplan.validation.edges import dependencies, descendants
+from toolplan.planning.id_by_name import find_ids_by_name, id_kind, is_id_argument
 from toolplan.errors import ValidationIssue
 from toolplan.plan_format.plan import Plan, Step
 from toolplan.plan_format.templates import contains_template, references
@@ -441,7 +441,7 @@ def check_grounding(
     plan: Plan, catalog: ToolCatalog, request: str, *, context: str | None = None
 ) -> list[ValidationIssue]:
     """One issue per argument whose literal a tool's output should supply (with the template
-    to write), ids passed by name included (:func:`~toolplan.analysis.id_by_name.check_ids_by_name`).
+    to write), ids passed by name included (:func:`~toolplan.planning.id_by_name.check_ids_by_name`).
     ``request`` is the query; ``context`` what else the planner was told (a replan's results)."""
     by_name = find_ids_by_name(plan, catalog)
     grounds = Grounds("\n".join(part for part in (request, context) if part))

@@ -15,9 +15,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from toolplan.analysis.conditions import check_text_conditions
-from toolplan.analysis.control_flow import check_control_flow, control_references
-from toolplan.analysis.types import check_template_types
+from toolplan.validation.conditions import check_text_conditions
+from toolplan.validation.control_flow import check_control_flow, control_references
+from toolplan.validation.types import check_template_types
 from toolplan.errors import PlanInvalid, ValidationIssue
 from toolplan.plan_format.json_schema import accepted_types
 from toolplan.plan_format.plan import DEFAULT_MAX_ITEMS, Plan, Step

@@ -34,7 +34,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal, Protocol, cast
 
-from toolplan.analysis.dag import Analysis
+from toolplan.validation.dag import Analysis
 from toolplan.errors import InvalidInput
 from toolplan.plan_format.plan import Plan, Step
 from toolplan.tools.catalog import ToolCatalog

@@ -22,7 +22,7 @@ the substituted plan must be in the new query (an invented temperature is in nei
 number of the stored query is in the new one only where the fixed text keeps it), a string the
 stored query holds as whole words must be in the new query too (else it is the old request's
 value, left in place), and, with the catalog, the plan must pass the planner's grounding check
-(:mod:`toolplan.analysis.grounding`) against the new query. Otherwise the query is planned anew.
+(:mod:`toolplan.planning.grounding`) against the new query. Otherwise the query is planned anew.
 
 Every plan the planner stores, and every reused plan, is indexed in the store's record collection
 :data:`INDEX` by :func:`toolplan.service.operations.store_plan` (with the slot pattern of the query, so a
@@ -38,8 +38,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from toolplan.analysis.grounding import Grounds, check_grounding, literal_numbers
-from toolplan.analysis.words import FUNCTION_WORDS
+from toolplan.planning.grounding import Grounds, check_grounding, literal_numbers
+from toolplan.planning.words import FUNCTION_WORDS
 from toolplan.errors import PlanInvalid
 from toolplan.plan_format.plan import parse_plan
 from toolplan.plan_format.templates import strings_in

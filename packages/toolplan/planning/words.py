@@ -3,8 +3,8 @@ small adverbs), shared by the rules that compare a request's words with a plan's
 
 They are English words. So they serve only where a language's words may: the heuristic
 ``unasked`` rewrite rule, off by default (:mod:`toolplan.planning.rewrites`), and the choice of
-a stored plan to reuse (:mod:`toolplan.analysis.reuse`); never a decision that a plan is
-invalid (:mod:`toolplan.analysis.grounding` uses none)."""
+a stored plan to reuse (:mod:`toolplan.planning.reuse`); never a decision that a plan is
+invalid (:mod:`toolplan.planning.grounding` uses none)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 The plan page (``/ui/plans/{planId}``) draws the DAG as inline SVG from this layout, so the
 browser only paints boxes at given places and needs no layout library. Layers come from the
-stored analysis (:class:`~toolplan.analysis.dag.Analysis`): layer ``i`` is row ``i``, top to
+stored analysis (:class:`~toolplan.validation.dag.Analysis`): layer ``i`` is row ``i``, top to
 bottom. Within a row, steps are ordered by the mean position of the steps they depend on (one
 barycenter pass, layer by layer), which untangles most crossings of a planner's small DAGs, and
 each row is centred under the widest one.

@@ -389,7 +389,7 @@ def _item_output(
     text = (step.for_each or "").strip()
     template = Template.parse(text) if text.startswith("{{") else None
     if template is None or template.is_loop or template.step not in steps:
-        return None, None  # reported by toolplan.analysis.control_flow
+        return None, None  # reported by toolplan.validation.control_flow
     output = outputs.get(template.step)
     if output is None or template.step == step.id:
         return None, None

@@ -4,7 +4,7 @@ Given several tools, a small model calls the ones the request asked for and then
 look related, with values it makes up: "run a t-test on groups A and B" also got
 ``get_personality_traits(hobby="reading")``, and a guitar's price got
 ``identify_color_rgb(color_name="white")``. Every schema accepts such a step, and it runs. The
-grounding checks (:mod:`toolplan.analysis.grounding`) do not see it: it takes nothing from
+grounding checks (:mod:`toolplan.planning.grounding`) do not see it: it takes nothing from
 another step, so there is no template to suggest.
 
 A step is *unasked* when all of these hold, each read so that a step the user asked for is
@@ -51,7 +51,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from toolplan.analysis.words import FUNCTION_WORDS
+from toolplan.planning.words import FUNCTION_WORDS
 from toolplan.errors import ValidationIssue
 from toolplan.plan_format.plan import Plan, Step
 from toolplan.plan_format.templates import contains_template, references, strings_in

@@ -4,9 +4,9 @@ A ``forEach`` step calls its tool once per item of a list; its parameters (and i
 may use ``{{$item}}``, ``{{$item.path}}`` and ``{{$index}}``. A ``when`` condition skips its
 step when falsy. Both name the steps they read through templates, and those steps become
 dependencies (:func:`control_references`). The problems found here are reported with every other
-problem of the plan by :func:`toolplan.analysis.dag.analyze`; type checks against declared
+problem of the plan by :func:`toolplan.validation.dag.analyze`; type checks against declared
 outputs (a ``forEach`` over something that is not a list, an ``$item`` path that cannot exist)
-live with the other template type checks in :mod:`toolplan.analysis.types`.
+live with the other template type checks in :mod:`toolplan.validation.types`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Conditions on a value that is not a yes/no.
 
 **Text, for every plan** (:func:`check_text_conditions`, part of
-:func:`toolplan.analysis.dag.analyze`): a ``when`` on a declared string is refused before anything
+:func:`toolplan.validation.dag.analyze`): a ``when`` on a declared string is refused before anything
 runs. Text is never read as true or false at run time (the step is skipped, reason
 ``condition-not-boolean``: :func:`toolplan.engine.items.condition_holds`), because a tool that
 answers ``"false"`` or ``"no"`` in text, as MCP tools do, would otherwise let a guarded side effect
@@ -14,15 +14,15 @@ that compares. So the planner refuses a ``when`` on a declared number or string,
 message that says to compare first; lists, objects, booleans and values of unknown type pass.
 Hand-written plans are not checked for numbers: a person who conditions on a count ("if any
 errors") means it. Only the planner runs that check, as it runs
-:mod:`toolplan.analysis.grounding`.
+:mod:`toolplan.planning.grounding`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from toolplan.analysis.control_flow import whole_template
-from toolplan.analysis.types import declared_schema, schema_kind
+from toolplan.validation.control_flow import whole_template
+from toolplan.validation.types import declared_schema, schema_kind
 from toolplan.errors import ValidationIssue
 from toolplan.plan_format.plan import Plan, Step
 from toolplan.plan_format.templates import Template

@@ -1,7 +1,7 @@
 """A plan's dependency edges as the planner's checks walk them: what a step depends on (its
 ``dependsOn``, then the steps its templates name) and what depends on it, directly or not.
 
-The validator (:mod:`toolplan.analysis.dag`) builds the DAG itself, with every problem reported;
+The validator (:mod:`toolplan.validation.dag`) builds the DAG itself, with every problem reported;
 these run after it, on a valid plan, to keep a repair hint from naming a step downstream of the
 one it would feed (a cycle).
 """
