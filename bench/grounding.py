@@ -35,10 +35,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.bfcl.data import AST_CATEGORIES
-from toolplan.planning.grounding import Grounds, check_grounding, literal_numbers
-from toolplan.planning.batches import batch_items
-from toolplan.planning.unstated import drop_unstated
 from toolplan.plan_format.plan import Plan, parse_plan
+from toolplan.planning.batches import batch_items
+from toolplan.planning.grounding import Grounds, check_grounding, literal_numbers
+from toolplan.planning.unstated import drop_unstated
 from toolplan.tools.catalog import ToolCatalog
 
 __all__ = ["BFCL_CATEGORIES", "OWN", "bfcl_plan", "main", "measure_bfcl", "measure_own"]

@@ -333,12 +333,12 @@ HELD_OUT: list[tuple[str, str, dict[str, Any], str, dict[str, str] | None]] = [
 
 def held_out() -> dict[str, Any]:
     """Run :data:`HELD_OUT` through :func:`toolplan.planning.reuse.match_plan` and the validator."""
-    from toolplan.validation import analyze
     from toolplan.config import Settings
     from toolplan.errors import PlanInvalid
     from toolplan.plan_format.plan import load_plan
     from toolplan.store.protocol import PlanRecord
     from toolplan.tools.loading import load_catalog
+    from toolplan.validation import analyze
 
     catalog = load_catalog(Settings.from_env({}))
     rows: list[dict[str, Any]] = []

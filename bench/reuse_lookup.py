@@ -1,8 +1,8 @@
 """What a plan-reuse lookup costs as the index grows: ``python -m bench.reuse_lookup [--json]``.
 
-Fills a store's plan index (:data:`toolplan.planning.reuse.INDEX`) with ``--sizes`` plans (default 300,
+Fills a store's plan index (:data:`toolplan.service.plan_index.INDEX`) with ``--sizes`` plans (default 300,
 3,000) of one catalog, each a real plan stored through :func:`toolplan.service.operations.submit_plan`
-and indexed by :func:`toolplan.planning.reuse.index_plan`, for queries of many shapes: 48 phrasings
+and indexed by :func:`toolplan.service.plan_index.index_plan`, for queries of many shapes: 48 phrasings
 ("Compare the weather in {a} and {b}", "Contrast the forecast for {a} and {b}", ...) times a
 ticket number after the cities, so prefixes repeat and whole patterns do not. Then it times
 :func:`toolplan.planning.reuse.find_reusable` (median of ``--repeats`` lookups each):
@@ -76,8 +76,8 @@ def _median_ms(call: Callable[[], Any], repeats: int) -> float:
 
 
 def _fill(store: Store, catalog: Any, start: int, stop: int) -> None:
-    from toolplan.planning.reuse import index_plan
     from toolplan.service.operations import submit_plan
+    from toolplan.service.plan_index import index_plan
 
     for i in range(start, stop):
         a, b = _cities(i)
@@ -91,9 +91,9 @@ def _fill(store: Store, catalog: Any, start: int, stop: int) -> None:
 
 def _execute(store: Store, catalog: Any, query: str, a: str, b: str) -> None:
     """Store, index and run one plan, so a lookup has a succeeded plan to find."""
-    from toolplan.planning.reuse import index_plan
     from toolplan.runs.context import ExecutionContext
     from toolplan.service.operations import execute_stored_plan, submit_plan
+    from toolplan.service.plan_index import index_plan
 
     ref = submit_plan(
         comparison_plan(a, b), store=store, catalog=catalog, query=query, max_steps=10

@@ -24,10 +24,10 @@ from typing import Any
 from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
 
-from toolplan.runs.context import ExecutionContext
-from toolplan.runs.graph import build_execution_graph
 from toolplan.planning.context import PlannerContext
 from toolplan.planning.graph import build_planning_graph
+from toolplan.runs.context import ExecutionContext
+from toolplan.runs.graph import build_execution_graph
 
 
 class AppState(TypedDict, total=False):

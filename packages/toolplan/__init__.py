@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     )
     from toolplan.adapters.plan_tool import plan_tool
     from toolplan.agent.loop import AgentOutcome
-    from toolplan.validation import Analysis
     from toolplan.client import Toolplan
     from toolplan.engine.policies import ExecutionOptions, RetryPolicy
     from toolplan.engine.recorder import StepEvent
@@ -44,11 +43,12 @@ if TYPE_CHECKING:
         ToolplanError,
         Unavailable,
     )
-    from toolplan.planning.planner import PlanningOutcome
     from toolplan.plan_format.plan import Plan, Step, load_plan
+    from toolplan.planning.planner import PlanningOutcome
     from toolplan.service.operations import PlanRef
     from toolplan.store import Store, open_store
     from toolplan.tools import ToolCatalog, load_tool_modules, tagged
+    from toolplan.validation import Analysis
 
 __version__ = "0.1.0"
 

@@ -19,27 +19,27 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolplan._client_parts import ClientParts
-from toolplan.validation import Analysis, analyze
-from toolplan.planning.reuse import ReuseMode
+from toolplan.config.settings import ReuseMode
 from toolplan.engine.policies import ExecutionOptions
 from toolplan.engine.recorder import EventListener
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import ExecutionBusy, NotFound
+from toolplan.plan_format.plan import Plan, load_plan
 from toolplan.runs.cancel import DEFAULT_CANCEL_WAIT
 from toolplan.runs.context import ExecutionContext
-from toolplan.plan_format.plan import Plan, load_plan
 from toolplan.service import operations
 from toolplan.service.operations import PlanRef
 from toolplan.store.lookup import find_plan
 from toolplan.store.protocol import ExecutionRecord, PlanPage, PlanRecord, StepRecord, Store
 from toolplan.tools.catalog import ToolCatalog, ToolInfo
+from toolplan.validation import Analysis, analyze
 
 if TYPE_CHECKING:
     from toolplan.agent.loop import AgentOutcome
-    from toolplan.service.diagram import DiagramFormat
     from toolplan.pipeline.flow import Planned, PlanSource, ReviewPolicy, RunOutcome
     from toolplan.planning.planner import PlanningOutcome
     from toolplan.planning.progress import PlanningListener
+    from toolplan.service.diagram import DiagramFormat
     from toolplan.tools.sources import ToolSources
 
 __all__ = ["DECLINED_AT_PROMPT", "Asker", "Document", "Toolplan"]
@@ -136,8 +136,8 @@ class Toolplan(ClientParts):
         """Plan ``query`` with the model in one round-trip (plus bounded repairs), validate and
         store it; ``context`` is more for the planner after the query (a replan's);
         ``on_planning`` is told what planning is doing (``planning with MODEL…``, repairs)."""
-        from toolplan.planning.planner import create_plan
         from toolplan.plan_format.limits import check_text
+        from toolplan.planning.planner import create_plan
 
         check_text(query, "the query", self.settings.limits)  # before any model setup
         planner = await asyncio.to_thread(
@@ -418,8 +418,8 @@ class Toolplan(ClientParts):
     def diagram(self, plan_id: str, *, kind: DiagramFormat = "mermaid") -> str:
         """A stored plan's DAG with each step's state, as Mermaid or Graphviz DOT text
         (``toolplan show PLAN_ID --graph mermaid|dot``)."""
-        from toolplan.service.diagram import described_diagram
         from toolplan.plan_format.ids import require_id
+        from toolplan.service.diagram import described_diagram
 
         require_id(plan_id, "plan")
         return described_diagram(operations.describe(self.store, plan_id), kind=kind)

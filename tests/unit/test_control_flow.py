@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 
-from toolplan.validation import analyze
 from toolplan.engine.items import item_list
 from toolplan.errors import PlanInvalid, TemplateError
 from toolplan.plan_format.plan import Not, Step, parse_plan
 from toolplan.plan_format.templates import Template, references, resolve
 from toolplan.tools import load_tool_modules
+from toolplan.validation import analyze
 
 CATALOG = load_tool_modules(["blog", "metrics", "weather"])
 

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from tests.support import tools as test_tools
-from toolplan.planning.reuse import find_reusable
-from toolplan.runs.context import ExecutionContext
 from toolplan.pipeline.flow import FromQuery, _reuse
 from toolplan.plan_format.limits import InputLimits
+from toolplan.planning.reuse import find_reusable
+from toolplan.runs.context import ExecutionContext
 from toolplan.service.operations import execute_stored_plan, submit_plan
 from toolplan.store.sqlite import SqliteStore
 from toolplan.tools import ToolCatalog

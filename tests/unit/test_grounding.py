@@ -10,13 +10,13 @@ import pytest
 from langchain_core.tools import tool
 from typing_extensions import TypedDict
 
+from toolplan.builtin_tools import blog, metrics, weather
+from toolplan.plan_format.plan import parse_plan
 from toolplan.planning.grounding import Grounds, check_grounding
 from toolplan.planning.id_by_name import check_ids_by_name
 from toolplan.planning.reuse import match_plan
-from toolplan.plan_format.plan import parse_plan
 from toolplan.store.protocol import PlanRecord
 from toolplan.tools.catalog import ToolCatalog
-from toolplan.builtin_tools import blog, metrics, weather
 
 CATALOG = ToolCatalog([*weather.TOOLS, *metrics.TOOLS, *blog.TOOLS])
 BERLIN_MADRID = "What's the weather in Berlin and Madrid, and which one is warmer?"

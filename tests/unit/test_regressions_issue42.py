@@ -18,8 +18,8 @@ from toolplan.engine.items import unfinished_items
 from toolplan.engine.policies import ExecutionOptions
 from toolplan.engine.scheduler import Slots, StepOutcome, schedule
 from toolplan.engine.timeouts import EffectiveTimeout
-from toolplan.planning.duplicates import merge_duplicates
 from toolplan.plan_format.plan import Step, parse_plan
+from toolplan.planning.duplicates import merge_duplicates
 from toolplan.store.protocol import ItemRecord
 from toolplan.tools import ToolCatalog
 

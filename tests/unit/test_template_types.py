@@ -10,12 +10,12 @@ from langchain_core.tools import tool
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
-from toolplan.validation import analyze
 from toolplan.errors import PlanInvalid
 from toolplan.plan_format.plan import parse_plan
 from toolplan.tools import load_tool_modules
 from toolplan.tools.catalog import ToolCatalog, tagged
 from toolplan.tools.returns import compact_shape, returns_schema, shown_shape
+from toolplan.validation import analyze
 
 CATALOG = load_tool_modules(["blog", "metrics", "weather"])
 

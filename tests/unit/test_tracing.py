@@ -22,8 +22,8 @@ from toolplan.engine.recorder import StepEvent
 from toolplan.engine.result import ExecutionResult
 from toolplan.engine.tracing import SpanHandle, with_step_spans
 from toolplan.errors import LLMUnavailable
-from toolplan.runs.runner import ExecutionContext
 from toolplan.planning.call import ModelCall, StructuredRequest, call_model
+from toolplan.runs.runner import ExecutionContext
 from toolplan.service.operations import execute_stored_plan, submit_plan
 from toolplan.store.sqlite import SqliteStore
 from toolplan.tools import load_tool_modules

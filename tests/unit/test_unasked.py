@@ -10,10 +10,10 @@ import pytest
 from langchain_core.tools import tool
 from pydantic import BaseModel, Field
 
-from toolplan.planning.grounding import check_grounding
-from toolplan.planning.unasked import check_unasked, drop_unasked, mentions
 from toolplan.errors import ValidationIssue
 from toolplan.plan_format.plan import parse_plan
+from toolplan.planning.grounding import check_grounding
+from toolplan.planning.unasked import check_unasked, drop_unasked, mentions
 from toolplan.tools.catalog import ToolCatalog
 
 TTEST = (

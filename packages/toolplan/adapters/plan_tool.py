@@ -28,9 +28,9 @@ from toolplan.config import Settings
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import InvalidInput, PlanInvalid, ToolplanError, ValidationIssue
 from toolplan.pipeline.flow import FromDocument
+from toolplan.plan_format.limits import InputLimits, check_json, parse_json_text
 from toolplan.planning.parsing import to_plan_data
 from toolplan.planning.prompts import load_prompt
-from toolplan.plan_format.limits import InputLimits, check_json, parse_json_text
 from toolplan.service.wiring import resolve_catalog
 from toolplan.store import Store
 from toolplan.store.protocol import StepRecord

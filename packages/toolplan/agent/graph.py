@@ -42,14 +42,14 @@ from pydantic.json_schema import SkipJsonSchema
 from typing_extensions import TypedDict
 
 from toolplan.agent.respond import DEFAULT_RESPOND_BUDGET, decide, replan_context
-from toolplan.planning.reuse import ReuseMode
+from toolplan.config.settings import ReuseMode
 from toolplan.engine.result import ExecutionResult
-from toolplan.runs.context import ExecutionContext
-from toolplan.runs.graph import DECIDED, approval_node, bind_context, context_resolver
 from toolplan.pipeline.flow import FromQuery, Planned, execute_planned, obtain_plan
 from toolplan.planning.context import PlannerContext
 from toolplan.planning.planner import PlanDeclined
 from toolplan.planning.prompts import load_prompt
+from toolplan.runs.context import ExecutionContext
+from toolplan.runs.graph import DECIDED, approval_node, bind_context, context_resolver
 from toolplan.service.operations import ANSWERS, PlanRef
 from toolplan.store.lookup import find_plan
 

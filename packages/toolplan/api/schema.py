@@ -16,8 +16,6 @@ from strawberry.scalars import JSON
 from strawberry.types.execution import ExecutionContext as StrawberryExecutionContext
 
 from toolplan.api.context import ApiContext
-from toolplan.api.request_limits import limit_extensions
-from toolplan.api.settings import ApiSettings
 from toolplan.api.graphql_types import (
     ExecutionType,
     PlanListType,
@@ -29,11 +27,13 @@ from toolplan.api.graphql_types import (
     StepEventType,
     ToolType,
 )
+from toolplan.api.request_limits import limit_extensions
+from toolplan.api.settings import ApiSettings
 from toolplan.errors import ExecutionBusy, InvalidInput, PlanInvalid, ValidationIssue
-from toolplan.runs import approvals
-from toolplan.runs.events import watch_step_events
 from toolplan.plan_format.ids import require_id
 from toolplan.plan_format.limits import check_text
+from toolplan.runs import approvals
+from toolplan.runs.events import watch_step_events
 from toolplan.service import operations
 from toolplan.service.listing import DEFAULT_LIMIT, page_json, recent_plans
 

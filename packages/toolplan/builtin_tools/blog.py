@@ -12,8 +12,8 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import ToolException, tool
 from typing_extensions import TypedDict
 
-from toolplan.tools.catalog import tagged
 from toolplan.builtin_tools._records import records_for
+from toolplan.tools.catalog import tagged
 
 __all__ = ["TOOLS"]
 

@@ -16,13 +16,11 @@ from pydantic import Field, field_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
 
 from toolplan._caches import clear_caches, register_cache
-from toolplan.validation import DEFAULT_MAX_STEPS
-from toolplan.service.estimates import EstimateSettings
-from toolplan.planning.reuse import ReuseMode, reuse_mode
 from toolplan.config.environment import Variables
 from toolplan.engine.policies import ExecutionOptions, RetryPolicy, TimeoutPolicy
 from toolplan.errors import InvalidInput
 from toolplan.plan_format.limits import InputLimits
+from toolplan.plan_format.plan import DEFAULT_MAX_STEPS
 from toolplan.store import DEFAULT_STORE_URI
 
 if TYPE_CHECKING:
@@ -32,8 +30,10 @@ __all__ = [
     "DEFAULT_MODEL",
     "DEFAULT_TOOL_MODULES",
     "DEFAULT_TYPED_SCHEMA_MAX_TOOLS",
+    "EstimateSettings",
     "PlannerRewrites",
     "PlannerSettings",
+    "ReuseMode",
     "Settings",
     "StructuredMethod",
     "TemporalSettings",
@@ -63,8 +63,35 @@ PlannerRewrites = Literal["format", "all", "none"]
 ``format`` (the default) only those that change no meaning (a fence around the JSON, ``null`` for
 an optional argument); ``all`` the heuristic ones too (they drop, merge, batch or rewrite steps and
 values); ``none`` not even the format ones: the plan is validated as the model wrote it."""
+ReuseMode = Literal["off", "exact", "parametric"]
+"""Plan reuse before planning a query (:mod:`toolplan.planning.reuse`): ``off``, ``exact`` (the
+same query) or ``parametric`` (the same text with other values)."""
 PlanReuse = ReuseMode
-"""Plan reuse before planning a query (:mod:`toolplan.planning.reuse`)."""
+REUSE_MODES: tuple[str, ...] = ("off", "exact", "parametric")
+DEFAULT_ESTIMATE_MS = 1000.0
+
+
+def reuse_mode(value: str | None, default: ReuseMode = "exact") -> ReuseMode:
+    """``TOOLPLAN_PLAN_REUSE``'s mode (``off``, ``exact`` or ``parametric``)."""
+    if value is None or not value.strip():
+        return default
+    mode = value.strip().lower()
+    if mode not in REUSE_MODES:
+        raise InvalidInput(f"TOOLPLAN_PLAN_REUSE must be off, exact or parametric, not {value!r}")
+    return "off" if mode == "off" else "exact" if mode == "exact" else "parametric"
+
+
+@dataclass(frozen=True)
+class EstimateSettings:
+    """How plans are estimated (:mod:`toolplan.service.estimates`)."""
+
+    default_ms: float = DEFAULT_ESTIMATE_MS
+    """Milliseconds a call of a tool never observed is assumed to take
+    (``TOOLPLAN_ESTIMATE_DEFAULT_MS``)."""
+    prices_file: str | None = None
+    """The price table (``TOOLPLAN_PRICES``); ``None``: planning calls are not priced."""
+    concurrency: int = 10
+    """Steps running at once (``TOOLPLAN_CONCURRENCY``, ``--concurrency``)."""
 
 
 _Limit = Annotated[int, Field(ge=1)]
@@ -346,7 +373,7 @@ class Settings:
     (seconds a read-only tool's result is reused), the adaptive timeouts
     (:class:`~toolplan.engine.policies.TimeoutPolicy`): ``TOOLPLAN_ADAPTIVE_TIMEOUTS``,
     ``TOOLPLAN_TIMEOUT_MIN_OBSERVATIONS``, ``TOOLPLAN_TIMEOUT_FACTOR``,
-    ``TOOLPLAN_TIMEOUT_HISTORY``, plan estimates (:class:`~toolplan.service.estimates.EstimateSettings`):
+    ``TOOLPLAN_TIMEOUT_HISTORY``, plan estimates (:class:`EstimateSettings`):
     ``TOOLPLAN_ESTIMATE_DEFAULT_MS``, ``TOOLPLAN_PRICES``, and the planner's
     (:class:`PlannerSettings`): ``TOOLPLAN_MODEL``, ``TOOLPLAN_MAX_REPAIRS``,
     ``TOOLPLAN_CONFIDENCE_THRESHOLD``, ``TOOLPLAN_STRUCTURED_METHOD``, ``TOOLPLAN_LLM_TIMEOUT``,

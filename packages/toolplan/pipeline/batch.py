@@ -25,12 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolplan.planning.reuse import ReuseMode
+from toolplan.config.settings import ReuseMode
 from toolplan.errors import InvalidInput, ToolplanError
-from toolplan.runs.runner import ExecutionContext
 from toolplan.pipeline.flow import FromQuery, Planned, obtain_plan, plan_then_execute
 from toolplan.planning.context import PlannerContext
 from toolplan.planning.planner import PlanDeclined, PlanningFailed
+from toolplan.runs.runner import ExecutionContext
 
 __all__ = [
     "BatchItem",

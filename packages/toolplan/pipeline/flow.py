@@ -20,14 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from toolplan.service.estimates import EstimateSettings
-from toolplan.planning.reuse import ReuseMode, find_reusable
+from toolplan.config.settings import EstimateSettings, ReuseMode
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import InvalidInput, PlanInvalid
-from toolplan.runs.runner import ExecutionContext
 from toolplan.plan_format.limits import InputLimits, check_text
 from toolplan.plan_format.meta import caller_meta
 from toolplan.plan_format.plan import DEFAULT_MAX_ITEMS, Plan
+from toolplan.planning.reuse import find_reusable
+from toolplan.runs.runner import ExecutionContext
 from toolplan.service.operations import PlanRef, execute_stored_plan, submit_plan
 from toolplan.store.lookup import require_approval
 from toolplan.store.protocol import Store

@@ -24,6 +24,7 @@ from toolplan.plan_format.limits import InputLimits, check_json, decode_utf8, pa
 
 __all__ = [
     "DEFAULT_MAX_ITEMS",
+    "DEFAULT_MAX_STEPS",
     "PYTHON_PLAN_SUFFIX",
     "Fallback",
     "Not",
@@ -36,6 +37,8 @@ __all__ = [
 DEFAULT_MAX_ITEMS = 100
 """The longest ``forEach`` list a step may run over when it sets no ``maxItems``
 (``TOOLPLAN_MAX_ITEMS`` changes it for a run)."""
+DEFAULT_MAX_STEPS = 50
+"""The most steps a plan may have (``TOOLPLAN_MAX_STEPS`` changes it)."""
 
 PYTHON_PLAN_SUFFIX = ".py"
 """A plan file whose name ends so holds Python statements (read, never run); any other, JSON."""

@@ -41,9 +41,9 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from toolplan.planning.duplicates import renamed_ids
 from toolplan.plan_format.json_schema import inline_refs
 from toolplan.plan_format.templates import contains_template, references
+from toolplan.planning.duplicates import renamed_ids
 from toolplan.tools.catalog import ToolCatalog
 
 __all__ = ["batch_items"]

@@ -45,19 +45,18 @@ from pydantic.json_schema import SkipJsonSchema
 from typing_extensions import TypedDict
 
 from toolplan._caches import register_cache
-from toolplan.validation import Analysis, analyze
-from toolplan.validation.conditions import check_conditions
-from toolplan.planning.grounding import check_grounding
-from toolplan.planning.unasked import check_unasked, drop_unasked
 from toolplan.config import PlannerSettings
 from toolplan.engine.approval import gated_tool_named
 from toolplan.engine.cache import read_only_tool
 from toolplan.errors import InvalidInput, PlanInvalid, ValidationIssue
-from toolplan.runs.graph import bind_context, context_resolver
+from toolplan.plan_format.limits import check_json
+from toolplan.plan_format.meta import caller_meta
+from toolplan.plan_format.plan import Plan, parse_plan
 from toolplan.planning.call import StructuredRequest, call_model
 from toolplan.planning.context import PlannerContext
 from toolplan.planning.duplicates import merge_duplicates
 from toolplan.planning.fixes import apply_fixes
+from toolplan.planning.grounding import check_grounding
 from toolplan.planning.llm_errors import LLMOutputRepeating
 from toolplan.planning.parsing import PlanReading, message_payload, read_plan
 from toolplan.planning.progress import PlanningEvent, PlanningEventKind, notify
@@ -78,10 +77,11 @@ from toolplan.planning.schema import (
     PlanSchema,
 )
 from toolplan.planning.streaming import AnswerStream
-from toolplan.plan_format.limits import check_json
-from toolplan.plan_format.meta import caller_meta
-from toolplan.plan_format.plan import Plan, parse_plan
+from toolplan.planning.unasked import check_unasked, drop_unasked
+from toolplan.runs.graph import bind_context, context_resolver
 from toolplan.service.operations import plan_estimator, store_plan
+from toolplan.validation import Analysis, analyze
+from toolplan.validation.conditions import check_conditions
 
 __all__ = [
     "PlannerContext",

@@ -56,13 +56,13 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from toolplan.validation.edges import dependencies, descendants
-from toolplan.planning.id_by_name import find_ids_by_name, id_kind, is_id_argument
 from toolplan.errors import ValidationIssue
 from toolplan.plan_format.plan import Plan, Step
 from toolplan.plan_format.templates import contains_template, references
+from toolplan.planning.id_by_name import find_ids_by_name, id_kind, is_id_argument
 from toolplan.tools.catalog import ToolCatalog
 from toolplan.tools.returns import compact_shape
+from toolplan.validation.edges import dependencies, descendants
 
 __all__ = ["Grounds", "check_grounding", "literal_numbers"]
 

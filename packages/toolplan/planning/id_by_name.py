@@ -27,10 +27,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from toolplan.validation.edges import descendants
 from toolplan.errors import ValidationIssue
 from toolplan.plan_format.plan import Plan, Step
 from toolplan.tools.catalog import ToolCatalog
+from toolplan.validation.edges import descendants
 
 __all__ = ["IdByName", "check_ids_by_name", "find_ids_by_name", "id_kind", "is_id_argument"]
 

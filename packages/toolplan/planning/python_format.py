@@ -22,8 +22,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from toolplan.errors import PlanInvalid, ValidationIssue
-from toolplan.planning.parsing import PlanReading
 from toolplan.plan_format.python_plan import parse_python_plan
+from toolplan.planning.parsing import PlanReading
 from toolplan.tools.catalog import ToolCatalog, ToolInfo
 from toolplan.tools.returns import shown_shape
 

@@ -28,10 +28,10 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from toolplan.validation.dag import STEP_ID_PATTERN
 from toolplan.config import DEFAULT_TYPED_SCHEMA_MAX_TOOLS
 from toolplan.plan_format.json_schema import inline_refs
 from toolplan.tools.catalog import ToolCatalog, ToolInfo
+from toolplan.validation.dag import STEP_ID_PATTERN
 
 __all__ = [
     "DEFAULT_TYPED_SCHEMA_MAX_TOOLS",

@@ -51,10 +51,10 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from toolplan.planning.words import FUNCTION_WORDS
 from toolplan.errors import ValidationIssue
 from toolplan.plan_format.plan import Plan, Step
 from toolplan.plan_format.templates import contains_template, references, strings_in
+from toolplan.planning.words import FUNCTION_WORDS
 from toolplan.tools.catalog import ToolCatalog, ToolInfo
 
 __all__ = ["asks_for_tool", "check_unasked", "drop_unasked", "latin_script", "mentions"]

@@ -42,9 +42,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from toolplan.planning.unasked import latin_script, mentions
 from toolplan.plan_format.json_schema import inline_refs
 from toolplan.plan_format.templates import contains_template
+from toolplan.planning.unasked import latin_script, mentions
 from toolplan.tools.catalog import ToolCatalog
 
 __all__ = ["drop_unstated"]

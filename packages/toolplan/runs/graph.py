@@ -44,10 +44,10 @@ from toolplan.engine.observers import BestEffort
 from toolplan.engine.recorder import EventListener, StepEvent
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import InvalidInput
+from toolplan.plan_format.limits import InputLimits
 from toolplan.runs.backend import backend_of
 from toolplan.runs.context import ExecutionContext
 from toolplan.runs.interrupts import ask_for_approval
-from toolplan.plan_format.limits import InputLimits
 from toolplan.store.lookup import find_plan, require_approval
 from toolplan.store.protocol import (
     TERMINAL_EXECUTION_STATUSES,

@@ -25,8 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import InvalidInput
-from toolplan.runs.approvals import approve_steps, deny_step
 from toolplan.plan_format.limits import InputLimits, check_text
+from toolplan.runs.approvals import approve_steps, deny_step
 from toolplan.store.lookup import find_plan
 from toolplan.store.protocol import Store
 

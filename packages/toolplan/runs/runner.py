@@ -26,7 +26,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from toolplan.validation import Analysis, check_tools
 from toolplan.engine.effects import EarlierEffect, earlier_effects
 from toolplan.engine.inputs import MemoryInputs, stored_outputs
 from toolplan.engine.recorder import Recorder
@@ -36,10 +35,10 @@ from toolplan.engine.step import StepRunner
 from toolplan.engine.timeouts import EffectiveTimeout, read_step_timeouts
 from toolplan.engine.tracing import execution_span, record_execution, with_step_spans
 from toolplan.errors import ExecutionBusy
+from toolplan.plan_format.plan import Plan, parse_plan
 from toolplan.runs.cancel import end_cancelled, run_until_cancelled
 from toolplan.runs.context import ExecutionContext, new_worker_id
 from toolplan.runs.lease import take_lease, while_holding
-from toolplan.plan_format.plan import Plan, parse_plan
 from toolplan.store.protocol import (
     TERMINAL_EXECUTION_STATUSES,
     Decision,
@@ -52,6 +51,7 @@ from toolplan.store.protocol import (
     utc_now,
 )
 from toolplan.tools.catalog import ToolCatalog
+from toolplan.validation import Analysis, check_tools
 
 __all__ = [
     "ExecutionBusy",

@@ -34,16 +34,16 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal, Protocol, cast
 
-from toolplan.validation.dag import Analysis
+from toolplan.config.settings import EstimateSettings
 from toolplan.errors import InvalidInput
 from toolplan.plan_format.plan import Plan, Step
 from toolplan.tools.catalog import ToolCatalog
+from toolplan.validation.dag import Analysis
 
 __all__ = [
     "COST_METADATA_KEY",
     "Estimate",
     "EstimateBasis",
-    "EstimateSettings",
     "ModelPrice",
     "estimate_plan",
     "load_prices",
@@ -66,7 +66,6 @@ call)."""
 COST_METADATA_KEY = "cost_usd"
 """Where ``tagged(tool, cost_usd=...)`` keeps a tool's cost per call, in ``tool.metadata``."""
 
-DEFAULT_ESTIMATE_MS = 1000.0
 HISTORY = 100
 """Latest observed durations per tool the estimate averages."""
 
@@ -103,19 +102,6 @@ class ModelPrice:
     output: float
     cached_input: float | None = None
     """Prompt tokens read from the provider's cache; the input price when not given."""
-
-
-@dataclass(frozen=True)
-class EstimateSettings:
-    """How plans are estimated (read by :class:`toolplan.config.Settings`)."""
-
-    default_ms: float = DEFAULT_ESTIMATE_MS
-    """Milliseconds a call of a tool never observed is assumed to take
-    (``TOOLPLAN_ESTIMATE_DEFAULT_MS``)."""
-    prices_file: str | None = None
-    """The price table (``TOOLPLAN_PRICES``); ``None``: planning calls are not priced."""
-    concurrency: int = 10
-    """Steps running at once (``TOOLPLAN_CONCURRENCY``, ``--concurrency``)."""
 
 
 def load_prices(path: str) -> dict[str, ModelPrice]:

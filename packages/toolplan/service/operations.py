@@ -17,19 +17,19 @@ from pathlib import Path
 from typing import Any
 
 from toolplan._caches import register_cache
-from toolplan.validation import Analysis, analyze, check_tools
-from toolplan.service.estimates import Estimate, EstimateSettings, estimate_plan
-from toolplan.planning.reuse import index_plan
+from toolplan.config.settings import EstimateSettings
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import ExecutionGone, InvalidInput, StoreUnavailable, Unavailable
-from toolplan.runs.backend import DetachedBackend, backend_of
-from toolplan.runs.cancel import DEFAULT_CANCEL_WAIT, request_cancel
-from toolplan.runs.context import ExecutionBackend, ExecutionContext, WakeableBackend
-from toolplan.runs.queue import enqueue_plan
 from toolplan.plan_format.ids import is_valid_id, new_id, require_id
 from toolplan.plan_format.limits import InputLimits, check_text
 from toolplan.plan_format.meta import ESTIMATE_KEY, TOOL_SOURCES_KEY, VERSION_KEY, caller_meta
 from toolplan.plan_format.plan import DEFAULT_MAX_ITEMS, Plan, Step, load_plan, parse_plan
+from toolplan.runs.backend import DetachedBackend, backend_of
+from toolplan.runs.cancel import DEFAULT_CANCEL_WAIT, request_cancel
+from toolplan.runs.context import ExecutionBackend, ExecutionContext, WakeableBackend
+from toolplan.runs.queue import enqueue_plan
+from toolplan.service.estimates import Estimate, estimate_plan
+from toolplan.service.plan_index import index_plan
 from toolplan.store.lookup import find_plan, find_request, require_approval
 from toolplan.store.protocol import (
     TERMINAL_EXECUTION_STATUSES,
@@ -41,6 +41,7 @@ from toolplan.store.protocol import (
     utc_now,
 )
 from toolplan.tools.catalog import ToolCatalog, ToolInfo
+from toolplan.validation import Analysis, analyze, check_tools
 
 __all__ = [
     "PlanRef",
@@ -185,7 +186,7 @@ def store_plan(
     yet is created under it with ``query``.
 
     With ``reusable`` (a plan the planner made for ``query``, or one reused for it), the plan
-    is also indexed for plan reuse (:func:`toolplan.planning.reuse.index_plan`), whichever entry point
+    is also indexed for plan reuse (:func:`toolplan.service.plan_index.index_plan`), whichever entry point
     stored it (``toolplan run``/``plan``, ``createPlanWithRequestId``, :func:`toolplan.create_plan`):
     a later query may reuse it once its last execution succeeded. A document the caller wrote
     is not indexed: its query is a label, not what a planner answered.

@@ -12,11 +12,11 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, get_args
 
-from toolplan.service.diagram import STATE_COLOURS
-from toolplan.service.layout import layout
 from toolplan.errors import InvalidInput, NotFound
 from toolplan.plan_format.ids import require_id
 from toolplan.plan_format.meta import VERSION_KEY
+from toolplan.service.diagram import STATE_COLOURS
+from toolplan.service.layout import layout
 from toolplan.service.listing import MAX_LIMIT
 from toolplan.service.operations import describe
 from toolplan.store.protocol import StepStatus, Store

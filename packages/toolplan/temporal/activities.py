@@ -47,10 +47,10 @@ from toolplan.engine.step import AttemptFailed, StepRunner
 from toolplan.engine.timeouts import EffectiveTimeout, load_step_timeouts
 from toolplan.engine.tracing import StepSpans
 from toolplan.errors import ExecutionBusy, InvalidInput, ToolsUnavailable, Unavailable
+from toolplan.plan_format.plan import Plan, parse_plan
 from toolplan.runs.cancel import end_cancelled
 from toolplan.runs.lease import acquire_lease
 from toolplan.runs.runner import ResumeState, finish_execution, start_execution
-from toolplan.plan_format.plan import Plan, parse_plan
 from toolplan.store.lookup import find_plan
 from toolplan.store.protocol import (
     TERMINAL_EXECUTION_STATUSES,

@@ -21,12 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from toolplan.validation.control_flow import whole_template
-from toolplan.validation.types import declared_schema, schema_kind
 from toolplan.errors import ValidationIssue
 from toolplan.plan_format.plan import Plan, Step
 from toolplan.plan_format.templates import Template
 from toolplan.tools.catalog import ToolCatalog
+from toolplan.validation.control_flow import whole_template
+from toolplan.validation.types import declared_schema, schema_kind
 
 __all__ = ["check_conditions", "check_text_conditions"]
 

@@ -15,12 +15,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from toolplan.validation.conditions import check_text_conditions
-from toolplan.validation.control_flow import check_control_flow, control_references
-from toolplan.validation.types import check_template_types
 from toolplan.errors import PlanInvalid, ValidationIssue
 from toolplan.plan_format.json_schema import accepted_types
-from toolplan.plan_format.plan import DEFAULT_MAX_ITEMS, Plan, Step
+from toolplan.plan_format.plan import DEFAULT_MAX_ITEMS, DEFAULT_MAX_STEPS, Plan, Step
 from toolplan.plan_format.templates import (
     Template,
     contains_template,
@@ -28,6 +25,9 @@ from toolplan.plan_format.templates import (
     malformed_templates,
 )
 from toolplan.tools.catalog import RESERVED_TOOL_NAMES, ToolCatalog
+from toolplan.validation.conditions import check_text_conditions
+from toolplan.validation.control_flow import check_control_flow, control_references
+from toolplan.validation.types import check_template_types
 
 __all__ = [
     "DEFAULT_MAX_STEPS",
@@ -39,7 +39,6 @@ __all__ = [
     "check_tools",
 ]
 
-DEFAULT_MAX_STEPS = 50
 MAX_LISTED_PROBLEMS = 25
 """The most problems a refusal lists; the rest are counted ("and N more"). A plan at the step
 limit with a few problems per step stays readable, and a hostile one stays short."""
