@@ -276,7 +276,7 @@ def test_a_for_each_step_output_is_a_list_of_item_outputs() -> None:
 
 
 def test_a_condition_on_a_number_or_text_is_refused_for_planner_plans() -> None:
-    from toolplan.validation.conditions import check_conditions
+    from toolplan.planning.number_conditions import check_conditions
 
     cpu = {"id": "cpu", "tool": "query_metric", "parameters": {"name": "cpu_usage"}}
     draft = {"id": "draft", "tool": "createDraft", "parameters": {"title": "t", "content": "c"}}

@@ -58,6 +58,7 @@ from toolplan.planning.duplicates import merge_duplicates
 from toolplan.planning.fixes import apply_fixes
 from toolplan.planning.grounding import check_grounding
 from toolplan.planning.llm_errors import LLMOutputRepeating
+from toolplan.planning.number_conditions import check_conditions
 from toolplan.planning.parsing import PlanReading, message_payload, read_plan
 from toolplan.planning.progress import PlanningEvent, PlanningEventKind, notify
 from toolplan.planning.prompts import (
@@ -81,7 +82,6 @@ from toolplan.planning.unasked import check_unasked, drop_unasked
 from toolplan.runs.graph import bind_context, context_resolver
 from toolplan.service.operations import plan_estimator, store_plan
 from toolplan.validation import Analysis, analyze
-from toolplan.validation.conditions import check_conditions
 
 __all__ = [
     "PlannerContext",

@@ -1,20 +1,12 @@
-"""Conditions on a value that is not a yes/no.
+"""Conditions on text, refused for every plan.
 
-**Text, for every plan** (:func:`check_text_conditions`, part of
-:func:`toolplan.validation.dag.analyze`): a ``when`` on a declared string is refused before anything
-runs. Text is never read as true or false at run time (the step is skipped, reason
-``condition-not-boolean``: :func:`toolplan.engine.items.condition_holds`), because a tool that
-answers ``"false"`` or ``"no"`` in text, as MCP tools do, would otherwise let a guarded side effect
-through; a plan that can only end that way is wrong, and the validator says so.
-
-**Numbers, for model-written plans** (:func:`check_conditions`): ``"when": "{{cpu.current}}"`` is
-valid (a number is falsy only when it is 0), runs, and is almost never what "if CPU is above 80%"
-meant: any load but exactly 0 opens the incident. A small model writes it when it skips the tool
-that compares. So the planner refuses a ``when`` on a declared number or string, with a repair
-message that says to compare first; lists, objects, booleans and values of unknown type pass.
-Hand-written plans are not checked for numbers: a person who conditions on a count ("if any
-errors") means it. Only the planner runs that check, as it runs
-:mod:`toolplan.planning.grounding`.
+A ``when`` on a declared string is refused before anything runs (:func:`check_text_conditions`,
+part of :func:`toolplan.validation.dag.analyze`). Text is never read as true or false at run time
+(the step is skipped, reason ``condition-not-boolean``: :func:`toolplan.engine.items.condition_holds`),
+because a tool that answers ``"false"`` or ``"no"`` in text, as MCP tools do, would otherwise let
+a guarded side effect through; a plan that can only end that way is wrong, and the validator says
+so. The planner's own check on numbers (:mod:`toolplan.planning.number_conditions`) walks the same
+declared conditions (:func:`declared_conditions`).
 """
 
 from __future__ import annotations
@@ -28,9 +20,7 @@ from toolplan.tools.catalog import ToolCatalog
 from toolplan.validation.control_flow import whole_template
 from toolplan.validation.types import declared_schema, schema_kind
 
-__all__ = ["check_conditions", "check_text_conditions"]
-
-_NOT_YES_NO = {"number": "a number", "integer": "a number", "string": "text"}
+__all__ = ["check_text_conditions", "comparing_suggestion", "declared_conditions"]
 
 
 def check_text_conditions(plan: Plan, catalog: ToolCatalog) -> list[ValidationIssue]:
@@ -41,32 +31,15 @@ def check_text_conditions(plan: Plan, catalog: ToolCatalog) -> list[ValidationIs
             f"step {step.id!r}: when {template.text!r} is text, not a yes/no value: text is "
             "never read as true or false, so the step would never run; return a boolean from "
             f"{template.step!r}'s tool and use it, or add a step whose tool compares the "
-            f"text{_suggestion(catalog)} and use that step's yes/no output as the condition",
+            f"text{comparing_suggestion(catalog)} and use that step's yes/no output as the condition",
             step.id,
         )
-        for step, template, kind in _declared_conditions(plan, catalog)
+        for step, template, kind in declared_conditions(plan, catalog)
         if kind == "string"
     ]
 
 
-def check_conditions(plan: Plan, catalog: ToolCatalog) -> list[ValidationIssue]:
-    """One issue per ``when`` whose template names a declared number or string (model-written
-    plans; a string is refused for every plan by :func:`check_text_conditions` as well)."""
-    return [
-        ValidationIssue(
-            "condition",
-            f"step {step.id!r}: when {template.text!r} is {_NOT_YES_NO[kind]}, not a yes/no "
-            "value, so it is true for almost any value; to act when it is above or below a "
-            f"limit, add a step whose tool compares it{_suggestion(catalog)} and use that "
-            "step's yes/no output as the condition",
-            step.id,
-        )
-        for step, template, kind in _declared_conditions(plan, catalog)
-        if kind in _NOT_YES_NO
-    ]
-
-
-def _declared_conditions(
+def declared_conditions(
     plan: Plan, catalog: ToolCatalog
 ) -> Iterator[tuple[Step, Template, str | None]]:
     """Each step whose ``when`` is one template naming a step's output, with the kind of JSON
@@ -80,7 +53,7 @@ def _declared_conditions(
         yield step, template, schema_kind(schema) if schema is not None else None
 
 
-def _suggestion(catalog: ToolCatalog) -> str:
+def comparing_suggestion(catalog: ToolCatalog) -> str:
     """`` (e.g. 'check_threshold')``: tools that compare, to name in a message."""
     comparing = _comparing_tools(catalog)
     return f" (e.g. {', '.join(map(repr, comparing[:3]))})" if comparing else ""
