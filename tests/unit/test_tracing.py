@@ -93,7 +93,7 @@ async def test_an_execution_span_parents_one_span_per_step(
         "toolplan.plan.id": final.plan_id,
         "toolplan.request.id": final.request_id,
         "toolplan.plan.steps": 3,
-        "toolplan.runs.status": "succeeded",
+        "toolplan.execution.status": "succeeded",
     }
     assert run_span.status.status_code is StatusCode.UNSET
     for step in "abc":
@@ -146,7 +146,7 @@ async def test_a_failed_step_is_an_error_span_and_its_dependents_are_skipped_spa
     assert after.parent is not None and after.parent.span_id == run_span.context.span_id
     assert run_span.status.status_code is StatusCode.ERROR
     assert run_span.status.description == "steps failed: bad"
-    assert run_span.attributes["toolplan.runs.status"] == final.status  # type: ignore[index]
+    assert run_span.attributes["toolplan.execution.status"] == final.status  # type: ignore[index]
 
 
 async def test_a_step_served_from_the_cache_is_marked_cached(

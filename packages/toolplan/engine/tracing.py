@@ -11,7 +11,7 @@ Names follow the GenAI semantic conventions (development status) where they appl
   ``gen_ai.request.max_tokens``, ``gen_ai.usage.input_tokens``, ``gen_ai.usage.output_tokens``,
   ``gen_ai.usage.cache_read.input_tokens`` and ``gen_ai.response.finish_reasons``;
 - an execution (:func:`execution_span`): ``invoke_workflow toolplan``, with ``toolplan.plan.id``,
-  ``toolplan.request.id``, ``toolplan.plan.steps`` and, at its end, ``toolplan.runs.status``;
+  ``toolplan.request.id``, ``toolplan.plan.steps`` and, at its end, ``toolplan.execution.status``;
 - a step (:class:`StepSpans`): ``execute_tool {tool}``, a child of its execution's span, with
   ``gen_ai.tool.name``, ``gen_ai.tool.call.id`` (the step's idempotency key, ``PLAN:STEP``),
   ``toolplan.plan.id``, ``toolplan.step.id``, ``toolplan.step.attempt``,
@@ -227,7 +227,7 @@ def execution_span(plan_id: str, request_id: str, steps: int) -> Iterator[SpanHa
 def record_execution(span: SpanHandle, status: str, failed_steps: Sequence[str]) -> None:
     """The execution's final ``status``; one with failed steps (``failed``, ``partial``) is an
     error naming them."""
-    span.set({"toolplan.runs.status": status})
+    span.set({"toolplan.execution.status": status})
     if failed_steps:
         span.fail(f"steps failed: {', '.join(failed_steps)}", "toolplan.step_failed")
 

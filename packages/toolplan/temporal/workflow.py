@@ -65,7 +65,7 @@ __all__ = [
     "step_retry_policy",
 ]
 
-WORKFLOW_NAME = "toolplan.plan_format.plan"
+WORKFLOW_NAME = "toolplan.plans.plan"
 
 TIMEOUT_GRACE_SECONDS = 1.0
 """Temporal's start-to-close timeout of a step is its timeout plus this: toolplan's own timeout
