@@ -46,8 +46,6 @@ from typing_extensions import TypedDict
 
 from toolplan._caches import register_cache
 from toolplan.config import PlannerSettings
-from toolplan.engine.approval import gated_tool_named
-from toolplan.engine.cache import read_only_tool
 from toolplan.errors import InvalidInput, PlanInvalid, ValidationIssue
 from toolplan.plan_format.limits import check_json
 from toolplan.plan_format.meta import caller_meta
@@ -312,8 +310,8 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
             catalog=ctx.catalog,
             request=told,
             mode=ctx.rewrites,
-            read_only=functools.partial(read_only_tool, ctx.catalog),
-            gated=functools.partial(gated_tool_named, ctx.catalog),
+            read_only=ctx.catalog.read_only,
+            gated=ctx.catalog.gated,
         )
         if reading.data is not None
         else None
@@ -381,7 +379,7 @@ def _merge_duplicates(
     data: dict[str, Any], ctx: PlannerContext
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """:func:`merge_duplicates` with the catalog's ``read-only`` tags."""
-    return merge_duplicates(data, read_only=functools.partial(read_only_tool, ctx.catalog))
+    return merge_duplicates(data, read_only=ctx.catalog.read_only)
 
 
 async def analyze_dependencies(state: PlanningState, ctx: PlannerContext) -> PlanningState:
