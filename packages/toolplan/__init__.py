@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from toolplan.adapters.plan_tool import plan_tool
     from toolplan.agent.loop import AgentOutcome
     from toolplan.client import Toolplan
-    from toolplan.engine.policies import ExecutionOptions, RetryPolicy
+    from toolplan.config.policies import ExecutionOptions, RetryPolicy
     from toolplan.engine.recorder import StepEvent
     from toolplan.engine.result import ExecutionResult
     from toolplan.errors import (
@@ -57,7 +57,7 @@ __version__ = "0.1.0"
 _LAZY: dict[str, str] = {
     "AgentOutcome": "toolplan.agent.loop",
     "Analysis": "toolplan.validation",
-    "ExecutionOptions": "toolplan.engine.policies",
+    "ExecutionOptions": "toolplan.config.policies",
     "ExecutionResult": "toolplan.engine.result",
     "InvalidInput": "toolplan.errors",
     "LLMUnavailable": "toolplan.errors",
@@ -67,7 +67,7 @@ _LAZY: dict[str, str] = {
     "PlanInvalid": "toolplan.errors",
     "PlanRef": "toolplan.service.operations",
     "PlanningOutcome": "toolplan.planning.planner",
-    "RetryPolicy": "toolplan.engine.policies",
+    "RetryPolicy": "toolplan.config.policies",
     "Step": "toolplan.plan_format.plan",
     "StepEvent": "toolplan.engine.recorder",
     "Store": "toolplan.store",

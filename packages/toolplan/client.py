@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolplan._client_parts import ClientParts
+from toolplan.config.policies import ExecutionOptions
 from toolplan.config.settings import ReuseMode
-from toolplan.engine.policies import ExecutionOptions
 from toolplan.engine.recorder import EventListener
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import ExecutionBusy, NotFound

@@ -23,7 +23,7 @@ from tests.support.mcp_http import SERVER, HttpServer, free_port, start_http_ser
 from tests.support.plans import QUERY
 from toolplan.adapters.plan_tool import plan_tool
 from toolplan.config import Settings
-from toolplan.engine.policies import ExecutionOptions, RetryPolicy
+from toolplan.config.policies import ExecutionOptions, RetryPolicy
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import InvalidInput
 from toolplan.planning.graph import PlannerContext

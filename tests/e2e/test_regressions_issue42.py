@@ -26,7 +26,7 @@ import pytest
 
 from tests.e2e.api_support import ServerFactory, server_factory
 from tests.e2e.conftest import ON_BOTH_STORES, Cli
-from toolplan.engine.policies import ExecutionOptions, RetryPolicy
+from toolplan.config.policies import ExecutionOptions, RetryPolicy
 from toolplan.engine.recorder import StepEvent
 from toolplan.errors import NotWaiting
 from toolplan.runs.approvals import approve_steps, deny_step

@@ -21,7 +21,7 @@ from temporalio.worker import Replayer
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from toolplan.config import TemporalSettings
-from toolplan.engine.policies import ExecutionOptions, RetryPolicy, TimeoutPolicy
+from toolplan.config.policies import ExecutionOptions, RetryPolicy, TimeoutPolicy
 from toolplan.engine.recorder import StepEvent
 from toolplan.runs import ExecutionContext
 from toolplan.service.operations import (

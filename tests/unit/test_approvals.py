@@ -14,8 +14,8 @@ from langchain_core.tools import tool
 
 from tests.support import tools as test_tools
 from toolplan.client import Toolplan
+from toolplan.config.policies import ExecutionOptions, RetryPolicy
 from toolplan.engine.approval import fingerprint, needs_approval
-from toolplan.engine.policies import ExecutionOptions, RetryPolicy
 from toolplan.engine.recorder import StepEvent
 from toolplan.errors import InvalidInput, NotWaiting
 from toolplan.plan_format.plan import Step

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from toolplan.config.policies import ExecutionOptions
 from toolplan.engine.inputs import StoreInputs
-from toolplan.engine.policies import ExecutionOptions
 from toolplan.engine.recorder import Recorder, StepEvent
 from toolplan.engine.scheduler import StepOutcome, schedule
 from toolplan.engine.step import StepRunner

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
+from toolplan.config.policies import ExecutionOptions, RetryPolicy
 from toolplan.engine.items import ConditionNotBoolean, condition_holds
-from toolplan.engine.policies import ExecutionOptions, RetryPolicy
 from toolplan.errors import PlanInvalid
 from toolplan.plan_format.plan import Step, parse_plan
 from toolplan.runs.runner import ExecutionContext

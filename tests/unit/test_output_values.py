@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests.support.odd_outputs import NESTING
-from toolplan.engine.policies import ExecutionOptions, RetryPolicy
+from toolplan.config.policies import ExecutionOptions, RetryPolicy
 from toolplan.engine.toolcall import normalize_output
 from toolplan.errors import ToolFailure, ToolOutputInvalid
 from toolplan.runs.runner import ExecutionContext

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
+from toolplan.config.policies import ExecutionOptions
 from toolplan.engine.foreach import ForEachRunner
 from toolplan.engine.items import unfinished_items
-from toolplan.engine.policies import ExecutionOptions
 from toolplan.engine.scheduler import Slots, StepOutcome, schedule
 from toolplan.engine.timeouts import EffectiveTimeout
 from toolplan.plan_format.plan import Step, parse_plan

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolplan.client import Toolplan
+from toolplan.config.policies import ExecutionOptions
 from toolplan.config.settings import ReuseMode
-from toolplan.engine.policies import ExecutionOptions
 from toolplan.engine.recorder import EventListener
 from toolplan.engine.result import ExecutionResult
 from toolplan.plan_format.plan import Plan

@@ -17,7 +17,7 @@ from pydantic_settings import NoDecode, SettingsConfigDict
 
 from toolplan._caches import clear_caches, register_cache
 from toolplan.config.environment import Variables
-from toolplan.engine.policies import ExecutionOptions, RetryPolicy, TimeoutPolicy
+from toolplan.config.policies import ExecutionOptions, RetryPolicy, TimeoutPolicy
 from toolplan.errors import InvalidInput
 from toolplan.plan_format.limits import InputLimits
 from toolplan.plan_format.plan import DEFAULT_MAX_STEPS
@@ -371,7 +371,7 @@ class Settings:
     ``TOOLPLAN_GRAPH_CHECKPOINTS`` (``0``: no LangGraph checkpoint layer), ``TOOLPLAN_CANCEL_POLL``
     (seconds between a running execution's checks for a cancel request), ``TOOLPLAN_CACHE_TTL``
     (seconds a read-only tool's result is reused), the adaptive timeouts
-    (:class:`~toolplan.engine.policies.TimeoutPolicy`): ``TOOLPLAN_ADAPTIVE_TIMEOUTS``,
+    (:class:`~toolplan.config.policies.TimeoutPolicy`): ``TOOLPLAN_ADAPTIVE_TIMEOUTS``,
     ``TOOLPLAN_TIMEOUT_MIN_OBSERVATIONS``, ``TOOLPLAN_TIMEOUT_FACTOR``,
     ``TOOLPLAN_TIMEOUT_HISTORY``, plan estimates (:class:`EstimateSettings`):
     ``TOOLPLAN_ESTIMATE_DEFAULT_MS``, ``TOOLPLAN_PRICES``, and the planner's

@@ -16,6 +16,7 @@ import time
 from collections.abc import Mapping
 from typing import Any, Literal, Protocol
 
+from toolplan.config.policies import ExecutionOptions
 from toolplan.engine.attempts import (
     RUN_STOPPERS,
     FallbackFailed,
@@ -31,7 +32,6 @@ from toolplan.engine.items import (
     run_items,
     unfinished_items,
 )
-from toolplan.engine.policies import ExecutionOptions
 from toolplan.engine.recorder import Recorder
 from toolplan.engine.scheduler import Slots, StepOutcome
 from toolplan.engine.timeouts import EffectiveTimeout

@@ -8,7 +8,7 @@ import socket
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from toolplan.engine.policies import ExecutionOptions
+from toolplan.config.policies import ExecutionOptions
 from toolplan.engine.recorder import EventListener
 from toolplan.store.protocol import ExecutionRecord, PlanRecord, Store
 from toolplan.tools.catalog import ToolCatalog

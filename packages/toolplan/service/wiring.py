@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from toolplan.config import Settings
-from toolplan.engine.policies import ExecutionOptions
+from toolplan.config.policies import ExecutionOptions
 from toolplan.engine.recorder import EventListener
 from toolplan.errors import InvalidInput
 from toolplan.runs.backend import InProcessBackend

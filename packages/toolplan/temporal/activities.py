@@ -37,10 +37,10 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
 from toolplan.config import Settings
+from toolplan.config.policies import ExecutionOptions
 from toolplan.engine.approval import needs_approval
 from toolplan.engine.effects import earlier_effects
 from toolplan.engine.inputs import StoreInputs
-from toolplan.engine.policies import ExecutionOptions
 from toolplan.engine.recorder import Recorder
 from toolplan.engine.scheduler import StepOutcome
 from toolplan.engine.step import AttemptFailed, StepRunner

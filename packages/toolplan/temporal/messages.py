@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import get_args
 
+from toolplan.config.policies import ExecutionOptions, RetryPolicy, TimeoutPolicy
 from toolplan.engine.approval import current_user
-from toolplan.engine.policies import ExecutionOptions, RetryPolicy, TimeoutPolicy
 from toolplan.runs.lease import ENGINE_HOLDER_PREFIX
 from toolplan.store.protocol import SkipReason
 
