@@ -377,3 +377,30 @@ def test_the_refusal_reads_no_word_list() -> None:
             for alias in node.names
         }
         assert not imported & {"toolplan.planning.words", "toolplan.planning.unasked"}
+
+
+def test_a_listing_declared_as_a_nullable_type_list_is_a_listing_too() -> None:
+    """Grounding read ``"type": ["array", "null"]`` (and ``oneOf``) as no list at all, while the
+    batching rule read it as one; both use the one walker now, so this forEach is refused."""
+    from langchain_core.tools import StructuredTool
+
+    listing = StructuredTool.from_function(
+        lambda: {},
+        name="listPosts",
+        description="List posts.",
+        metadata={
+            "returns": {
+                "type": "object",
+                "properties": {"posts": {"type": ["array", "null"], "items": POST_ITEM}},
+            }
+        },
+    )
+    catalog = ToolCatalog([listing, *blog.TOOLS])
+    made_up = [{"_id": "post-1"}, {"_id": "post-2"}]
+    listed = {"id": "list", "tool": "listPosts", "parameters": {}, "dependsOn": []}
+    whole = parse_plan({"steps": [listed, mapped(made_up, ["list"])]})
+    (issue,) = check_grounding(whole, catalog, EACH_POST)
+    assert issue.message.endswith('"forEach": "{{list.posts}}"')
+
+
+POST_ITEM = {"type": "object", "properties": {"_id": {"type": "string"}}}

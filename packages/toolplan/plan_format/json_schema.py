@@ -1,11 +1,22 @@
-"""Small JSON-schema helpers shared by the validator, the typed plan schema and tool outputs."""
+"""JSON-schema helpers shared by the validator, the typed plan schema, tool outputs and the
+planner's rules: the one place a schema is walked. A union is ``anyOf`` or ``oneOf`` (and, for the
+values a schema lists, ``allOf``), nested at any depth; a ``type`` may be a list of types."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["accepted_types", "inline_refs"]
+__all__ = [
+    "accepted_types",
+    "declared_types",
+    "inline_refs",
+    "is_list",
+    "items_schema",
+    "listed_values",
+    "object_branch",
+    "union_parts",
+]
 
 _MAX_REF_DEPTH = 8
 
@@ -55,6 +66,57 @@ def accepted_types(schema: Mapping[str, Any]) -> set[str] | None:
             found |= types
         return found
     return None
+
+
+def _branches(schema: Mapping[str, Any], keys: tuple[str, ...]) -> list[Mapping[str, Any]]:
+    return [b for key in keys for b in schema.get(key) or [] if isinstance(b, Mapping)]
+
+
+def union_parts(schema: Any, keys: tuple[str, ...] = ("anyOf", "oneOf")) -> list[Mapping[str, Any]]:
+    """``schema`` and every branch of its unions, nested at any depth (mappings only)."""
+    if not isinstance(schema, Mapping):
+        return []
+    return [schema, *(found for b in _branches(schema, keys) for found in union_parts(b, keys))]
+
+
+def declared_types(schema: Any) -> set[str]:
+    """Every JSON type ``schema`` or a branch of it names in ``type``."""
+    kinds = [part.get("type") for part in union_parts(schema)]
+    return {k for kind in kinds for k in (kind if isinstance(kind, list) else [kind]) if k}
+
+
+def is_list(schema: Any) -> bool:
+    """Whether ``schema`` (or a branch of it: ``list[str] | None``) describes a list."""
+    return "array" in declared_types(schema)
+
+
+def listed_values(schema: Any) -> list[Any] | None:
+    """The values ``schema`` lists (``enum``, ``const``) in it or any branch, ``allOf`` too;
+    ``None`` when it lists none at all (an open value, not a choice)."""
+    parts = [
+        p for p in union_parts(schema, ("anyOf", "oneOf", "allOf")) if "enum" in p or "const" in p
+    ]
+    if not parts:
+        return None
+    return [v for p in parts for v in ([p["const"]] if "const" in p else list(p["enum"] or []))]
+
+
+def object_branch(schema: Any, value: Mapping[str, Any] | None = None) -> Mapping[str, Any] | None:
+    """The object ``schema`` describes: itself, or its one object branch (the non-null one of an
+    optional object); of several, the first that declares every key of ``value``, and ``None``
+    without a value to tell them apart."""
+    objects = [p for p in union_parts(schema) if isinstance(p.get("properties"), Mapping)]
+    if not objects or objects[0] is schema or len(objects) == 1:
+        return objects[0] if objects else None
+    if value is None:
+        return None
+    return next((o for o in objects if set(value) <= set(o["properties"])), None)
+
+
+def items_schema(schema: Any) -> Mapping[str, Any] | None:
+    """The schema of a list's items, in ``schema`` or its first branch that has one."""
+    found = [p["items"] for p in union_parts(schema) if isinstance(p.get("items"), Mapping)]
+    return found[0] if found else None
 
 
 def _json_type(value: Any) -> str:

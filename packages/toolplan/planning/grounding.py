@@ -57,6 +57,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolplan.errors import ValidationIssue
+from toolplan.plan_format.json_schema import declared_types, is_list, object_branch
 from toolplan.plan_format.plan import Plan, Step
 from toolplan.plan_format.templates import contains_template, references
 from toolplan.planning.id_by_name import find_ids_by_name, id_kind, is_id_argument
@@ -153,39 +154,13 @@ def literal_numbers(value: Any) -> list[float]:
     return [float(leaf) for leaf in _leaves(value) if _is_number(leaf)]
 
 
-def _object_branch(schema: Any) -> Mapping[str, Any] | None:
-    """The object a schema describes (the non-null branch of an optional one)."""
-    if not isinstance(schema, Mapping):
-        return None
-    if isinstance(schema.get("properties"), Mapping):
-        return schema
-    branches = [b for b in schema.get("anyOf") or [] if isinstance(b, Mapping)]
-    objects = [b for b in branches if isinstance(b.get("properties"), Mapping)]
-    return objects[0] if len(objects) == 1 else None
-
-
 def _is_numeric(schema: Any) -> bool:
-    if not isinstance(schema, Mapping):
-        return False
-    kinds = [schema.get("type")] + [
-        b.get("type") for b in schema.get("anyOf") or [] if isinstance(b, Mapping)
-    ]
-    return any(kind in ("number", "integer") for kind in kinds)
+    return bool(declared_types(schema) & {"number", "integer"})
 
 
 def _fields(schema: Any) -> dict[str, Any]:
-    branch = _object_branch(schema)
+    branch = object_branch(schema)
     return dict(branch["properties"]) if branch is not None else {}
-
-
-def _is_list(schema: Any) -> bool:
-    """Whether ``schema`` (or its non-null branch) describes a list."""
-    if not isinstance(schema, Mapping):
-        return False
-    kinds = [schema.get("type")] + [
-        b.get("type") for b in schema.get("anyOf") or [] if isinstance(b, Mapping)
-    ]
-    return "array" in kinds
 
 
 def _numeric_fields(schema: Any) -> list[str]:
@@ -289,10 +264,10 @@ class _Checker:
         """Where ``step_id``'s output lists objects with an id: ``(field, id key)``, the
         field ``""`` when the output is the list itself."""
         schema = self.outputs.get(step_id)
-        lists = [("", schema)] if _is_list(schema) else list(_fields(schema).items())
+        lists = [("", schema)] if is_list(schema) else list(_fields(schema).items())
         found: list[tuple[str, str]] = []
         for field, sub in lists:
-            if not _is_list(sub):
+            if not is_list(sub):
                 continue
             items = sub.get("items") if isinstance(sub, Mapping) else None
             keys = _fields(items)

@@ -52,6 +52,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from toolplan.errors import ValidationIssue
+from toolplan.plan_format.json_schema import listed_values, union_parts
 from toolplan.plan_format.plan import Plan, Step
 from toolplan.plan_format.templates import contains_template, references, strings_in
 from toolplan.planning.words import FUNCTION_WORDS
@@ -197,17 +198,10 @@ def _takes_from_others(step: Step) -> bool:
 
 def _offered(schema: Any) -> tuple[list[Any], str]:
     """The values an argument's schema offers (``enum``, ``const``, ``default``, in any
-    ``anyOf``/``oneOf`` branch too) and the text of its descriptions."""
-    if not isinstance(schema, Mapping):
-        return [], ""
-    values = [*(schema.get("enum") or []), schema.get("const"), schema.get("default")]
-    texts = [str(schema.get("description") or "")]
-    for key in ("anyOf", "oneOf"):
-        for branch in schema.get(key) or []:
-            more, text = _offered(branch)
-            values += more
-            texts.append(text)
-    return values, " ".join(texts)
+    branch too) and the text of its descriptions."""
+    parts = union_parts(schema)
+    values = [*(listed_values(schema) or []), *(part.get("default") for part in parts)]
+    return values, " ".join(str(part.get("description") or "") for part in parts)
 
 
 def _unmentioned(step: Step, schema: Mapping[str, Any], request: str) -> list[tuple[str, str]]:

@@ -42,7 +42,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from toolplan.plan_format.json_schema import inline_refs
+from toolplan.plan_format.json_schema import inline_refs, listed_values
 from toolplan.plan_format.templates import contains_template
 from toolplan.planning.unasked import latin_script, mentions
 from toolplan.tools.catalog import ToolCatalog
@@ -100,7 +100,7 @@ def _unstated(step: Any, catalog: ToolCatalog, request: str) -> dict[str, str]:
 
 def _optional_with_default(schema: Mapping[str, Any]) -> bool:
     """Whether the property says what happens without it, and is no closed choice."""
-    if _closed(schema):
+    if listed_values(schema) is not None:
         return False
     description = schema.get("description")
     if "default" in schema:
@@ -110,14 +110,6 @@ def _optional_with_default(schema: Mapping[str, Any]) -> bool:
         and _STATES_DEFAULT.search(description) is not None
         and _DENIES_DEFAULT.search(description) is None
     )
-
-
-def _closed(schema: Mapping[str, Any]) -> bool:
-    """Whether ``schema`` (or a branch of it) lists its values (``enum``, ``const``)."""
-    if "enum" in schema or "const" in schema:
-        return True
-    branches = [b for key in ("anyOf", "oneOf", "allOf") for b in schema.get(key) or []]
-    return any(isinstance(branch, Mapping) and _closed(branch) for branch in branches)
 
 
 def _short_literal(value: str) -> bool:
