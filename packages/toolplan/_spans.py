@@ -1,16 +1,8 @@
-"""OpenTelemetry spans that never fail a run, and the span of one model call.
-
-toolplan depends on ``opentelemetry-api`` only: until the application installs an SDK and sets a
-tracer provider (``opentelemetry-sdk``, Logfire, Langfuse, Phoenix), every span here is the API's
-non-recording no-op. Whatever the SDK, a span processor or an exporter raises is logged once and
-ignored (:data:`quietly`). A model call (:func:`model_call_span`, used by the planner) is
-``chat {model}``, kind ``CLIENT``, with the GenAI semantic conventions' ``gen_ai.operation.name``
-``chat``, ``gen_ai.provider.name``, ``gen_ai.request.model``, ``gen_ai.request.max_tokens``,
-``gen_ai.usage.input_tokens``, ``gen_ai.usage.output_tokens``,
-``gen_ai.usage.cache_read.input_tokens`` and ``gen_ai.response.finish_reasons``. Executions and
-steps have theirs in :mod:`toolplan.engine.tracing`. Here, below both, so that the planner does not
-import the engine.
-"""
+"""OpenTelemetry spans that never fail a run (a failure in the SDK, a processor or an exporter
+is logged once and ignored), and the span of one model call: ``chat {model}``, kind ``CLIENT``,
+with the GenAI semantic conventions' ``gen_ai.*`` attributes. Below the planner and the engine
+(:mod:`toolplan.engine.tracing`: executions and steps), so that the planner does not import the
+engine."""
 
 from __future__ import annotations
 
@@ -25,17 +17,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-__all__ = [
-    "TRACER_NAME",
-    "Attributes",
-    "SpanHandle",
-    "model_call_span",
-    "present",
-    "quietly",
-    "record_usage",
-    "span_of",
-    "tracer",
-]
+__all__ = ["TRACER_NAME", "SpanHandle", "model_call_span", "record_usage", "span_of"]
 
 TRACER_NAME = "toolplan"
 """The instrumentation scope of every span here (filter on it in a backend)."""

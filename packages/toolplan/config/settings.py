@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, cast, get_args
 
 from pydantic import Field, field_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
@@ -67,7 +67,6 @@ ReuseMode = Literal["off", "exact", "parametric"]
 """Plan reuse before planning a query (:mod:`toolplan.planning.reuse`): ``off``, ``exact`` (the
 same query) or ``parametric`` (the same text with other values)."""
 PlanReuse = ReuseMode
-REUSE_MODES: tuple[str, ...] = ("off", "exact", "parametric")
 DEFAULT_ESTIMATE_MS = 1000.0
 
 
@@ -76,9 +75,9 @@ def reuse_mode(value: str | None, default: ReuseMode = "exact") -> ReuseMode:
     if value is None or not value.strip():
         return default
     mode = value.strip().lower()
-    if mode not in REUSE_MODES:
+    if mode not in get_args(ReuseMode):
         raise InvalidInput(f"TOOLPLAN_PLAN_REUSE must be off, exact or parametric, not {value!r}")
-    return "off" if mode == "off" else "exact" if mode == "exact" else "parametric"
+    return cast(ReuseMode, mode)
 
 
 @dataclass(frozen=True)

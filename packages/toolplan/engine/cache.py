@@ -16,24 +16,12 @@ from typing import Any
 
 from langchain_core.tools import BaseTool
 
-from toolplan.tools.catalog import READ_ONLY_TAG, ToolCatalog, is_read_only
+from toolplan.tools.catalog import is_read_only
 
-__all__ = [
-    "CACHE_TTL_KEY",
-    "READ_ONLY_TAG",
-    "cache_key",
-    "cache_ttl_of",
-    "is_read_only",
-    "read_only_tool",
-]
+__all__ = ["CACHE_TTL_KEY", "cache_key", "cache_ttl_of"]
 
 CACHE_TTL_KEY = "cache_ttl"
 """Key in a tool's ``metadata`` holding its own TTL in seconds (set by ``tagged(cache_ttl=)``)."""
-
-
-def read_only_tool(catalog: ToolCatalog, name: str) -> bool:
-    """Whether ``catalog`` has a tool ``name`` and it is read-only (an unknown name is not)."""
-    return catalog.read_only(name)
 
 
 def cache_ttl_of(tool: BaseTool, default_ttl: float) -> float | None:

@@ -41,6 +41,7 @@ __all__ = [
     "contains_template",
     "exact_template",
     "find_templates",
+    "leaves",
     "malformed_templates",
     "map_strings",
     "references",
@@ -169,16 +170,18 @@ def _describe(value: Any) -> str:
     return "an object"
 
 
+def leaves(value: Any) -> Iterator[Any]:
+    """Every scalar in a JSON value, inside objects and lists."""
+    if isinstance(value, dict | list):
+        for item in value.values() if isinstance(value, dict) else value:
+            yield from leaves(item)
+    else:
+        yield value
+
+
 def strings_in(value: Any) -> Iterator[str]:
     """Every string in a JSON value, inside objects and lists."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from strings_in(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from strings_in(item)
+    return (leaf for leaf in leaves(value) if isinstance(leaf, str))
 
 
 def map_strings(value: Any, change: Callable[[str], str]) -> Any:

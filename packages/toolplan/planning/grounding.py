@@ -52,14 +52,14 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from toolplan.errors import ValidationIssue
 from toolplan.plan_format.json_schema import declared_types, is_list, object_branch
 from toolplan.plan_format.plan import Plan, Step
-from toolplan.plan_format.templates import contains_template, references
+from toolplan.plan_format.templates import contains_template, leaves, references
 from toolplan.planning.id_by_name import find_ids_by_name, id_kind, is_id_argument
 from toolplan.tools.catalog import ToolCatalog
 from toolplan.tools.returns import compact_shape
@@ -134,24 +134,13 @@ class Grounds:
         return True
 
 
-def _leaves(value: Any) -> Iterator[Any]:
-    if isinstance(value, dict):
-        for item in value.values():
-            yield from _leaves(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _leaves(item)
-    else:
-        yield value
-
-
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def literal_numbers(value: Any) -> list[float]:
     """Every number in a JSON value (objects and lists included), booleans aside."""
-    return [float(leaf) for leaf in _leaves(value) if _is_number(leaf)]
+    return [float(leaf) for leaf in leaves(value) if _is_number(leaf)]
 
 
 def _is_numeric(schema: Any) -> bool:
@@ -206,7 +195,7 @@ class _Checker:
         """The literal strings a step is given, folded (the city a ``get_weather`` asks for)."""
         return {
             leaf.strip().casefold()
-            for leaf in _leaves(self.steps[step_id].parameters)
+            for leaf in leaves(self.steps[step_id].parameters)
             if isinstance(leaf, str) and leaf.strip() and "{{" not in leaf
         }
 
@@ -291,7 +280,7 @@ class _Checker:
             if source is None:
                 return None  # one item with nothing to take it from: the list is the user's
             chosen.append(source)
-            invented += [leaf for leaf in _leaves(item) if not self.grounds.has(leaf)]
+            invented += [leaf for leaf in leaves(item) if not self.grounds.has(leaf)]
         what = "a literal object" if isinstance(value, dict) else "a list of literal objects"
         depends = all(source in deps for source in chosen)
         sources = ", ".join(f"{s!r} ({self.steps[s].tool})" for s in dict.fromkeys(chosen))
@@ -321,7 +310,7 @@ class _Checker:
     ) -> str | None:
         """The step whose output ``item`` imitates, or ``None`` when it looks like data of
         the user's own."""
-        invented = [leaf for leaf in _leaves(item) if not self.grounds.has(leaf)]
+        invented = [leaf for leaf in leaves(item) if not self.grounds.has(leaf)]
         if not invented:
             return None
         numbers = [leaf for leaf in invented if _is_number(leaf)]
@@ -343,7 +332,7 @@ class _Checker:
             return None
         # the step asked for what the object names ("Berlin"), else one not used yet
         strings = {
-            leaf.strip().casefold() for leaf in _leaves(item) if isinstance(leaf, str) and leaf
+            leaf.strip().casefold() for leaf in leaves(item) if isinstance(leaf, str) and leaf
         }
         for source in candidates:
             if strings & self._strings(source):

@@ -1,14 +1,8 @@
-"""Conditions on a number, refused in a model-written plan.
-
-``"when": "{{cpu.current}}"`` is valid (a number is falsy only when it is 0), runs, and is almost
-never what "if CPU is above 80%" meant: any load but exactly 0 opens the incident. A small model
-writes it when it skips the tool that compares. So the planner refuses a ``when`` on a declared
-number or string, with a repair message that says to compare first; lists, objects, booleans and
-values of unknown type pass. Hand-written plans are not checked for numbers: a person who
-conditions on a count ("if any errors") means it. Only the planner runs this check, as it runs
-:mod:`toolplan.planning.grounding`; text is refused for every plan by
-:mod:`toolplan.validation.conditions`.
-"""
+"""A ``when`` on a declared number (or string), refused in a model-written plan: ``"when":
+"{{cpu.current}}"`` is valid and runs, but is almost never what "if CPU is above 80%" meant (any
+load but exactly 0 opens the incident); the repair message says to compare first. A person's plan
+is not checked for numbers (a count in "if any errors" is meant); text is refused for every plan
+(:mod:`toolplan.validation.conditions`)."""
 
 from __future__ import annotations
 

@@ -42,6 +42,7 @@ from toolplan.planning.words import FUNCTION_WORDS
 from toolplan.service.plan_index import (
     indexed_plans,
     normalise_query,
+    plan_literals,
     plan_strings,
     query_pattern,
     tidy_query,
@@ -101,17 +102,6 @@ def _substitute(value: Any, values: dict[str, str]) -> Any:
     return value
 
 
-def _literals(plan: dict[str, Any]) -> list[Any]:
-    """Every parameter value of the steps and their fallbacks, as written."""
-    found: list[Any] = []
-    for step in plan.get("steps") or []:
-        found.append(step.get("parameters"))
-        fallback = step.get("fallback")
-        if isinstance(fallback, dict):
-            found.append(fallback.get("parameters"))
-    return found
-
-
 def _grounded(
     plan: dict[str, Any], query: str, stored_query: str, catalog: ToolCatalog | None
 ) -> bool:
@@ -119,7 +109,9 @@ def _grounded(
     its numbers are in it, no whole-word phrase of ``stored_query`` stays unless ``query``
     has it too, and (with the catalog) the planner's grounding check passes."""
     grounds = Grounds(query)
-    if any(not grounds.has_number(n) for value in _literals(plan) for n in literal_numbers(value)):
+    if any(
+        not grounds.has_number(n) for value in plan_literals(plan) for n in literal_numbers(value)
+    ):
         return False  # numbers are never slots: one the new query lacks came from elsewhere
     for text in plan_strings(plan):
         if "{{" in text or not text.strip():

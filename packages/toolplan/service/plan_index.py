@@ -1,14 +1,7 @@
-"""The index of stored plans a later query may reuse (:mod:`toolplan.planning.reuse` decides).
-
-Every plan the planner stores, and every reused plan, is indexed in the store's record collection
-:data:`INDEX` by :func:`toolplan.service.operations.store_plan`, with its catalog fingerprint, its
-normalised query and the slot pattern of that query: string literals of the plan's parameters
-that also occur verbatim, as whole words, in its query become slots, so "Compare the weather in
-Tokyo and London" reads "Compare the weather in {a} and {b}". A literal is a slot only if it
-occurs nowhere else in the plan inside a longer string (``alice@example.com`` for the slot
-``Alice``) and nowhere in the query inside a longer word, and two slots must be separated by
-fixed text. A lookup (:func:`indexed_plans`) reads only the entries whose pattern could match.
-"""
+"""The index of stored plans a later query may reuse (:mod:`toolplan.planning.reuse` matches
+them): each plan by its catalog fingerprint, its normalised query and the slot pattern of that
+query (its literals that the plan's parameters hold, as whole words), written by
+:func:`toolplan.service.operations.store_plan` and read by lookup keys (:func:`indexed_plans`)."""
 
 from __future__ import annotations
 
@@ -30,6 +23,7 @@ __all__ = [
     "index_plan",
     "indexed_plans",
     "normalise_query",
+    "plan_literals",
     "plan_strings",
     "query_pattern",
     "tidy_query",
@@ -67,15 +61,20 @@ def catalog_fingerprint(catalog: ToolCatalog) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-def plan_strings(plan: dict[str, Any]) -> list[str]:
-    """Every string in the steps' parameters (and fallbacks'), templates included."""
-    found: list[str] = []
+def plan_literals(plan: dict[str, Any]) -> list[Any]:
+    """Every parameter value of the steps and their fallbacks, as written."""
+    found: list[Any] = []
     for step in plan.get("steps") or []:
-        found.extend(strings_in(step.get("parameters")))
+        found.append(step.get("parameters"))
         fallback = step.get("fallback")
         if isinstance(fallback, dict):
-            found.extend(strings_in(fallback.get("parameters")))
+            found.append(fallback.get("parameters"))
     return found
+
+
+def plan_strings(plan: dict[str, Any]) -> list[str]:
+    """Every string in the steps' parameters (and fallbacks'), templates included."""
+    return [text for value in plan_literals(plan) for text in strings_in(value)]
 
 
 def whole_word(value: str) -> str:
