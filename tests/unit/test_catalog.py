@@ -76,3 +76,10 @@ def test_read_only_and_approval_are_data_on_the_tool_info() -> None:
     ]
     assert catalog.read_only("add") and catalog.gated("fetch")
     assert not catalog.read_only("nowhere") and not catalog.gated("nowhere")
+
+
+def test_the_built_in_tools_load_by_their_name_before_the_rename() -> None:
+    """Plans stored before toolsets/ became builtin_tools/ record ``toolplan.toolsets.weather``
+    as their tool source, and a project config or a script may still name it."""
+    old, new = load_tool_modules(["toolplan.toolsets.weather"]), load_tool_modules(["weather"])
+    assert old.names == new.names

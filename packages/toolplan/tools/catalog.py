@@ -349,7 +349,8 @@ class _Signatures(Mapping[str, Sequence[str]]):
 
 
 def _import_tools(module_name: str) -> Sequence[Any]:
-    target = BUILTIN_TOOLSETS.get(module_name, module_name)
+    # The built-in tools were toolplan.toolsets.*: plans stored then record that name.
+    target = BUILTIN_TOOLSETS.get(module_name.removeprefix("toolplan.toolsets."), module_name)
     try:
         module = importlib.import_module(target)
     except ModuleNotFoundError as error:
