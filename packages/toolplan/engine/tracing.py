@@ -1,9 +1,7 @@
 """OpenTelemetry spans of executions and steps; observers, never a run's business.
 
-toolplan depends on ``opentelemetry-api`` only: until the application installs an SDK and sets a
-tracer provider (``opentelemetry-sdk``, Logfire, Langfuse, Phoenix), every span here is the API's
-non-recording no-op, and an execution does not even watch its steps for spans.
-
+Until the application installs an OpenTelemetry SDK, every span is a no-op and an execution does
+not even watch its steps for spans.
 Names follow the GenAI semantic conventions (development status) where they apply (a model
 call's span, and the machinery every span here uses, are in :mod:`toolplan._spans`):
 

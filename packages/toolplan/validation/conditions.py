@@ -1,13 +1,9 @@
-"""Conditions on text, refused for every plan.
-
-A ``when`` on a declared string is refused before anything runs (:func:`check_text_conditions`,
-part of :func:`toolplan.validation.dag.analyze`). Text is never read as true or false at run time
-(the step is skipped, reason ``condition-not-boolean``: :func:`toolplan.engine.items.condition_holds`),
-because a tool that answers ``"false"`` or ``"no"`` in text, as MCP tools do, would otherwise let
-a guarded side effect through; a plan that can only end that way is wrong, and the validator says
-so. The planner's own check on numbers (:mod:`toolplan.planning.number_conditions`) walks the same
-declared conditions (:func:`declared_conditions`).
-"""
+"""Conditions on text, refused for every plan (:func:`check_text_conditions`, part of
+:func:`toolplan.validation.dag.analyze`): text is never read as true or false at run time
+(:func:`toolplan.engine.items.condition_holds` skips the step), because a tool that answers
+``"false"`` or ``"no"`` in text, as MCP tools do, would otherwise let a guarded side effect
+through. The planner's check on numbers (:mod:`toolplan.planning.number_conditions`) walks the
+same declared conditions (:func:`declared_conditions`)."""
 
 from __future__ import annotations
 
