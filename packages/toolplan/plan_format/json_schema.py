@@ -68,15 +68,12 @@ def accepted_types(schema: Mapping[str, Any]) -> set[str] | None:
     return None
 
 
-def _branches(schema: Mapping[str, Any], keys: tuple[str, ...]) -> list[Mapping[str, Any]]:
-    return [b for key in keys for b in schema.get(key) or [] if isinstance(b, Mapping)]
-
-
 def union_parts(schema: Any, keys: tuple[str, ...] = ("anyOf", "oneOf")) -> list[Mapping[str, Any]]:
     """``schema`` and every branch of its unions, nested at any depth (mappings only)."""
     if not isinstance(schema, Mapping):
         return []
-    return [schema, *(found for b in _branches(schema, keys) for found in union_parts(b, keys))]
+    branches = [b for key in keys for b in schema.get(key) or []]
+    return [schema, *(part for b in branches for part in union_parts(b, keys))]
 
 
 def declared_types(schema: Any) -> set[str]:

@@ -95,19 +95,9 @@ class Analysis:
 
 
 def _step_dependencies(step: Step) -> list[str]:
-    seen: dict[str, None] = {}
-    for dep in step.depends_on:
-        seen.setdefault(dep, None)
-    for dep in control_references(step):
-        seen.setdefault(dep, None)
-    for template in find_templates(step.parameters):
-        if not template.is_loop:
-            seen.setdefault(template.step, None)
-    if step.fallback is not None:
-        for template in find_templates(step.fallback.parameters):
-            if not template.is_loop:
-                seen.setdefault(template.step, None)
-    return list(seen)
+    fallback = step.fallback.parameters if step.fallback is not None else None
+    named = [t.step for t in find_templates([step.parameters, fallback]) if not t.is_loop]
+    return list(dict.fromkeys([*step.depends_on, *control_references(step), *named]))
 
 
 def _fix_for(value: Any, schema: Mapping[str, Any]) -> str:
