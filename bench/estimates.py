@@ -30,9 +30,10 @@ from typing import Any
 from langchain_core.tools import BaseTool, StructuredTool
 
 from bench.dags import SHAPES, random_dag
-from toolplan.analysis.estimates import EstimateSettings, schedule_length
-from toolplan.engine.policies import ExecutionOptions
-from toolplan.execution.runner import ExecutionContext
+from toolplan.config.policies import ExecutionOptions
+from toolplan.config.settings import EstimateSettings
+from toolplan.runs.runner import ExecutionContext
+from toolplan.service.estimates import schedule_length
 from toolplan.service.operations import actual_duration_ms, execute_stored_plan, submit_plan
 from toolplan.store.sqlite import SqliteStore
 from toolplan.tools import ToolCatalog

@@ -24,12 +24,12 @@ from bench.dags import random_dags
 from bench.schedulers import EngineHarness
 from bench.simtools import noop, plan_from_dag, sim_catalog
 from bench.stats import median, percentile
-from toolplan.analysis import Analysis, analyze
 from toolplan.engine.recorder import Recorder
-from toolplan.execution.runner import ExecutionContext
-from toolplan.plans.plan import load_plan
+from toolplan.plan_format.plan import load_plan
+from toolplan.runs.runner import ExecutionContext
 from toolplan.service.operations import execute_stored_plan, submit_plan
 from toolplan.store.sqlite import SqliteStore
+from toolplan.validation import Analysis, analyze
 
 __all__ = ["run_experiments"]
 

@@ -26,8 +26,8 @@ from bench.backends import store_factory
 from bench.machine import machine_info
 from bench.simtools import sim_catalog
 from bench.stats import median
-from toolplan.engine.policies import ExecutionOptions
-from toolplan.execution.runner import ExecutionContext
+from toolplan.config.policies import ExecutionOptions
+from toolplan.runs.runner import ExecutionContext
 from toolplan.service.operations import execute_stored_plan, submit_plan
 from toolplan.store.protocol import Store
 

@@ -1,6 +1,6 @@
 """False refusals of the grounding check, measured: ``python -m bench.grounding [--json]``.
 
-The check (:mod:`toolplan.analysis.grounding`) refuses a planner's plan whose literal arguments
+The check (:mod:`toolplan.planning.grounding`) refuses a planner's plan whose literal arguments
 carry data a tool's output should supply. A literal taken from the request must never be refused,
 so it runs over plans whose literals are known to be right:
 
@@ -35,10 +35,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.bfcl.data import AST_CATEGORIES
-from toolplan.analysis.grounding import Grounds, check_grounding, literal_numbers
+from toolplan.plan_format.plan import Plan, parse_plan
 from toolplan.planning.batches import batch_items
+from toolplan.planning.grounding import Grounds, check_grounding, literal_numbers
 from toolplan.planning.unstated import drop_unstated
-from toolplan.plans.plan import Plan, parse_plan
 from toolplan.tools.catalog import ToolCatalog
 
 __all__ = ["BFCL_CATEGORIES", "OWN", "bfcl_plan", "main", "measure_bfcl", "measure_own"]
@@ -216,7 +216,7 @@ OWN: list[tuple[str, str, list[dict[str, Any]]]] = [
 
 
 def _catalog() -> ToolCatalog:
-    from toolplan.toolsets import blog, metrics, weather
+    from toolplan.builtin_tools import blog, metrics, weather
 
     return ToolCatalog([*weather.TOOLS, *metrics.TOOLS, *blog.TOOLS])
 

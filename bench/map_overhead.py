@@ -22,7 +22,7 @@ from typing import Any
 from bench.backends import store_factory
 from bench.overhead import timed_execution
 from bench.stats import median
-from toolplan.engine.policies import ExecutionOptions
+from toolplan.config.policies import ExecutionOptions
 
 __all__ = ["foreach_plan", "plain_plan", "run_map_overhead"]
 

@@ -16,6 +16,7 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 
+from toolplan.builtin_tools._records import MemoryRecords
 from toolplan.errors import InvalidInput
 from toolplan.store.protocol import (
     CANCELLED_BEFORE_START,
@@ -37,7 +38,6 @@ from toolplan.store.protocol import (
     utc_now,
 )
 from toolplan.tools.catalog import ToolStats
-from toolplan.toolsets._records import MemoryRecords
 
 __all__ = ["MemoryStore"]
 

@@ -60,7 +60,7 @@ _E2E_ENGINE = (
 )
 ENGINE = _UNIT_ENGINE + _E2E_ENGINE
 """Every test file that runs the engine, approvals, cancel or items: the modules under
-``engine/`` and ``execution/`` are covered by all of them (a step's bug shows anywhere)."""
+``engine/`` and ``runs/`` are covered by all of them (a step's bug shows anywhere)."""
 
 TEMPLATES = (
     "tests/unit/test_templates.py",
@@ -81,14 +81,14 @@ PLANNING = (
 )
 
 _ENGINE = "packages/toolplan/engine/"
-_EXECUTION = "packages/toolplan/execution/"
+_EXECUTION = "packages/toolplan/runs/"
 
 
 def _m(name: str, module: str, original: str, mutated: str, description: str) -> Mutation:
     tests: tuple[str, ...] = ENGINE
-    if module.startswith("packages/toolplan/plans/"):
+    if module.startswith("packages/toolplan/plan_format/"):
         tests = TEMPLATES
-    elif module.startswith("packages/toolplan/analysis/"):
+    elif module.startswith("packages/toolplan/validation/"):
         tests = ANALYSIS
     elif module.startswith("packages/toolplan/planning/"):
         tests = PLANNING
@@ -169,7 +169,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "approval-gated-fallback-valid",
-        "packages/toolplan/analysis/dag.py",
+        "packages/toolplan/validation/dag.py",
         "elif fallback and catalog.gated(tool):",
         "elif False:",
         "validation accepts a fallback that names a gated tool",
@@ -240,7 +240,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "error-index-past-end",
-        "packages/toolplan/plans/templates.py",
+        "packages/toolplan/plan_format/templates.py",
         "if index >= len(current):",
         "if index > len(current):",
         "an index one past the end of a list escapes as IndexError (the step stays pending)",
@@ -433,7 +433,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     # -- analysis and planning -----------------------------------------------------------------
     _m(
         "analysis-open-object-closed",
-        "packages/toolplan/analysis/types.py",
+        "packages/toolplan/validation/types.py",
         'elif properties and not shape.get("additionalProperties"):',
         "elif properties:",
         "an object output that declares some keys but allows others is treated as closed",

@@ -17,9 +17,9 @@ from bench.backends import mongo_is_jongodb, mongo_pending_reason, store_factory
 from bench.dags import Dag, random_dag
 from bench.simtools import noop, plan_from_dag, sim_catalog
 from bench.stats import median
-from toolplan.engine.policies import ExecutionOptions
+from toolplan.config.policies import ExecutionOptions
 from toolplan.engine.scheduler import StepOutcome, schedule
-from toolplan.execution.runner import ExecutionContext, run_plan_steps
+from toolplan.runs.runner import ExecutionContext, run_plan_steps
 from toolplan.service.operations import execute_stored_plan, submit_plan
 from toolplan.store.protocol import Store
 

@@ -28,7 +28,7 @@ A query **recovers** when the second plan version (``meta.replanOf`` = the first
 ``succeeded``, its outputs are right (each query's check), and there is an answer; it recovers
 **cleanly** when, besides, the second plan calls no tool with side effects (``createAuthor``...)
 that the fix does not need. A designed first plan that the planner's own checks refuse (an id
-passed by name, :mod:`toolplan.analysis.id_by_name`) is repaired at planning time and never runs: the
+passed by name, :mod:`toolplan.planning.id_by_name`) is repaired at planning time and never runs: the
 query counts as **caught at planning**, not as a replan recovery. The metric
 tools here take free-text names on purpose: the built-in ``query_metric`` declares its names as a
 closed set, so a wrong name is refused at planning time (and repaired there), never reaching a
@@ -86,7 +86,7 @@ def check_metric(name: str, threshold: float) -> dict[str, Any]:
 
 
 def _tools() -> list[Any]:
-    from toolplan.toolsets.blog import TOOLS as BLOG
+    from toolplan.builtin_tools.blog import TOOLS as BLOG
 
     return [read_metric, check_metric, *BLOG]
 
@@ -265,7 +265,7 @@ QUERIES: list[Query] = [
     ),
     Query(
         # an id the model made up, not a name of this plan: that one the planner refuses
-        # (toolplan.analysis.id_by_name) before anything runs, so it would never reach a replan
+        # (toolplan.planning.id_by_name) before anything runs, so it would never reach a replan
         "author_invented_id",
         "Create author Carol with email carol@test.com, then fetch her author record.",
         _plan(
@@ -413,7 +413,7 @@ async def _one(query: Query, server: FakeOpenAIServer, upstream: str | None) -> 
             )
             extra = _extra_tools(query.fixed, outcome.plan) if second is not None else []
             writes = _writes()
-            # the designed first plan was refused at planning time (toolplan.analysis.id_by_name) and
+            # the designed first plan was refused at planning time (toolplan.planning.id_by_name) and
             # repaired there: the failure never ran, so there was nothing to replan
             caught = bool(
                 second is None

@@ -63,7 +63,7 @@ class Family:
 
 
 def _weather(city: str) -> dict[str, Any]:
-    from toolplan.toolsets.weather import get_weather
+    from toolplan.builtin_tools.weather import get_weather
 
     return dict(get_weather.invoke({"location": city}))
 
@@ -332,20 +332,20 @@ HELD_OUT: list[tuple[str, str, dict[str, Any], str, dict[str, str] | None]] = [
 
 
 def held_out() -> dict[str, Any]:
-    """Run :data:`HELD_OUT` through :func:`toolplan.analysis.reuse.match_plan` and the validator."""
-    from toolplan.analysis import analyze
+    """Run :data:`HELD_OUT` through :func:`toolplan.planning.reuse.match_plan` and the validator."""
     from toolplan.config import Settings
     from toolplan.errors import PlanInvalid
-    from toolplan.plans.plan import load_plan
+    from toolplan.plan_format.plan import load_plan
     from toolplan.store.protocol import PlanRecord
     from toolplan.tools.loading import load_catalog
+    from toolplan.validation import analyze
 
     catalog = load_catalog(Settings.from_env({}))
     rows: list[dict[str, Any]] = []
     for kind, stored_query, plan, query, want in HELD_OUT:
         steps = [{**s, "parameters": json.loads(s["parameters"])} for s in plan["steps"]]
         record = PlanRecord("p", "r", {**plan, "steps": steps}, {}, "planned", "now", stored_query)
-        from toolplan.analysis.reuse import match_plan
+        from toolplan.planning.reuse import match_plan
 
         found = match_plan(query, record)
         got: dict[str, str] | None = None

@@ -1,11 +1,11 @@
 """What a plan-reuse lookup costs as the index grows: ``python -m bench.reuse_lookup [--json]``.
 
-Fills a store's plan index (:data:`toolplan.analysis.reuse.INDEX`) with ``--sizes`` plans (default 300,
+Fills a store's plan index (:data:`toolplan.service.plan_index.INDEX`) with ``--sizes`` plans (default 300,
 3,000) of one catalog, each a real plan stored through :func:`toolplan.service.operations.submit_plan`
-and indexed by :func:`toolplan.analysis.reuse.index_plan`, for queries of many shapes: 48 phrasings
+and indexed by :func:`toolplan.service.plan_index.index_plan`, for queries of many shapes: 48 phrasings
 ("Compare the weather in {a} and {b}", "Contrast the forecast for {a} and {b}", ...) times a
 ticket number after the cities, so prefixes repeat and whole patterns do not. Then it times
-:func:`toolplan.analysis.reuse.find_reusable` (median of ``--repeats`` lookups each):
+:func:`toolplan.planning.reuse.find_reusable` (median of ``--repeats`` lookups each):
 
 - ``exact hit`` / ``exact miss``: a stored query (its plan executed) / a query stored nowhere;
 - ``parametric hit``: a stored query with other cities (its plan executed);
@@ -76,8 +76,8 @@ def _median_ms(call: Callable[[], Any], repeats: int) -> float:
 
 
 def _fill(store: Store, catalog: Any, start: int, stop: int) -> None:
-    from toolplan.analysis.reuse import index_plan
     from toolplan.service.operations import submit_plan
+    from toolplan.service.plan_index import index_plan
 
     for i in range(start, stop):
         a, b = _cities(i)
@@ -91,9 +91,9 @@ def _fill(store: Store, catalog: Any, start: int, stop: int) -> None:
 
 def _execute(store: Store, catalog: Any, query: str, a: str, b: str) -> None:
     """Store, index and run one plan, so a lookup has a succeeded plan to find."""
-    from toolplan.analysis.reuse import index_plan
-    from toolplan.execution.context import ExecutionContext
+    from toolplan.runs.context import ExecutionContext
     from toolplan.service.operations import execute_stored_plan, submit_plan
+    from toolplan.service.plan_index import index_plan
 
     ref = submit_plan(
         comparison_plan(a, b), store=store, catalog=catalog, query=query, max_steps=10
@@ -108,7 +108,7 @@ def _execute(store: Store, catalog: Any, query: str, a: str, b: str) -> None:
 def lookup_costs(kind: str, sizes: list[int], repeats: int) -> dict[str, dict[str, float]]:
     """``find_reusable``'s median ms per case, per index size, on a store of ``kind``."""
     from bench.backends import store_factory
-    from toolplan.analysis.reuse import find_reusable
+    from toolplan.planning.reuse import find_reusable
     from toolplan.service.wiring import resolve_catalog
 
     catalog = resolve_catalog(["weather"])

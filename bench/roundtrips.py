@@ -30,9 +30,9 @@ from bench.stats import median
 from bench.tokens import encoding
 from toolplan.agent.graph import AgentContext
 from toolplan.agent.loop import run_agent
-from toolplan.execution.runner import ExecutionContext
+from toolplan.plan_format.templates import resolve
 from toolplan.planning.graph import PlannerContext
-from toolplan.plans.templates import resolve
+from toolplan.runs.runner import ExecutionContext
 from toolplan.store.protocol import Store
 from toolplan.store.sqlite import SqliteStore
 

@@ -24,13 +24,13 @@ from bench.dags import random_dag
 from bench.memstore import MemoryStore
 from bench.simtools import plan_from_dag, sim_catalog
 from bench.stats import median
-from toolplan.analysis import analyze
 from toolplan.config import limits_from_env
-from toolplan.execution.runner import ExecutionContext
-from toolplan.plans.limits import InputLimits
-from toolplan.plans.plan import load_plan
+from toolplan.plan_format.limits import InputLimits
+from toolplan.plan_format.plan import load_plan
+from toolplan.runs.runner import ExecutionContext
 from toolplan.service.operations import execute_stored_plan, submit_plan
 from toolplan.store.sqlite import SqliteStore
+from toolplan.validation import analyze
 
 __all__ = ["run_scale", "scale_plan"]
 

@@ -150,8 +150,8 @@ async def sdk_baseline(address: str, steps: int, repeats: int) -> dict[str, Any]
 
 async def overhead(workdir: Path, address: str, repeats: int) -> dict[str, Any]:
     from toolplan.config import TemporalSettings
-    from toolplan.engine.policies import ExecutionOptions
-    from toolplan.execution import ExecutionContext
+    from toolplan.config.policies import ExecutionOptions
+    from toolplan.runs import ExecutionContext
     from toolplan.service.operations import execute_stored_plan, submit_plan
     from toolplan.store.sqlite import SqliteStore
     from toolplan.temporal import TemporalBackend
@@ -214,8 +214,8 @@ async def cancel_notice(workdir: Path, address: str, trials: int) -> dict[str, A
     seconds from the request to the execution recorded ``cancelled`` (a running 60 s tool call
     is cancelled through the step's activity and the workflow)."""
     from toolplan.config import TemporalSettings
-    from toolplan.engine.policies import ExecutionOptions
-    from toolplan.execution import ExecutionContext
+    from toolplan.config.policies import ExecutionOptions
+    from toolplan.runs import ExecutionContext
     from toolplan.service.operations import cancel_execution, execute_stored_plan, submit_plan
     from toolplan.store.sqlite import SqliteStore
     from toolplan.temporal import TemporalBackend

@@ -19,9 +19,9 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, tool
 
 from bench.dags import kahn_layers
-from toolplan.analysis import analyze
-from toolplan.plans.plan import parse_plan
+from toolplan.plan_format.plan import parse_plan
 from toolplan.tools import ToolCatalog, load_tool_modules, tagged
+from toolplan.validation import analyze
 
 __all__ = ["EXTRA_TOOLS", "SCENARIOS", "Scenario", "SimulatedLatency", "bench_tools"]
 

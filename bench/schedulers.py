@@ -26,9 +26,9 @@ from langgraph.types import Send
 from bench.dags import Dag
 from bench.memstore import MemoryStore
 from bench.simtools import plan_from_dag, sim_catalog
-from toolplan.engine.policies import ExecutionOptions
+from toolplan.config.policies import ExecutionOptions
 from toolplan.engine.scheduler import StepOutcome, schedule
-from toolplan.execution.runner import ExecutionContext, run_plan_steps
+from toolplan.runs.runner import ExecutionContext, run_plan_steps
 from toolplan.service.operations import submit_plan
 
 __all__ = [

@@ -22,8 +22,8 @@ from bench.overhead import _engine, overhead_dag
 from bench.schedulers import EngineHarness, run_oracle
 from bench.simtools import plan_from_dag
 from bench.stats import median, percentile
-from toolplan.engine.policies import ExecutionOptions
-from toolplan.execution.runner import ExecutionContext
+from toolplan.config.policies import ExecutionOptions
+from toolplan.runs.runner import ExecutionContext
 from toolplan.service.operations import execute_stored_plan, submit_plan
 from toolplan.tools import ToolCatalog
 

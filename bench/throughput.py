@@ -18,9 +18,9 @@ from bench.backends import mongo_is_jongodb, mongo_pending_reason, store_factory
 from bench.dags import Dag
 from bench.simtools import plan_from_dag, sim_catalog
 from bench.stats import median, percentile
-from toolplan.engine.policies import ExecutionOptions
-from toolplan.execution.runner import ExecutionContext, new_worker_id
-from toolplan.plans.plan import parse_plan
+from toolplan.config.policies import ExecutionOptions
+from toolplan.plan_format.plan import parse_plan
+from toolplan.runs.runner import ExecutionContext, new_worker_id
 from toolplan.service.operations import execute_stored_plan, submit_plan
 from toolplan.store.protocol import Store, utc_now
 

@@ -4,7 +4,7 @@ of the adaptive-timeout rule on the bench's lognormal latencies.
 For each latency spread (the lognormal sigma; the bench's DAGs use 0.5) and history size (the
 minimum of 20 observations, and the full window of 100), every trial draws a history from
 :func:`bench.dags.sample_latency`, computes the timeout with the engine's own
-:meth:`toolplan.engine.policies.TimeoutPolicy.from_history`, then draws ``calls`` fresh calls of
+:meth:`toolplan.config.policies.TimeoutPolicy.from_history`, then draws ``calls`` fresh calls of
 the same tool and counts those slower than the timeout: a good call the timeout would have cut.
 
 Two views, because the rule is clamped to [1 s, the default]:
@@ -29,7 +29,7 @@ from dataclasses import replace
 from typing import Any
 
 from bench.dags import sample_latency
-from toolplan.engine.policies import TimeoutPolicy
+from toolplan.config.policies import TimeoutPolicy
 
 SIGMAS = (0.25, 0.5, 1.0, 1.5)
 HISTORIES = (20, 100)

@@ -2,7 +2,7 @@
 
 Your graph adds the compiled graphs as nodes and passes one runtime context that carries what
 both read: ``planner`` (a :class:`~toolplan.planning.context.PlannerContext`) and ``execution``
-(an :class:`~toolplan.execution.context.ExecutionContext`). The state keys they share with your
+(an :class:`~toolplan.runs.context.ExecutionContext`). The state keys they share with your
 graph (``query``, ``plan_id``, ``status``, ``outputs``, ...) flow between them; add your own
 nodes before, between or after. Build both contexts from one client::
 
@@ -24,10 +24,10 @@ from typing import Any
 from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
 
-from toolplan.execution.context import ExecutionContext
-from toolplan.execution.graph import build_execution_graph
 from toolplan.planning.context import PlannerContext
 from toolplan.planning.graph import build_planning_graph
+from toolplan.runs.context import ExecutionContext
+from toolplan.runs.graph import build_execution_graph
 
 
 class AppState(TypedDict, total=False):

@@ -23,9 +23,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.outputs import ChatGeneration, ChatResult
 
 from toolplan.adapters.plan_tool import plan_tool
+from toolplan.builtin_tools.weather import TOOLS
 from toolplan.config import Settings
 from toolplan.planning.model import create_chat_model, model_spec
-from toolplan.toolsets.weather import TOOLS
 
 SYSTEM = (
     "You answer questions about the weather with the tools. When you know every call you need "

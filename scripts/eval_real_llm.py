@@ -213,7 +213,7 @@ def _longest(dependencies: dict[str, list[str]]) -> int:
 
 def plan_depths(plan: dict[str, Any]) -> tuple[int, int]:
     """(depth of the plan as written, depth its data flow needs): dependsOn vs templates only."""
-    from toolplan.plans.templates import find_templates
+    from toolplan.plan_format.templates import find_templates
 
     ids = {step["id"] for step in plan["steps"]}
     written: dict[str, list[str]] = {}

@@ -28,9 +28,8 @@ if TYPE_CHECKING:
     )
     from toolplan.adapters.plan_tool import plan_tool
     from toolplan.agent.loop import AgentOutcome
-    from toolplan.analysis import Analysis
     from toolplan.client import Toolplan
-    from toolplan.engine.policies import ExecutionOptions, RetryPolicy
+    from toolplan.config.policies import ExecutionOptions, RetryPolicy
     from toolplan.engine.recorder import StepEvent
     from toolplan.engine.result import ExecutionResult
     from toolplan.errors import (
@@ -44,11 +43,12 @@ if TYPE_CHECKING:
         ToolplanError,
         Unavailable,
     )
+    from toolplan.plan_format.plan import Plan, Step, load_plan
     from toolplan.planning.planner import PlanningOutcome
-    from toolplan.plans.plan import Plan, Step, load_plan
     from toolplan.service.operations import PlanRef
     from toolplan.store import Store, open_store
     from toolplan.tools import ToolCatalog, load_tool_modules, tagged
+    from toolplan.validation import Analysis
 
 __version__ = "0.1.0"
 
@@ -56,19 +56,19 @@ __version__ = "0.1.0"
 # ``toolplan.cli``) does not pay for LangGraph, LangChain and jsonschema up front.
 _LAZY: dict[str, str] = {
     "AgentOutcome": "toolplan.agent.loop",
-    "Analysis": "toolplan.analysis",
-    "ExecutionOptions": "toolplan.engine.policies",
+    "Analysis": "toolplan.validation",
+    "ExecutionOptions": "toolplan.config.policies",
     "ExecutionResult": "toolplan.engine.result",
     "InvalidInput": "toolplan.errors",
     "LLMUnavailable": "toolplan.errors",
     "NotFound": "toolplan.errors",
     "NotWaiting": "toolplan.errors",
-    "Plan": "toolplan.plans.plan",
+    "Plan": "toolplan.plan_format.plan",
     "PlanInvalid": "toolplan.errors",
     "PlanRef": "toolplan.service.operations",
     "PlanningOutcome": "toolplan.planning.planner",
-    "RetryPolicy": "toolplan.engine.policies",
-    "Step": "toolplan.plans.plan",
+    "RetryPolicy": "toolplan.config.policies",
+    "Step": "toolplan.plan_format.plan",
     "StepEvent": "toolplan.engine.recorder",
     "Store": "toolplan.store",
     "StoreUnavailable": "toolplan.errors",
@@ -85,7 +85,7 @@ _LAZY: dict[str, str] = {
     "deny_step": "toolplan.adapters.functions",
     "execute_plan": "toolplan.adapters.functions",
     "execute_plan_sync": "toolplan.adapters.functions",
-    "load_plan": "toolplan.plans.plan",
+    "load_plan": "toolplan.plan_format.plan",
     "load_tool_modules": "toolplan.tools",
     "open_store": "toolplan.store",
     "plan_tool": "toolplan.adapters.plan_tool",

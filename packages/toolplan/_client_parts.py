@@ -17,10 +17,10 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Self
 
 from toolplan.config import Settings
+from toolplan.config.policies import ExecutionOptions
 from toolplan.config.settings import PlannerRewrites
-from toolplan.engine.policies import ExecutionOptions
 from toolplan.engine.recorder import EventListener
-from toolplan.execution.context import ExecutionBackend, ExecutionContext, new_worker_id
+from toolplan.runs.context import ExecutionBackend, ExecutionContext, new_worker_id
 from toolplan.service import wiring
 from toolplan.service.wiring import ToolsArg, backend_for, resolve_catalog
 from toolplan.store import Store, open_store

@@ -19,33 +19,33 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolplan._client_parts import ClientParts
-from toolplan.analysis import Analysis, analyze
-from toolplan.analysis.reuse import ReuseMode
-from toolplan.engine.policies import ExecutionOptions
+from toolplan.config.policies import ExecutionOptions
+from toolplan.config.settings import ReuseMode
 from toolplan.engine.recorder import EventListener
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import ExecutionBusy, NotFound
-from toolplan.execution.cancel import DEFAULT_CANCEL_WAIT
-from toolplan.execution.context import ExecutionContext
-from toolplan.plans.plan import Plan, load_plan
+from toolplan.plan_format.plan import Plan, load_plan
+from toolplan.runs.cancel import DEFAULT_CANCEL_WAIT
+from toolplan.runs.context import ExecutionContext
 from toolplan.service import operations
 from toolplan.service.operations import PlanRef
 from toolplan.store.lookup import find_plan
 from toolplan.store.protocol import ExecutionRecord, PlanPage, PlanRecord, StepRecord, Store
 from toolplan.tools.catalog import ToolCatalog, ToolInfo
+from toolplan.validation import Analysis, analyze
 
 if TYPE_CHECKING:
     from toolplan.agent.loop import AgentOutcome
-    from toolplan.analysis.diagram import DiagramFormat
     from toolplan.pipeline.flow import Planned, PlanSource, ReviewPolicy, RunOutcome
     from toolplan.planning.planner import PlanningOutcome
     from toolplan.planning.progress import PlanningListener
+    from toolplan.service.diagram import DiagramFormat
     from toolplan.tools.sources import ToolSources
 
 __all__ = ["DECLINED_AT_PROMPT", "Asker", "Document", "Toolplan"]
 
 Document = str | Path | bytes | dict[str, Any] | Plan
-"""A plan document: a file path, JSON text, a dict or a :class:`~toolplan.plans.plan.Plan`."""
+"""A plan document: a file path, JSON text, a dict or a :class:`~toolplan.plan_format.plan.Plan`."""
 
 Asker = Callable[[StepRecord], bool | None]
 """Asks a person about one step waiting for approval (its ``resolved_parameters`` are the
@@ -64,7 +64,7 @@ class Toolplan(ClientParts):
       module names; default the settings' tools (``TOOLPLAN_TOOLS``, ``--mcp``, the built-ins).
     - ``model``: a ``provider:model`` string or a LangChain chat model, for :meth:`plan`,
       :meth:`run` of a query and :meth:`answer`; default ``settings.planner.model``.
-    - ``backend``: what runs the steps (:class:`~toolplan.execution.context.ExecutionBackend`);
+    - ``backend``: what runs the steps (:class:`~toolplan.runs.context.ExecutionBackend`);
       default the settings' choice (Temporal when an address is set, else this process).
     - ``settings``: default :class:`~toolplan.config.Settings` () with its defaults: the
       environment is read only by :meth:`from_env`.
@@ -136,8 +136,8 @@ class Toolplan(ClientParts):
         """Plan ``query`` with the model in one round-trip (plus bounded repairs), validate and
         store it; ``context`` is more for the planner after the query (a replan's);
         ``on_planning`` is told what planning is doing (``planning with MODEL…``, repairs)."""
+        from toolplan.plan_format.limits import check_text
         from toolplan.planning.planner import create_plan
-        from toolplan.plans.limits import check_text
 
         check_text(query, "the query", self.settings.limits)  # before any model setup
         planner = await asyncio.to_thread(
@@ -189,7 +189,7 @@ class Toolplan(ClientParts):
         ``by`` (default the OS user); then continue the execution in this process, as
         :meth:`execute` does, or hand it to workers with ``enqueue``. A step that is not
         waiting, or a finished plan, changes nothing: :class:`~toolplan.errors.NotWaiting`."""
-        from toolplan.execution.approvals import approve_steps
+        from toolplan.runs.approvals import approve_steps
 
         store = await asyncio.to_thread(lambda: self.store)
         await asyncio.to_thread(approve_steps, store, plan_id, step_ids, by=by)
@@ -212,7 +212,7 @@ class Toolplan(ClientParts):
         """Deny one step waiting for approval, with ``reason``: it becomes ``denied`` and its
         dependents are skipped as the execution continues (here, or on workers with
         ``enqueue``); recorded with the time and the decider ``by`` (default the OS user)."""
-        from toolplan.execution.approvals import deny_step
+        from toolplan.runs.approvals import deny_step
 
         store = await asyncio.to_thread(lambda: self.store)
         await asyncio.to_thread(
@@ -234,7 +234,7 @@ class Toolplan(ClientParts):
         """While ``result`` waits for approval, ask about each waiting step (``ask(step)``:
         ``True`` approves it, ``False`` denies it, ``None`` leaves it waiting), record the
         answers and continue; return the result once nothing waits or nothing was decided."""
-        from toolplan.execution.approvals import approve_steps, deny_step
+        from toolplan.runs.approvals import approve_steps, deny_step
 
         store = await asyncio.to_thread(lambda: self.store)
         while result.status == "waiting":
@@ -335,7 +335,7 @@ class Toolplan(ClientParts):
             source = FromDocument(source, query=query, request_id=request_id)
         planner = None
         if isinstance(source, FromQuery):
-            from toolplan.plans.limits import check_text
+            from toolplan.plan_format.limits import check_text
 
             # The query is checked before a model is even set up: bad input costs nothing.
             check_text(source.query, "the query", self.settings.limits)
@@ -378,7 +378,7 @@ class Toolplan(ClientParts):
         ``settings.plan_reuse``)."""
         from toolplan.agent.graph import AgentContext
         from toolplan.agent.loop import run_agent
-        from toolplan.plans.limits import check_text
+        from toolplan.plan_format.limits import check_text
 
         check_text(query, "the query", self.settings.limits)
         planner = await asyncio.to_thread(
@@ -418,8 +418,8 @@ class Toolplan(ClientParts):
     def diagram(self, plan_id: str, *, kind: DiagramFormat = "mermaid") -> str:
         """A stored plan's DAG with each step's state, as Mermaid or Graphviz DOT text
         (``toolplan show PLAN_ID --graph mermaid|dot``)."""
-        from toolplan.analysis.diagram import described_diagram
-        from toolplan.plans.ids import require_id
+        from toolplan.plan_format.ids import require_id
+        from toolplan.service.diagram import described_diagram
 
         require_id(plan_id, "plan")
         return described_diagram(operations.describe(self.store, plan_id), kind=kind)

@@ -14,7 +14,7 @@ from typing import Any, TypedDict
 
 import pytest
 
-from toolplan.plans.ids import new_id
+from toolplan.plan_format.ids import new_id
 from toolplan.store import Store
 from toolplan_conformance.connections import in_threads, other_store
 from toolplan_conformance.records import started_execution

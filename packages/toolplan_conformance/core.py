@@ -16,7 +16,7 @@ from typing import Any, TypedDict
 import pytest
 
 from toolplan.errors import InvalidInput
-from toolplan.plans.ids import new_id
+from toolplan.plan_format.ids import new_id
 from toolplan.store import (
     PlanRecord,
     Store,

@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from toolplan.errors import InvalidInput
-from toolplan.plans.ids import new_id
+from toolplan.plan_format.ids import new_id
 from toolplan.store import PlanRecord, Store
 from toolplan_conformance.connections import other_store
 from toolplan_conformance.records import new_plan, new_request, step_pairs

@@ -5,7 +5,7 @@ import started_execution``)."""
 
 from __future__ import annotations
 
-from toolplan.plans.ids import new_id
+from toolplan.plan_format.ids import new_id
 from toolplan.store import ExecutionRecord, PlanRecord, RequestRecord, Store, utc_now
 
 __all__ = [

@@ -19,7 +19,7 @@ import uvicorn
 
 from toolplan.api import ApiSettings, create_app
 from toolplan.config import Settings
-from toolplan.engine.policies import ExecutionOptions, RetryPolicy
+from toolplan.config.policies import ExecutionOptions, RetryPolicy
 from toolplan.store import Store, open_store
 from toolplan.tools import load_tool_modules
 

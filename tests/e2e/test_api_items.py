@@ -15,7 +15,7 @@ import pytest
 from tests.e2e.api_support import TOOL_MODULES, ApiServer, GraphQLClient
 from toolplan.api import ApiSettings
 from toolplan.config import Settings
-from toolplan.engine.policies import ExecutionOptions, RetryPolicy
+from toolplan.config.policies import ExecutionOptions, RetryPolicy
 from toolplan.store import open_store
 
 pytestmark = pytest.mark.e2e

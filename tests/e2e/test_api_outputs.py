@@ -27,7 +27,7 @@ from starlette.testclient import TestClient
 from tests.e2e.api_support import TOOL_MODULES, TRACE_MARKERS, ApiServer, GraphQLClient
 from toolplan.api import ApiSettings, create_app
 from toolplan.config import Settings
-from toolplan.engine.policies import ExecutionOptions, RetryPolicy
+from toolplan.config.policies import ExecutionOptions, RetryPolicy
 from toolplan.store import Store, open_store
 from toolplan.tools import load_tool_modules
 

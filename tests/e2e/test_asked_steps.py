@@ -20,8 +20,8 @@ import pytest
 
 from tests.e2e.conftest import ON_BOTH_STORES, Cli
 from tests.support.fake_openai import FakeOpenAIServer, Reply
-from toolplan.plans.plan import parse_plan
-from toolplan.plans.python_print import render_python_plan
+from toolplan.plan_format.plan import parse_plan
+from toolplan.plan_format.python_print import render_python_plan
 
 PLAN_FORMATS = ["json", "python"]
 """The plan formats a model may answer in (``TOOLPLAN_PLAN_FORMAT``)."""

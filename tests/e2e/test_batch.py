@@ -17,8 +17,8 @@ from tests.support.plans import blog_plan, broken_blog_plan, llm_step
 from toolplan.client import Toolplan
 from toolplan.config import Settings
 from toolplan.errors import InvalidInput
-from toolplan.execution.runner import ExecutionContext
 from toolplan.pipeline.batch import load_queries, read_results, run_batch, summarize
+from toolplan.runs.runner import ExecutionContext
 from toolplan.store import open_store
 from toolplan.tools import load_tool_modules
 

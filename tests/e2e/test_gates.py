@@ -19,13 +19,13 @@ import pytest
 from tests.e2e.api_support import GraphQLClient, ServerFactory, server_factory
 from tests.e2e.conftest import ON_BOTH_STORES, Cli
 from tests.e2e.test_api import codes
-from toolplan.analysis import analyze
 from toolplan.errors import PlanInvalid
-from toolplan.plans.ids import new_id
-from toolplan.plans.plan import Plan
+from toolplan.plan_format.ids import new_id
+from toolplan.plan_format.plan import Plan
 from toolplan.store import open_store
 from toolplan.store.protocol import PlanRecord, RequestRecord, utc_now
 from toolplan.tools import load_tool_modules
+from toolplan.validation import analyze
 
 pytestmark = [pytest.mark.e2e]
 

@@ -23,12 +23,12 @@ from tests.support.mcp_http import SERVER, HttpServer, free_port, start_http_ser
 from tests.support.plans import QUERY
 from toolplan.adapters.plan_tool import plan_tool
 from toolplan.config import Settings
-from toolplan.engine.policies import ExecutionOptions, RetryPolicy
+from toolplan.config.policies import ExecutionOptions, RetryPolicy
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import InvalidInput
-from toolplan.execution.runner import ExecutionContext
 from toolplan.planning.graph import PlannerContext
 from toolplan.planning.planner import create_plan
+from toolplan.runs.runner import ExecutionContext
 from toolplan.service.operations import execute_stored_plan, submit_plan
 from toolplan.store.sqlite import SqliteStore
 from toolplan.tools import ToolCatalog

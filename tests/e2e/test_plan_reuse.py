@@ -17,7 +17,9 @@ from bench.reuse import CORPUS, batch_passes, ideal_reply
 from tests.e2e.conftest import Cli
 from tests.support.fake_openai import FakeOpenAIServer, Reply
 from tests.support.plans import QUERY, blog_plan, llm_step
-from toolplan.analysis.reuse import match_plan, normalise_query, reuse_mode
+from toolplan.config.settings import reuse_mode
+from toolplan.planning.reuse import match_plan
+from toolplan.service.plan_index import normalise_query
 from toolplan.store.protocol import PlanRecord
 
 WEATHER = "Compare the weather in Tokyo and London"

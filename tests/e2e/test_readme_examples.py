@@ -36,7 +36,7 @@ from typing import Any
 
 import pytest
 
-from toolplan.plans.plan import parse_plan
+from toolplan.plan_format.plan import parse_plan
 
 pytestmark = pytest.mark.e2e
 

@@ -26,12 +26,12 @@ import pytest
 
 from tests.e2e.api_support import ServerFactory, server_factory
 from tests.e2e.conftest import ON_BOTH_STORES, Cli
-from toolplan.engine.policies import ExecutionOptions, RetryPolicy
+from toolplan.config.policies import ExecutionOptions, RetryPolicy
 from toolplan.engine.recorder import StepEvent
 from toolplan.errors import NotWaiting
-from toolplan.execution.approvals import approve_steps, deny_step
-from toolplan.execution.cancel import request_cancel
-from toolplan.execution.runner import ExecutionContext
+from toolplan.runs.approvals import approve_steps, deny_step
+from toolplan.runs.cancel import request_cancel
+from toolplan.runs.runner import ExecutionContext
 from toolplan.service.operations import execute_stored_plan, submit_plan
 from toolplan.store import open_store
 from toolplan.store.protocol import ItemRecord, Store
@@ -411,7 +411,7 @@ async def test_an_unexpected_exception_in_a_fallback_is_recorded(
 ) -> None:
     """A bug while the fallback resolves its arguments: the step ends ``failed`` in the store
     with both the tool's failure and the exception named, not ``running`` forever."""
-    from toolplan.plans import templates
+    from toolplan.plan_format import templates
 
     fallback_parameters = {"value": "fallback"}
 

@@ -25,7 +25,7 @@ from tests.support.faults import GATED_PLAN, wait_for_call
 from tests.support.user_tools import ECHO, USER_TOOLS
 from toolplan.errors import InvalidInput
 from toolplan.pipeline.flow import FromDocument, FromQuery
-from toolplan.plans.ids import new_id
+from toolplan.plan_format.ids import new_id
 from toolplan.service import operations
 from toolplan.store import PlanRecord, RequestRecord, Store, open_store, utc_now
 from toolplan.tools import load_tool_modules

@@ -31,8 +31,8 @@ from tests.e2e.api_support import ServerFactory, server_factory
 from tests.e2e.conftest import Cli
 from tests.support.hostile import Case, fuzz_cases, hostile_cases
 from toolplan.errors import ToolplanError
-from toolplan.plans.limits import InputLimits
-from toolplan.plans.plan import load_plan
+from toolplan.plan_format.limits import InputLimits
+from toolplan.plan_format.plan import load_plan
 from toolplan.service import operations
 from toolplan.store import open_store
 from toolplan.tools.loading import load_tool_modules

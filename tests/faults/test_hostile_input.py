@@ -19,8 +19,8 @@ from tests.e2e import cli_cases
 from tests.e2e.conftest import ON_BOTH_STORES, Cli
 from toolplan.config import Settings
 from toolplan.errors import InvalidInput, PlanInvalid
-from toolplan.plans.limits import InputLimits, check_json, check_text
-from toolplan.plans.templates import find_templates, malformed_templates, resolve
+from toolplan.plan_format.limits import InputLimits, check_json, check_text
+from toolplan.plan_format.templates import find_templates, malformed_templates, resolve
 
 pytestmark = pytest.mark.e2e
 

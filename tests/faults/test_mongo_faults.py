@@ -22,7 +22,7 @@ from tests.support.faults import GATED_PLAN, wait_for_call
 from tests.support.mongo_server import JongoServer, fresh_db_name
 from tests.support.tcp_proxy import TcpProxy
 from toolplan.errors import InvalidInput
-from toolplan.plans.ids import new_id
+from toolplan.plan_format.ids import new_id
 from toolplan.store import PlanRecord, RequestRecord, utc_now
 from toolplan.store.mongo import MongoStore
 

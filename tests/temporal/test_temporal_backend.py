@@ -21,9 +21,9 @@ from temporalio.worker import Replayer
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from toolplan.config import TemporalSettings
-from toolplan.engine.policies import ExecutionOptions, RetryPolicy, TimeoutPolicy
+from toolplan.config.policies import ExecutionOptions, RetryPolicy, TimeoutPolicy
 from toolplan.engine.recorder import StepEvent
-from toolplan.execution import ExecutionContext
+from toolplan.runs import ExecutionContext
 from toolplan.service.operations import (
     cancel_execution,
     describe,
@@ -651,7 +651,7 @@ async def test_a_decision_recorded_with_no_workflow_running_starts_one_on_tempor
 ) -> None:
     """The store is the truth: the waiting workflow is gone (terminated by an operator), the
     approval is recorded anyway, and executing the plan starts a workflow that takes it in."""
-    from toolplan.execution.approvals import approve_steps
+    from toolplan.runs.approvals import approve_steps
 
     ref = submit_plan(WIRE, store=store, catalog=catalog, max_steps=50)
     ctx = temporal_ctx(store, catalog, temporal_settings)
@@ -695,7 +695,7 @@ async def test_cancelling_a_waiting_plan_ends_its_waiting_workflow_on_temporal(
 def _stored_unchecked(store: SqliteStore, plan: dict[str, Any]) -> str:
     """``plan`` written straight into the store (no validation on the way in), as a version
     from before the gated-fallback check could have left it."""
-    from toolplan.plans.ids import new_id
+    from toolplan.plan_format.ids import new_id
     from toolplan.store.protocol import PlanRecord, RequestRecord, utc_now
 
     plan_id = new_id("plan")

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from toolplan.analysis import analyze
 from toolplan.errors import PlanInvalid
-from toolplan.plans.plan import parse_plan
+from toolplan.plan_format.plan import parse_plan
 from toolplan.tools import load_tool_modules
+from toolplan.validation import analyze
 
 CATALOG = load_tool_modules(["blog", "metrics", "weather"])
 

@@ -17,11 +17,11 @@ from langgraph.types import Command
 from tests.support.fake_models import ToolCallingFake
 from tests.support.plans import llm_step
 from toolplan.agent.graph import AgentContext, AgentGraphContext, build_agent_graph
+from toolplan.config.policies import ExecutionOptions, RetryPolicy
 from toolplan.engine.approval import fingerprint
-from toolplan.engine.policies import ExecutionOptions, RetryPolicy
-from toolplan.execution.context import ExecutionContext
-from toolplan.execution.graph import ExecutionGraphContext, build_execution_graph
 from toolplan.planning.context import PlannerContext
+from toolplan.runs.context import ExecutionContext
+from toolplan.runs.graph import ExecutionGraphContext, build_execution_graph
 from toolplan.service.operations import submit_plan
 from toolplan.store.sqlite import SqliteStore
 from toolplan.tools import ToolCatalog, load_tool_modules

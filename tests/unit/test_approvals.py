@@ -14,11 +14,11 @@ from langchain_core.tools import tool
 
 from tests.support import tools as test_tools
 from toolplan.client import Toolplan
+from toolplan.config.policies import ExecutionOptions, RetryPolicy
 from toolplan.engine.approval import fingerprint, needs_approval
-from toolplan.engine.policies import ExecutionOptions, RetryPolicy
 from toolplan.engine.recorder import StepEvent
 from toolplan.errors import InvalidInput, NotWaiting
-from toolplan.plans.plan import Step
+from toolplan.plan_format.plan import Step
 from toolplan.store.sqlite import SqliteStore
 from toolplan.tools import ToolCatalog, load_tool_modules
 

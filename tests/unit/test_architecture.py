@@ -9,7 +9,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).parents[2]
 PACKAGE = ROOT / "packages" / "toolplan"
-BASE = {"errors", "_caches", "_blocking", "_lazy", "_tokens"}
+BASE = {"errors", "_caches", "_blocking", "_lazy", "_tokens", "_spans"}
 
 
 def table_rows() -> list[tuple[str, str]]:
@@ -25,7 +25,7 @@ def table_rows() -> list[tuple[str, str]]:
 
 def contract_layers() -> list[list[str]]:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
-    (contract,) = config["contracts"]
+    (contract,) = [c for c in config["contracts"] if c["type"] == "layers"]
     return [
         [name.strip().removeprefix("toolplan.") for name in layer.split(":")]
         for layer in contract["layers"]

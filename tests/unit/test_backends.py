@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from toolplan.config.policies import ExecutionOptions
 from toolplan.engine.inputs import StoreInputs
-from toolplan.engine.policies import ExecutionOptions
 from toolplan.engine.recorder import Recorder, StepEvent
 from toolplan.engine.scheduler import StepOutcome, schedule
 from toolplan.engine.step import StepRunner
-from toolplan.execution import (
+from toolplan.runs import (
     ExecutionBackend,
     ExecutionContext,
     InProcessBackend,
@@ -197,7 +197,7 @@ async def test_store_inputs_read_what_an_earlier_runner_recorded(
 async def test_events_of_a_run_elsewhere_are_read_from_the_step_records(
     store: SqliteStore, catalog: ToolCatalog
 ) -> None:
-    from toolplan.execution.events import watch_step_events
+    from toolplan.runs.events import watch_step_events
 
     ref = submit_plan(CHAIN, store=store, catalog=catalog, max_steps=50)
     pid = ref.plan_id

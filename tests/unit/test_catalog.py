@@ -59,3 +59,27 @@ def test_tags_and_examples_filter_the_catalog() -> None:
     assert [i.name for i in catalog.infos(tag="web")] == ["fetch"]
     assert catalog.info("fetch").examples == ({"query": "get it", "parameters": {"url": "u"}},)
     assert "did you mean 'fetch'" in catalog.unknown_tool_message("fetc")
+
+
+def test_read_only_and_approval_are_data_on_the_tool_info() -> None:
+    """The planner's rules (merging duplicates, batching) ask the catalog, not the engine."""
+    from langchain_core.tools import StructuredTool
+
+    lookup = StructuredTool.from_function(add, name="lookup", metadata={"readOnlyHint": True})
+    drop = StructuredTool.from_function(add, name="drop", metadata={"destructiveHint": True})
+    catalog = ToolCatalog([tagged(add, "read-only"), tagged(fetch, "approval"), lookup, drop])
+    assert [(i.name, i.read_only, i.gated) for i in catalog.infos()] == [
+        ("add", True, False),
+        ("fetch", False, True),
+        ("lookup", True, False),
+        ("drop", False, True),
+    ]
+    assert catalog.read_only("add") and catalog.gated("fetch")
+    assert not catalog.read_only("nowhere") and not catalog.gated("nowhere")
+
+
+def test_the_built_in_tools_load_by_their_name_before_the_rename() -> None:
+    """Plans stored before toolsets/ became builtin_tools/ record ``toolplan.toolsets.weather``
+    as their tool source, and a project config or a script may still name it."""
+    old, new = load_tool_modules(["toolplan.toolsets.weather"]), load_tool_modules(["weather"])
+    assert old.names == new.names

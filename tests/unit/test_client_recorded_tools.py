@@ -4,7 +4,7 @@ many plans run with them (a lease-queue worker runs many)."""
 from __future__ import annotations
 
 from toolplan.client import Toolplan
-from toolplan.plans.meta import TOOL_SOURCES_KEY
+from toolplan.plan_format.meta import TOOL_SOURCES_KEY
 from toolplan.store.protocol import PlanRecord
 from toolplan.tools.sources import ToolSources
 

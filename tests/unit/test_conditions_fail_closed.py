@@ -16,15 +16,15 @@ from typing import Any
 
 import pytest
 
-from toolplan.analysis import analyze
+from toolplan.config.policies import ExecutionOptions, RetryPolicy
 from toolplan.engine.items import ConditionNotBoolean, condition_holds
-from toolplan.engine.policies import ExecutionOptions, RetryPolicy
 from toolplan.errors import PlanInvalid
-from toolplan.execution.runner import ExecutionContext
-from toolplan.plans.plan import Step, parse_plan
+from toolplan.plan_format.plan import Step, parse_plan
+from toolplan.runs.runner import ExecutionContext
 from toolplan.service.operations import execute_stored_plan, submit_plan
 from toolplan.store import Store, open_store
 from toolplan.tools import load_tool_modules
+from toolplan.validation import analyze
 
 CATALOG = load_tool_modules(["metrics", "tests.support.tools", "tests.support.odd_outputs"])
 

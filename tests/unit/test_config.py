@@ -20,7 +20,7 @@ from toolplan.config import (
     limits_from_env,
 )
 from toolplan.errors import InvalidInput
-from toolplan.plans.limits import InputLimits
+from toolplan.plan_format.limits import InputLimits
 
 README = (Path(__file__).parents[2] / "README.md").read_text()
 

@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 
-from toolplan.analysis import analyze
 from toolplan.engine.items import item_list
 from toolplan.errors import PlanInvalid, TemplateError
-from toolplan.plans.plan import Not, Step, parse_plan
-from toolplan.plans.templates import Template, references, resolve
+from toolplan.plan_format.plan import Not, Step, parse_plan
+from toolplan.plan_format.templates import Template, references, resolve
 from toolplan.tools import load_tool_modules
+from toolplan.validation import analyze
 
 CATALOG = load_tool_modules(["blog", "metrics", "weather"])
 
@@ -276,7 +276,7 @@ def test_a_for_each_step_output_is_a_list_of_item_outputs() -> None:
 
 
 def test_a_condition_on_a_number_or_text_is_refused_for_planner_plans() -> None:
-    from toolplan.analysis.conditions import check_conditions
+    from toolplan.planning.number_conditions import check_conditions
 
     cpu = {"id": "cpu", "tool": "query_metric", "parameters": {"name": "cpu_usage"}}
     draft = {"id": "draft", "tool": "createDraft", "parameters": {"title": "t", "content": "c"}}

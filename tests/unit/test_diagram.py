@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from toolplan.analysis.diagram import described_diagram, diagram
+from toolplan.service.diagram import described_diagram, diagram
 
 ANALYSIS: dict[str, Any] = {
     "layers": [["a", 'say "hi"'], ["b"], ["d"]],

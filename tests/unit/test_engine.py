@@ -11,9 +11,9 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
 
 from tests.support import tools as test_tools
-from toolplan.engine.policies import ExecutionOptions, RetryPolicy
+from toolplan.config.policies import ExecutionOptions, RetryPolicy
 from toolplan.engine.recorder import StepEvent
-from toolplan.execution.runner import ExecutionContext
+from toolplan.runs.runner import ExecutionContext
 from toolplan.service.operations import execute_stored_plan, submit_plan
 from toolplan.store.sqlite import SqliteStore
 from toolplan.tools import ToolCatalog, load_tool_modules

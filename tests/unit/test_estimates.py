@@ -10,19 +10,19 @@ from pathlib import Path
 import pytest
 from langchain_core.tools import tool
 
-from toolplan.analysis import analyze
-from toolplan.analysis.estimates import (
+from toolplan.config import Settings
+from toolplan.config.settings import EstimateSettings
+from toolplan.errors import InvalidInput
+from toolplan.plan_format.plan import parse_plan
+from toolplan.service.estimates import (
     Estimate,
-    EstimateSettings,
     estimate_plan,
     load_prices,
     planning_cost,
     schedule_length,
 )
-from toolplan.config import Settings
-from toolplan.errors import InvalidInput
-from toolplan.plans.plan import parse_plan
 from toolplan.tools import ToolCatalog, tagged
+from toolplan.validation import analyze
 
 
 def test_schedule_length_is_the_critical_path_unless_the_limit_binds() -> None:

@@ -1,7 +1,7 @@
 """A reused plan goes through the gate as a new one does (issue 42, item 1: "replans and
 reuse"): a stored plan whose fallback became a gated tool's, or was one before validation
 refused such plans, is never reused; the query is planned anew. (A replan is a new plan from
-the planner, validated by the same :func:`~toolplan.analysis.dag.analyze`; the planner's plan
+the planner, validated by the same :func:`~toolplan.validation.dag.analyze`; the planner's plan
 schema has no ``fallback`` at all.)"""
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from tests.support import tools as test_tools
-from toolplan.analysis.reuse import find_reusable
-from toolplan.execution.context import ExecutionContext
 from toolplan.pipeline.flow import FromQuery, _reuse
-from toolplan.plans.limits import InputLimits
+from toolplan.plan_format.limits import InputLimits
+from toolplan.planning.reuse import find_reusable
+from toolplan.runs.context import ExecutionContext
 from toolplan.service.operations import execute_stored_plan, submit_plan
 from toolplan.store.sqlite import SqliteStore
 from toolplan.tools import ToolCatalog

@@ -10,13 +10,13 @@ import pytest
 from langchain_core.tools import tool
 from typing_extensions import TypedDict
 
-from toolplan.analysis.grounding import Grounds, check_grounding
-from toolplan.analysis.id_by_name import check_ids_by_name
-from toolplan.analysis.reuse import match_plan
-from toolplan.plans.plan import parse_plan
+from toolplan.builtin_tools import blog, metrics, weather
+from toolplan.plan_format.plan import parse_plan
+from toolplan.planning.grounding import Grounds, check_grounding
+from toolplan.planning.id_by_name import check_ids_by_name
+from toolplan.planning.reuse import match_plan
 from toolplan.store.protocol import PlanRecord
 from toolplan.tools.catalog import ToolCatalog
-from toolplan.toolsets import blog, metrics, weather
 
 CATALOG = ToolCatalog([*weather.TOOLS, *metrics.TOOLS, *blog.TOOLS])
 BERLIN_MADRID = "What's the weather in Berlin and Madrid, and which one is warmer?"
@@ -366,7 +366,7 @@ def test_the_refusal_reads_no_word_list() -> None:
     import ast
     import inspect
 
-    from toolplan.analysis import grounding, id_by_name
+    from toolplan.planning import grounding, id_by_name
 
     for module in (grounding, id_by_name):
         tree = ast.parse(inspect.getsource(module))
@@ -376,4 +376,31 @@ def test_the_refusal_reads_no_word_list() -> None:
             if isinstance(node, ast.Import)
             for alias in node.names
         }
-        assert not imported & {"toolplan.analysis.words", "toolplan.analysis.unasked"}
+        assert not imported & {"toolplan.planning.words", "toolplan.planning.unasked"}
+
+
+def test_a_listing_declared_as_a_nullable_type_list_is_a_listing_too() -> None:
+    """Grounding read ``"type": ["array", "null"]`` (and ``oneOf``) as no list at all, while the
+    batching rule read it as one; both use the one walker now, so this forEach is refused."""
+    from langchain_core.tools import StructuredTool
+
+    listing = StructuredTool.from_function(
+        lambda: {},
+        name="listPosts",
+        description="List posts.",
+        metadata={
+            "returns": {
+                "type": "object",
+                "properties": {"posts": {"type": ["array", "null"], "items": POST_ITEM}},
+            }
+        },
+    )
+    catalog = ToolCatalog([listing, *blog.TOOLS])
+    made_up = [{"_id": "post-1"}, {"_id": "post-2"}]
+    listed = {"id": "list", "tool": "listPosts", "parameters": {}, "dependsOn": []}
+    whole = parse_plan({"steps": [listed, mapped(made_up, ["list"])]})
+    (issue,) = check_grounding(whole, catalog, EACH_POST)
+    assert issue.message.endswith('"forEach": "{{list.posts}}"')
+
+
+POST_ITEM = {"type": "object", "properties": {"_id": {"type": "string"}}}

@@ -8,10 +8,10 @@ from typing import Any
 from langchain_core.tools import tool
 from typing_extensions import TypedDict
 
-from toolplan.analysis.id_by_name import check_ids_by_name, is_id_argument
-from toolplan.plans.plan import parse_plan
+from toolplan.builtin_tools import blog
+from toolplan.plan_format.plan import parse_plan
+from toolplan.planning.id_by_name import check_ids_by_name, is_id_argument
 from toolplan.tools.catalog import ToolCatalog
-from toolplan.toolsets import blog
 
 
 def plan(*steps: tuple[str, str, dict[str, Any]]) -> Any:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from toolplan.errors import InvalidInput
-from toolplan.plans.ids import is_valid_id, new_id, require_id
+from toolplan.plan_format.ids import is_valid_id, new_id, require_id
 
 
 def test_a_minted_id_is_valid() -> None:

@@ -13,9 +13,9 @@ from typing import Any
 
 from toolplan.engine.effects import earlier_effects
 from toolplan.engine.inputs import StoreInputs
-from toolplan.execution.events import watch_step_events
-from toolplan.plans.meta import VERSION_KEY
-from toolplan.plans.plan import Step
+from toolplan.plan_format.meta import VERSION_KEY
+from toolplan.plan_format.plan import Step
+from toolplan.runs.events import watch_step_events
 from toolplan.store.protocol import ExecutionRecord, ItemRecord
 from toolplan.store.sqlite import SqliteStore
 from toolplan.tools import load_tool_modules

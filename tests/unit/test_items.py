@@ -10,7 +10,7 @@ import pytest
 from toolplan.engine.items import condition_holds, item_list, map_result, run_items
 from toolplan.engine.scheduler import Slots, StepOutcome, schedule
 from toolplan.errors import TemplateError
-from toolplan.plans.plan import Step
+from toolplan.plan_format.plan import Step
 from toolplan.store.protocol import ItemRecord
 
 

@@ -1,9 +1,9 @@
-"""Where the plan page draws each step (toolplan.analysis.layout): rows by layer, crossings
+"""Where the plan page draws each step (toolplan.service.layout): rows by layer, crossings
 untangled by the dependencies' positions, critical edges marked."""
 
 from __future__ import annotations
 
-from toolplan.analysis.layout import GAP_X, NODE_HEIGHT, NODE_WIDTH, layout
+from toolplan.service.layout import GAP_X, NODE_HEIGHT, NODE_WIDTH, layout
 
 
 def test_each_layer_is_a_row_top_to_bottom_and_centred_under_the_widest() -> None:

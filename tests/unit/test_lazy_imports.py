@@ -49,8 +49,8 @@ def test_unknown_name_is_an_attribute_error() -> None:
 
 def test_every_public_name_resolves() -> None:
     import toolplan
-    import toolplan.execution
+    import toolplan.runs
 
-    for package in (toolplan, toolplan.execution):
+    for package in (toolplan, toolplan.runs):
         for name in package.__all__:
             assert getattr(package, name) is not None, name

@@ -28,9 +28,9 @@ from toolplan.adapters.plan_tool import (
     plan_tool,
 )
 from toolplan.config import Settings
-from toolplan.engine.policies import ExecutionOptions, RetryPolicy
+from toolplan.config.policies import ExecutionOptions, RetryPolicy
 from toolplan.errors import InvalidInput
-from toolplan.plans.plan import Step
+from toolplan.plan_format.plan import Step
 from toolplan.store.sqlite import SqliteStore
 from toolplan.tools import ToolCatalog
 

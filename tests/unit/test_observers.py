@@ -18,9 +18,9 @@ from toolplan.adapters.queue_worker import Worker, WorkerEvent, WorkerOptions, e
 from toolplan.api.runs import BackgroundRuns
 from toolplan.client import Toolplan
 from toolplan.config import Settings
-from toolplan.engine.policies import ExecutionOptions, RetryPolicy
+from toolplan.config.policies import ExecutionOptions, RetryPolicy
 from toolplan.engine.recorder import EventListener, StepEvent
-from toolplan.execution.context import ExecutionContext
+from toolplan.runs.context import ExecutionContext
 from toolplan.service.operations import execute_stored_plan, submit_plan
 from toolplan.store import Store, open_store
 from toolplan.tools import ToolCatalog, load_tool_modules

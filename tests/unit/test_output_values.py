@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from tests.support.odd_outputs import NESTING
-from toolplan.engine.policies import ExecutionOptions, RetryPolicy
+from toolplan.config.policies import ExecutionOptions, RetryPolicy
 from toolplan.engine.toolcall import normalize_output
 from toolplan.errors import ToolFailure, ToolOutputInvalid
-from toolplan.execution.runner import ExecutionContext
+from toolplan.runs.runner import ExecutionContext
 from toolplan.service.operations import execute_stored_plan, submit_plan
 from toolplan.store import Store, codec, open_store
 from toolplan.tools import load_tool_modules

@@ -11,10 +11,10 @@ from langchain_core.messages import AIMessage
 from tests.support.fake_models import ToolCallingFake
 from tests.support.plans import QUERY, blog_plan
 from toolplan.errors import InvalidInput, NotFound, PlanNeedsReview
-from toolplan.execution.runner import ExecutionContext
 from toolplan.pipeline.flow import FromDocument, FromQuery, Planned, plan_then_execute
+from toolplan.plan_format.ids import new_id
 from toolplan.planning.graph import PlannerContext
-from toolplan.plans.ids import new_id
+from toolplan.runs.runner import ExecutionContext
 from toolplan.store.lookup import find_plan, find_request, require_approval
 from toolplan.store.sqlite import SqliteStore
 from toolplan.tools import load_tool_modules

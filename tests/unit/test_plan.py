@@ -9,7 +9,7 @@ import pytest
 
 from tests.support.plans import SEED_002
 from toolplan.errors import InvalidInput, PlanInvalid
-from toolplan.plans.plan import load_plan, parse_plan
+from toolplan.plan_format.plan import load_plan, parse_plan
 
 
 def test_canonical_form_loads_with_all_optional_fields() -> None:

@@ -200,7 +200,7 @@ async def test_a_plan_is_analysed_once_and_stored_as_analysed(
 ) -> None:
     import toolplan.planning.graph
     import toolplan.service.operations
-    from toolplan.analysis import analyze
+    from toolplan.validation import analyze
 
     calls: list[str] = []
 

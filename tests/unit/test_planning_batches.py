@@ -7,8 +7,8 @@ from typing import Any
 
 from langchain_core.tools import StructuredTool
 
+from toolplan.plan_format.plan import parse_plan
 from toolplan.planning.batches import batch_items
-from toolplan.plans.plan import parse_plan
 from toolplan.tools.catalog import ToolCatalog
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from toolplan.analysis import analyze
 from toolplan.errors import PlanInvalid, ValidationIssue
+from toolplan.plan_format.plan import parse_plan
 from toolplan.planning.fixes import apply_fixes
-from toolplan.plans.plan import parse_plan
 from toolplan.tools import load_tool_modules
+from toolplan.validation import analyze
 
 CATALOG = load_tool_modules(["blog", "weather"])
 

@@ -138,8 +138,8 @@ def test_a_for_each_on_the_step_whose_list_it_is_moves_to_the_step_using_the_ite
     # what the model wrote for our map-3, "for every post by author a1, add the comment
     # 'Reviewed'", three times over: a map of listBlogs over its own output (a cycle), and the
     # comment using the item with no map
-    from toolplan.analysis import analyze
-    from toolplan.plans.plan import parse_plan
+    from toolplan.plan_format.plan import parse_plan
+    from toolplan.validation import analyze
 
     data = plan(
         {

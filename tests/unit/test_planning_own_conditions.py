@@ -35,9 +35,9 @@ def test_plans_without_such_a_condition_are_returned_as_they_are() -> None:
 def test_a_step_waiting_for_itself_waits_for_it_no_more() -> None:
     # BFCL multiple_182: a repeated id renamed as the hint said, and the step's own dependsOn
     # pointed at the new id with it
-    from toolplan.analysis import analyze
-    from toolplan.plans.plan import parse_plan
+    from toolplan.plan_format.plan import parse_plan
     from toolplan.tools import load_tool_modules
+    from toolplan.validation import analyze
 
     data = {
         "steps": [

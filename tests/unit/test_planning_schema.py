@@ -12,15 +12,15 @@ from langchain_core.messages import AIMessage
 
 from tests.support.fake_models import ToolCallingFake
 from tests.support.plans import llm_step
-from toolplan.analysis import analyze
-from toolplan.analysis.dag import STEP_ID_PATTERN
 from toolplan.errors import PlanInvalid
+from toolplan.plan_format.plan import parse_plan
 from toolplan.planning.context import PlannerContext
 from toolplan.planning.planner import create_plan
 from toolplan.planning.schema import generic_plan_schema, typed_plan_schema
-from toolplan.plans.plan import parse_plan
 from toolplan.store.sqlite import SqliteStore
 from toolplan.tools import load_tool_modules
+from toolplan.validation import analyze
+from toolplan.validation.dag import STEP_ID_PATTERN
 
 CATALOG = load_tool_modules(["blog"])
 

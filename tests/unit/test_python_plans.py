@@ -11,9 +11,9 @@ from typing import Any, Literal
 import pytest
 
 from toolplan.errors import PlanInvalid
-from toolplan.plans.plan import parse_plan
-from toolplan.plans.python_plan import parse_python_plan
-from toolplan.plans.python_print import render_python_plan
+from toolplan.plan_format.plan import parse_plan
+from toolplan.plan_format.python_plan import parse_python_plan
+from toolplan.plan_format.python_print import render_python_plan
 
 SIGNATURES = {
     "createAuthor": ["name", "email"],

@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
+from toolplan.config.policies import ExecutionOptions
 from toolplan.engine.foreach import ForEachRunner
 from toolplan.engine.items import unfinished_items
-from toolplan.engine.policies import ExecutionOptions
 from toolplan.engine.scheduler import Slots, StepOutcome, schedule
 from toolplan.engine.timeouts import EffectiveTimeout
+from toolplan.plan_format.plan import Step, parse_plan
 from toolplan.planning.duplicates import merge_duplicates
-from toolplan.plans.plan import Step, parse_plan
 from toolplan.store.protocol import ItemRecord
 from toolplan.tools import ToolCatalog
 
@@ -196,7 +196,7 @@ def test_an_object_output_that_allows_other_keys_is_not_treated_as_closed() -> N
     there, so a template reading it is not a definite mismatch.
 
     Planted bug: any object with declared keys treated as closed (the plan refused)."""
-    from toolplan.analysis.types import check_template_types
+    from toolplan.validation.types import check_template_types
 
     assert check_template_types(_reading("email"), _catalog(other_keys=True)) == []
 
@@ -204,7 +204,7 @@ def test_an_object_output_that_allows_other_keys_is_not_treated_as_closed() -> N
 def test_an_object_output_without_other_keys_is_still_checked() -> None:
     """The counterpart: a closed object still reports a key it does not declare, with the
     close one (so the test above cannot pass by checking nothing)."""
-    from toolplan.analysis.types import check_template_types
+    from toolplan.validation.types import check_template_types
 
     [issue] = check_template_types(_reading("nam"), _catalog(other_keys=False))
     assert "'nam'" in issue.message and "{{p.name}}" in issue.message
@@ -335,7 +335,7 @@ async def test_a_lease_is_renewed_well_before_it_expires(monkeypatch: pytest.Mon
     heartbeat's sleeps are recorded and return at once.
 
     Planted bug: the lease is renewed only as it expires."""
-    from toolplan.execution import lease
+    from toolplan.runs import lease
 
     asked: list[float] = []
     real_sleep = asyncio.sleep

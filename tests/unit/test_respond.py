@@ -9,7 +9,7 @@ from toolplan._tokens import count_tokens
 from toolplan.agent.budget import truncate_tokens
 from toolplan.agent.respond import read_decision, replan_context, respond_messages, unanswered
 from toolplan.engine.result import ExecutionResult
-from toolplan.plans.plan import parse_plan
+from toolplan.plan_format.plan import parse_plan
 from toolplan.store.protocol import StepRecord
 
 

@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 from bench.reuse_lookup import comparison_plan
 
-from toolplan.analysis.reuse import INDEX, find_reusable
-from toolplan.execution.context import ExecutionContext
+from toolplan.planning.reuse import find_reusable
+from toolplan.runs.context import ExecutionContext
 from toolplan.service.operations import execute_stored_plan, submit_plan
+from toolplan.service.plan_index import INDEX
 from toolplan.service.wiring import resolve_catalog
 from toolplan.store import Store, open_store
 from toolplan.tools.catalog import ToolCatalog

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from bench.reuse import HELD_OUT, held_out
 
-from toolplan.analysis.reuse import catalog_fingerprint
+from toolplan.service.plan_index import catalog_fingerprint
 from toolplan.tools.catalog import ToolCatalog
 
 

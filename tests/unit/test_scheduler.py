@@ -218,10 +218,10 @@ async def test_a_step_cancelled_while_recording_its_success_still_ends_succeeded
     # (Ctrl-C, --fail-fast) must not leave the step "running" or turn it into a skip.
     from typing import Any
 
+    from toolplan.config.policies import ExecutionOptions
     from toolplan.engine.inputs import MemoryInputs
-    from toolplan.engine.policies import ExecutionOptions
     from toolplan.engine.step import StepRunner
-    from toolplan.plans.plan import parse_plan
+    from toolplan.plan_format.plan import parse_plan
     from toolplan.tools.catalog import ToolCatalog
 
     def ping(text: str) -> str:

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from toolplan.client import Toolplan
+from toolplan.config.policies import ExecutionOptions, RetryPolicy
 from toolplan.engine import foreach, step
-from toolplan.engine.policies import ExecutionOptions, RetryPolicy
 from toolplan.store.protocol import ExecutionRecord
 from toolplan.store.sqlite import SqliteStore
 from toolplan.tools import load_tool_modules

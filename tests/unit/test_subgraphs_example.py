@@ -15,9 +15,9 @@ import pytest
 from tests.support.fake_models import ToolCallingFake
 from tests.support.plans import QUERY, blog_plan
 from tests.unit.test_planning import reply
-from toolplan.execution.context import ExecutionContext
-from toolplan.execution.graph import ExecutionGraphContext, build_execution_graph
 from toolplan.planning.context import PlannerContext
+from toolplan.runs.context import ExecutionContext
+from toolplan.runs.graph import ExecutionGraphContext, build_execution_graph
 from toolplan.service.operations import submit_plan
 from toolplan.store.sqlite import SqliteStore
 from toolplan.tools import load_tool_modules

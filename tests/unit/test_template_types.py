@@ -10,12 +10,12 @@ from langchain_core.tools import tool
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
-from toolplan.analysis import analyze
 from toolplan.errors import PlanInvalid
-from toolplan.plans.plan import parse_plan
+from toolplan.plan_format.plan import parse_plan
 from toolplan.tools import load_tool_modules
 from toolplan.tools.catalog import ToolCatalog, tagged
 from toolplan.tools.returns import compact_shape, returns_schema, shown_shape
+from toolplan.validation import analyze
 
 CATALOG = load_tool_modules(["blog", "metrics", "weather"])
 
@@ -235,7 +235,7 @@ def test_builtin_tools_declare_their_output_and_the_catalog_shows_it(name: str) 
 
 
 def test_a_number_or_boolean_where_only_text_goes_is_not_a_problem() -> None:
-    # The engine resolves it as its text (toolplan.plans.templates.resolve with the argument schema).
+    # The engine resolves it as its text (toolplan.plan_format.templates.resolve with the argument schema).
     assert (
         problems(
             step("cpu_usage", "query_metric", name="cpu_usage"),

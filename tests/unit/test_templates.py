@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from toolplan.errors import TemplateError
-from toolplan.plans.templates import find_templates, malformed_templates, references, resolve
+from toolplan.plan_format.templates import find_templates, malformed_templates, references, resolve
 
 OUTPUTS: dict[str, Any] = {
     "author": {"_id": "a1", "name": "Alice", "age": 30, "active": True, "tags": ["x", "y"]},
@@ -140,7 +140,7 @@ def test_with_the_argument_schema_a_scalar_where_only_text_goes_becomes_text() -
 
 
 def test_rename_sources_renames_step_templates_only_and_keeps_their_spelling() -> None:
-    from toolplan.plans.templates import rename_sources
+    from toolplan.plan_format.templates import rename_sources
 
     value = {
         "a": "{{ old.x }} and {{old[0]}} but not {{older}}, {{$item.old}} or {{old..bad}}",

@@ -9,10 +9,10 @@ from collections.abc import Collection
 import pytest
 
 from toolplan.config import Settings
-from toolplan.engine.policies import TimeoutPolicy, quantile
+from toolplan.config.policies import TimeoutPolicy, quantile
 from toolplan.engine.timeouts import EffectiveTimeout, load_step_timeouts, step_timeouts
 from toolplan.errors import InvalidInput
-from toolplan.plans.plan import parse_plan
+from toolplan.plan_format.plan import parse_plan
 
 
 def test_quantile_is_nearest_rank() -> None:

@@ -9,9 +9,9 @@ import pytest
 from langchain_core.tools import ToolException
 from pydantic import ValidationError
 
+from toolplan.builtin_tools import blog, metrics, weather
 from toolplan.engine.step import STORE_CONFIG_KEY
 from toolplan.store.sqlite import SqliteStore
-from toolplan.toolsets import blog, metrics, weather
 
 
 def config(store: SqliteStore, key: str) -> dict[str, Any]:

@@ -17,13 +17,13 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 from tests.support.fake_models import ToolCallingFake
-from toolplan.engine.policies import ExecutionOptions, RetryPolicy
+from toolplan.config.policies import ExecutionOptions, RetryPolicy
 from toolplan.engine.recorder import StepEvent
 from toolplan.engine.result import ExecutionResult
 from toolplan.engine.tracing import SpanHandle, with_step_spans
 from toolplan.errors import LLMUnavailable
-from toolplan.execution.runner import ExecutionContext
 from toolplan.planning.call import ModelCall, StructuredRequest, call_model
+from toolplan.runs.runner import ExecutionContext
 from toolplan.service.operations import execute_stored_plan, submit_plan
 from toolplan.store.sqlite import SqliteStore
 from toolplan.tools import load_tool_modules

@@ -10,10 +10,10 @@ import pytest
 from langchain_core.tools import tool
 from pydantic import BaseModel, Field
 
-from toolplan.analysis.grounding import check_grounding
-from toolplan.analysis.unasked import check_unasked, drop_unasked, mentions
 from toolplan.errors import ValidationIssue
-from toolplan.plans.plan import parse_plan
+from toolplan.plan_format.plan import parse_plan
+from toolplan.planning.grounding import check_grounding
+from toolplan.planning.unasked import check_unasked, drop_unasked, mentions
 from toolplan.tools.catalog import ToolCatalog
 
 TTEST = (
@@ -215,7 +215,7 @@ def test_the_grounding_refusal_never_judges_a_step_by_the_requests_words() -> No
 def test_a_tool_the_request_names_is_asked_for_whatever_its_values(
     request_text: str, step: tuple[str, str, dict[str, Any]]
 ) -> None:
-    from toolplan.toolsets import blog, weather
+    from toolplan.builtin_tools import blog, weather
 
     catalog = ToolCatalog([*weather.TOOLS, *blog.TOOLS])
     assert check_unasked(plan(step), catalog, request_text) == []
@@ -295,7 +295,7 @@ def test_nothing_is_dropped_when_every_step_is_unasked_or_something_else_is_wron
 
 
 def test_single_letters_and_numbers_of_a_tool_name_ask_for_nothing() -> None:
-    from toolplan.analysis.unasked import asks_for_tool
+    from toolplan.planning.unasked import asks_for_tool
 
     @tool
     def s3_list_buckets(prefix: str) -> list[str]:

@@ -16,17 +16,17 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toolplan.analysis import Analysis
-from toolplan.analysis.reuse import ReuseMode
 from toolplan.client import Toolplan
-from toolplan.engine.policies import ExecutionOptions
+from toolplan.config.policies import ExecutionOptions
+from toolplan.config.settings import ReuseMode
 from toolplan.engine.recorder import EventListener
 from toolplan.engine.result import ExecutionResult
-from toolplan.execution.cancel import DEFAULT_CANCEL_WAIT
-from toolplan.plans.plan import Plan
+from toolplan.plan_format.plan import Plan
+from toolplan.runs.cancel import DEFAULT_CANCEL_WAIT
 from toolplan.service.operations import PlanRef
 from toolplan.service.wiring import ToolsArg, resolve_catalog
 from toolplan.store import Store
+from toolplan.validation import Analysis
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel

@@ -28,9 +28,9 @@ from toolplan.config import Settings
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import InvalidInput, PlanInvalid, ToolplanError, ValidationIssue
 from toolplan.pipeline.flow import FromDocument
+from toolplan.plan_format.limits import InputLimits, check_json, parse_json_text
 from toolplan.planning.parsing import to_plan_data
 from toolplan.planning.prompts import load_prompt
-from toolplan.plans.limits import InputLimits, check_json, parse_json_text
 from toolplan.service.wiring import resolve_catalog
 from toolplan.store import Store
 from toolplan.store.protocol import StepRecord
@@ -104,8 +104,8 @@ PLAN_ARGUMENT_SCHEMA: dict[str, Any] = {
 
 No ``$ref``, no nullable types and one required field, so providers with a restricted schema
 dialect accept it; the plan may also travel as a JSON string, which small models handle better.
-Arguments are not validated against it before the tool runs: :func:`toolplan.plans.plan.parse_plan` and
-:func:`toolplan.analysis.dag.analyze` report every problem at once, in words the model can act on.
+Arguments are not validated against it before the tool runs: :func:`toolplan.plan_format.plan.parse_plan` and
+:func:`toolplan.validation.dag.analyze` report every problem at once, in words the model can act on.
 """
 
 PLAN_STRING_SCHEMA: dict[str, Any] = {

@@ -35,7 +35,7 @@ from typing import Any, Literal
 from toolplan.client import Toolplan
 from toolplan.engine.observers import BestEffort
 from toolplan.errors import ExecutionBusy, InvalidInput, StoreUnavailable, ToolsUnavailable
-from toolplan.execution.queue import enqueue_plan
+from toolplan.runs.queue import enqueue_plan
 from toolplan.store.protocol import PlanRecord, utc_now
 from toolplan.tools.sources import ToolSources
 

@@ -16,10 +16,10 @@ from toolplan._caches import register_cache
 from toolplan.agent.graph import AgentContext, build_agent_graph
 from toolplan.client import Toolplan
 from toolplan.config import Settings
-from toolplan.execution.context import ExecutionContext
-from toolplan.execution.graph import build_execution_graph
 from toolplan.planning.context import PlannerContext
 from toolplan.planning.graph import build_planning_graph
+from toolplan.runs.context import ExecutionContext
+from toolplan.runs.graph import build_execution_graph
 
 __all__ = [
     "agent_context",

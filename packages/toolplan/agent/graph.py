@@ -13,7 +13,7 @@ is a new version of the same request, with ``meta.replanOf`` naming the plan it 
 replans (``max_replans``, default 1) are spent, the answer says what failed.
 
 Steps waiting for a person's approval: ``approval`` raises LangGraph's ``interrupt()`` with them
-and their arguments (:mod:`toolplan.execution.interrupts`), so LangGraph Studio shows an
+and their arguments (:mod:`toolplan.runs.interrupts`), so LangGraph Studio shows an
 approve/deny prompt; ``Command(resume={"approve": [...], "deny": {"step": "reason"}})`` records
 the decisions (as ``toolplan approve`` / ``deny`` do) and the executor continues the execution;
 ``respond`` then answers, or replans seeing the denial's reason. ``run_agent`` (the CLI) passes
@@ -42,14 +42,14 @@ from pydantic.json_schema import SkipJsonSchema
 from typing_extensions import TypedDict
 
 from toolplan.agent.respond import DEFAULT_RESPOND_BUDGET, decide, replan_context
-from toolplan.analysis.reuse import ReuseMode
+from toolplan.config.settings import ReuseMode
 from toolplan.engine.result import ExecutionResult
-from toolplan.execution.context import ExecutionContext
-from toolplan.execution.graph import DECIDED, approval_node, bind_context, context_resolver
 from toolplan.pipeline.flow import FromQuery, Planned, execute_planned, obtain_plan
 from toolplan.planning.context import PlannerContext
 from toolplan.planning.planner import PlanDeclined
 from toolplan.planning.prompts import load_prompt
+from toolplan.runs.context import ExecutionContext
+from toolplan.runs.graph import DECIDED, approval_node, bind_context, context_resolver
 from toolplan.service.operations import ANSWERS, PlanRef
 from toolplan.store.lookup import find_plan
 
@@ -75,7 +75,7 @@ class AgentContext:
     approve: bool = False
     """Run plans stored as ``needs_review``."""
     reuse: ReuseMode = "off"
-    """Reuse a stored plan for the first version (:mod:`toolplan.analysis.reuse`) instead of planning."""
+    """Reuse a stored plan for the first version (:mod:`toolplan.planning.reuse`) instead of planning."""
     respond_budget: int = DEFAULT_RESPOND_BUDGET
     on_planned: Callable[[Planned], None] | None = field(default=None, repr=False)
     """Sees every stored plan version before it runs (the CLI prints it)."""

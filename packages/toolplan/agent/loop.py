@@ -16,8 +16,8 @@ from toolplan.agent.graph import (
 )
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import InvalidInput
-from toolplan.plans.limits import check_text
-from toolplan.plans.meta import ESTIMATE_KEY
+from toolplan.plan_format.limits import check_text
+from toolplan.plan_format.meta import ESTIMATE_KEY
 from toolplan.store.lookup import find_plan
 
 __all__ = ["AgentOutcome", "run_agent"]

@@ -32,7 +32,7 @@ from strawberry.types import ExecutionResult
 from toolplan.api.auth import BearerAuth, LoopbackHostOnly
 from toolplan.api.context import ApiContext
 from toolplan.api.errors import CatchAll, ErrorCode, present_errors, send_error
-from toolplan.api.limits import BodySizeLimit
+from toolplan.api.request_limits import BodySizeLimit
 from toolplan.api.schema import build_schema
 from toolplan.api.settings import ApiSettings
 from toolplan.api.ui import ui_routes

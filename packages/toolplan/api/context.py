@@ -10,7 +10,7 @@ from toolplan.api.runs import BackgroundRuns
 from toolplan.client import Toolplan
 from toolplan.config import Settings
 from toolplan.engine.recorder import EventListener, StepEvent
-from toolplan.execution.context import ExecutionContext
+from toolplan.runs.context import ExecutionContext
 from toolplan.store.protocol import Store
 from toolplan.tools.catalog import ToolCatalog
 

@@ -2,7 +2,7 @@
 execution (by plan ID), and the planning progress of each query (by request ID,
 :class:`PlanningNews`).
 
-The engine calls the :class:`~toolplan.execution.runner.ExecutionContext` listener on the event
+The engine calls the :class:`~toolplan.runs.runner.ExecutionContext` listener on the event
 loop for every step transition, the planner its listener for every planning event; a hub keeps
 the events of each run so a subscriber who arrives late still receives the whole run, then the
 live events, and an end when the run ends. Everything here runs on the event loop thread, so no

@@ -20,8 +20,8 @@ from toolplan.api.events import EventHub
 from toolplan.engine.recorder import EventListener, StepEvent
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import ToolplanError
-from toolplan.execution.backend import DetachedBackend
-from toolplan.execution.runner import ExecutionContext
+from toolplan.runs.backend import DetachedBackend
+from toolplan.runs.runner import ExecutionContext
 from toolplan.service.operations import enqueue_execution, execute_stored_plan, stored_result
 from toolplan.store.protocol import Store
 

@@ -16,9 +16,7 @@ from strawberry.scalars import JSON
 from strawberry.types.execution import ExecutionContext as StrawberryExecutionContext
 
 from toolplan.api.context import ApiContext
-from toolplan.api.limits import limit_extensions
-from toolplan.api.settings import ApiSettings
-from toolplan.api.types import (
+from toolplan.api.graphql_types import (
     ExecutionType,
     PlanListType,
     PlanningEventType,
@@ -29,11 +27,13 @@ from toolplan.api.types import (
     StepEventType,
     ToolType,
 )
+from toolplan.api.request_limits import limit_extensions
+from toolplan.api.settings import ApiSettings
 from toolplan.errors import ExecutionBusy, InvalidInput, PlanInvalid, ValidationIssue
-from toolplan.execution import approvals
-from toolplan.execution.events import watch_step_events
-from toolplan.plans.ids import require_id
-from toolplan.plans.limits import check_text
+from toolplan.plan_format.ids import require_id
+from toolplan.plan_format.limits import check_text
+from toolplan.runs import approvals
+from toolplan.runs.events import watch_step_events
 from toolplan.service import operations
 from toolplan.service.listing import DEFAULT_LIMIT, page_json, recent_plans
 
@@ -385,7 +385,7 @@ class _Schema(strawberry.Schema):
 
 
 _MAX_DECIDER = 200
-"""The longest ``by`` a decision stores (the limit :mod:`toolplan.execution.approvals` holds
+"""The longest ``by`` a decision stores (the limit :mod:`toolplan.runs.approvals` holds
 ``--by`` to), checked here so the message names the API's argument."""
 
 

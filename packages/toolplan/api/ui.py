@@ -34,7 +34,7 @@ from toolplan.api.auth import UI_DATA_PATH, UI_PATH
 from toolplan.api.context import ApiContext
 from toolplan.api.errors import INTERNAL_MESSAGE, ErrorCode, client_message, error_code
 from toolplan.errors import InvalidInput, ToolplanError
-from toolplan.plans.ids import is_valid_id
+from toolplan.plan_format.ids import is_valid_id
 from toolplan.service.listing import DEFAULT_LIMIT, LISTED_STATUSES, page_json, recent_plans
 from toolplan.service.plan_view import DEFAULT_ITEM_PAGE, item_page, plan_view
 from toolplan.store.codec import dumps

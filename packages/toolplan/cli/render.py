@@ -14,9 +14,9 @@ from rich.text import Text
 
 from toolplan.engine.recorder import StepEvent
 from toolplan.engine.result import ExecutionResult
+from toolplan.plan_format.plan import parse_plan
+from toolplan.plan_format.python_print import render_python_plan
 from toolplan.planning.progress import PlanningEvent
-from toolplan.plans.plan import parse_plan
-from toolplan.plans.python_print import render_python_plan
 from toolplan.tools.catalog import ToolInfo
 from toolplan.tools.returns import shown_shape
 

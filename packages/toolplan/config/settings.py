@@ -10,19 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, cast, get_args
 
 from pydantic import Field, field_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
 
 from toolplan._caches import clear_caches, register_cache
-from toolplan.analysis import DEFAULT_MAX_STEPS
-from toolplan.analysis.estimates import EstimateSettings
-from toolplan.analysis.reuse import ReuseMode, reuse_mode
 from toolplan.config.environment import Variables
-from toolplan.engine.policies import ExecutionOptions, RetryPolicy, TimeoutPolicy
+from toolplan.config.policies import ExecutionOptions, RetryPolicy, TimeoutPolicy
 from toolplan.errors import InvalidInput
-from toolplan.plans.limits import InputLimits
+from toolplan.plan_format.limits import InputLimits
+from toolplan.plan_format.plan import DEFAULT_MAX_STEPS
 from toolplan.store import DEFAULT_STORE_URI
 
 if TYPE_CHECKING:
@@ -32,8 +30,10 @@ __all__ = [
     "DEFAULT_MODEL",
     "DEFAULT_TOOL_MODULES",
     "DEFAULT_TYPED_SCHEMA_MAX_TOOLS",
+    "EstimateSettings",
     "PlannerRewrites",
     "PlannerSettings",
+    "ReuseMode",
     "Settings",
     "StructuredMethod",
     "TemporalSettings",
@@ -63,15 +63,41 @@ PlannerRewrites = Literal["format", "all", "none"]
 ``format`` (the default) only those that change no meaning (a fence around the JSON, ``null`` for
 an optional argument); ``all`` the heuristic ones too (they drop, merge, batch or rewrite steps and
 values); ``none`` not even the format ones: the plan is validated as the model wrote it."""
+ReuseMode = Literal["off", "exact", "parametric"]
+"""Plan reuse before planning a query (:mod:`toolplan.planning.reuse`): ``off``, ``exact`` (the
+same query) or ``parametric`` (the same text with other values)."""
 PlanReuse = ReuseMode
-"""Plan reuse before planning a query (:mod:`toolplan.analysis.reuse`)."""
+DEFAULT_ESTIMATE_MS = 1000.0
+
+
+def reuse_mode(value: str | None, default: ReuseMode = "exact") -> ReuseMode:
+    """``TOOLPLAN_PLAN_REUSE``'s mode (``off``, ``exact`` or ``parametric``)."""
+    if value is None or not value.strip():
+        return default
+    mode = value.strip().lower()
+    if mode not in get_args(ReuseMode):
+        raise InvalidInput(f"TOOLPLAN_PLAN_REUSE must be off, exact or parametric, not {value!r}")
+    return cast(ReuseMode, mode)
+
+
+@dataclass(frozen=True)
+class EstimateSettings:
+    """How plans are estimated (:mod:`toolplan.service.estimates`)."""
+
+    default_ms: float = DEFAULT_ESTIMATE_MS
+    """Milliseconds a call of a tool never observed is assumed to take
+    (``TOOLPLAN_ESTIMATE_DEFAULT_MS``)."""
+    prices_file: str | None = None
+    """The price table (``TOOLPLAN_PRICES``); ``None``: planning calls are not priced."""
+    concurrency: int = 10
+    """Steps running at once (``TOOLPLAN_CONCURRENCY``, ``--concurrency``)."""
 
 
 _Limit = Annotated[int, Field(ge=1)]
 
 
 class _LimitVariables(Variables):
-    """The variables of :class:`~toolplan.plans.limits.InputLimits`: ``TOOLPLAN_`` and the
+    """The variables of :class:`~toolplan.plan_format.limits.InputLimits`: ``TOOLPLAN_`` and the
     field's name (``TOOLPLAN_MAX_PLAN_BYTES``, ...)."""
 
     max_plan_bytes: _Limit | None = None
@@ -344,16 +370,16 @@ class Settings:
     ``TOOLPLAN_GRAPH_CHECKPOINTS`` (``0``: no LangGraph checkpoint layer), ``TOOLPLAN_CANCEL_POLL``
     (seconds between a running execution's checks for a cancel request), ``TOOLPLAN_CACHE_TTL``
     (seconds a read-only tool's result is reused), the adaptive timeouts
-    (:class:`~toolplan.engine.policies.TimeoutPolicy`): ``TOOLPLAN_ADAPTIVE_TIMEOUTS``,
+    (:class:`~toolplan.config.policies.TimeoutPolicy`): ``TOOLPLAN_ADAPTIVE_TIMEOUTS``,
     ``TOOLPLAN_TIMEOUT_MIN_OBSERVATIONS``, ``TOOLPLAN_TIMEOUT_FACTOR``,
-    ``TOOLPLAN_TIMEOUT_HISTORY``, plan estimates (:class:`~toolplan.analysis.estimates.EstimateSettings`):
+    ``TOOLPLAN_TIMEOUT_HISTORY``, plan estimates (:class:`EstimateSettings`):
     ``TOOLPLAN_ESTIMATE_DEFAULT_MS``, ``TOOLPLAN_PRICES``, and the planner's
     (:class:`PlannerSettings`): ``TOOLPLAN_MODEL``, ``TOOLPLAN_MAX_REPAIRS``,
     ``TOOLPLAN_CONFIDENCE_THRESHOLD``, ``TOOLPLAN_STRUCTURED_METHOD``, ``TOOLPLAN_LLM_TIMEOUT``,
     ``TOOLPLAN_LLM_RETRIES``, ``TOOLPLAN_LLM_MAX_TOKENS``, ``TOOLPLAN_TYPED_SCHEMA_MAX_TOOLS``,
     ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``TOOLPLAN_PROMPTS_DIR``, the input limits
     ``TOOLPLAN_MAX_PLAN_BYTES``, ``TOOLPLAN_MAX_STRING_CHARS``, ``TOOLPLAN_MAX_DEPTH``,
-    ``TOOLPLAN_MAX_NUMBER_DIGITS`` (:class:`~toolplan.plans.limits.InputLimits`),
+    ``TOOLPLAN_MAX_NUMBER_DIGITS`` (:class:`~toolplan.plan_format.limits.InputLimits`),
     ``TOOLPLAN_PLAN_REUSE`` (off, exact, parametric), and Temporal's
     (:class:`TemporalSettings`): ``TOOLPLAN_TEMPORAL_ADDRESS``, ``TOOLPLAN_TEMPORAL_NAMESPACE``,
     ``TOOLPLAN_TEMPORAL_TASK_QUEUE``, ``TOOLPLAN_TEMPORAL_HEARTBEAT``.
@@ -379,7 +405,7 @@ class Settings:
     """Whether (and where) plans run as Temporal workflows."""
     plan_reuse: PlanReuse = "exact"
     """Plan reuse before planning a query (``TOOLPLAN_PLAN_REUSE``): off, exact or parametric
-    (:mod:`toolplan.analysis.reuse`)."""
+    (:mod:`toolplan.planning.reuse`)."""
     estimates: EstimateSettings = field(default_factory=EstimateSettings)
     """How plan estimates are made: ``TOOLPLAN_ESTIMATE_DEFAULT_MS``, ``TOOLPLAN_PRICES``."""
 

@@ -21,9 +21,9 @@ from typing import Any
 
 from langchain_core.tools import BaseTool
 
-from toolplan.plans.plan import Step
+from toolplan.plan_format.plan import Step
 from toolplan.store.protocol import Decision
-from toolplan.tools.catalog import APPROVAL_TAG, ToolCatalog, requires_approval
+from toolplan.tools.catalog import APPROVAL_TAG, requires_approval
 
 __all__ = [
     "APPROVAL_TAG",
@@ -31,7 +31,6 @@ __all__ = [
     "current_user",
     "fingerprint",
     "gated_tool",
-    "gated_tool_named",
     "needs_approval",
 ]
 
@@ -39,11 +38,6 @@ __all__ = [
 def needs_approval(step: Step, tool: BaseTool) -> bool:
     """Whether ``step`` waits for approval before ``tool`` is called (``approve_all`` aside)."""
     return step.approval or gated_tool(tool)
-
-
-def gated_tool_named(catalog: ToolCatalog, name: str) -> bool:
-    """Whether ``catalog`` has a tool ``name`` whose every call waits for approval."""
-    return catalog.gated(name)
 
 
 gated_tool = requires_approval

@@ -16,34 +16,12 @@ from typing import Any
 
 from langchain_core.tools import BaseTool
 
-from toolplan.tools.catalog import ToolCatalog
+from toolplan.tools.catalog import is_read_only
 
-__all__ = [
-    "CACHE_TTL_KEY",
-    "READ_ONLY_TAG",
-    "cache_key",
-    "cache_ttl_of",
-    "is_read_only",
-    "read_only_tool",
-]
-
-READ_ONLY_TAG = "read-only"
-"""The tag that makes a tool's results cacheable."""
+__all__ = ["CACHE_TTL_KEY", "cache_key", "cache_ttl_of"]
 
 CACHE_TTL_KEY = "cache_ttl"
 """Key in a tool's ``metadata`` holding its own TTL in seconds (set by ``tagged(cache_ttl=)``)."""
-
-
-def is_read_only(tool: BaseTool) -> bool:
-    """Whether ``tool`` says it has no side effect: the tag ``read-only``, or an MCP tool's
-    ``readOnlyHint``."""
-    metadata = tool.metadata or {}
-    return READ_ONLY_TAG in (tool.tags or []) or metadata.get("readOnlyHint") is True
-
-
-def read_only_tool(catalog: ToolCatalog, name: str) -> bool:
-    """Whether ``catalog`` has a tool ``name`` and it is read-only (an unknown name is not)."""
-    return name in catalog and is_read_only(catalog.get(name))
 
 
 def cache_ttl_of(tool: BaseTool, default_ttl: float) -> float | None:

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from toolplan.engine.cache import cache_key, read_only_tool
-from toolplan.plans.meta import version_of
+from toolplan.engine.cache import cache_key
+from toolplan.plan_format.meta import version_of
 from toolplan.store.protocol import ExecutionLog, PlanRecord, PlanRepository
 from toolplan.tools.catalog import ToolCatalog
 
@@ -55,7 +55,7 @@ def earlier_effects(
                 step.status != "succeeded"
                 or step.used_fallback  # the output is another tool's
                 or step.output_truncated  # only part of it was kept
-                or read_only_tool(catalog, step.tool)
+                or catalog.read_only(step.tool)
             ):
                 continue
             key = cache_key(step.tool, step.resolved_parameters)

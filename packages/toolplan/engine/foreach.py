@@ -16,6 +16,7 @@ import time
 from collections.abc import Mapping
 from typing import Any, Literal, Protocol
 
+from toolplan.config.policies import ExecutionOptions
 from toolplan.engine.attempts import (
     RUN_STOPPERS,
     FallbackFailed,
@@ -31,14 +32,13 @@ from toolplan.engine.items import (
     run_items,
     unfinished_items,
 )
-from toolplan.engine.policies import ExecutionOptions
 from toolplan.engine.recorder import Recorder
 from toolplan.engine.scheduler import Slots, StepOutcome
 from toolplan.engine.timeouts import EffectiveTimeout
 from toolplan.engine.toolcall import AttemptFailed
 from toolplan.errors import TemplateError
-from toolplan.plans.plan import Step
-from toolplan.plans.templates import INDEX, ITEM, resolve
+from toolplan.plan_format.plan import Step
+from toolplan.plan_format.templates import INDEX, ITEM, resolve
 from toolplan.store.protocol import ItemRecord
 
 __all__ = ["ForEachRunner", "StepCalls"]

@@ -14,8 +14,8 @@ import asyncio
 from collections.abc import Mapping, MutableMapping
 from typing import Any, Protocol
 
-from toolplan.plans.plan import Step
-from toolplan.plans.templates import references
+from toolplan.plan_format.plan import Step
+from toolplan.plan_format.templates import references
 from toolplan.store.protocol import ExecutionLog, ExecutionRecord
 
 __all__ = ["MemoryInputs", "StepInputs", "StoreInputs", "stored_outputs"]

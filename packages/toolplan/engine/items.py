@@ -17,8 +17,8 @@ from typing import Any, Literal
 
 from toolplan.engine.scheduler import Slots
 from toolplan.errors import TemplateError
-from toolplan.plans.plan import Not, Step
-from toolplan.plans.templates import Template, to_text
+from toolplan.plan_format.plan import Not, Step
+from toolplan.plan_format.templates import Template, to_text
 from toolplan.store.protocol import ItemRecord
 
 __all__ = [
@@ -92,7 +92,7 @@ def item_list(step: Step, outputs: Mapping[str, Any], default_limit: int) -> lis
 
     ``default_limit`` is the operator's ceiling (``TOOLPLAN_MAX_ITEMS``); the step's
     ``maxItems`` may lower it, never raise it (the same rule as validation,
-    :func:`toolplan.analysis.control_flow.list_over_limit`). Raises
+    :func:`toolplan.validation.control_flow.list_over_limit`). Raises
     :class:`~toolplan.errors.TemplateError`."""
     source = step.for_each
     if isinstance(source, list):

@@ -16,6 +16,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, ToolException
 from pydantic import ValidationError
 
+from toolplan.config.policies import ExecutionOptions
 from toolplan.engine.approval import covers, current_user, fingerprint, needs_approval
 from toolplan.engine.attempts import RUN_STOPPERS, FallbackFailed, internal_error, with_retries
 from toolplan.engine.cache import cache_key, cache_ttl_of
@@ -23,7 +24,6 @@ from toolplan.engine.effects import EarlierEffect
 from toolplan.engine.foreach import ForEachRunner
 from toolplan.engine.inputs import StepInputs
 from toolplan.engine.items import ConditionNotBoolean, condition_holds
-from toolplan.engine.policies import ExecutionOptions
 from toolplan.engine.recorder import Recorder
 from toolplan.engine.scheduler import Slots, StepOutcome
 from toolplan.engine.timeouts import EffectiveTimeout
@@ -36,9 +36,9 @@ from toolplan.engine.toolcall import (
     without_surrogates,
 )
 from toolplan.errors import TemplateError, ToolOutputInvalid, Unavailable
-from toolplan.plans.json_schema import inline_refs
-from toolplan.plans.plan import Plan, Step
-from toolplan.plans.templates import resolve
+from toolplan.plan_format.json_schema import inline_refs
+from toolplan.plan_format.plan import Plan, Step
+from toolplan.plan_format.templates import resolve
 from toolplan.store.protocol import (
     Decision,
     ItemRecord,

@@ -19,8 +19,8 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from toolplan.engine.policies import TimeoutPolicy
-from toolplan.plans.plan import Plan
+from toolplan.config.policies import TimeoutPolicy
+from toolplan.plan_format.plan import Plan
 from toolplan.store.protocol import ExecutionLog, TimeoutSource
 
 __all__ = [

@@ -25,12 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolplan.analysis.reuse import ReuseMode
+from toolplan.config.settings import ReuseMode
 from toolplan.errors import InvalidInput, ToolplanError
-from toolplan.execution.runner import ExecutionContext
 from toolplan.pipeline.flow import FromQuery, Planned, obtain_plan, plan_then_execute
 from toolplan.planning.context import PlannerContext
 from toolplan.planning.planner import PlanDeclined, PlanningFailed
+from toolplan.runs.runner import ExecutionContext
 
 __all__ = [
     "BatchItem",
@@ -230,7 +230,7 @@ async def run_batch(
 ) -> list[dict[str, Any]]:
     """Plan (and with ``executor``, execute) each item not yet in ``out``; append results to it.
 
-    Before planning, each query looks for a stored plan to reuse (:mod:`toolplan.analysis.reuse`,
+    Before planning, each query looks for a stored plan to reuse (:mod:`toolplan.planning.reuse`,
     ``reuse``: ``toolplan batch`` passes the settings' ``TOOLPLAN_PLAN_REUSE``): a reused query's
     line has ``reusedFrom``, ``reuse`` and ``llmCalls: 0``.
 

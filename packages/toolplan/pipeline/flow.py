@@ -20,14 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from toolplan.analysis.estimates import EstimateSettings
-from toolplan.analysis.reuse import ReuseMode, find_reusable
+from toolplan.config.settings import EstimateSettings, ReuseMode
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import InvalidInput, PlanInvalid
-from toolplan.execution.runner import ExecutionContext
-from toolplan.plans.limits import InputLimits, check_text
-from toolplan.plans.meta import caller_meta
-from toolplan.plans.plan import DEFAULT_MAX_ITEMS, Plan
+from toolplan.plan_format.limits import InputLimits, check_text
+from toolplan.plan_format.meta import caller_meta
+from toolplan.plan_format.plan import DEFAULT_MAX_ITEMS, Plan
+from toolplan.planning.reuse import find_reusable
+from toolplan.runs.runner import ExecutionContext
 from toolplan.service.operations import PlanRef, execute_stored_plan, submit_plan
 from toolplan.store.lookup import require_approval
 from toolplan.store.protocol import Store
@@ -58,13 +58,13 @@ class FromQuery:
     request_id: str | None = None
     """Store the plan as a new version of this request."""
     reuse: ReuseMode = "off"
-    """Look for a stored plan to reuse first (:mod:`toolplan.analysis.reuse`): 0 LLM calls when found."""
+    """Look for a stored plan to reuse first (:mod:`toolplan.planning.reuse`): 0 LLM calls when found."""
     context: str | None = None
     """More for the planner after the query (a replan: the previous plan, its results, what
     failed)."""
     meta: Mapping[str, Any] | None = None
     """Labels stored with the plan, beside the planning record (e.g. ``{"replanOf":
-    "plan_..."}``); a key toolplan sets itself is refused (:mod:`toolplan.plans.meta`)."""
+    "plan_..."}``); a key toolplan sets itself is refused (:mod:`toolplan.plan_format.meta`)."""
     new_request: bool = False
     """``request_id`` may be new (a client's own, well-formed ID): a request not stored yet is
     created under it."""
@@ -82,7 +82,7 @@ class FromDocument:
     request_id: str | None = None
     meta: Mapping[str, Any] | None = None
     """Labels stored with the plan (e.g. ``{"source": "execute_plan"}``); a key toolplan sets
-    itself is refused (:mod:`toolplan.plans.meta`)."""
+    itself is refused (:mod:`toolplan.plan_format.meta`)."""
 
     def __post_init__(self) -> None:
         caller_meta(self.meta)

@@ -41,9 +41,9 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from toolplan.plan_format.json_schema import inline_refs, is_list
+from toolplan.plan_format.templates import contains_template, references
 from toolplan.planning.duplicates import renamed_ids
-from toolplan.plans.json_schema import inline_refs
-from toolplan.plans.templates import contains_template, references
 from toolplan.tools.catalog import ToolCatalog
 
 __all__ = ["batch_items"]
@@ -140,18 +140,8 @@ def _list_arguments(step: dict[str, Any], catalog: ToolCatalog) -> list[str]:
         and len(value) == 1
         and not isinstance(value[0], (dict, list))
         and not contains_template(value)
-        and _is_list(properties.get(name))
+        and is_list(properties.get(name))
     ]
-
-
-def _is_list(schema: Any) -> bool:
-    """Whether ``schema`` (or a branch of it: ``list[str] | None``) is a list's."""
-    if not isinstance(schema, Mapping):
-        return False
-    kind = schema.get("type")
-    if kind == "array" or (isinstance(kind, list) and "array" in kind):
-        return True
-    return any(_is_list(b) for key in ("anyOf", "oneOf") for b in schema.get(key) or [])
 
 
 def _fits(catalog: ToolCatalog, step: dict[str, Any], argument: str, count: int) -> bool:

@@ -17,9 +17,9 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
+from toolplan._spans import model_call_span, record_usage
 from toolplan._tokens import count_tokens
 from toolplan.config import StructuredMethod
-from toolplan.engine.tracing import model_call_span, record_usage
 from toolplan.errors import LLMUnavailable, ToolplanError
 from toolplan.planning.llm_errors import (
     LLMOutputRepeating,

@@ -10,10 +10,10 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from toolplan._caches import register_cache
-from toolplan.analysis import DEFAULT_MAX_STEPS
-from toolplan.analysis.estimates import EstimateSettings
 from toolplan.config import PlanFormat, StructuredMethod
-from toolplan.config.settings import PlannerRewrites
+from toolplan.config.settings import EstimateSettings, PlannerRewrites
+from toolplan.plan_format.limits import InputLimits
+from toolplan.plan_format.plan import DEFAULT_MAX_ITEMS
 from toolplan.planning.call import ModelCall
 from toolplan.planning.model import retry_max_tokens, with_max_tokens
 from toolplan.planning.progress import PlanningEvent, PlanningListener, notify
@@ -23,10 +23,9 @@ from toolplan.planning.schema import (
     generic_plan_schema,
     plan_schema,
 )
-from toolplan.plans.limits import InputLimits
-from toolplan.plans.plan import DEFAULT_MAX_ITEMS
 from toolplan.store.protocol import Store
 from toolplan.tools.catalog import ToolCatalog
+from toolplan.validation import DEFAULT_MAX_STEPS
 
 __all__ = ["PlannerContext"]
 

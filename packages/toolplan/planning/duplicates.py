@@ -37,7 +37,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from toolplan.plans.templates import references, rename_sources
+from toolplan.plan_format.templates import references, rename_sources
 
 __all__ = ["merge_duplicates", "renamed_ids"]
 

@@ -34,7 +34,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from toolplan.plans.json_schema import inline_refs
+from toolplan.plan_format.json_schema import (
+    inline_refs,
+    items_schema,
+    listed_values,
+    object_branch,
+)
 
 __all__ = ["FILLER_STRINGS", "drop_fillers"]
 
@@ -66,10 +71,10 @@ def _object(value: dict[str, Any], schema: Mapping[str, Any]) -> dict[str, Any]:
 
 def _value(value: Any, schema: Mapping[str, Any]) -> Any:
     if isinstance(value, dict):
-        branch = _object_schema(schema, value)
+        branch = object_branch(schema, value)
         return _object(value, branch) if branch is not None else value
     if isinstance(value, list):
-        items = _items_schema(schema)
+        items = items_schema(schema)
         return value if items is None else [_value(item, items) for item in value]
     return value
 
@@ -78,43 +83,5 @@ def _says_no_value(value: Any, schema: Mapping[str, Any]) -> bool:
     if value is None:
         return True
     if isinstance(value, str) and value in FILLER_STRINGS:
-        return not _names(schema, value)
+        return value not in (listed_values(schema) or [])
     return False
-
-
-def _names(schema: Mapping[str, Any], value: str) -> bool:
-    """Whether ``schema`` lists ``value`` itself (``enum`` or ``const``), in any branch."""
-    if schema.get("const") == value or value in (schema.get("enum") or []):
-        return True
-    return any(
-        isinstance(branch, Mapping) and _names(branch, value) for branch in _branches(schema)
-    )
-
-
-def _branches(schema: Mapping[str, Any]) -> list[Any]:
-    return [*(schema.get("anyOf") or []), *(schema.get("oneOf") or [])]
-
-
-def _object_schema(schema: Mapping[str, Any], value: dict[str, Any]) -> Mapping[str, Any] | None:
-    """The object schema ``value`` is written in: ``schema`` itself, or its one object branch (of
-    several, the first that declares every key of ``value``); ``None`` when none fits."""
-    if isinstance(schema.get("properties"), Mapping):
-        return schema
-    candidates = [
-        found
-        for branch in _branches(schema)
-        if isinstance(branch, Mapping) and (found := _object_schema(branch, value)) is not None
-    ]
-    if len(candidates) == 1:
-        return candidates[0]
-    return next((c for c in candidates if set(value) <= set(c["properties"])), None)
-
-
-def _items_schema(schema: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    items = schema.get("items")
-    if isinstance(items, Mapping):
-        return items
-    for branch in _branches(schema):
-        if isinstance(branch, Mapping) and (found := _items_schema(branch)) is not None:
-            return found
-    return None

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from toolplan.errors import ValidationIssue
-from toolplan.plans.templates import map_strings
+from toolplan.plan_format.templates import map_strings
 
 __all__ = ["apply_fixes"]
 

@@ -10,7 +10,7 @@ generic one: :mod:`toolplan.planning.schema`). Its answer is read leniently wher
 (:mod:`toolplan.planning.parsing`), and changed after that only by the rules of the rewrite
 pipeline that ``TOOLPLAN_PLANNER_REWRITES`` lets run (:mod:`toolplan.planning.rewrites`: the
 format ones by default), each change recorded; the dependency-analysis node is the engine's validator
-(:func:`toolplan.analysis.dag.analyze`), and every problem of every step goes back to the model in one
+(:func:`toolplan.validation.dag.analyze`), and every problem of every step goes back to the model in one
 repair round. Invalid plans are never stored. An answer with no steps at all is the model saying
 that no tool does what the request asks (the prompt tells it to answer so, and why, in
 ``reasoning``): the planner declines the request instead of asking for a plan again, and nothing
@@ -45,20 +45,18 @@ from pydantic.json_schema import SkipJsonSchema
 from typing_extensions import TypedDict
 
 from toolplan._caches import register_cache
-from toolplan.analysis import Analysis, analyze
-from toolplan.analysis.conditions import check_conditions
-from toolplan.analysis.grounding import check_grounding
-from toolplan.analysis.unasked import check_unasked, drop_unasked
 from toolplan.config import PlannerSettings
-from toolplan.engine.approval import gated_tool_named
-from toolplan.engine.cache import read_only_tool
 from toolplan.errors import InvalidInput, PlanInvalid, ValidationIssue
-from toolplan.execution.graph import bind_context, context_resolver
+from toolplan.plan_format.limits import check_json
+from toolplan.plan_format.meta import caller_meta
+from toolplan.plan_format.plan import Plan, parse_plan
 from toolplan.planning.call import StructuredRequest, call_model
 from toolplan.planning.context import PlannerContext
 from toolplan.planning.duplicates import merge_duplicates
 from toolplan.planning.fixes import apply_fixes
+from toolplan.planning.grounding import check_grounding
 from toolplan.planning.llm_errors import LLMOutputRepeating
+from toolplan.planning.number_conditions import check_conditions
 from toolplan.planning.parsing import PlanReading, message_payload, read_plan
 from toolplan.planning.progress import PlanningEvent, PlanningEventKind, notify
 from toolplan.planning.prompts import (
@@ -78,10 +76,10 @@ from toolplan.planning.schema import (
     PlanSchema,
 )
 from toolplan.planning.streaming import AnswerStream
-from toolplan.plans.limits import check_json
-from toolplan.plans.meta import caller_meta
-from toolplan.plans.plan import Plan, parse_plan
+from toolplan.planning.unasked import check_unasked, drop_unasked
+from toolplan.runs.graph import bind_context, context_resolver
 from toolplan.service.operations import plan_estimator, store_plan
+from toolplan.validation import Analysis, analyze
 
 __all__ = [
     "PlannerContext",
@@ -105,7 +103,7 @@ class PlanningInput(TypedDict):
     """More for the model after the query: a replan's previous plan, results and failures."""
     meta: NotRequired[dict[str, Any]]
     """Labels stored with the plan (e.g. ``replanOf``); keys toolplan sets itself
-    (``toolSources``, the planning record) are refused: :mod:`toolplan.plans.meta`."""
+    (``toolSources``, the planning record) are refused: :mod:`toolplan.plan_format.meta`."""
 
 
 class PlanningState(TypedDict, total=False):
@@ -146,7 +144,7 @@ class PlanningState(TypedDict, total=False):
     (:mod:`toolplan.planning.batches`)."""
     unasked_steps: dict[str, str]
     """Steps dropped because the request never asked for them: ``{id: tool}``
-    (:func:`toolplan.analysis.unasked.drop_unasked`)."""
+    (:func:`toolplan.planning.unasked.drop_unasked`)."""
     dropped_conditions: list[str]
     """Steps whose ``when`` read their own output, run without it
     (:mod:`toolplan.planning.own_conditions`)."""
@@ -312,8 +310,8 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
             catalog=ctx.catalog,
             request=told,
             mode=ctx.rewrites,
-            read_only=functools.partial(read_only_tool, ctx.catalog),
-            gated=functools.partial(gated_tool_named, ctx.catalog),
+            read_only=ctx.catalog.read_only,
+            gated=ctx.catalog.gated,
         )
         if reading.data is not None
         else None
@@ -381,7 +379,7 @@ def _merge_duplicates(
     data: dict[str, Any], ctx: PlannerContext
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """:func:`merge_duplicates` with the catalog's ``read-only`` tags."""
-    return merge_duplicates(data, read_only=functools.partial(read_only_tool, ctx.catalog))
+    return merge_duplicates(data, read_only=ctx.catalog.read_only)
 
 
 async def analyze_dependencies(state: PlanningState, ctx: PlannerContext) -> PlanningState:

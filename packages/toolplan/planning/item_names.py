@@ -43,9 +43,15 @@ import difflib
 from collections.abc import Collection
 from typing import Any
 
-from toolplan.analysis.types import fits_path, list_in_output
-from toolplan.plans.templates import ITEM, PathSegment, find_templates, references, rename_sources
+from toolplan.plan_format.templates import (
+    ITEM,
+    PathSegment,
+    find_templates,
+    references,
+    rename_sources,
+)
 from toolplan.tools.catalog import ToolCatalog
+from toolplan.validation.types import fits_path, list_in_output
 
 __all__ = ["read_item_names"]
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from toolplan.plans.templates import find_templates
+from toolplan.plan_format.templates import find_templates
 
 __all__ = ["drop_own_conditions"]
 

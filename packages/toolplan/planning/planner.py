@@ -6,8 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolplan.analysis.estimates import Estimate
 from toolplan.errors import InvalidInput, PlanInvalid, ToolplanError, ValidationIssue
+from toolplan.plan_format.ids import require_id
+from toolplan.plan_format.limits import check_text
 from toolplan.planning.call import account
 from toolplan.planning.graph import (
     PlannerContext,
@@ -15,8 +16,7 @@ from toolplan.planning.graph import (
     PlanningInput,
     build_planning_graph,
 )
-from toolplan.plans.ids import require_id
-from toolplan.plans.limits import check_text
+from toolplan.service.estimates import Estimate
 from toolplan.service.operations import PlanRef
 from toolplan.store.lookup import find_request
 

@@ -1,6 +1,6 @@
 """The planner's Python format (``TOOLPLAN_PLAN_FORMAT=python``): the model is shown the catalog
 as Python signatures and answers with Python statements, the form a code model writes best, which
-:func:`toolplan.plans.python_plan.parse_python_plan` reads into the plan (never running them).
+:func:`toolplan.plan_format.python_plan.parse_python_plan` reads into the plan (never running them).
 
 Three pieces, the rest of planning is shared with the JSON format (validation, repairs, storing):
 
@@ -22,8 +22,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from toolplan.errors import PlanInvalid, ValidationIssue
+from toolplan.plan_format.python_plan import parse_python_plan
 from toolplan.planning.parsing import PlanReading
-from toolplan.plans.python_plan import parse_python_plan
 from toolplan.tools.catalog import ToolCatalog, ToolInfo
 from toolplan.tools.returns import shown_shape
 

@@ -43,7 +43,7 @@ rule                      kind         what it does
                                        the model again (:mod:`.fixes`)
 ``unasked``               heuristic    steps the request's *words* never name dropped, or the
                                        model asked to remove them
-                                       (:mod:`toolplan.analysis.unasked`; word matching)
+                                       (:mod:`toolplan.planning.unasked`; word matching)
 ========================  ===========  ========================================================
 
 The first four run while the answer is read (:func:`toolplan.planning.parsing.read_plan`), the

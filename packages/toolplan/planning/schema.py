@@ -14,7 +14,7 @@ and when that setting is 0. For a server that rejected the schema it was sent, t
 without a ``pattern`` is the fallback, which fits any server.
 
 Step ids (a step's ``id``, ``dependsOn`` and ``outputSteps``) carry the validator's
-:data:`~toolplan.analysis.dag.STEP_ID_PATTERN` in both schemas, so a grammar-enforcing server
+:data:`~toolplan.validation.dag.STEP_ID_PATTERN` in both schemas, so a grammar-enforcing server
 cannot emit one that a template cannot name (``2d_releases``). OpenAI's strict mode, llama.cpp and
 vLLM accept ``pattern``; a server that does not gets the fallback.
 
@@ -28,10 +28,10 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from toolplan.analysis.dag import STEP_ID_PATTERN
 from toolplan.config import DEFAULT_TYPED_SCHEMA_MAX_TOOLS
-from toolplan.plans.json_schema import inline_refs
+from toolplan.plan_format.json_schema import inline_refs
 from toolplan.tools.catalog import ToolCatalog, ToolInfo
+from toolplan.validation.dag import STEP_ID_PATTERN
 
 __all__ = [
     "DEFAULT_TYPED_SCHEMA_MAX_TOOLS",

@@ -32,7 +32,7 @@ def build_planner_context(
     planner = settings.planner
     if settings.estimates.prices_file:
         # A broken price table is found before the model is paid for a plan.
-        from toolplan.analysis.estimates import load_prices
+        from toolplan.service.estimates import load_prices
 
         load_prices(settings.estimates.prices_file)
     max_tokens = planner.llm_max_tokens or default_max_tokens(settings.max_steps)

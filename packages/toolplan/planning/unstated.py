@@ -19,7 +19,7 @@ user gave or the model had to choose is kept:
   literal string of one or two words: no template (what another step found), no
   number or digit (``days_ahead: 30`` for "next month", a date for "March 12th": right
   inferences), no list, no longer text (a draft's content the model was asked to write);
-* the request does not mention it (:func:`~toolplan.analysis.unasked.mentions`: a word of it, its
+* the request does not mention it (:func:`~toolplan.planning.unasked.mentions`: a word of it, its
   first four letters, initials, an abbreviation like ``km``, a code in capitals), and is written
   in a Latin script, so that a value translated from another one (Beijing for 北京) is never
   taken for made up.
@@ -42,9 +42,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from toolplan.analysis.unasked import latin_script, mentions
-from toolplan.plans.json_schema import inline_refs
-from toolplan.plans.templates import contains_template
+from toolplan.plan_format.json_schema import inline_refs, listed_values
+from toolplan.plan_format.templates import contains_template
+from toolplan.planning.unasked import latin_script, mentions
 from toolplan.tools.catalog import ToolCatalog
 
 __all__ = ["drop_unstated"]
@@ -100,7 +100,7 @@ def _unstated(step: Any, catalog: ToolCatalog, request: str) -> dict[str, str]:
 
 def _optional_with_default(schema: Mapping[str, Any]) -> bool:
     """Whether the property says what happens without it, and is no closed choice."""
-    if _closed(schema):
+    if listed_values(schema) is not None:
         return False
     description = schema.get("description")
     if "default" in schema:
@@ -110,14 +110,6 @@ def _optional_with_default(schema: Mapping[str, Any]) -> bool:
         and _STATES_DEFAULT.search(description) is not None
         and _DENIES_DEFAULT.search(description) is None
     )
-
-
-def _closed(schema: Mapping[str, Any]) -> bool:
-    """Whether ``schema`` (or a branch of it) lists its values (``enum``, ``const``)."""
-    if "enum" in schema or "const" in schema:
-        return True
-    branches = [b for key in ("anyOf", "oneOf", "allOf") for b in schema.get(key) or []]
-    return any(isinstance(branch, Mapping) and _closed(branch) for branch in branches)
 
 
 def _short_literal(value: str) -> bool:

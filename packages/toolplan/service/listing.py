@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any, get_args
 
 from toolplan.errors import InvalidInput
-from toolplan.plans.ids import require_id
+from toolplan.plan_format.ids import require_id
 from toolplan.store.protocol import ListedStatus, PlanPage, PlanRepository, PlanSummary
 
 __all__ = [

@@ -17,19 +17,19 @@ from pathlib import Path
 from typing import Any
 
 from toolplan._caches import register_cache
-from toolplan.analysis import Analysis, analyze, check_tools
-from toolplan.analysis.estimates import Estimate, EstimateSettings, estimate_plan
-from toolplan.analysis.reuse import index_plan
+from toolplan.config.settings import EstimateSettings
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import ExecutionGone, InvalidInput, StoreUnavailable, Unavailable
-from toolplan.execution.backend import DetachedBackend, backend_of
-from toolplan.execution.cancel import DEFAULT_CANCEL_WAIT, request_cancel
-from toolplan.execution.context import ExecutionBackend, ExecutionContext, WakeableBackend
-from toolplan.execution.queue import enqueue_plan
-from toolplan.plans.ids import is_valid_id, new_id, require_id
-from toolplan.plans.limits import InputLimits, check_text
-from toolplan.plans.meta import ESTIMATE_KEY, TOOL_SOURCES_KEY, VERSION_KEY, caller_meta
-from toolplan.plans.plan import DEFAULT_MAX_ITEMS, Plan, Step, load_plan, parse_plan
+from toolplan.plan_format.ids import is_valid_id, new_id, require_id
+from toolplan.plan_format.limits import InputLimits, check_text
+from toolplan.plan_format.meta import ESTIMATE_KEY, TOOL_SOURCES_KEY, VERSION_KEY, caller_meta
+from toolplan.plan_format.plan import DEFAULT_MAX_ITEMS, Plan, Step, load_plan, parse_plan
+from toolplan.runs.backend import DetachedBackend, backend_of
+from toolplan.runs.cancel import DEFAULT_CANCEL_WAIT, request_cancel
+from toolplan.runs.context import ExecutionBackend, ExecutionContext, WakeableBackend
+from toolplan.runs.queue import enqueue_plan
+from toolplan.service.estimates import Estimate, estimate_plan
+from toolplan.service.plan_index import index_plan
 from toolplan.store.lookup import find_plan, find_request, require_approval
 from toolplan.store.protocol import (
     TERMINAL_EXECUTION_STATUSES,
@@ -41,6 +41,7 @@ from toolplan.store.protocol import (
     utc_now,
 )
 from toolplan.tools.catalog import ToolCatalog, ToolInfo
+from toolplan.validation import Analysis, analyze, check_tools
 
 __all__ = [
     "PlanRef",
@@ -67,7 +68,7 @@ class PlanRef:
     plan: Plan | None = field(default=None, compare=False)
     analysis: Analysis | None = field(default=None, compare=False)
     estimate: Estimate | None = field(default=None, compare=False)
-    """Expected duration and cost (:mod:`toolplan.analysis.estimates`), stored with the plan."""
+    """Expected duration and cost (:mod:`toolplan.service.estimates`), stored with the plan."""
 
     def to_json(self) -> dict[str, Any]:
         """``{"requestId", "planId", "status", "estimate"}``."""
@@ -104,7 +105,7 @@ def _recent_tool_stats(store: Store) -> dict[str, Any]:
 
 
 def plan_estimator(store: Store) -> Any:
-    """Step-duration estimates for :func:`~toolplan.analysis.dag.analyze`'s critical path: each
+    """Step-duration estimates for :func:`~toolplan.validation.dag.analyze`'s critical path: each
     tool's recent average duration in ``store`` (1 ms for a tool never seen)."""
     stats = _recent_tool_stats(store)
 
@@ -185,13 +186,13 @@ def store_plan(
     yet is created under it with ``query``.
 
     With ``reusable`` (a plan the planner made for ``query``, or one reused for it), the plan
-    is also indexed for plan reuse (:func:`toolplan.analysis.reuse.index_plan`), whichever entry point
+    is also indexed for plan reuse (:func:`toolplan.service.plan_index.index_plan`), whichever entry point
     stored it (``toolplan run``/``plan``, ``createPlanWithRequestId``, :func:`toolplan.create_plan`):
     a later query may reuse it once its last execution succeeded. A document the caller wrote
     is not indexed: its query is a label, not what a planner answered.
 
     ``meta`` is the caller's (labels; a key toolplan reserves is refused, see
-    :mod:`toolplan.plans.meta`); ``record_meta`` is toolplan's own record of how the plan was
+    :mod:`toolplan.plan_format.meta`); ``record_meta`` is toolplan's own record of how the plan was
     made (the planning call, plan reuse), written over it. The tool sources and the estimate are
     always this function's."""
     request: RequestRecord | None = None
@@ -279,7 +280,7 @@ async def execute_stored_plan(
 
     The plan record (``record``, when the caller has it) and the execution record are read once
     each before the first step; the in-process backend reads the execution again only as part of
-    taking its lease (:func:`~toolplan.execution.lease.acquire_lease`). ``tools`` chooses the
+    taking its lease (:func:`~toolplan.runs.lease.acquire_lease`). ``tools`` chooses the
     catalog once the plan is known to run (the tools recorded with it); default ``ctx.catalog``.
     """
     store = ctx.store
@@ -304,7 +305,7 @@ async def execute_stored_plan(
         if ctx.options.graph_checkpoints:
             # Opt-in: the run goes through the LangGraph execution graph too, for checkpoints
             # of its node boundaries (a LangGraph thread history); the step records are the same.
-            from toolplan.execution.graph import run_execution_graph
+            from toolplan.runs.graph import run_execution_graph
 
             await run_execution_graph(plan_id, ctx, approve=approve)
             final = await asyncio.to_thread(store.get_execution, plan_id)
@@ -336,7 +337,7 @@ async def enqueue_execution(
 
     A backend with workers of its own (Temporal) starts the plan there; otherwise the plan goes
     to the store's lease queue, which ``toolplan worker`` processes drain
-    (:func:`toolplan.execution.queue.enqueue_plan`). Queueing a plan that is already running or finished
+    (:func:`toolplan.runs.queue.enqueue_plan`). Queueing a plan that is already running or finished
     returns its record unchanged; a ``cancelled`` one is continued only with ``resume``. A
     ``needs_review`` plan is refused unless ``approve``. ``record`` is the plan, when the caller
     has read it.
@@ -363,7 +364,7 @@ async def cancel_execution(
 ) -> ExecutionResult:
     """Cancel the execution of a stored plan, wherever it runs; return it as it then stands.
 
-    See :func:`toolplan.execution.cancel.request_cancel`: idempotent, a finished plan is
+    See :func:`toolplan.runs.cancel.request_cancel`: idempotent, a finished plan is
     returned unchanged, a running one is waited for up to ``wait`` seconds. A ``backend`` whose
     runs wait elsewhere for a decision (a Temporal workflow) is told, so that the run ends too;
     when it cannot be reached, the cancel stands and the run ends when it next wakes.

@@ -1,7 +1,7 @@
 """What the plan page (``/ui/plans/{planId}``) shows of one plan, as one JSON object.
 
 Everything the page draws is decided here, from the stored records: each step's state and marks,
-where its box sits (:func:`toolplan.analysis.layout.layout` over the stored layers), the timeline
+where its box sits (:func:`toolplan.service.layout.layout` over the stored layers), the timeline
 of the steps against the critical path and the estimate, and the other versions of the request
 with each replan's reason. The browser only paints it; the API route only serves it.
 """
@@ -12,11 +12,11 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, get_args
 
-from toolplan.analysis.diagram import STATE_COLOURS
-from toolplan.analysis.layout import layout
 from toolplan.errors import InvalidInput, NotFound
-from toolplan.plans.ids import require_id
-from toolplan.plans.meta import VERSION_KEY
+from toolplan.plan_format.ids import require_id
+from toolplan.plan_format.meta import VERSION_KEY
+from toolplan.service.diagram import STATE_COLOURS
+from toolplan.service.layout import layout
 from toolplan.service.listing import MAX_LIMIT
 from toolplan.service.operations import describe
 from toolplan.store.protocol import StepStatus, Store

@@ -11,11 +11,11 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from toolplan.config import Settings
-from toolplan.engine.policies import ExecutionOptions
+from toolplan.config.policies import ExecutionOptions
 from toolplan.engine.recorder import EventListener
 from toolplan.errors import InvalidInput
-from toolplan.execution.backend import InProcessBackend
-from toolplan.execution.context import ExecutionBackend, ExecutionContext, new_worker_id
+from toolplan.runs.backend import InProcessBackend
+from toolplan.runs.context import ExecutionBackend, ExecutionContext, new_worker_id
 from toolplan.store.protocol import Store
 from toolplan.tools.catalog import RESERVED_TOOL_NAMES, ToolCatalog, load_tool_modules
 from toolplan.tools.loading import load_catalog

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from toolplan.errors import NotFound, PlanNeedsReview
-from toolplan.plans.ids import require_id
+from toolplan.plan_format.ids import require_id
 from toolplan.store.protocol import PlanRecord, PlanRepository, PlanStatus, RequestRecord
 
 __all__ = ["GatedAction", "find_plan", "find_request", "require_approval"]

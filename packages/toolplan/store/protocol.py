@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from toolplan.errors import InvalidInput
-from toolplan.plans.ids import is_valid_id
+from toolplan.plan_format.ids import is_valid_id
 from toolplan.store.codec import dumps
 
 if TYPE_CHECKING:
@@ -173,7 +173,7 @@ class PlanRecord:
     plan: dict[str, Any]
     """The canonical plan JSON."""
     analysis: dict[str, Any]
-    """:meth:`toolplan.analysis.Analysis.to_json` output."""
+    """:meth:`toolplan.validation.Analysis.to_json` output."""
     status: PlanStatus
     created_at: str
     query: str | None = None

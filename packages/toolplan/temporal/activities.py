@@ -1,8 +1,8 @@
 """The plan workflow's activities: each runs a piece of the in-process engine in a worker.
 
 - ``toolplan.start_plan`` (local): checks the plan against this worker's catalog, creates or
-  resumes its execution record (:func:`~toolplan.execution.runner.start_execution`,
-  :class:`~toolplan.execution.runner.ResumeState`) and takes the execution's lease for the
+  resumes its execution record (:func:`~toolplan.runs.runner.start_execution`,
+  :class:`~toolplan.runs.runner.ResumeState`) and takes the execution's lease for the
   workflow, so an in-process run of the same plan waits instead of running it too;
 - ``toolplan.run_step``: one attempt of one step, through
   :meth:`~toolplan.engine.step.StepRunner.run_attempt`, with template inputs read from the store
@@ -37,20 +37,20 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
 from toolplan.config import Settings
+from toolplan.config.policies import ExecutionOptions
 from toolplan.engine.approval import needs_approval
 from toolplan.engine.effects import earlier_effects
 from toolplan.engine.inputs import StoreInputs
-from toolplan.engine.policies import ExecutionOptions
 from toolplan.engine.recorder import Recorder
 from toolplan.engine.scheduler import StepOutcome
 from toolplan.engine.step import AttemptFailed, StepRunner
 from toolplan.engine.timeouts import EffectiveTimeout, load_step_timeouts
 from toolplan.engine.tracing import StepSpans
 from toolplan.errors import ExecutionBusy, InvalidInput, ToolsUnavailable, Unavailable
-from toolplan.execution.cancel import end_cancelled
-from toolplan.execution.lease import acquire_lease
-from toolplan.execution.runner import ResumeState, finish_execution, start_execution
-from toolplan.plans.plan import Plan, parse_plan
+from toolplan.plan_format.plan import Plan, parse_plan
+from toolplan.runs.cancel import end_cancelled
+from toolplan.runs.lease import acquire_lease
+from toolplan.runs.runner import ResumeState, finish_execution, start_execution
 from toolplan.store.lookup import find_plan
 from toolplan.store.protocol import (
     TERMINAL_EXECUTION_STATUSES,

@@ -40,9 +40,9 @@ from toolplan.config import TemporalSettings
 from toolplan.engine.observers import BestEffort
 from toolplan.engine.tracing import execution_span, record_execution
 from toolplan.errors import ExecutionBusy, InvalidInput, ToolplanError
-from toolplan.execution.context import ExecutionContext
-from toolplan.execution.events import DEFAULT_POLL_SECONDS, watch_step_events
-from toolplan.execution.runner import start_execution
+from toolplan.runs.context import ExecutionContext
+from toolplan.runs.events import DEFAULT_POLL_SECONDS, watch_step_events
+from toolplan.runs.runner import start_execution
 from toolplan.store.protocol import TERMINAL_EXECUTION_STATUSES, ExecutionRecord, PlanRecord
 from toolplan.temporal.client import connect, temporal_errors
 from toolplan.temporal.messages import (

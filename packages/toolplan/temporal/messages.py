@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import get_args
 
+from toolplan.config.policies import ExecutionOptions, RetryPolicy, TimeoutPolicy
 from toolplan.engine.approval import current_user
-from toolplan.engine.policies import ExecutionOptions, RetryPolicy, TimeoutPolicy
-from toolplan.execution.lease import ENGINE_HOLDER_PREFIX
+from toolplan.runs.lease import ENGINE_HOLDER_PREFIX
 from toolplan.store.protocol import SkipReason
 
 __all__ = [
@@ -57,7 +57,7 @@ def workflow_id(plan_id: str) -> str:
 def lease_owner(plan_id: str) -> str:
     """The lease owner a plan's workflow records on its execution: every run of the workflow
     shares it, and an in-process run of the same plan sees the plan as busy. Its prefix
-    (:data:`~toolplan.execution.lease.ENGINE_HOLDER_PREFIX`) says no one process holds it."""
+    (:data:`~toolplan.runs.lease.ENGINE_HOLDER_PREFIX`) says no one process holds it."""
     return f"{ENGINE_HOLDER_PREFIX}temporal:{workflow_id(plan_id)}"
 
 

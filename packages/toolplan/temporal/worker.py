@@ -22,7 +22,7 @@ from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from toolplan.config import Settings, TemporalSettings
-from toolplan.execution.context import new_worker_id
+from toolplan.runs.context import new_worker_id
 from toolplan.store.protocol import Store
 from toolplan.temporal.activities import PlanActivities
 from toolplan.temporal.client import connect, temporal_errors

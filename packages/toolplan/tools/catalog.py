@@ -26,19 +26,21 @@ if TYPE_CHECKING:
 __all__ = [
     "APPROVAL_TAG",
     "BUILTIN_TOOLSETS",
+    "READ_ONLY_TAG",
     "RESERVED_TOOL_NAMES",
     "ToolCatalog",
     "ToolInfo",
     "ToolStats",
+    "is_read_only",
     "load_tool_modules",
     "requires_approval",
     "tagged",
 ]
 
 BUILTIN_TOOLSETS: dict[str, str] = {
-    "blog": "toolplan.toolsets.blog",
-    "metrics": "toolplan.toolsets.metrics",
-    "weather": "toolplan.toolsets.weather",
+    "blog": "toolplan.builtin_tools.blog",
+    "metrics": "toolplan.builtin_tools.metrics",
+    "weather": "toolplan.builtin_tools.weather",
 }
 """Short names of the built-in offline toolsets, usable wherever a module name is."""
 
@@ -47,6 +49,8 @@ RESERVED_TOOL_NAMES: frozenset[str] = frozenset({"execute_plan", "execute_tool_p
 
 APPROVAL_TAG = "approval"
 """The tag that makes every call of a tool wait for a person's approval."""
+READ_ONLY_TAG = "read-only"
+"""The tag that says a tool has no side effect, so its results may be cached and reused."""
 
 
 def requires_approval(tool: BaseTool) -> bool:
@@ -56,6 +60,13 @@ def requires_approval(tool: BaseTool) -> bool:
     if APPROVAL_TAG in (tool.tags or []):
         return True
     return (tool.metadata or {}).get("destructiveHint") is True
+
+
+def is_read_only(tool: BaseTool) -> bool:
+    """Whether ``tool`` says it has no side effect: the tag ``read-only``, or an MCP tool's
+    ``readOnlyHint``."""
+    metadata = tool.metadata or {}
+    return READ_ONLY_TAG in (tool.tags or []) or metadata.get("readOnlyHint") is True
 
 
 @dataclass(frozen=True)
@@ -72,6 +83,10 @@ class ToolInfo:
     stats: ToolStats | None = field(default=None, compare=False)
     returns: dict[str, Any] | None = None
     """JSON schema of the tool's output (:mod:`toolplan.tools.returns`); ``None``: unknown."""
+    read_only: bool = False
+    """No side effect (:func:`is_read_only`): results may be cached, and two identical calls are one."""
+    gated: bool = False
+    """Every call waits for a person's approval (:func:`requires_approval`)."""
 
     def to_json(self) -> dict[str, Any]:
         """JSON form for ``toolplan tools --json`` and the API."""
@@ -281,6 +296,11 @@ class ToolCatalog:
         tool = self._tools.get(name)
         return tool is not None and requires_approval(tool)
 
+    def read_only(self, name: str) -> bool:
+        """Whether the catalog has a tool ``name`` that has no side effect."""
+        tool = self._tools.get(name)
+        return tool is not None and is_read_only(tool)
+
     def info(self, name: str) -> ToolInfo:
         """Catalog information (description, JSON schema, tags, examples) for one tool."""
         cached = self._infos.get(name)
@@ -295,6 +315,8 @@ class ToolCatalog:
                 examples=tuple(metadata.get("examples", ())),
                 source=self._sources.get(name),
                 returns=returns_schema(tool),
+                read_only=is_read_only(tool),
+                gated=requires_approval(tool),
             )
             self._infos[name] = cached
         return cached
@@ -327,7 +349,8 @@ class _Signatures(Mapping[str, Sequence[str]]):
 
 
 def _import_tools(module_name: str) -> Sequence[Any]:
-    target = BUILTIN_TOOLSETS.get(module_name, module_name)
+    # The built-in tools were toolplan.toolsets.*: plans stored then record that name.
+    target = BUILTIN_TOOLSETS.get(module_name.removeprefix("toolplan.toolsets."), module_name)
     try:
         module = importlib.import_module(target)
     except ModuleNotFoundError as error:

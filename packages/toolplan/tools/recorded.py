@@ -5,7 +5,7 @@ A plan stored by ``toolplan submit --tools my_tools`` records ``meta.toolSources
 (:mod:`toolplan.tools.sources`); a process given no tools of its own runs the plan with them.
 What a record says is data, so loading it is bounded:
 
-- only toolplan writes ``toolSources`` (:mod:`toolplan.plans.meta`), and a recorded module name
+- only toolplan writes ``toolSources`` (:mod:`toolplan.plan_format.meta`), and a recorded module name
   must be a dotted Python name; it is imported like ``--tools`` would import it, from what is
   installed (a project folder is appended to ``sys.path``, never put before it);
 - an MCP config a record names is never started: its servers run commands. The operator names it

@@ -1,6 +1,6 @@
 """What a tool returns: the JSON schema of its output, declared or read from its return type.
 
-The validator uses it to check templates before anything runs (:mod:`toolplan.analysis.types`):
+The validator uses it to check templates before anything runs (:mod:`toolplan.validation.types`):
 ``{{metrics[0]}}`` when ``metrics`` returns an object, a key the tool never returns, or a whole
 output passed where a number is expected. The planner shows it in the catalog.
 
@@ -20,7 +20,7 @@ import typing
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from toolplan.plans.json_schema import inline_refs
+from toolplan.plan_format.json_schema import inline_refs
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolplan.plans.meta import TOOL_SOURCES_KEY
+from toolplan.plan_format.meta import TOOL_SOURCES_KEY
 from toolplan.store.protocol import PlanRecord
 
 __all__ = ["META_KEY", "ToolSources", "recorded_sources"]

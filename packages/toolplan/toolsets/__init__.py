@@ -1,4 +1,0 @@
-"""Built-in offline toolsets with deterministic data, for demos, tests and benchmarks.
-
-Use them by module name (``--tools toolplan.toolsets.blog``) or short name (``--tools blog``).
-"""
