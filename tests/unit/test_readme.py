@@ -1,34 +1,34 @@
-"""The README's "Use from Python" section is true: its examples run, and it documents exactly
-the names ``toolplan.__all__`` exports."""
+"""The Python client page (docs/python.md) documents exactly the names ``toolplan.__all__``
+exports, and the GraphQL page (docs/api.md) exactly the API's error codes. Their examples, like
+every page's, run in tests/e2e/test_readme_examples.py."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-import pytest
-
 import toolplan
 
-README = (Path(__file__).parents[2] / "README.md").read_text()
+DOCS = Path(__file__).parents[2] / "docs"
 
 
-def section(title: str) -> str:
-    start = README.index(f"## {title}\n")
-    end = README.find("\n## ", start + 1)
-    return README[start : end if end != -1 else None]
+def page(name: str) -> str:
+    """A documentation page, down to its first second-level section (its opening part)."""
+    text = (DOCS / name).read_text()
+    end = text.find("\n## ")
+    return text[: end if end != -1 else None]
 
 
 def documented_names() -> set[str]:
     names: set[str] = set()
-    for line in section("Use from Python").splitlines():
+    for line in page("python.md").splitlines():
         if line.startswith("| `"):
             first_cell = line.split("|")[1]
             names.update(re.findall(r"`([A-Za-z_][A-Za-z0-9_]*)", first_cell))
     return names
 
 
-def test_readme_documents_exactly_the_public_api() -> None:
+def test_the_python_page_documents_exactly_the_public_api() -> None:
     assert documented_names() == set(toolplan.__all__)
 
 
@@ -39,32 +39,12 @@ def test_every_public_name_has_a_docstring() -> None:
     assert missing == []
 
 
-def runnable_blocks() -> list[str]:
-    """Python blocks of the section, except illustrations that need a real model; the meta-tool
-    illustration is exercised by scripts/agent_with_plan_tool.py and its test instead."""
-    blocks = re.findall(r"```python\n(.*?)```", section("Use from Python"), re.DOTALL)
-    return [block for block in blocks if '"openai:' not in block]
-
-
-@pytest.mark.parametrize("index", range(len(runnable_blocks())))
-def test_python_examples_run(index: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    blocks = runnable_blocks()
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "examples").symlink_to(Path(__file__).parents[2] / "examples")
-    monkeypatch.delenv("TOOLPLAN_TOOLS", raising=False)
-    monkeypatch.setenv("TOOLPLAN_STORE", f"sqlite:///{tmp_path / 'default.db'}")
-    exec(
-        compile(blocks[index], f"README.md python block {index}", "exec"),
-        {"__name__": "__readme__"},
-    )
-
-
-def test_the_readme_lists_exactly_the_api_error_codes() -> None:
+def test_the_api_page_lists_exactly_the_api_error_codes() -> None:
     from typing import get_args
 
     from toolplan.api.errors import ErrorCode
 
-    table = section("GraphQL API").split("| code | when |", 1)[1].split("\n\n", 1)[0]
+    table = page("api.md").split("| code | when |", 1)[1].split("\n\n", 1)[0]
     documented = {
         code
         for line in table.splitlines()
