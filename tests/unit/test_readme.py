@@ -51,3 +51,51 @@ def test_the_api_page_lists_exactly_the_api_error_codes() -> None:
         for code in re.findall(r"`([A-Z_]+)`", line.split("|")[1] if line.startswith("| `") else "")
     }
     assert documented == set(get_args(ErrorCode))
+
+
+def test_the_api_pages_schema_excerpt_is_the_real_schema() -> None:
+    """Every type, field and argument the GraphQL page's excerpt shows is the server's, with the
+    same types and defaults, and no argument of a field it shows is left out."""
+    from graphql import GraphQLObjectType, parse, print_ast, value_from_ast
+    from graphql.language import ObjectTypeDefinitionNode
+    from graphql.pyutils import Undefined
+
+    from toolplan.api.schema import build_schema
+
+    excerpt = re.search(r"```graphql\n(.*?)```", (DOCS / "api.md").read_text(), re.DOTALL)
+    assert excerpt is not None
+    real = build_schema()._schema
+    wrong: list[str] = []
+    for definition in parse(excerpt.group(1)).definitions:
+        assert isinstance(definition, ObjectTypeDefinitionNode)
+        name = definition.name.value
+        kind = real.type_map.get(name)
+        if not isinstance(kind, GraphQLObjectType):
+            wrong.append(f"type {name} is not in the schema")
+            continue
+        for field in definition.fields or ():
+            where = f"{name}.{field.name.value}"
+            actual = kind.fields.get(field.name.value)
+            if actual is None:
+                wrong.append(f"{where} is not in the schema")
+                continue
+            if print_ast(field.type) != str(actual.type):
+                wrong.append(f"{where}: {print_ast(field.type)}, the schema says {actual.type}")
+            shown = {arg.name.value: arg for arg in field.arguments or ()}
+            for missing in sorted(set(actual.args) - set(shown)):
+                wrong.append(f"{where}: argument {missing!r} is not shown")
+            for arg_name, arg in shown.items():
+                real_arg = actual.args.get(arg_name)
+                if real_arg is None:
+                    wrong.append(f"{where}: argument {arg_name!r} is not in the schema")
+                    continue
+                if print_ast(arg.type) != str(real_arg.type):
+                    wrong.append(
+                        f"{where}({arg_name}): {print_ast(arg.type)}, the schema says "
+                        f"{real_arg.type}"
+                    )
+                if arg.default_value is not None:
+                    default = value_from_ast(arg.default_value, real_arg.type)
+                    if real_arg.default_value is Undefined or default != real_arg.default_value:
+                        wrong.append(f"{where}({arg_name}): default {print_ast(arg.default_value)}")
+    assert wrong == []
