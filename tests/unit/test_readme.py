@@ -99,3 +99,13 @@ def test_the_api_pages_schema_excerpt_is_the_real_schema() -> None:
                     if real_arg.default_value is Undefined or default != real_arg.default_value:
                         wrong.append(f"{where}({arg_name}): default {print_ast(arg.default_value)}")
     assert wrong == []
+
+
+def test_the_cli_page_lists_every_command() -> None:
+    import typer.main
+
+    from toolplan.cli import app
+
+    commands = set(typer.main.get_command(app).commands)  # type: ignore[attr-defined]
+    table = re.findall(r"^\| `toolplan ([a-z]+)", page("cli.md"), re.MULTILINE)
+    assert set(table) == commands
