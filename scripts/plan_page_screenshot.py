@@ -1,4 +1,4 @@
-"""Take the README's screenshot of the plan page (docs/plan-page.png).
+"""Take the screenshot of the plan page on the GraphQL API page (docs/plan-page.png).
 
 Starts ``toolplan serve`` on a temporary store with the built-in offline tools, runs a plan whose
 author step fails, stores the corrected plan as a replan of the same request (as the agent loop

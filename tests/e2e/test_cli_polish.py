@@ -184,9 +184,9 @@ def test_store_accepts_a_bare_sqlite_file_path(cli: Cli) -> None:
 
 
 def _documented_json_shape() -> dict[str, Any]:
-    readme = (REPO / "README.md").read_text()
-    anchor = readme.index("with `--json`, stdout holds exactly one JSON object")
-    block = readme[anchor:].split("```json\n", 1)[1].split("```", 1)[0]
+    page = (REPO / "docs" / "cli.md").read_text()
+    anchor = page.index("with `--json`, stdout holds exactly one JSON object")
+    block = page[anchor:].split("```json\n", 1)[1].split("```", 1)[0]
     return json.loads(block)
 
 

@@ -1,7 +1,7 @@
 """Maps and branches through the CLI: ``forEach`` over a list output, ``when`` conditions, their
 validation errors (exit 2) and a kill -9 in the middle of a map.
 
-Every test of the contract runs on SQLite and on MongoDB; the README's example on SQLite only.
+Every test of the contract runs on SQLite and on MongoDB; the documented example on SQLite only.
 """
 
 from __future__ import annotations
@@ -315,13 +315,13 @@ def test_kill_in_the_middle_of_a_map_then_resume_reruns_no_finished_item(cli: Cl
     assert keys == {f"{plan_id}:each[2]"}
 
 
-def test_the_readme_plan_maps_then_branches(cli: Cli) -> None:
-    # The README's plan writes the posts it maps over (tests/e2e/test_readme_examples.py runs
-    # every README plan; this one also checks what it made).
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
-    start = readme.index("A plan that writes two posts, maps over the list of them")
-    begin = readme.index("```json\n", start) + 8
-    block = readme[begin : readme.index("\n```", begin)]
+def test_the_documented_plan_maps_then_branches(cli: Cli) -> None:
+    # The plan format page's plan writes the posts it maps over (tests/e2e/test_readme_examples.py
+    # runs every documented plan; this one also checks what it made).
+    page = (Path(__file__).parents[2] / "docs" / "plans.md").read_text()
+    start = page.index("A plan that writes two posts, maps over the list of them")
+    begin = page.index("```json\n", start) + 8
+    block = page[begin : page.index("\n```", begin)]
     plan = json.loads(block)
     done = _run(cli, plan)
     assert done.code == 0, done.stdout

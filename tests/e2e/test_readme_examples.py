@@ -1,5 +1,5 @@
-"""Every README code block that shows a plan or a ``toolplan`` command runs, against the tools it
-names, on a fresh SQLite store: a README example that breaks fails the suite.
+"""Every code example of the README and of the documentation site (``docs/**/*.md``) runs,
+against the tools it names, on a fresh SQLite store: an example that breaks fails the suite.
 
 What runs:
 
@@ -14,15 +14,30 @@ What runs:
   command must exit 0. A ``plan_...`` ID in a command means the latest plan the block made (a
   block that made none first submits ``examples/blog_chain.json``). In ``a && b`` chains the
   set-up before the first ``toolplan`` command (a venv, ``pip install``) is skipped: the suite
-  runs in one.
+  runs in one;
+- a ``python`` block: run as a program (``python -c``, in its own process, so that what one
+  example sets up, an event loop or a tracer provider, cannot leak into another), in that same
+  folder; it must exit 0. A ``python`` block preceded by ``<!-- plan.py -->`` is a plan written in
+  Python: it is run as a plan file, ``toolplan run --file plan.py``, like a ``json`` plan;
+- a ``toml`` block: parsed.
+
+A shell block preceded by ``<!-- scripted-model: ... -->`` plans with a model: its commands run
+against a scripted OpenAI-compatible server (tests/support/fake_openai.py) that answers with the
+ideal plan of tests/support/plans.py's query, then an answer.
 
 A block preceded by ``<!-- no-run: REASON -->`` is not run: it needs a model or servers, or it
-shows output, not a plan. Other blocks (Python, which tests/unit/test_readme.py runs; JSON that is
-neither a plan nor a step; shell without a ``toolplan`` command) are not examples of either.
+shows output, not a plan; a ``python`` one is still compiled, so it cannot hold a syntax error.
+Other blocks (JSON that is neither a plan nor a step; shell without a ``toolplan`` command; text,
+Mermaid, GraphQL) are not examples of either.
+
+Sybil and pytest-examples were the alternatives: both run Python blocks in-process, and neither
+runs a ``console`` transcript's exit codes or a plan through the real CLI, which most of these
+examples are; so this one small extractor does every kind, with one marker syntax.
 """
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import json
 import os
@@ -30,20 +45,27 @@ import re
 import signal
 import subprocess
 import sys
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.support.fake_openai import FakeOpenAIServer, Reply
+from tests.support.plans import blog_plan
 from toolplan.plan_format.plan import parse_plan
 
 pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
+DOCS = sorted([README, *(REPO / "docs").rglob("*.md")])
+"""The README and every page of the documentation site."""
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 NO_RUN = re.compile(r"<!--\s*no-run:\s*(.+?)\s*-->\s*$")
+PYTHON_PLAN = re.compile(r"<!--\s*plan\.py\s*-->\s*$")
+SCRIPTED_MODEL = re.compile(r"<!--\s*scripted-model\b.*-->\s*$")
 PLAN_ID = re.compile(r"plan_\d{9,11}_[a-z0-9]{6,32}")
 SHELLS = ("bash", "sh", "shell", "console")
 TOOLS = "blog,metrics,weather,examples.tools"
@@ -52,19 +74,22 @@ TIMEOUT = 120
 
 @dataclass(frozen=True)
 class Block:
-    """One fenced block of the README."""
+    """One fenced block of a Markdown file."""
 
     line: int
     lang: str
     text: str
     no_run: str | None
+    source: str = "README.md"
+    python_plan: bool = False
+    scripted_model: bool = False
 
     @property
     def name(self) -> str:
-        return f"README.md:{self.line}:{self.lang}"
+        return f"{self.source}:{self.line}:{self.lang}"
 
 
-def readme_blocks(text: str | None = None) -> list[Block]:
+def readme_blocks(text: str | None = None, source: str = "README.md") -> list[Block]:
     """Every fenced block, with the reason it is not run when a ``no-run`` comment precedes it."""
     text = README.read_text() if text is None else text
     blocks = []
@@ -72,8 +97,27 @@ def readme_blocks(text: str | None = None) -> list[Block]:
         before = text[: match.start()].rstrip("\n").rsplit("\n", 1)[-1]
         reason = NO_RUN.search(before)
         line = text.count("\n", 0, match.start()) + 1
-        blocks.append(Block(line, match.group(1), match.group(2), reason and reason.group(1)))
+        blocks.append(
+            Block(
+                line,
+                match.group(1),
+                match.group(2),
+                reason and reason.group(1),
+                source,
+                bool(PYTHON_PLAN.search(before)),
+                bool(SCRIPTED_MODEL.search(before)),
+            )
+        )
     return blocks
+
+
+def doc_blocks() -> list[Block]:
+    """The fenced blocks of the README and of every documentation page."""
+    return [
+        block
+        for path in DOCS
+        for block in readme_blocks(path.read_text(), str(path.relative_to(REPO)))
+    ]
 
 
 def _setup_dropped(line: str) -> str:
@@ -106,7 +150,12 @@ def commands(block: Block) -> list[tuple[str, str | None]]:
 
 
 def kind(block: Block) -> str | None:
-    """``plan``, ``step`` or ``commands`` for a block that is an example of one; else None."""
+    """``plan``, ``step``, ``commands``, ``python``, ``python-plan`` or ``toml`` for a block that is
+    an example of one; else None."""
+    if block.lang == "python":
+        return "python-plan" if block.python_plan else "python"
+    if block.lang == "toml":
+        return "toml"
     if block.lang == "json":
         try:
             value = json.loads(block.text)
@@ -122,7 +171,7 @@ def kind(block: Block) -> str | None:
     return None
 
 
-EXAMPLES = [block for block in readme_blocks() if kind(block) is not None]
+EXAMPLES = [block for block in doc_blocks() if kind(block) is not None]
 
 
 def _environment(tmp_path: Path) -> dict[str, str]:
@@ -173,7 +222,7 @@ def _shell(command: str, cwd: Path, env: dict[str, str]) -> subprocess.Completed
 
 
 def _run_plan(block: Block, workdir: Path) -> None:
-    plan = workdir / "plan.json"
+    plan = workdir / ("plan.py" if block.python_plan else "plan.json")
     plan.write_text(block.text)
     env = {**_environment(workdir), "TOOLPLAN_TOOLS": TOOLS}
     done = _shell(f"toolplan run --file {plan} --json", workdir, env)
@@ -181,17 +230,21 @@ def _run_plan(block: Block, workdir: Path) -> None:
     result: dict[str, Any] = json.loads(done.stdout)
     assert result["status"] == "succeeded", (block.name, result)
     steps = {step["id"]: step for step in result["steps"]}
-    for step in json.loads(block.text)["steps"]:
-        if "forEach" in step:
-            output = steps[step["id"]]["output"]
-            assert isinstance(output, list) and output, (
-                f"{block.name}: forEach step {step['id']!r} mapped over no item; give the "
-                "example data to map over"
-            )
+    mapped = (
+        [step for step in result["steps"] if "items" in step]  # a Python plan's for loops
+        if block.python_plan
+        else [step for step in json.loads(block.text)["steps"] if "forEach" in step]
+    )
+    for step in mapped:
+        output = steps[step["id"]]["output"]
+        assert isinstance(output, list) and output, (
+            f"{block.name}: forEach step {step['id']!r} mapped over no item; give the "
+            "example data to map over"
+        )
 
 
-def _run_commands(block: Block, workdir: Path) -> None:
-    env = _environment(workdir)
+def _run_commands(block: Block, workdir: Path, model: dict[str, str] | None = None) -> None:
+    env = {**_environment(workdir), **(model or {})}
     latest: str | None = None
     previous: subprocess.CompletedProcess[str] | None = None
     steps = commands(block)
@@ -224,8 +277,27 @@ def _run_commands(block: Block, workdir: Path) -> None:
         previous = done
 
 
+def _run_python(block: Block, workdir: Path) -> None:
+    env = _environment(workdir)
+    done = subprocess.run(
+        [sys.executable, "-c", block.text],
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert done.returncode == 0, (
+        f"{block.name}: exit {done.returncode}\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
+    )
+
+
 @pytest.mark.parametrize("block", EXAMPLES, ids=[block.name for block in EXAMPLES])
 def test_readme_example_runs(block: Block, workdir: Path) -> None:
+    if block.lang == "python":
+        # Even an example that cannot run here (it needs a model) must be valid Python; top-level
+        # ``await`` is allowed, as in an async REPL or a notebook.
+        compile(block.text, block.name, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
     if block.no_run:
         pytest.skip(f"no-run: {block.no_run}")
     what = kind(block)
@@ -235,21 +307,57 @@ def test_readme_example_runs(block: Block, workdir: Path) -> None:
             "<!-- no-run: REASON --> when it shows a fragment",
             pytrace=False,
         )
-    elif what == "plan":
+    elif what in ("plan", "python-plan"):
         _run_plan(block, workdir)
+    elif what == "python":
+        _run_python(block, workdir)
+    elif what == "toml":
+        tomllib.loads(block.text)
     elif what == "step":
         parse_plan({"steps": [json.loads(block.text)]})
+    elif block.scripted_model:
+        _run_with_scripted_model(block, workdir)
     else:
         _run_commands(block, workdir)
 
 
+def _run_with_scripted_model(block: Block, workdir: Path) -> None:
+    """A block that plans with a model, against a scripted OpenAI-compatible server that answers
+    the planning call with the ideal plan of tests/support/plans.py's query and the answer call
+    with an answer; both calls must have been made."""
+    with FakeOpenAIServer(api_key="sk-test") as server:
+        server.script(
+            [
+                Reply.structured(blog_plan()),
+                Reply.structured({"action": "answer", "answer": "Alice has a blog, Hello."}),
+            ]
+        )
+        model = {
+            "OPENAI_BASE_URL": server.base_url,
+            "OPENAI_API_KEY": "sk-test",
+            "TOOLPLAN_LLM_RETRIES": "0",
+        }
+        _run_commands(block, workdir, model)
+        assert len(server.requests) == 2, f"{block.name}: {len(server.requests)} model calls"
+
+
 def test_the_examples_that_matter_are_found_and_few_are_skipped() -> None:
-    # The extractor must see the approval walk-through and the forEach plan (so a change to the
-    # README's markup cannot silently leave them out), and the no-run set stays small.
+    # The extractor must see the quick starts, the approval walk-through, the forEach plan and
+    # the Python plan (so a change to the pages' markup cannot silently leave them out), every
+    # page of the site, and the no-run set stays small.
     runnable = [block for block in EXAMPLES if not block.no_run]
     assert any(kind(b) == "commands" and "toolplan approve" in b.text for b in runnable)
     assert any(kind(b) == "plan" and '"forEach"' in b.text for b in runnable)
-    assert len([b for b in readme_blocks() if b.no_run]) <= 6
+    assert any(kind(b) == "python-plan" and "for " in b.text for b in runnable)
+    readme = [b for b in runnable if b.source == "README.md"]
+    assert any(b.scripted_model and 'toolplan run "' in b.text for b in readme)
+    assert any(kind(b) == "commands" and "toolplan run --file" in b.text for b in readme)
+    assert any(kind(b) == "python" and "Toolplan" in b.text for b in readme)
+    pages = {path.name for path in DOCS}
+    assert {"plans.md", "planning.md", "cli.md", "python.md", "operations.md"} <= pages
+    skipped = [b.name for b in doc_blocks() if b.no_run]
+    assert not [name for name in skipped if name.startswith("README.md")], skipped
+    assert len(skipped) <= 14, skipped
 
 
 def test_the_extractor_reads_markers_chains_and_console_output() -> None:

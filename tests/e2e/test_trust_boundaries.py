@@ -261,7 +261,7 @@ def query_metric(name: str) -> float:
     return 1.0
 
 
-tagged(get_weather, "read-only")                 # as a statement, like the README
+tagged(get_weather, "read-only")                 # as a statement, like docs/tools.md
 TOOLS = [get_weather, tagged(query_metric, "read-only", cache_ttl=60)]
 '''
     )

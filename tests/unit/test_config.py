@@ -1,4 +1,5 @@
-"""Configuration lives in one place: every variable the README documents is read by Settings
+"""Configuration lives in one place: every variable the README and the documentation site
+(docs/) document is read by Settings
 (or by the one settings object of the layer it configures), and process-wide caches are keyed by
 what they depend on and can be emptied."""
 
@@ -22,7 +23,11 @@ from toolplan.config import (
 from toolplan.errors import InvalidInput
 from toolplan.plan_format.limits import InputLimits
 
-README = (Path(__file__).parents[2] / "README.md").read_text()
+ROOT = Path(__file__).parents[2]
+DOCUMENTED = "\n".join(
+    path.read_text() for path in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+)
+"""The README and every page of the documentation site, where the variables are documented."""
 
 SAMPLES: dict[str, tuple[str, Callable[[Settings], Any], Any]] = {
     "TOOLPLAN_STORE": ("sqlite:///x.db", lambda s: s.store_uri, "sqlite:///x.db"),
@@ -81,12 +86,12 @@ OTHER_HOMES = {
     "TOOLPLAN_FUZZ_SEED": "tests only (replays a fuzz run)",
     "TOOLPLAN_DEBUG": "toolplan.cli.output (prints an internal error's traceback)",
     "TOOLPLAN_TEST_LLM_BASE_URL": "tests only (the real_llm tests)",
-    "TOOLPLAN_ERROR": "not a variable: an API error code (the README's GraphQL table)",
+    "TOOLPLAN_ERROR": "not a variable: an API error code (the GraphQL page's table)",
 }
 
 
 def test_settings_read_every_documented_environment_variable() -> None:
-    documented = set(re.findall(r"\b(?:TOOLPLAN|OPENAI)_[A-Z_]*[A-Z]", README))
+    documented = set(re.findall(r"\b(?:TOOLPLAN|OPENAI)_[A-Z_]*[A-Z]", DOCUMENTED))
     assert documented == set(SAMPLES) | set(OTHER_HOMES)
     settings = Settings.from_env({name: value for name, (value, _, _) in SAMPLES.items()})
     for name, (_, read, expected) in SAMPLES.items():
