@@ -7,6 +7,7 @@ line and column; an answer of comments only declines."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +91,46 @@ async def test_a_statement_outside_the_language_goes_back_as_the_models_own_text
     assert wrong.strip() in repair  # its own text, not a rewritten plan
     assert "line 1, column 1: import is not part of the plan language" in repair
     assert "line 2, column 46: createAuthor takes 2 arguments (name, email)" in repair
+
+
+async def test_a_repair_suggests_python_not_a_template(
+    server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    """The validator suggests ``"{{createAuthor._id}}"``; a model writing Python copied that
+    into its call as a string. The Python format's repair says ``createAuthor["_id"]``."""
+    wrong = (
+        'createAuthor(name="Bob", email="bob@test.com")\n'
+        'createBlog(authorId="bob@test.com", title="Tips", content="testing")\n'
+    )
+    server.script([Reply.content(wrong), Reply.content(ANSWER)])
+    outcome = await create_plan(QUERY, planner(tmp_path))
+    assert outcome.ref.status == "planned" and outcome.llm_calls == 2
+    repair = server.requests[1]["messages"][-1]["content"]
+    assert 'pass the id it returns: createAuthor["_id"]' in repair, repair
+    assert "{{" not in repair
+
+
+@pytest.mark.parametrize("rewrites", ["format", "none"])
+async def test_a_tool_name_in_snake_case_is_read_as_the_tool(
+    server: FakeOpenAIServer, tmp_path: Path, rewrites: str
+) -> None:
+    """``list_blogs()`` for ``listBlogs`` (the real model wrote it three times over, told the
+    right name each time) is the ``tool_names`` format rule, recorded; with rewrites off the
+    answer is read as written and goes back to the model."""
+    server.script([Reply.content("list_blogs()\n"), Reply.content("listBlogs()\n")])
+    ctx = replace(planner(tmp_path), rewrites=rewrites)
+    outcome = await create_plan("List all blog posts", ctx)
+    assert outcome.ref.status == "planned"
+    assert [(s["id"], s["tool"]) for s in outcome.plan["steps"]] == [("listBlogs", "listBlogs")]
+    if rewrites == "format":
+        assert outcome.llm_calls == 1
+        assert outcome.changes == [
+            {"rule": "tool_names", "step": None, "before": "list_blogs", "after": "listBlogs"}
+        ]
+    else:
+        assert outcome.llm_calls == 2 and outcome.changes == []
+        repair = server.requests[1]["messages"][-1]["content"]
+        assert "'list_blogs' is not a tool; did you mean 'listBlogs'?" in repair
 
 
 async def test_an_answer_of_comments_only_declines(

@@ -21,7 +21,7 @@ from toolplan.plan_format.templates import (
     template_spans,
 )
 
-__all__ = ["render_python_plan"]
+__all__ = ["render_python_plan", "template_expression"]
 
 _NOT_ID = re.compile(r"[^A-Za-z0-9_]")
 
@@ -62,6 +62,12 @@ def render_python_plan(plan: Plan) -> str:
     if plan.output_steps is not None:
         lines.append("# outputs: " + ", ".join(names.get(s, s) for s in plan.output_steps))
     return "\n".join(lines) + "\n"
+
+
+def template_expression(text: str) -> str | None:
+    """The Python expression a ``{{step.path}}`` template is written as in a Python plan
+    (``author["_id"]``), or ``None`` when ``text`` is not one template."""
+    return _Writer({}).expression(text) if exact_template(text) is not None else None
 
 
 def _python_names(plan: Plan) -> dict[str, str]:

@@ -68,6 +68,7 @@ from toolplan.planning.prompts import (
 )
 from toolplan.planning.python_format import (
     StatementScanner,
+    python_problem,
     read_python_answer,
     render_signatures,
 )
@@ -237,7 +238,8 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
     if state.get("errors"):
         repairs += 1
         previous = state.get("raw_candidate") or "(no plan could be read from the answer)"
-        problems = "\n".join(f"- {error}" for error in state["errors"])
+        spoken = python_problem if python else str
+        problems = "\n".join(f"- {spoken(error)}" for error in state["errors"])
         messages.append(HumanMessage(repair_prompt.render(previous_plan=previous, errors=problems)))
 
     writer = get_stream_writer()  # LangGraph's custom stream (a no-op unless it is asked for)
@@ -356,7 +358,7 @@ def read_answer(payload: Any, ctx: PlannerContext) -> PlanReading:
     one place an answer is read: a JSON plan, or the Python format's statements (read as
     written: Python has no wrapping, nulls or quoting to undo)."""
     if ctx.plan_format == "python":
-        return read_python_answer(payload, ctx.catalog)
+        return read_python_answer(payload, ctx.catalog, rewrites=ctx.rewrites)
     return read_plan(payload, ctx.catalog, rewrites=ctx.rewrites)
 
 

@@ -15,19 +15,23 @@ Three pieces, the rest of planning is shared with the JSON format (validation, r
 
 from __future__ import annotations
 
+import ast
 import json
 import keyword
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from toolplan.config.settings import PlannerRewrites
 from toolplan.errors import PlanInvalid, ValidationIssue
 from toolplan.plan_format.python_plan import parse_python_plan
+from toolplan.plan_format.python_print import template_expression
 from toolplan.planning.parsing import PlanReading
+from toolplan.planning.rewrites import Change, rule_runs
 from toolplan.tools.catalog import ToolCatalog, ToolInfo
 from toolplan.tools.returns import shown_shape
 
-__all__ = ["StatementScanner", "read_python_answer", "render_signatures"]
+__all__ = ["StatementScanner", "python_problem", "read_python_answer", "render_signatures"]
 
 _FENCE = re.compile(r"```[ \t]*(?:python|py)?[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL | re.IGNORECASE)
 
@@ -116,20 +120,26 @@ def answer_code(text: str) -> str:
     return fenced.group(1) if fenced else text
 
 
-def read_python_answer(text: str | None, catalog: ToolCatalog) -> PlanReading:
+def read_python_answer(
+    text: str | None, catalog: ToolCatalog, *, rewrites: PlannerRewrites = "format"
+) -> PlanReading:
     """The model's Python answer as plan JSON, with every problem as an issue (naming its line
     and column in ``text``). An answer with no call at all (comments only) is a plan with no
-    step, and its comments are the reasoning: the model saying no tool fits."""
+    step, and its comments are the reasoning: the model saying no tool fits. The ``tool_names``
+    format rule runs unless ``rewrites`` is ``none``."""
     if text is None or not text.strip():
         return PlanReading(
             None,
             [ValidationIssue("python", "the answer was empty: write the plan as Python calls")],
         )
     code = answer_code(text)
+    changes: list[Change] = []
+    if rule_runs("tool_names", rewrites):
+        code, changes = respell_tool_names(code, catalog.signatures)
     try:
         data = parse_python_plan(code, signatures=catalog.signatures)
     except PlanInvalid as invalid:
-        return PlanReading(None, list(invalid.issues))
+        return PlanReading(None, list(invalid.issues), changes=changes)
     comments = [
         line.strip().lstrip("#").strip()
         for line in code.splitlines()
@@ -137,7 +147,66 @@ def read_python_answer(text: str | None, catalog: ToolCatalog) -> PlanReading:
     ]
     if comments:
         data["reasoning"] = " ".join(comments)
-    return PlanReading(data)
+    return PlanReading(data, changes=changes)
+
+
+def respell_tool_names(code: str, tools: Iterable[str]) -> tuple[str, list[Change]]:
+    """``code`` with each call of a name that is not a tool, but is spelled like exactly one
+    tool save for case and ``_`` (``list_blogs()`` for ``listBlogs``), calling that tool; the
+    name is respelled wherever it is read (a bare call's output is read by it). A name the code
+    assigns is left alone. A code model writes Python's snake_case by habit, and on the
+    project's sets asked again it wrote ``list_blogs`` three times over."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, RecursionError, MemoryError, ValueError):
+        return code, []
+    known = set(tools)
+    alike: dict[str, list[str]] = {}
+    for tool in known:
+        alike.setdefault(_spelling(tool), []).append(tool)
+    names = [node for node in ast.walk(tree) if isinstance(node, ast.Name)]
+    assigned = {node.id for node in names if not isinstance(node.ctx, ast.Load)}
+    called = {
+        node.func.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+    }
+    respelled: dict[str, str] = {}
+    for name in sorted(called - known - assigned):
+        match = alike.get(_spelling(name), [])
+        if len(match) == 1:
+            respelled[name] = match[0]
+    if not respelled:
+        return code, []
+    lines = code.split("\n")
+    spots = sorted(
+        ((n.lineno, n.col_offset, n.end_col_offset or n.col_offset, n.id) for n in names),
+        reverse=True,
+    )
+    for line, start, end, name in spots:
+        if name in respelled:  # ast's columns count UTF-8 bytes
+            raw = lines[line - 1].encode()
+            lines[line - 1] = (raw[:start] + respelled[name].encode() + raw[end:]).decode()
+    changes = [Change("tool_names", None, before, after) for before, after in respelled.items()]
+    return "\n".join(lines), changes
+
+
+def _spelling(name: str) -> str:
+    return name.replace("_", "").replace("-", "").lower()
+
+
+_TEMPLATE_IN_TEXT = re.compile(r'"?(\{\{[^{}]*\}\})"?')
+
+
+def python_problem(problem: str) -> str:
+    """A validator's problem as the Python format's repair says it: each ``"{{step.path}}"``
+    it suggests written as the Python that means it (``step["path"]``), since a model that
+    writes Python copies the suggestion into its call as a string."""
+
+    def spelled(match: re.Match[str]) -> str:
+        return template_expression(match.group(1)) or match.group(0)
+
+    return _TEMPLATE_IN_TEXT.sub(spelled, problem)
 
 
 class StatementScanner:

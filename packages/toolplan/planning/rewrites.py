@@ -30,6 +30,9 @@ rule                      kind         what it does
                                        ``when``, ``maxItems``, ``dependsOn`` left out
 ``shapes``                format       a ``dependsOn`` id as a one-item list, ``outputSteps`` as
                                        a list, a ``confidence`` outside 0..1 clamped
+``tool_names``            format       in a Python plan, a call of ``list_blogs`` read as the one
+                                       tool spelled alike but for case and ``_`` (``listBlogs``)
+                                       (:mod:`.python_format`)
 ``item_names``            heuristic    a map's item named after a step read as ``$item``; a
                                        ``forEach`` added or moved (:mod:`.item_names`)
 ``own_conditions``        heuristic    a ``when`` on the step's own output dropped
@@ -46,7 +49,7 @@ rule                      kind         what it does
                                        (:mod:`toolplan.planning.unasked`; word matching)
 ========================  ===========  ========================================================
 
-The first four run while the answer is read (:func:`toolplan.planning.parsing.read_plan`), the
+The first five run while the answer is read (:func:`toolplan.planning.parsing.read_plan`), the
 next five on the plan as read (:func:`rewrite_answer`), the last two once the validator has
 looked at it (:mod:`toolplan.planning.graph`). The refusals that stay on whatever the setting
 (the validator, the grounding check on structural evidence, a ``when`` on a number) change
@@ -104,6 +107,7 @@ RULES: tuple[Rule, ...] = (
     Rule("unwrap", "format", "the plan taken out of a wrapper object"),
     Rule("nulls", "format", "null or a filler for an optional value left out"),
     Rule("shapes", "format", "a lone id as a list, a confidence clamped to 0..1"),
+    Rule("tool_names", "format", "a Python call's tool name in another case or with underscores"),
     Rule("item_names", "heuristic", "a map's item named as $item; a forEach added or moved"),
     Rule("own_conditions", "heuristic", "a when on the step's own output dropped"),
     Rule("unstated", "heuristic", "optional values the request's words never state dropped"),
