@@ -375,3 +375,22 @@ def test_a_bare_calls_output_is_read_by_its_id() -> None:
     assert steps('createAuthor = createAuthor(name="A")\ncreateAuthor(name=createAuthor["name"])')[
         1
     ]["parameters"] == {"name": "{{createAuthor.name}}"}
+
+
+def test_a_loop_body_of_several_calls_names_the_ones_to_move() -> None:
+    """The real model nested an unrelated check inside a loop; told only "move other calls out"
+    it wrote the same loop twice more. The problem now names the statement and says why."""
+    nested = (
+        "for blog in listBlogs()['blogs']:\n"
+        "    createComment(blogId=blog['_id'], text='Thanks')\n"
+        "    if check(metric='p95')['exceeded']:\n"
+        "        createDraft(title='Slow')\n"
+    )
+    with pytest.raises(PlanInvalid) as refused:
+        parse_python_plan(nested)
+    (issue,) = refused.value.issues
+    assert "(line 3) does not use blog: move it before or after the loop" in issue.message
+    twice = "for b in xs['items']:\n    f(a=b)\n    g(a=b)\n"
+    with pytest.raises(PlanInvalid) as both:
+        parse_python_plan("xs = h()\n" + twice)
+    assert "write one loop per call" in both.value.issues[0].message

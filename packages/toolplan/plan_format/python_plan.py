@@ -233,11 +233,7 @@ class _Reader:
             )
         body = [s for s in node.body if not _ignorable(s)]
         if len(body) != 1 or not _is_call_statement(body[0]):
-            raise _Refused(
-                node,
-                "a for loop's body must be exactly one tool call (it becomes one call per "
-                "item): move other calls out of the loop",
-            )
+            raise _Refused(node, _loop_body_problem(node, body))
         source = self.loop_source(node.iter)
         with self.loop_names(node.target, source):
             statement = body[0]
@@ -665,6 +661,21 @@ def _shown(node: ast.AST) -> str:
     except Exception:  # an AST built by hand, say: name its kind
         return _what(node)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _loop_body_problem(node: ast.For, body: Sequence[ast.stmt]) -> str:
+    """Why a loop's body is refused, naming the statements to move: those that do not use the
+    loop's item run once, so they go before or after the loop."""
+    problem = "a for loop's body must be exactly one tool call (it becomes one call per item)"
+    item = {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
+    apart = [
+        s for s in body if not any(isinstance(n, ast.Name) and n.id in item for n in ast.walk(s))
+    ]
+    if apart and len(apart) < len(body):
+        shown = ", ".join(f"{_shown(s)} (line {s.lineno})" for s in apart)
+        names = " or ".join(sorted(item))
+        return f"{problem}: {shown} does not use {names}: move it before or after the loop"
+    return f"{problem}: write one loop per call, or move other calls out of the loop"
 
 
 def _close(name: str, known: Mapping[str, Sequence[str]]) -> str:
