@@ -46,8 +46,9 @@ from toolplan.analysis.reuse import ReuseMode
 from toolplan.engine.result import ExecutionResult
 from toolplan.execution.context import ExecutionContext
 from toolplan.execution.graph import DECIDED, approval_node, bind_context, context_resolver
-from toolplan.pipeline.flow import FromQuery, Planned, execute_planned, obtain_plan
+from toolplan.pipeline.flow import FromQuery, Planned, execute_planned, obtain_plan, runs_here
 from toolplan.planning.context import PlannerContext
+from toolplan.planning.early_start import EarlyStarts
 from toolplan.planning.planner import PlanDeclined
 from toolplan.planning.prompts import load_prompt
 from toolplan.service.operations import ANSWERS, PlanRef
@@ -79,6 +80,9 @@ class AgentContext:
     respond_budget: int = DEFAULT_RESPOND_BUDGET
     on_planned: Callable[[Planned], None] | None = field(default=None, repr=False)
     """Sees every stored plan version before it runs (the CLI prints it)."""
+    early: dict[str, EarlyStarts] = field(default_factory=dict, repr=False)
+    """The calls started while the model wrote each plan (streamed execution), by plan ID:
+    the planner node leaves them for the executor node, which adopts them."""
 
 
 class AgentGraphContext(BaseModel):
@@ -253,9 +257,12 @@ async def _obtain(source: FromQuery, ctx: AgentContext) -> Planned:
             planner=planner,
             limits=ctx.planner.limits,
             estimates=ctx.planner.estimates,
+            early_starts=runs_here(ctx.execution),
         )
     finally:
         ctx.planner.learn_from(planner)
+    if planned.early is not None:
+        ctx.early[planned.ref.plan_id] = planned.early
     if ctx.on_planned is not None:
         ctx.on_planned(planned)
     return planned
@@ -319,7 +326,10 @@ def _planned_update(state: AgentState, planned: Planned, plan: dict[str, Any]) -
 async def executor(state: AgentState, ctx: AgentContext) -> AgentState:
     """The review gate, then the execution, through the core."""
     ref = PlanRef(state["request_id"], state["plan_id"], state["plan_status"])  # type: ignore[arg-type]
-    run = await execute_planned(Planned(ref, None, 0.0), ctx.execution, approve=ctx.approve)
+    early = ctx.early.pop(state["plan_id"], None)
+    run = await execute_planned(
+        Planned(ref, None, 0.0, early=early), ctx.execution, approve=ctx.approve
+    )
     assert run.result is not None  # review="refuse": a refused plan raised instead
     plans = [dict(p) for p in state.get("plans") or []]
     plans[-1]["status"] = run.result.status

@@ -91,6 +91,15 @@ def run(
     ] = 1,
     approve_all: ApproveAllOption = False,
     no_input: NoInputOption = False,
+    stream: Annotated[
+        bool | None,
+        typer.Option(
+            "--stream/--no-stream",
+            help="Start read-only steps while the model still writes a Python plan "
+            "($TOOLPLAN_STREAM_EXECUTION); side effects and approval-gated steps wait for the "
+            "whole plan, as always.",
+        ),
+    ] = None,
 ) -> None:
     """Plan a query with the LLM, execute it and answer (replanning after failures); or run a
     plan --file."""
@@ -107,6 +116,7 @@ def run(
             temporal_address=temporal_address,
             model=model,
             approve_all=approve_all,
+            stream_execution=stream,
         )
 
     if query_text is not None and file is None and not no_answer:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -24,6 +24,7 @@ from toolplan.analysis.estimates import EstimateSettings
 from toolplan.analysis.reuse import ReuseMode, find_reusable
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import InvalidInput, PlanInvalid
+from toolplan.execution.backend import InProcessBackend, backend_of
 from toolplan.execution.runner import ExecutionContext
 from toolplan.plans.limits import InputLimits, check_text
 from toolplan.plans.meta import caller_meta
@@ -35,6 +36,7 @@ from toolplan.tools.catalog import ToolCatalog
 
 if TYPE_CHECKING:
     from toolplan.planning.context import PlannerContext
+    from toolplan.planning.early_start import EarlyStarts
     from toolplan.planning.planner import PlanningOutcome
 
 __all__ = [
@@ -111,6 +113,9 @@ class Planned:
     """``exact`` or ``parametric`` when reused."""
     tools: tuple[str, ...] = ()
     """The reused plan's tools, step by step (a planned plan's are in ``planning``)."""
+    early: EarlyStarts | None = field(default=None, repr=False, compare=False)
+    """The calls started while the model wrote the plan (streamed execution): its execution
+    adopts them (:meth:`~toolplan.planning.early_start.EarlyStarts.adopting`)."""
 
     def to_json(self) -> dict[str, Any]:
         """The planning outcome's JSON (``toolplan plan --json``), else the plan reference."""
@@ -142,12 +147,18 @@ async def obtain_plan(
     limits: InputLimits | None = None,
     estimates: EstimateSettings | None = None,
     max_items: int = DEFAULT_MAX_ITEMS,
+    early_starts: bool = True,
 ) -> Planned:
     """Store the plan ``source`` describes: validate a document, or plan a query with
     ``planner`` (required then). The input limits (``limits``, default the built-in ones)
     are checked first; ``estimates`` says how the stored plan is estimated. Raises :class:`~toolplan.errors.PlanInvalid` or
     :class:`~toolplan.errors.InvalidInput` before storing anything invalid,
-    :class:`~toolplan.errors.LLMUnavailable` when the model cannot be reached."""
+    :class:`~toolplan.errors.LLMUnavailable` when the model cannot be reached.
+
+    With the planner's ``stream_execution`` (and ``early_starts``: the steps will run in this
+    process), read-only steps of a Python answer start while the model writes it
+    (:mod:`toolplan.planning.early_start`); what they started is settled when the plan is
+    stored, and cancelled when planning fails."""
     started = time.perf_counter()
     limits = limits or InputLimits()
     if isinstance(source, FromQuery):
@@ -160,15 +171,24 @@ async def obtain_plan(
                 return reused
         from toolplan.planning.planner import create_plan
 
-        outcome = await create_plan(
-            source.query,
-            planner,
-            request_id=source.request_id,
-            context=source.context,
-            meta=source.meta,
-            new_request=source.new_request,
-        )
-        return Planned(outcome.ref, outcome, _ms(started))
+        early = await _early_starts(source, planner, store, catalog) if early_starts else None
+        running = planner if early is None else replace(planner, early=early)
+        try:
+            outcome = await create_plan(
+                source.query,
+                running,
+                request_id=source.request_id,
+                context=source.context,
+                meta=source.meta,
+                new_request=source.new_request,
+            )
+        except BaseException:
+            if early is not None:
+                await early.close()  # nothing was stored: cancel what still runs
+            raise
+        finally:
+            planner.learn_from(running)
+        return Planned(outcome.ref, outcome, _ms(started), early=early)
     ref = await asyncio.to_thread(
         submit_plan,
         source.plan,
@@ -211,6 +231,7 @@ async def plan_then_execute(
         limits=limits,
         estimates=estimates,
         max_items=ctx.options.max_items,
+        early_starts=runs_here(ctx),
     )
     if on_planned is not None:
         on_planned(planned)
@@ -225,20 +246,56 @@ async def execute_planned(
     review: ReviewPolicy = "refuse",
 ) -> RunOutcome:
     """Steps 2 and 3 of :func:`plan_then_execute` for a plan already stored: the review gate,
-    then the execution (the agent loop's executor node calls this after its planner node)."""
-    if planned.ref.status == "needs_review" and not approve and review == "skip":
-        return RunOutcome(planned, None)
-    plan = planned.planning.plan if planned.planning is not None else {}
-    require_approval(
-        planned.ref.plan_id,
-        planned.ref.status,
-        plan,
-        approve=approve,
-        details=planned.to_json(),
+    then the execution (the agent loop's executor node calls this after its planner node).
+    Steps started early (``planned.early``) are adopted: their tools are not called again."""
+    try:
+        if planned.ref.status == "needs_review" and not approve and review == "skip":
+            return RunOutcome(planned, None)
+        plan = planned.planning.plan if planned.planning is not None else {}
+        require_approval(
+            planned.ref.plan_id,
+            planned.ref.status,
+            plan,
+            approve=approve,
+            details=planned.to_json(),
+        )
+        if planned.early is not None:
+            ctx = replace(ctx, catalog=planned.early.adopting(ctx.catalog))
+        started = time.perf_counter()
+        result = await execute_stored_plan(planned.ref.plan_id, ctx, approve=approve)
+        return RunOutcome(planned, result, _ms(started))
+    finally:
+        if planned.early is not None:
+            await planned.early.close()
+
+
+def runs_here(ctx: ExecutionContext) -> bool:
+    """Whether ``ctx``'s plans run in this process, where the calls started while the model
+    wrote the plan can be adopted (on Temporal a workflow's activities cannot wait for them:
+    execution starts when the plan is complete)."""
+    return isinstance(backend_of(ctx), InProcessBackend)
+
+
+async def _early_starts(
+    source: FromQuery, planner: PlannerContext, store: Store, catalog: ToolCatalog
+) -> EarlyStarts | None:
+    """The early calls of this planning run, when the planner streams a Python plan with
+    ``stream_execution``; the finished calls of an interrupted planning of the same request
+    recalled."""
+    if not (planner.stream_execution and planner.plan_format == "python" and planner.stream):
+        return None
+    from toolplan.planning.early_start import EarlyStarts
+
+    early = EarlyStarts(
+        store,
+        catalog,
+        source.query,
+        request_id=source.request_id,
+        listener=planner.listener,
+        model_name=planner.model_name,
     )
-    started = time.perf_counter()
-    result = await execute_stored_plan(planned.ref.plan_id, ctx, approve=approve)
-    return RunOutcome(planned, result, _ms(started))
+    await early.recall()
+    return early
 
 
 async def _reuse(

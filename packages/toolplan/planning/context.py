@@ -15,6 +15,7 @@ from toolplan.analysis.estimates import EstimateSettings
 from toolplan.config import PlanFormat, StructuredMethod
 from toolplan.config.settings import PlannerRewrites
 from toolplan.planning.call import ModelCall
+from toolplan.planning.early_start import EarlyStarts
 from toolplan.planning.model import retry_max_tokens, with_max_tokens
 from toolplan.planning.progress import PlanningEvent, PlanningListener, notify
 from toolplan.planning.schema import (
@@ -74,6 +75,13 @@ class PlannerContext:
     stream: bool = True
     """Stream the model's answers, so each step is told as soon as it is written
     (:mod:`toolplan.planning.streaming`); turned off when the endpoint could not stream."""
+    stream_execution: bool = False
+    """Start read-only steps of a Python answer while the model still writes it
+    (``TOOLPLAN_STREAM_EXECUTION``, ``--stream``, ``Toolplan(stream_execution=...)``;
+    :mod:`toolplan.planning.early_start`)."""
+    early: EarlyStarts | None = None
+    """One planning run's early calls (set on a copy for that run by
+    :func:`toolplan.pipeline.flow.obtain_plan`); ``None``: nothing starts early."""
 
     def telling(self, listener: PlanningListener) -> PlannerContext:
         """A copy for one planning run that also tells ``listener`` (after this context's own

@@ -53,6 +53,7 @@ RESERVED_META_KEYS: frozenset[str] = frozenset(
         "repairs",
         "reasoning",
         "changes",  # what the rewrite rules changed in the model's answer (planning/rewrites.py)
+        "earlyStarts",  # steps started while the model wrote (planning/early_start.py)
         # plan reuse (pipeline/flow.py)
         "reusedFrom",
         "reuse",

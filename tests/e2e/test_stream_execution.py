@@ -1,0 +1,137 @@
+"""Streamed plan execution (``TOOLPLAN_STREAM_EXECUTION=1``, ``--stream``): read-only steps of a
+Python plan start while the scripted model is still writing it; side effects and approval-gated
+steps never do. The scripted server holds its answer between chunks until what the test waits
+for happened (``Reply.hold``): no sleeps, no timing assertions.
+
+``lookup`` (tests/support/tools.py) is tagged ``read-only``, ``echo`` is not (a side effect for
+the planner), ``wire_money`` waits for approval; each logs its calls."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import ON_BOTH_STORES, Cli
+from tests.support.fake_openai import FakeOpenAIServer, Reply
+from toolplan.planning.early_start import EARLY_COLLECTION
+from toolplan.store import open_store
+
+pytestmark = [pytest.mark.e2e]
+
+QUERY = "Look x up, then look its value up, then echo that value"
+
+PLAN = """a = lookup(key="x")
+b = lookup(key=a["value"])
+e = echo(value=b["value"])
+w = wire_money(to="acct", amount=5)
+"""
+
+HELD = 30.0
+"""Seconds a held answer waits for what the test expects before giving up (a failure, not a
+pace: the wait ends as soon as the condition holds)."""
+
+
+def calls(cli: Cli) -> list[dict[str, Any]]:
+    return cli.calls()
+
+
+def held_at(at: int, condition: Callable[[], bool], seen: dict[str, Any], cli: Cli) -> Any:
+    """A ``Reply.hold`` that holds event ``at`` until ``condition`` holds (``seen["held"]``:
+    whether it did), and notes the tools' calls made before the answer's last event
+    (``seen["before_end"]``)."""
+
+    def hold(index: int) -> None:
+        if index == at:
+            deadline = time.monotonic() + HELD
+            while not condition() and time.monotonic() < deadline:
+                threading.Event().wait(0.01)
+            seen["held"] = condition()
+        seen["before_end"] = list(cli.calls())
+
+    return hold
+
+
+def event_of(text: str, part: str) -> int:
+    """The index of the event that sends the first character of ``part`` (one character per
+    chunk; event 0 is the role)."""
+    return text.index(part) + 1
+
+
+def streamed(text: str, hold: Callable[[int], None] | None = None) -> Reply:
+    """``text`` sent one character per chunk, each chunk offered to ``hold`` first."""
+    return Reply.content(text).with_(pieces=len(text), hold=hold)
+
+
+def stream_cli(cli: Cli) -> Cli:
+    cli.env.update({"TOOLPLAN_PLAN_FORMAT": "python", "TOOLPLAN_STREAM_EXECUTION": "1"})
+    return cli
+
+
+def looked_up(cli: Cli) -> list[str]:
+    return [c["key_arg"] for c in cli.calls() if "key_arg" in c]
+
+
+def early_records(cli: Cli) -> list[dict[str, Any]]:
+    store = open_store(cli.env["TOOLPLAN_STORE"])
+    try:
+        return store.find_records(EARLY_COLLECTION, {})
+    finally:
+        store.close()
+
+
+@ON_BOTH_STORES
+def test_read_only_steps_start_while_the_model_writes_and_side_effects_wait(
+    cli_llm: Cli, llm: FakeOpenAIServer
+) -> None:
+    stream_cli(cli_llm)
+    seen: dict[str, Any] = {}
+    # `a` and `b` are complete once line 3 starts; hold the 4th line until both lookups ran
+    at = event_of(PLAN, "w = ")
+    hold = held_at(at, lambda: looked_up(cli_llm) == ["x", "X"], seen, cli_llm)
+    llm.script([streamed(PLAN, hold)])
+    done = cli_llm("run", QUERY, "--no-answer", "--yes", "--approve-all", "--json")
+    assert done.code == 0, done.stderr
+    assert seen["held"] is True  # both lookups ran before the model finished writing
+    # no side effect, no gated call, before the whole answer was written (let alone validated)
+    assert [c for c in seen["before_end"] if "key_arg" not in c] == []
+    result = done.json()
+    steps = {step["id"]: step for step in result["steps"]}
+    assert steps["b"]["output"] == {"key": "X", "value": "X"}
+    assert steps["e"]["output"] == "X"
+    # each read-only call made once: the execution adopted the early ones
+    assert looked_up(cli_llm) == ["x", "X"]
+    # the side effect and the gated step ran after the plan was stored, once each
+    others = [c for c in cli_llm.calls() if "key_arg" not in c]
+    assert len(others) == 2
+    stored = [r for r in early_records(cli_llm) if r["status"] == "adopted"]
+    assert {r["step"] for r in stored} == {"a", "b"}
+    assert {r["planId"] for r in stored} == {result["planId"]}
+
+
+def test_cli_progress_says_started_early(cli_llm: Cli, llm: FakeOpenAIServer) -> None:
+    stream_cli(cli_llm)
+    seen: dict[str, Any] = {}
+    hold = held_at(event_of(PLAN, "w = "), lambda: looked_up(cli_llm) == ["x", "X"], seen, cli_llm)
+    llm.script([streamed(PLAN, hold)])
+    done = cli_llm("run", QUERY, "--no-answer", "--approve-all")
+    assert done.code == 0, done.stderr
+    assert 'a = lookup(key="x")  started early' in done.stderr
+    assert "b = lookup(" in done.stderr and "adopted" not in done.stderr.split("started early")[0]
+    assert "the plan has it, its tool is not called again" in done.stderr
+    assert "s saved against plan-then-execute" in done.stderr
+    assert "e = echo" not in done.stderr.replace("+ echo", "")  # never offered early
+
+
+def test_without_the_switch_nothing_starts_early(cli_llm: Cli, llm: FakeOpenAIServer) -> None:
+    stream_cli(cli_llm)
+    seen: dict[str, Any] = {}
+    llm.script([streamed(PLAN, held_at(-1, lambda: True, seen, cli_llm))])
+    done = cli_llm("run", QUERY, "--no-answer", "--approve-all", "--no-stream")
+    assert done.code == 0, done.stderr
+    assert seen["before_end"] == []
+    assert "started early" not in done.stderr
+    assert looked_up(cli_llm) == ["x", "X"]
