@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import ON_BOTH_STORES, Cli
+from tests.e2e.conftest import ON_BOTH_STORES, Cli, wait_for
 from tests.support.fake_openai import FakeOpenAIServer, Reply
 from toolplan.planning.early_start import EARLY_COLLECTION
 from toolplan.store import open_store
@@ -135,3 +135,102 @@ def test_without_the_switch_nothing_starts_early(cli_llm: Cli, llm: FakeOpenAISe
     assert seen["before_end"] == []
     assert "started early" not in done.stderr
     assert looked_up(cli_llm) == ["x", "X"]
+
+
+@ON_BOTH_STORES
+def test_a_plan_whose_last_statement_is_invalid_stores_nothing_and_calls_no_side_effect(
+    cli_llm: Cli, llm: FakeOpenAIServer
+) -> None:
+    stream_cli(cli_llm)
+    cli_llm.env["TOOLPLAN_MAX_REPAIRS"] = "0"
+    bad = 'a = lookup(key="x")\ne = echo(value=a["value"])\nz = no_such_tool(q=1)\n'
+    seen: dict[str, Any] = {}
+    llm.script(
+        [
+            streamed(
+                bad, held_at(event_of(bad, "z = "), lambda: bool(looked_up(cli_llm)), seen, cli_llm)
+            )
+        ]
+    )
+    done = cli_llm("run", QUERY, "--no-answer", "--json")
+    assert done.code == 2, done.stderr
+    assert seen["held"] is True  # the read-only step did start early
+    assert [c for c in cli_llm.calls() if "key_arg" not in c] == []  # echo never ran
+    settled = {
+        r["step"]: r["status"]
+        for r in early_records(cli_llm)
+        if r["status"] in ("unused", "cancelled", "adopted")
+    }
+    assert settled == {"a": "unused"}  # it finished; nothing adopted it, the record says so
+    store = open_store(cli_llm.env["TOOLPLAN_STORE"])
+    try:
+        plan_id = early_records(cli_llm)[0]["planId"]
+        assert store.get_plan(plan_id) is None  # nothing stored under the plan ID
+    finally:
+        store.close()
+
+
+@ON_BOTH_STORES
+def test_a_repair_that_drops_an_early_step_leaves_it_unused_and_adopts_the_rest(
+    cli_llm: Cli, llm: FakeOpenAIServer
+) -> None:
+    stream_cli(cli_llm)
+    first = 'a = lookup(key="x")\nb = lookup(key="y")\nz = no_such_tool(q=1)\n'
+    again = 'b = lookup(key="y")\ne = echo(value=b["value"])\n'
+    seen: dict[str, Any] = {}
+    both = lambda: sorted(looked_up(cli_llm)) == ["x", "y"]  # noqa: E731
+    llm.script(
+        [
+            streamed(first, held_at(event_of(first, "z = ") + 1, both, seen, cli_llm)),
+            streamed(again),
+        ]
+    )
+    done = cli_llm("run", QUERY, "--no-answer", "--json")
+    assert done.code == 0, done.stderr
+    assert seen["held"] is True
+    assert sorted(looked_up(cli_llm)) == [
+        "x",
+        "y",
+    ]  # y adopted by the repaired plan, not called again
+    result = done.json()
+    store = open_store(cli_llm.env["TOOLPLAN_STORE"])
+    try:
+        record = store.get_plan(result["planId"])
+        assert record is not None
+        early = {e["step"]: e["status"] for e in record.meta["earlyStarts"]}
+        assert early == {"a": "unused", "b": "adopted"}
+        assert [s["id"] for s in record.plan["steps"]] == ["b", "e"]  # the final validated plan
+    finally:
+        store.close()
+
+
+@ON_BOTH_STORES
+def test_kill_9_during_planning_then_resume_never_calls_a_finished_early_step_again(
+    cli_llm: Cli, llm: FakeOpenAIServer
+) -> None:
+    stream_cli(cli_llm)
+    cli_llm.in_process = False
+    released = threading.Event()
+
+    def finished_early() -> bool:
+        return any(r["status"] == "succeeded" for r in early_records(cli_llm))
+
+    seen: dict[str, Any] = {}
+    # the answer is held before `b` is complete until the process is gone
+    hold = held_at(event_of(PLAN, "e = "), released.is_set, seen, cli_llm)
+    llm.script([streamed(PLAN, hold)])
+    process = cli_llm.popen("run", QUERY, "--no-answer", "--approve-all", "--json")
+    try:
+        wait_for(finished_early, "a finished early call", process)
+    finally:
+        process.kill()  # SIGKILL: no cleanup, mid-planning
+        process.communicate()
+        released.set()
+    assert looked_up(cli_llm) == ["x"]
+    # the same query again: the finished early call is adopted, the tool is not called again
+    llm.script([streamed(PLAN)])
+    done = cli_llm("run", QUERY, "--no-answer", "--approve-all", "--json")
+    assert done.code == 0, done.stderr
+    assert looked_up(cli_llm) == ["x", "X"]
+    steps = {s["id"]: s for s in done.json()["steps"]}
+    assert steps["a"]["output"] == {"key": "x", "value": "X"} and steps["e"]["output"] == "X"
