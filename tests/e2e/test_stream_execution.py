@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -234,3 +235,63 @@ def test_kill_9_during_planning_then_resume_never_calls_a_finished_early_step_ag
     assert looked_up(cli_llm) == ["x", "X"]
     steps = {s["id"]: s for s in done.json()["steps"]}
     assert steps["a"]["output"] == {"key": "x", "value": "X"} and steps["e"]["output"] == "X"
+
+
+ANSWER = {"action": "answer", "answer": "The value is X."}
+
+
+def test_the_agent_graph_runs_a_streamed_plan_and_answers(
+    cli_llm: Cli, llm: FakeOpenAIServer
+) -> None:
+    """``toolplan run QUERY`` (with an answer) is the agent graph: its planner node starts the
+    read-only steps early, its executor node adopts them."""
+    stream_cli(cli_llm)
+    plan = PLAN.replace('w = wire_money(to="acct", amount=5)\n', "")
+    seen: dict[str, Any] = {}
+    hold = held_at(
+        event_of(plan, "e = ") + 1, lambda: looked_up(cli_llm) == ["x", "X"], seen, cli_llm
+    )
+    llm.script([streamed(plan, hold), Reply.structured(ANSWER)])
+    done = cli_llm("run", QUERY, "--json")
+    assert done.code == 0, done.stderr
+    assert seen["held"] is True
+    assert [c for c in seen["before_end"] if "key_arg" not in c] == []
+    assert done.json()["answer"] == "The value is X."
+    assert looked_up(cli_llm) == ["x", "X"]
+    assert len([c for c in cli_llm.calls() if "key_arg" not in c]) == 1
+
+
+async def test_toolplan_argument_and_the_events_say_started_early(
+    llm: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``Toolplan(stream_execution=True)`` turns it on; the planning events carry ``early``
+    (started, finished, adopted, and the time saved), as LangGraph's custom stream and the
+    API's ``planningEvents`` do."""
+    from tests.e2e.conftest import as_model_endpoint
+    from toolplan.client import Toolplan
+    from toolplan.config import Settings
+    from toolplan.pipeline.flow import FromQuery
+    from toolplan.planning.progress import PlanningEvent
+
+    as_model_endpoint(llm, monkeypatch)
+    monkeypatch.setenv("TOOLPLAN_PLAN_FORMAT", "python")
+    monkeypatch.setenv("TOOLPLAN_LLM_RETRIES", "0")
+    monkeypatch.setenv("TOOLPLAN_TOOLS", "tests.support.tools")
+    monkeypatch.setenv("TOOLPLAN_TEST_LOG", str(tmp_path / "calls.jsonl"))
+    settings = Settings.from_env().with_overrides(store_uri=f"sqlite:///{tmp_path / 'tp.db'}")
+    plan = 'a = lookup(key="x")\nb = lookup(key="y")\n'
+    llm.script([streamed(plan)])
+    events: list[PlanningEvent] = []
+    client = Toolplan(settings=settings, stream_execution=True)
+    try:
+        outcome = await client.run(FromQuery(QUERY), on_planning=events.append)
+    finally:
+        client.close()
+    assert outcome.result is not None and outcome.result.status == "succeeded"
+    early = [(e.step or {}).get("id", "") + ":" + str(e.early) for e in events if e.kind == "early"]
+    assert "a:started" in early and "a:adopted" in early and "b:adopted" in early
+    (saved,) = [e for e in events if e.kind == "early" and e.early == "saved"]
+    assert saved.duration_ms is not None and saved.to_json()["early"] == "saved"
+    record = client.store.get_plan(outcome.planned.ref.plan_id)
+    assert record is not None and record.plan_id == outcome.planned.ref.plan_id
+    assert [e["status"] for e in record.meta["earlyStarts"]] == ["adopted", "adopted"]
