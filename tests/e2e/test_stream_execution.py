@@ -111,6 +111,18 @@ def test_read_only_steps_start_while_the_model_writes_and_side_effects_wait(
     stored = [r for r in early_records(cli_llm) if r["status"] == "adopted"]
     assert {r["step"] for r in stored} == {"a", "b"}
     assert {r["planId"] for r in stored} == {result["planId"]}
+    # the plan page marks them
+    from toolplan.service.plan_view import plan_view
+
+    store = open_store(cli_llm.env["TOOLPLAN_STORE"])
+    try:
+        view = plan_view(store, result["planId"])
+    finally:
+        store.close()
+    marks = {step["id"]: step["marks"] for step in view["steps"]}
+    assert "started early" in marks["a"] and "started early" in marks["b"]
+    assert "started early" not in marks["e"] and "started early" not in marks["w"]
+    assert {e["step"] for e in view["earlyStarts"]} == {"a", "b"}
 
 
 def test_cli_progress_says_started_early(cli_llm: Cli, llm: FakeOpenAIServer) -> None:

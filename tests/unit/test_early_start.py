@@ -1,0 +1,82 @@
+"""Which statements of a streamed Python plan may start before the plan is complete
+(:meth:`toolplan.planning.early_start.EarlyStarts.why_not`): only a plain, valid call of a
+read-only tool that waits for no approval, whose templates name steps started early."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import pytest
+from langchain_core.tools import tool
+
+from toolplan.planning.early_start import EarlyStarts
+from toolplan.store.protocol import Store
+from toolplan.tools import ToolCatalog, tagged
+
+
+@tool
+def read(key: str) -> dict[str, Any]:
+    """Read ``key``."""
+    return {"key": key}
+
+
+@tool
+def write(key: str) -> dict[str, Any]:
+    """Write ``key`` (a side effect)."""
+    return {"key": key}
+
+
+@tool
+def read_gated(key: str) -> dict[str, Any]:
+    """A read-only tool that still waits for a person."""
+    return {"key": key}
+
+
+tagged(read, "read-only")
+tagged(read_gated, "read-only", "approval")
+
+
+@pytest.fixture
+def early() -> EarlyStarts:
+    return EarlyStarts(cast(Store, None), ToolCatalog([read, write, read_gated]), "q")
+
+
+def step(step_id: str, tool: str, **extra: Any) -> dict[str, Any]:
+    return {"id": step_id, "tool": tool, "parameters": {"key": "x"}, **extra}
+
+
+def test_a_plain_valid_read_only_call_may_start(early: EarlyStarts) -> None:
+    assert early.why_not(step("a", "read")) is None
+
+
+@pytest.mark.parametrize(
+    ("written", "reason"),
+    [
+        (step("a", "write"), "not read-only"),
+        (step("a", "read_gated"), "waits for approval"),
+        (step("a", "read", approval=True), "waits for approval"),
+        (step("a", "nope"), "unknown tool"),
+        (step("a", "read", forEach=["x", "y"]), "not a plain call"),
+        (step("a", "read", when="{{b.ok}}"), "not a plain call"),
+        (
+            step("a", "read", fallback={"tool": "write", "parameters": {}}),
+            "not a plain call",
+        ),
+    ],
+)
+def test_side_effects_gates_and_control_flow_never_start_early(
+    early: EarlyStarts, written: dict[str, Any], reason: str
+) -> None:
+    assert early.why_not(written) == reason
+
+
+def test_arguments_must_fit_the_schema(early: EarlyStarts) -> None:
+    wrong = {"id": "a", "tool": "read", "parameters": {"kee": "x"}}
+    assert "missing required argument 'key'" in str(early.why_not(wrong))
+    typed = {"id": "a", "tool": "read", "parameters": {"key": 5}}
+    assert "is invalid" in str(early.why_not(typed))
+
+
+def test_templates_may_name_only_steps_started_early(early: EarlyStarts) -> None:
+    later = {"id": "b", "tool": "read", "parameters": {"key": "{{a.key}}"}}
+    assert early.why_not(later) == "its input 'a' did not start early"
