@@ -182,6 +182,7 @@ async def planner(state: AgentState, ctx: AgentContext) -> AgentState:
     )
     again = replace(source, context=f"{state.get('context') or ''}\n\n{note}".strip())
     skipped = _version(planned, state, status="identical")
+    await _not_run(ctx, planned)
     before: AgentState = {
         **state,
         "plans": [*(state.get("plans") or []), skipped],
@@ -197,6 +198,7 @@ async def planner(state: AgentState, ctx: AgentContext) -> AgentState:
     if not _same_calls(plan, failed):
         return _planned_update(before, retried, plan)
     # The same plan twice: the last executed version stays the outcome, and the loop ends.
+    await _not_run(ctx, retried)
     stop: AgentState = {
         "plans": [*before.get("plans", []), _version(retried, state, status="identical")],
         "llm_calls": before.get("llm_calls", 0) + _calls(retried),
@@ -266,6 +268,13 @@ async def _obtain(source: FromQuery, ctx: AgentContext) -> Planned:
     if ctx.on_planned is not None:
         ctx.on_planned(planned)
     return planned
+
+
+async def _not_run(ctx: AgentContext, planned: Planned) -> None:
+    """``planned`` will not run: what it started while the model wrote it is closed."""
+    early = ctx.early.pop(planned.ref.plan_id, None)
+    if early is not None:
+        await early.close()
 
 
 async def _plan_of(planned: Planned, ctx: AgentContext) -> dict[str, Any]:

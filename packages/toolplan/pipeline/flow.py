@@ -147,7 +147,7 @@ async def obtain_plan(
     limits: InputLimits | None = None,
     estimates: EstimateSettings | None = None,
     max_items: int = DEFAULT_MAX_ITEMS,
-    early_starts: bool = True,
+    early_starts: bool = False,
 ) -> Planned:
     """Store the plan ``source`` describes: validate a document, or plan a query with
     ``planner`` (required then). The input limits (``limits``, default the built-in ones)
@@ -155,8 +155,8 @@ async def obtain_plan(
     :class:`~toolplan.errors.InvalidInput` before storing anything invalid,
     :class:`~toolplan.errors.LLMUnavailable` when the model cannot be reached.
 
-    With the planner's ``stream_execution`` (and ``early_starts``: the steps will run in this
-    process), read-only steps of a Python answer start while the model writes it
+    With the planner's ``stream_execution`` and ``early_starts`` (the caller executes the plan in
+    this process next, with :func:`execute_planned`, which adopts or closes them), read-only steps of a Python answer start while the model writes it
     (:mod:`toolplan.planning.early_start`); what they started is settled when the plan is
     stored, and cancelled when planning fails."""
     started = time.perf_counter()
