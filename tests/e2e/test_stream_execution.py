@@ -307,3 +307,24 @@ async def test_toolplan_argument_and_the_events_say_started_early(
     record = client.store.get_plan(outcome.planned.ref.plan_id)
     assert record is not None and record.plan_id == outcome.planned.ref.plan_id
     assert [e["status"] for e in record.meta["earlyStarts"]] == ["adopted", "adopted"]
+
+
+@ON_BOTH_STORES
+def test_planning_that_fails_cancels_an_early_call_still_running(
+    cli_llm: Cli, llm: FakeOpenAIServer
+) -> None:
+    stream_cli(cli_llm)
+    cli_llm.env["TOOLPLAN_MAX_REPAIRS"] = "0"
+    bad = 'h = held_read(label="h")\ne = echo(value=1)\nz = no_such_tool(q=1)\n'
+
+    def started() -> bool:
+        return any(c["event"] == "start" for c in cli_llm.calls())
+
+    seen: dict[str, Any] = {}
+    llm.script([streamed(bad, held_at(event_of(bad, "z = "), started, seen, cli_llm))])
+    done = cli_llm("run", QUERY, "--no-answer", "--json")
+    assert done.code == 2, done.stderr
+    assert seen["held"] is True
+    assert [c["event"] for c in cli_llm.calls()] == ["start", "released"]  # cancelled, no echo
+    settled = {r["step"]: r["status"] for r in early_records(cli_llm) if r["status"] != "running"}
+    assert settled == {"h": "cancelled"}
