@@ -266,6 +266,8 @@ async def run_real(
     rows = []
     env = {"TOOLPLAN_MODEL": model, "TOOLPLAN_PLAN_FORMAT": "python", "TOOLPLAN_PLAN_REUSE": "off"}
     with _environment(env):
+        for stream in (True, False):  # imports and setup, not measured (2 model calls)
+            log(json.dumps({"warmUp": await _run_once(queries[0], tools, clock, stream=stream)}))
         for _ in range(repeats):
             for query in queries:
                 for stream in (True, False):
