@@ -103,6 +103,11 @@ def test_read_only_steps_start_while_the_model_writes_and_side_effects_wait(
     steps = {step["id"]: step for step in result["steps"]}
     assert steps["b"]["output"] == {"key": "X", "value": "X"}
     assert steps["e"]["output"] == "X"
+    assert [(e["step"], e["status"]) for e in result["earlyStarts"]] == [
+        ("a", "adopted"),
+        ("b", "adopted"),
+    ]
+    assert result["savedMs"] >= 0
     # each read-only call made once: the execution adopted the early ones
     assert looked_up(cli_llm) == ["x", "X"]
     # the side effect and the gated step ran after the plan was stored, once each

@@ -152,7 +152,7 @@ def run(
             estimate = planned.ref.estimate.to_json() if planned.ref.estimate else None
             planning["estimate"] = estimate
             if planned.planning is not None:
-                planning.update(planned.planning.to_json())
+                planning.update(planned.to_json())
                 if not as_json:
                     render.print_plan(stderr, planned.planning.plan, planned.planning.analysis)
             elif planned.reused_from is not None:
@@ -211,6 +211,8 @@ def run(
                 "usage": planning["usage"],
                 "planningMs": planning["planningMs"],
                 "changes": planning.get("changes", []),
+                # streamed execution: the steps started while the model wrote the plan
+                **{k: planning[k] for k in ("earlyStarts", "savedMs") if k in planning},
             }
         )
         raise typer.Exit(result.exit_code)

@@ -118,9 +118,13 @@ class Planned:
     adopts them (:meth:`~toolplan.planning.early_start.EarlyStarts.adopting`)."""
 
     def to_json(self) -> dict[str, Any]:
-        """The planning outcome's JSON (``toolplan plan --json``), else the plan reference."""
+        """The planning outcome's JSON (``toolplan plan --json``), else the plan reference;
+        with ``earlyStarts`` and ``savedMs`` when steps started while the model wrote it."""
         if self.planning is not None:
-            return self.planning.to_json()
+            data = self.planning.to_json()
+            if self.early is not None and self.early.settled:
+                data.update(earlyStarts=self.early.settled, savedMs=self.early.saved_ms)
+            return data
         data = self.ref.to_json()
         if self.reused_from is not None:
             data.update(reusedFrom=self.reused_from, reuse=self.reuse, llmCalls=0)

@@ -138,6 +138,8 @@ class EarlyStarts:
     _began: float = field(default_factory=time.monotonic, repr=False)
     _writes: set[asyncio.Task[Any]] = field(default_factory=set, repr=False)
     _closed: bool = field(default=False, repr=False)
+    settled: list[dict[str, Any]] = field(default_factory=list)
+    """Once settled: the plan's ``meta.earlyStarts``."""
     saved_ms: float = 0.0
     """Once settled: about how much sooner the plan ends than plan-then-execute would
     (:func:`_saved_ms`)."""
@@ -334,6 +336,7 @@ class EarlyStarts:
             self._write(early, early.settled)
             self._tell(early, early.settled)
         self._closed = True
+        self.settled = settled
         if plan is not None and settled:
             self.saved_ms = _saved_ms(plan, settled)
             notify(self._event("saved", None, self.saved_ms), self.listener)
