@@ -80,3 +80,25 @@ def test_arguments_must_fit_the_schema(early: EarlyStarts) -> None:
 def test_templates_may_name_only_steps_started_early(early: EarlyStarts) -> None:
     later = {"id": "b", "tool": "read", "parameters": {"key": "{{a.key}}"}}
     assert early.why_not(later) == "its input 'a' did not start early"
+
+
+def test_the_switch_is_read_from_the_environment_and_a_flag_wins() -> None:
+    from toolplan.config import Settings
+    from toolplan.errors import InvalidInput
+
+    assert Settings.from_env({}).planner.stream_execution is False
+    on = Settings.from_env({"TOOLPLAN_STREAM_EXECUTION": "1"})
+    assert on.planner.stream_execution is True
+    assert on.with_overrides(stream_execution=False).planner.stream_execution is False
+    assert on.with_overrides().planner.stream_execution is True
+    with pytest.raises(InvalidInput, match=r"^TOOLPLAN_STREAM_EXECUTION='junk' is not a "):
+        Settings.from_env({"TOOLPLAN_STREAM_EXECUTION": "junk"})
+
+
+def test_the_client_argument_wins_over_the_settings() -> None:
+    from toolplan.client import Toolplan
+    from toolplan.config import Settings
+
+    on = Settings.from_env({"TOOLPLAN_STREAM_EXECUTION": "1"})
+    assert Toolplan(settings=on, stream_execution=False).settings.planner.stream_execution is False
+    assert Toolplan(stream_execution=True).settings.planner.stream_execution is True
