@@ -82,6 +82,13 @@ def test_templates_may_name_only_steps_started_early(early: EarlyStarts) -> None
     assert early.why_not(later) == "its input 'a' did not start early"
 
 
+def test_a_step_ordered_after_another_waits_for_it(early: EarlyStarts) -> None:
+    """``dependsOn`` is an order the plan asks for (a read after a write): a read-only step
+    ordered after a step that did not start early does not start early either."""
+    after = step("r", "read", dependsOn=["w"])
+    assert early.why_not(after) == "its input 'w' did not start early"
+
+
 def test_the_switch_is_read_from_the_environment_and_a_flag_wins() -> None:
     from toolplan.config import Settings
     from toolplan.errors import InvalidInput

@@ -198,7 +198,7 @@ class EarlyStarts:
         )
         if issues:
             return issues[0].message
-        for source in sorted(references(parameters)):
+        for source in sorted(_waits_for(step)):
             early = self._current.get(source)
             if early is None or early.status == "failed":
                 return f"its input {source!r} did not start early"
@@ -221,7 +221,7 @@ class EarlyStarts:
                 self._current[step_id] = same  # the same call, written again (a repair)
                 return True
         early = _Early(step_id, tool, parameters, time.monotonic())
-        sources = {source: self._current[source] for source in references(parameters)}
+        sources = {source: self._current[source] for source in _waits_for(step)}
         early.task = asyncio.get_running_loop().create_task(
             self._run(early, sources), name=f"toolplan-early-{step_id}"
         )
@@ -359,7 +359,9 @@ class EarlyStarts:
                 or step.when is not None
                 or step.fallback is not None
                 or step.approval
-                or not all(source in kept for source in references(step.parameters))
+                or not all(
+                    source in kept for source in {*references(step.parameters), *step.depends_on}
+                )
             ):
                 continue
             kept[step.id] = early
@@ -479,6 +481,14 @@ class EarlyStarts:
             early=what,
             duration_ms=ms,
         )
+
+
+def _waits_for(step: Mapping[str, Any]) -> set[str]:
+    """The steps ``step`` waits for: those its templates name, and its ``dependsOn`` (an order
+    the plan asks for, a read after a write say: never started before that step)."""
+    depends = step.get("dependsOn") or []
+    named = {str(d) for d in depends} if isinstance(depends, list) else {str(depends)}
+    return references(step.get("parameters")) | named
 
 
 def _saved_ms(plan: Plan, settled: list[dict[str, Any]]) -> float:
