@@ -333,3 +333,24 @@ def test_planning_that_fails_cancels_an_early_call_still_running(
     assert [c["event"] for c in cli_llm.calls()] == ["start", "released"]  # cancelled, no echo
     settled = {r["step"]: r["status"] for r in early_records(cli_llm) if r["status"] != "running"}
     assert settled == {"h": "cancelled"}
+
+
+def test_an_identical_replan_that_is_not_run_leaves_its_early_calls_unused(
+    cli_llm: Cli, llm: FakeOpenAIServer
+) -> None:
+    """The agent graph does not run a replan that makes the very calls of the plan that failed:
+    what that plan adopted while the model wrote it is recorded ``unused``, not ``adopted``."""
+    stream_cli(cli_llm)
+    failing = 'a = lookup(key="x")\nb = lookup(key="bad")\n'
+    replan = {"action": "replan", "reason": "b failed"}
+    llm.script([streamed(failing), Reply.structured(replan), streamed(failing), streamed(failing)])
+    done = cli_llm("run", QUERY, "--json")
+    plans = done.json()["plans"]
+    assert [p["status"] for p in plans] == ["partial", "identical", "identical"], done.stderr
+    plan_ids = [p["planId"] for p in plans]
+    by_plan: dict[str, dict[str, str]] = {}
+    for record in early_records(cli_llm):
+        by_plan.setdefault(record["planId"], {})[record["step"]] = record["status"]
+    ran, skipped = plan_ids[0], plan_ids[1]
+    assert by_plan[ran]["a"] == "adopted"
+    assert by_plan[skipped]["a"] == "unused"  # the last record of the step says what became of it

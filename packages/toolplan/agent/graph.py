@@ -274,7 +274,7 @@ async def _not_run(ctx: AgentContext, planned: Planned) -> None:
     """``planned`` will not run: what it started while the model wrote it is closed."""
     early = ctx.early.pop(planned.ref.plan_id, None)
     if early is not None:
-        await early.close()
+        await early.close(ran=False)
 
 
 async def _plan_of(planned: Planned, ctx: AgentContext) -> dict[str, Any]:

@@ -252,6 +252,7 @@ async def execute_planned(
     """Steps 2 and 3 of :func:`plan_then_execute` for a plan already stored: the review gate,
     then the execution (the agent loop's executor node calls this after its planner node).
     Steps started early (``planned.early``) are adopted: their tools are not called again."""
+    ran = False
     try:
         if planned.ref.status == "needs_review" and not approve and review == "skip":
             return RunOutcome(planned, None)
@@ -265,12 +266,12 @@ async def execute_planned(
         )
         if planned.early is not None:
             ctx = replace(ctx, catalog=planned.early.adopting(ctx.catalog))
-        started = time.perf_counter()
+        started, ran = time.perf_counter(), True
         result = await execute_stored_plan(planned.ref.plan_id, ctx, approve=approve)
         return RunOutcome(planned, result, _ms(started))
     finally:
         if planned.early is not None:
-            await planned.early.close()
+            await planned.early.close(ran=ran)
 
 
 def runs_here(ctx: ExecutionContext) -> bool:

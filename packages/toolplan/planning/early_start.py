@@ -367,10 +367,19 @@ class EarlyStarts:
             kept[step.id] = early
         return {id(early) for early in kept.values()}
 
-    async def close(self) -> None:
-        """Cancel what still runs (planning failed, or the run ends) and wait for the records."""
+    async def close(self, *, ran: bool = True) -> None:
+        """Cancel what still runs (planning failed, or the run ends) and wait for the records.
+        ``ran=False``: the stored plan was not executed after all (it needs review, a replan
+        identical to the last one): what it adopted is recorded ``cancelled`` or ``unused``."""
         if not self._closed:
             self.settle(None)
+        elif not ran:
+            for early in self._calls:
+                if early.settled == "adopted":
+                    running = early.task is not None and not early.task.done()
+                    early.settled = "cancelled" if running else "unused"
+                    self._write(early, early.settled)
+                    self._tell(early, early.settled)
         for early in self._calls:
             if early.task is not None and not early.task.done():
                 early.task.cancel()
