@@ -354,3 +354,28 @@ def test_an_identical_replan_that_is_not_run_leaves_its_early_calls_unused(
     ran, skipped = plan_ids[0], plan_ids[1]
     assert by_plan[ran]["a"] == "adopted"
     assert by_plan[skipped]["a"] == "unused"  # the last record of the step says what became of it
+
+
+def test_early_calls_keep_to_the_executions_concurrency(
+    cli_llm: Cli, llm: FakeOpenAIServer
+) -> None:
+    """``--concurrency 1``: the second read-only call waits for the first, early or not."""
+    stream_cli(cli_llm)
+    text = 'a = held_read(label="a")\nb = held_read(label="b")\ne = echo(value=1)\n'
+    seen: dict[str, Any] = {}
+
+    def started() -> bool:
+        return any(c["event"] == "start" for c in cli_llm.calls())
+
+    def hold(index: int) -> None:
+        if index == len(text) + 1:  # the answer's end: `b` was offered when line 3 started
+            held_at(index, started, seen, cli_llm)(index)
+            seen["starts"] = [c["label"] for c in cli_llm.calls() if c["event"] == "start"]
+            cli_llm.gate.touch()
+
+    llm.script([streamed(text, hold)])
+    done = cli_llm("run", QUERY, "--no-answer", "--concurrency", "1", "--json")
+    assert done.code == 0, done.stderr
+    assert seen["held"] is True and seen["starts"] == ["a"]
+    events = [(c["event"], c.get("label")) for c in cli_llm.calls() if c["event"] != "call"]
+    assert events == [("start", "a"), ("end", "a"), ("start", "b"), ("end", "b")]

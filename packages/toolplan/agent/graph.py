@@ -259,7 +259,7 @@ async def _obtain(source: FromQuery, ctx: AgentContext) -> Planned:
             planner=planner,
             limits=ctx.planner.limits,
             estimates=ctx.planner.estimates,
-            early_starts=runs_here(ctx.execution),
+            early_starts=ctx.execution.options.concurrency if runs_here(ctx.execution) else 0,
         )
     finally:
         ctx.planner.learn_from(planner)

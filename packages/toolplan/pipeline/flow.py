@@ -151,7 +151,7 @@ async def obtain_plan(
     limits: InputLimits | None = None,
     estimates: EstimateSettings | None = None,
     max_items: int = DEFAULT_MAX_ITEMS,
-    early_starts: bool = False,
+    early_starts: int = 0,
 ) -> Planned:
     """Store the plan ``source`` describes: validate a document, or plan a query with
     ``planner`` (required then). The input limits (``limits``, default the built-in ones)
@@ -159,8 +159,9 @@ async def obtain_plan(
     :class:`~toolplan.errors.InvalidInput` before storing anything invalid,
     :class:`~toolplan.errors.LLMUnavailable` when the model cannot be reached.
 
-    With the planner's ``stream_execution`` and ``early_starts`` (the caller executes the plan in
-    this process next, with :func:`execute_planned`, which adopts or closes them), read-only steps of a Python answer start while the model writes it
+    With the planner's ``stream_execution`` and ``early_starts`` (how many calls may run at once,
+    the execution's concurrency; ``0``, the default: none. The caller executes the plan in this
+    process next, with :func:`execute_planned`, which adopts or closes them), read-only steps of a Python answer start while the model writes it
     (:mod:`toolplan.planning.early_start`); what they started is settled when the plan is
     stored, and cancelled when planning fails."""
     started = time.perf_counter()
@@ -175,7 +176,11 @@ async def obtain_plan(
                 return reused
         from toolplan.planning.planner import create_plan
 
-        early = await _early_starts(source, planner, store, catalog) if early_starts else None
+        early = (
+            await _early_starts(source, planner, store, catalog, early_starts)
+            if early_starts > 0
+            else None
+        )
         running = planner if early is None else replace(planner, early=early)
         try:
             outcome = await create_plan(
@@ -235,7 +240,7 @@ async def plan_then_execute(
         limits=limits,
         estimates=estimates,
         max_items=ctx.options.max_items,
-        early_starts=runs_here(ctx),
+        early_starts=ctx.options.concurrency if runs_here(ctx) else 0,
     )
     if on_planned is not None:
         on_planned(planned)
@@ -282,7 +287,7 @@ def runs_here(ctx: ExecutionContext) -> bool:
 
 
 async def _early_starts(
-    source: FromQuery, planner: PlannerContext, store: Store, catalog: ToolCatalog
+    source: FromQuery, planner: PlannerContext, store: Store, catalog: ToolCatalog, limit: int
 ) -> EarlyStarts | None:
     """The early calls of this planning run, when the planner streams a Python plan with
     ``stream_execution``; the finished calls of an interrupted planning of the same request
@@ -298,6 +303,7 @@ async def _early_starts(
         request_id=source.request_id,
         listener=planner.listener,
         model_name=planner.model_name,
+        limit=limit,
     )
     await early.recall()
     return early

@@ -128,6 +128,8 @@ class EarlyStarts:
     request_id: str | None = None
     listener: PlanningListener | None = None
     model_name: str = ""
+    limit: int | None = None
+    """How many early calls may run at once (the execution's concurrency); ``None``: any."""
     plan_id: str = field(default_factory=lambda: new_id("plan"))
     """The ID the final plan is stored under, chosen before planning."""
     _current: dict[str, _Early] = field(default_factory=dict, repr=False)
@@ -138,6 +140,7 @@ class EarlyStarts:
     _began: float = field(default_factory=time.monotonic, repr=False)
     _writes: set[asyncio.Task[Any]] = field(default_factory=set, repr=False)
     _closed: bool = field(default=False, repr=False)
+    _slots: asyncio.Semaphore | None = field(default=None, repr=False)
     settled: list[dict[str, Any]] = field(default_factory=list)
     """Once settled: the plan's ``meta.earlyStarts``."""
     saved_ms: float = 0.0
@@ -255,15 +258,8 @@ class EarlyStarts:
                 output = recalled.get("output")
                 early.recalled_from = str(recalled.get("planId"))
             else:
-                config: RunnableConfig = {
-                    "metadata": {
-                        "step_id": early.step_id,
-                        "attempt": 1,
-                        "idempotency_key": f"{self.plan_id}:{early.step_id}:early",
-                        "started_early": True,
-                    }
-                }
-                output = normalize_output(await tool.ainvoke(arguments, config), tool=early.tool)
+                async with self._slot():
+                    output = await self._call(tool, early, arguments)
         except asyncio.CancelledError:
             early.status, early.finished = "cancelled", time.monotonic()
             self._write(early, "cancelled")
@@ -278,6 +274,26 @@ class EarlyStarts:
         await asyncio.to_thread(self._put, early, "succeeded", None)
         self._tell(early, "finished")
         return output
+
+    def _slot(self) -> asyncio.Semaphore | contextlib.nullcontext[None]:
+        """One of the :attr:`limit` slots early calls share (none when unlimited)."""
+        if self.limit is None:
+            return contextlib.nullcontext()
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(self.limit)
+        return self._slots
+
+    async def _call(self, tool: BaseTool, early: _Early, arguments: Any) -> Any:
+        """Call ``tool`` as the engine would (its config says the call started early)."""
+        config: RunnableConfig = {
+            "metadata": {
+                "step_id": early.step_id,
+                "attempt": 1,
+                "idempotency_key": f"{self.plan_id}:{early.step_id}:early",
+                "started_early": True,
+            }
+        }
+        return normalize_output(await tool.ainvoke(arguments, config), tool=early.tool)
 
     async def _outcome(self, early: _Early) -> Any:
         """The output of ``early``'s call once it succeeded (waiting for it while it runs);
