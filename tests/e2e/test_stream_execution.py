@@ -8,6 +8,7 @@ the planner), ``wire_money`` waits for approval; each logs its calls."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable
@@ -379,3 +380,33 @@ def test_early_calls_keep_to_the_executions_concurrency(
     assert seen["held"] is True and seen["starts"] == ["a"]
     events = [(c["event"], c.get("label")) for c in cli_llm.calls() if c["event"] != "call"]
     assert events == [("start", "a"), ("end", "a"), ("start", "b"), ("end", "b")]
+
+
+def test_a_step_whose_early_call_outlasts_its_timeout_is_retried_with_a_call_of_its_own(
+    cli_llm: Cli, llm: FakeOpenAIServer
+) -> None:
+    """The first attempt adopts the early call and times out waiting for it; the retry calls
+    the tool itself, as any retried attempt does (it is not tied to the early call)."""
+    stream_cli(cli_llm)
+    cli_llm.in_process = False
+    cli_llm.env["TOOLPLAN_TIMEOUT"] = "1"
+    text = 'h = held_read(label="h")\ne = echo(value=1)\n'
+    llm.script([streamed(text)])
+    process = cli_llm.popen("run", QUERY, "--no-answer", "--json")
+    try:
+        # the early call, then the retry's own call, both held; then let them end
+        wait_for(
+            lambda: [c["event"] for c in cli_llm.calls()].count("start") == 2,
+            "the retry's own call",
+            process,
+        )
+        cli_llm.gate.touch()
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, err
+    steps = {s["id"]: s for s in json.loads(out)["steps"]}
+    assert steps["h"]["status"] == "succeeded" and steps["h"]["attempts"] == 2
+    starts = [c for c in cli_llm.calls() if c["event"] == "start"]
+    assert [c["key"].endswith(":early") for c in starts] == [True, False]

@@ -439,7 +439,10 @@ class EarlyStarts:
                 for candidate in pending:
                     if candidate.key == key:
                         early = calls[key] = candidate
-            if early is not None:
+            # only the step's first attempt adopts: one that timed out waiting for the early
+            # call is retried as any attempt is, with a call of its own
+            first = (config.get("metadata") or {}).get("attempt", 1) == 1
+            if early is not None and first:
                 with contextlib.suppress(_NotAdoptable):
                     return await self._outcome(early)
             return await tool.ainvoke(arguments, config)
