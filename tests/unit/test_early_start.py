@@ -109,3 +109,21 @@ def test_the_client_argument_wins_over_the_settings() -> None:
     on = Settings.from_env({"TOOLPLAN_STREAM_EXECUTION": "1"})
     assert Toolplan(settings=on, stream_execution=False).settings.planner.stream_execution is False
     assert Toolplan(stream_execution=True).settings.planner.stream_execution is True
+
+
+def test_only_plans_run_in_this_process_start_early() -> None:
+    """On Temporal (or any backend that runs steps elsewhere) the execution starts when the plan
+    is complete: its activities cannot adopt a call made in the planning process."""
+    from toolplan.execution.backend import InProcessBackend
+    from toolplan.execution.context import ExecutionContext
+    from toolplan.pipeline.flow import runs_here
+
+    class Elsewhere:
+        async def run(self, record: Any, ctx: Any) -> Any:  # pragma: no cover - never run
+            raise AssertionError
+
+    catalog = ToolCatalog([read])
+    store = cast(Store, None)
+    assert runs_here(ExecutionContext(store, catalog))
+    assert runs_here(ExecutionContext(store, catalog, backend=InProcessBackend()))
+    assert not runs_here(ExecutionContext(store, catalog, backend=cast(Any, Elsewhere())))
