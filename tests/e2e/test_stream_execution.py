@@ -129,6 +129,7 @@ def test_read_only_steps_start_while_the_model_writes_and_side_effects_wait(
     assert "started early" in marks["a"] and "started early" in marks["b"]
     assert "started early" not in marks["e"] and "started early" not in marks["w"]
     assert {e["step"] for e in view["earlyStarts"]} == {"a", "b"}
+    assert view["earlySavedMs"] is not None and view["earlySavedMs"] >= 0
 
 
 def test_cli_progress_says_started_early(cli_llm: Cli, llm: FakeOpenAIServer) -> None:

@@ -68,6 +68,7 @@ from toolplan.tools.catalog import ToolCatalog
 __all__ = [
     "EARLY_COLLECTION",
     "EARLY_META_KEY",
+    "EARLY_SAVED_KEY",
     "RESUME_WINDOW",
     "EarlyStarts",
     "EarlyStatus",
@@ -81,6 +82,9 @@ change of state, never updated in place."""
 
 EARLY_META_KEY = "earlyStarts"
 """The stored plan's ``meta`` key listing the steps started early and how each was settled."""
+
+EARLY_SAVED_KEY = "earlySavedMs"
+"""The stored plan's ``meta`` key with about how much sooner it ends than plan-then-execute."""
 
 RESUME_WINDOW = 3600.0
 """Seconds a finished early call of a planning that never stored its plan (the process died)

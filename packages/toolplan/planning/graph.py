@@ -57,7 +57,7 @@ from toolplan.execution.graph import bind_context, context_resolver
 from toolplan.planning.call import StructuredRequest, call_model
 from toolplan.planning.context import PlannerContext
 from toolplan.planning.duplicates import merge_duplicates
-from toolplan.planning.early_start import EARLY_META_KEY
+from toolplan.planning.early_start import EARLY_META_KEY, EARLY_SAVED_KEY
 from toolplan.planning.fixes import apply_fixes
 from toolplan.planning.llm_errors import LLMOutputRepeating
 from toolplan.planning.parsing import PlanReading, message_payload, read_plan
@@ -600,6 +600,7 @@ async def persist(state: PlanningState, ctx: PlannerContext) -> PlanningState:
         record_meta["unstatedArguments"] = unstated
     if ctx.early is not None:
         record_meta[EARLY_META_KEY] = ctx.early.settle(plan)
+        record_meta[EARLY_SAVED_KEY] = ctx.early.saved_ms
     ref = await asyncio.to_thread(
         store_plan,
         plan,

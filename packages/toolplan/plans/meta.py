@@ -54,6 +54,7 @@ RESERVED_META_KEYS: frozenset[str] = frozenset(
         "reasoning",
         "changes",  # what the rewrite rules changed in the model's answer (planning/rewrites.py)
         "earlyStarts",  # steps started while the model wrote (planning/early_start.py)
+        "earlySavedMs",
         # plan reuse (pipeline/flow.py)
         "reusedFrom",
         "reuse",

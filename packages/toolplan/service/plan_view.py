@@ -157,6 +157,7 @@ def plan_view(store: Store, plan_id: str, *, now: datetime | None = None) -> dic
         ).to_json(),
         "criticalPath": critical,
         "earlyStarts": early,
+        "earlySavedMs": (described.get("meta") or {}).get("earlySavedMs"),
         "timeline": _timeline(steps, described["estimate"], now or datetime.now(UTC)),
         "versions": _versions(store, described["requestId"], plan_id),
         "colours": {state: list(colours) for state, colours in STATE_COLOURS.items()},
