@@ -188,6 +188,12 @@ def test_a_plan_whose_last_statement_is_invalid_stores_nothing_and_calls_no_side
         assert store.get_plan(plan_id) is None  # nothing stored under the plan ID
     finally:
         store.close()
+    # a planning that ended (without a plan) is not an interrupted one: the same query again
+    # calls the tool again, it does not reuse an output it dropped
+    llm.script([streamed('a = lookup(key="x")\n')])
+    again = cli_llm("run", QUERY, "--no-answer", "--json")
+    assert again.code == 0, again.stderr
+    assert looked_up(cli_llm) == ["x", "x"]
 
 
 @ON_BOTH_STORES

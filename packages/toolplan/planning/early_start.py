@@ -96,6 +96,9 @@ planning failed): ``adopted`` (the final plan has it), ``cancelled`` (stopped wh
 ``unused`` (it finished, the final plan does not have it)."""
 
 
+_SETTLED = frozenset({"adopted", "cancelled", "unused"})
+
+
 class _NotAdoptable(Exception):
     """The early call did not succeed: the step calls its tool as usual."""
 
@@ -163,23 +166,29 @@ class EarlyStarts:
 
     async def recall(self) -> None:
         """Load the finished early calls of an earlier planning of the same request (or query)
-        that never stored its plan (its process died): a call with the same key takes their
-        output instead of calling the tool again."""
+        that was interrupted (its process died: it neither stored its plan nor settled its
+        calls): a call with the same key takes their output instead of calling the tool again.
+        A planning that ended, even without a plan, settled its calls: they are never reused."""
         records = await asyncio.to_thread(
             self.store.find_records,
             EARLY_COLLECTION,
-            {"scope": self.scope, "status": "succeeded"},
+            {"scope": self.scope},
             lookup_keys=[self.scope],
         )
         now = time.time()
-        plans: dict[str, bool] = {}
+        settled = {str(r.get("planId")) for r in records if r.get("status") in _SETTLED}
+        stored: dict[str, bool] = {}
         for record in records:
             plan_id = str(record.get("planId"))
-            if now - float(record.get("at") or 0) > RESUME_WINDOW:
+            if (
+                record.get("status") != "succeeded"
+                or plan_id in settled
+                or now - float(record.get("at") or 0) > RESUME_WINDOW
+            ):
                 continue
-            if plan_id not in plans:
-                plans[plan_id] = await asyncio.to_thread(self.store.get_plan, plan_id) is not None
-            if not plans[plan_id]:  # its planning never stored a plan: interrupted
+            if plan_id not in stored:
+                stored[plan_id] = await asyncio.to_thread(self.store.get_plan, plan_id) is not None
+            if not stored[plan_id]:
                 self._recalled.setdefault(str(record["call"]), record)
 
     # -- while the model writes ------------------------------------------------------------
