@@ -56,10 +56,14 @@ class ClientParts:
         worker_id: str | None = None,
         create_store: bool = True,
         rewrites: PlannerRewrites | None = None,
+        stream_execution: bool | None = None,
     ) -> None:
         self.settings = settings if settings is not None else Settings()
         if rewrites is not None:  # the argument wins over the settings, as ``model`` does
             planner = replace(self.settings.planner, rewrites=rewrites)
+            self.settings = replace(self.settings, planner=planner)
+        if stream_execution is not None:
+            planner = replace(self.settings.planner, stream_execution=stream_execution)
             self.settings = replace(self.settings, planner=planner)
         self.create_store = create_store
         """Whether opening a store URI may create it (a new SQLite file); ``False`` for callers

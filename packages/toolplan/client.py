@@ -76,6 +76,9 @@ class Toolplan(ClientParts):
       (only those that change no meaning), ``"all"`` (the heuristic ones too) or ``"none"``;
       default ``settings.planner.rewrites`` (``TOOLPLAN_PLANNER_REWRITES``, ``format``). See
       :mod:`toolplan.planning.rewrites`.
+    - ``stream_execution``: start the read-only steps of a Python plan while the model still
+      writes it; default ``settings.planner.stream_execution`` (``TOOLPLAN_STREAM_EXECUTION``,
+      off). See :mod:`toolplan.pipeline.early_start`.
 
     Its parts (:attr:`store`, :attr:`catalog`, :attr:`backend`, :meth:`catalog_for`,
     :meth:`execution_context`, :meth:`planner_context`), opened on first use, and :meth:`close`

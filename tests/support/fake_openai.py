@@ -76,6 +76,9 @@ class Reply:
     """Seconds before the answer starts (a local model reading its prompt)."""
     gap: float = 0.0
     """Seconds before each chunk of a streamed answer (a model writing slowly)."""
+    hold: Callable[[int], None] | None = field(default=None, compare=False)
+    """Called (in the server's thread) before each event of a streamed answer is sent, with its
+    index: a test holds the answer there until what it waits for happened (no sleeps)."""
 
     def with_(self, **changes: Any) -> Reply:
         """A copy with ``cached`` / ``finish_reason`` (or other fields) changed."""
@@ -145,6 +148,7 @@ class Reply:
             pieces=self.pieces,
             delay=self.delay,
             gap=self.gap,
+            hold=self.hold,
         )
 
 
@@ -347,7 +351,7 @@ class _Handler(BaseHTTPRequestHandler):
             usage = bool((body.get("stream_options") or {}).get("include_usage"))
             events = [f"data: {json.dumps(c)}\n\n" for c in _chunks(base, reply, call_id, usage)]
             events.append("data: [DONE]\n\n")
-            if not reply.gap:
+            if not reply.gap and reply.hold is None:
                 self._send(200, "".join(events).encode(), "text/event-stream", {})
                 return
             # Headers at once, then each event after its gap (Content-Length known up front).
@@ -357,7 +361,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(sum(map(len, body_bytes))))
             self.end_headers()
             self.wfile.flush()
-            for event in body_bytes:
+            for index, event in enumerate(body_bytes):
+                if reply.hold is not None:
+                    reply.hold(index)
                 time.sleep(reply.gap)
                 self.wfile.write(event)
                 self.wfile.flush()

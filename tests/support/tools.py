@@ -149,6 +149,23 @@ def wire_money(to: str, amount: float, config: RunnableConfig) -> dict[str, Any]
     return {"sent": amount, "to": to}
 
 
+@tool
+async def held_read(label: str, config: RunnableConfig) -> dict[str, Any]:
+    """Read-only: wait until the file named by $TOOLPLAN_TEST_GATE exists, then return
+    {"label": label}. Cancelled, it logs "released" and re-raises."""
+    _log("start", config, label=label)
+    path = os.environ.get("TOOLPLAN_TEST_GATE", "")
+    try:
+        while not path or not os.path.exists(path):
+            await asyncio.sleep(0.01)
+    except asyncio.CancelledError:
+        _log("released", config, label=label)
+        raise
+    _log("end", config, label=label)
+    return {"label": label}
+
+
+tagged(held_read, "read-only")
 tagged(lookup, "read-only", cost_usd=0.001)
 tagged(wire_money, "approval")
 tagged(lookup_hourly, "read-only", cache_ttl=3600)
@@ -163,6 +180,7 @@ TOOLS = [
     gate,
     gate_if,
     held,
+    held_read,
     lookup,
     lookup_hourly,
     wire_money,

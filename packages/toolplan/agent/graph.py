@@ -44,7 +44,8 @@ from typing_extensions import TypedDict
 from toolplan.agent.respond import DEFAULT_RESPOND_BUDGET, decide, replan_context
 from toolplan.config.settings import ReuseMode
 from toolplan.engine.result import ExecutionResult
-from toolplan.pipeline.flow import FromQuery, Planned, execute_planned, obtain_plan
+from toolplan.pipeline.early_start import EarlyStarts
+from toolplan.pipeline.flow import FromQuery, Planned, execute_planned, obtain_plan, runs_here
 from toolplan.planning.context import PlannerContext
 from toolplan.planning.planner import PlanDeclined
 from toolplan.planning.prompts import load_prompt
@@ -79,6 +80,9 @@ class AgentContext:
     respond_budget: int = DEFAULT_RESPOND_BUDGET
     on_planned: Callable[[Planned], None] | None = field(default=None, repr=False)
     """Sees every stored plan version before it runs (the CLI prints it)."""
+    early: dict[str, EarlyStarts] = field(default_factory=dict, repr=False)
+    """The calls started while the model wrote each plan (streamed execution), by plan ID:
+    the planner node leaves them for the executor node, which adopts them."""
 
 
 class AgentGraphContext(BaseModel):
@@ -178,6 +182,7 @@ async def planner(state: AgentState, ctx: AgentContext) -> AgentState:
     )
     again = replace(source, context=f"{state.get('context') or ''}\n\n{note}".strip())
     skipped = _version(planned, state, status="identical")
+    await _not_run(ctx, planned)
     before: AgentState = {
         **state,
         "plans": [*(state.get("plans") or []), skipped],
@@ -193,6 +198,7 @@ async def planner(state: AgentState, ctx: AgentContext) -> AgentState:
     if not _same_calls(plan, failed):
         return _planned_update(before, retried, plan)
     # The same plan twice: the last executed version stays the outcome, and the loop ends.
+    await _not_run(ctx, retried)
     stop: AgentState = {
         "plans": [*before.get("plans", []), _version(retried, state, status="identical")],
         "llm_calls": before.get("llm_calls", 0) + _calls(retried),
@@ -253,12 +259,22 @@ async def _obtain(source: FromQuery, ctx: AgentContext) -> Planned:
             planner=planner,
             limits=ctx.planner.limits,
             estimates=ctx.planner.estimates,
+            early_starts=ctx.execution.options.concurrency if runs_here(ctx.execution) else 0,
         )
     finally:
         ctx.planner.learn_from(planner)
+    if planned.early is not None:
+        ctx.early[planned.ref.plan_id] = planned.early
     if ctx.on_planned is not None:
         ctx.on_planned(planned)
     return planned
+
+
+async def _not_run(ctx: AgentContext, planned: Planned) -> None:
+    """``planned`` will not run: what it started while the model wrote it is closed."""
+    early = ctx.early.pop(planned.ref.plan_id, None)
+    if early is not None:
+        await early.close(ran=False)
 
 
 async def _plan_of(planned: Planned, ctx: AgentContext) -> dict[str, Any]:
@@ -319,7 +335,10 @@ def _planned_update(state: AgentState, planned: Planned, plan: dict[str, Any]) -
 async def executor(state: AgentState, ctx: AgentContext) -> AgentState:
     """The review gate, then the execution, through the core."""
     ref = PlanRef(state["request_id"], state["plan_id"], state["plan_status"])  # type: ignore[arg-type]
-    run = await execute_planned(Planned(ref, None, 0.0), ctx.execution, approve=ctx.approve)
+    early = ctx.early.pop(state["plan_id"], None)
+    run = await execute_planned(
+        Planned(ref, None, 0.0, early=early), ctx.execution, approve=ctx.approve
+    )
     assert run.result is not None  # review="refuse": a refused plan raised instead
     plans = [dict(p) for p in state.get("plans") or []]
     plans[-1]["status"] = run.result.status

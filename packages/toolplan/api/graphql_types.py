@@ -522,8 +522,10 @@ class PlanningEventType:
     kind: str = strawberry.field(
         description="planning (the first call is made), step (the streamed answer has one more "
         "step: step, steps, tokens), repairing (problem, problems), retrying (maxTokens: the "
-        "answer stopped at the output limit), answered (steps: null when no plan was read) or "
-        "rewritten (changes: the plan was stored; what the rewrite rules changed in the answer)."
+        "answer stopped at the output limit), answered (steps: null when no plan was read), "
+        "rewritten (changes: the plan was stored; what the rewrite rules changed in the answer) "
+        "or early (streamed execution: a read-only step started while the model wrote the plan; "
+        "early says what happened to it)."
     )
     model: str = strawberry.field(description="The provider:model planning.")
     attempt: int = strawberry.field(description="1 for the first plan, 2 for the first repair...")
@@ -547,6 +549,15 @@ class PlanningEventType:
         description="On rewritten: each change the rewrite rules made to the model's answer, "
         "as {rule, step, before, after} (an empty list: none)."
     )
+    early: str | None = strawberry.field(
+        default=None,
+        description="On early: started, finished or failed (the call), adopted, cancelled or "
+        "unused (settled when the plan was stored or planning failed), or saved (durationMs: "
+        "about how much sooner the plan ends than plan-then-execute).",
+    )
+    duration_ms: float | None = strawberry.field(
+        default=None, description="On early: how long the call ran, or the time saved."
+    )
 
     @classmethod
     def from_news(cls, news: PlanningNews) -> PlanningEventType:
@@ -568,6 +579,8 @@ class PlanningEventType:
             problems=event.problems if event.kind == "repairing" else None,
             max_tokens=event.max_tokens,
             changes=JSON(list(event.changes)) if event.kind == "rewritten" else None,
+            early=event.early,
+            duration_ms=event.duration_ms,
         )
 
 

@@ -488,6 +488,8 @@ def planning_line(event: PlanningEvent) -> str:
         step = event.step or {}
         call = short(call_text(str(step.get("tool")), step.get("parameters") or {}, 40), 100)
         return f"  + {call}  {event.elapsed_ms / 1000:.1f} s, {event.tokens or 0} tokens"
+    if event.kind == "early":
+        return _early_line(event)
     if event.kind == "repairing":
         more = f" (+{event.problems - 1} more)" if event.problems > 1 else ""
         problem = short(" ".join((event.problem or "").split()), 160)
@@ -505,6 +507,33 @@ def planning_line(event: PlanningEvent) -> str:
         f"call(s), {usage.get('inputTokens', 0)} input / {usage.get('outputTokens', 0)} output "
         "tokens"
     )
+
+
+_EARLY_WORDS = {
+    "started": "started early",
+    "finished": "finished early",
+    "failed": "failed early (it runs as usual if the plan has it)",
+    "adopted": "started early: the plan has it, its tool is not called again",
+    "cancelled": "cancelled: the final plan does not have it",
+    "unused": "unused: the final plan does not have it (its output is kept in the record)",
+}
+
+
+def _early_line(event: PlanningEvent) -> str:
+    """A step started while the model wrote the plan (streamed execution), e.g.
+    ``  > lookup(key="x")  started early``, or the time it saved."""
+    if event.early == "saved":
+        return (
+            f"streamed execution: about {(event.duration_ms or 0) / 1000:.1f} s saved against "
+            "plan-then-execute"
+        )
+    step = event.step or {}
+    call = short(call_text(str(step.get("tool")), step.get("parameters") or {}, 40), 100)
+    took = (
+        f" in {event.duration_ms:.0f} ms" if event.early == "finished" and event.duration_ms else ""
+    )
+    words = _EARLY_WORDS.get(str(event.early), str(event.early))
+    return f"  > {step.get('id')} = {call}  {words}{took}"
 
 
 def age_text(created_at: str, now: datetime | None = None) -> str:

@@ -91,6 +91,15 @@ def run(
     ] = 1,
     approve_all: ApproveAllOption = False,
     no_input: NoInputOption = False,
+    stream: Annotated[
+        bool | None,
+        typer.Option(
+            "--stream/--no-stream",
+            help="Start read-only steps while the model still writes a Python plan "
+            "($TOOLPLAN_STREAM_EXECUTION); side effects and approval-gated steps wait for the "
+            "whole plan, as always.",
+        ),
+    ] = None,
 ) -> None:
     """Plan a query with the LLM, execute it and answer (replanning after failures); or run a
     plan --file."""
@@ -107,6 +116,7 @@ def run(
             temporal_address=temporal_address,
             model=model,
             approve_all=approve_all,
+            stream_execution=stream,
         )
 
     if query_text is not None and file is None and not no_answer:
@@ -142,7 +152,7 @@ def run(
             estimate = planned.ref.estimate.to_json() if planned.ref.estimate else None
             planning["estimate"] = estimate
             if planned.planning is not None:
-                planning.update(planned.planning.to_json())
+                planning.update(planned.to_json())
                 if not as_json:
                     render.print_plan(stderr, planned.planning.plan, planned.planning.analysis)
             elif planned.reused_from is not None:
@@ -201,6 +211,8 @@ def run(
                 "usage": planning["usage"],
                 "planningMs": planning["planningMs"],
                 "changes": planning.get("changes", []),
+                # streamed execution: the steps started while the model wrote the plan
+                **{k: planning[k] for k in ("earlyStarts", "savedMs") if k in planning},
             }
         )
         raise typer.Exit(result.exit_code)

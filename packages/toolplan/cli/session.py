@@ -38,6 +38,7 @@ def new_client(
     model: str | None = None,
     create_store: bool = True,
     approve_all: bool = False,
+    stream_execution: bool | None = None,
 ) -> Toolplan:
     """A client whose settings are the environment's, overridden by the given flags (``model``:
     ``--model``). Its store and tools open on first use; the command closes it. Commands that
@@ -53,6 +54,7 @@ def new_client(
         no_cache=no_cache,
         temporal_address=temporal_address,
         approve_all=approve_all,
+        stream_execution=stream_execution,
     )
     return Toolplan(settings=settings, model=model, create_store=create_store)
 

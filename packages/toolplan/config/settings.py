@@ -128,6 +128,7 @@ class _PlannerVariables(Variables):
     typed_schema_max_tools: int | None = None
     plan_format: PlanFormat | None = None
     rewrites: PlannerRewrites | None = Field(None, validation_alias="TOOLPLAN_PLANNER_REWRITES")
+    stream_execution: bool | None = Field(None, validation_alias="TOOLPLAN_STREAM_EXECUTION")
 
 
 REMOTE_LLM_TIMEOUT = 60.0
@@ -198,6 +199,9 @@ class PlannerSettings:
     rewrites: PlannerRewrites = "format"
     """Which rules may change the model's plan after it is written: ``format``, ``all`` or
     ``none`` (``TOOLPLAN_PLANNER_REWRITES``; :mod:`toolplan.planning.rewrites`)."""
+    stream_execution: bool = False
+    """Start the read-only steps of a Python plan while the model still writes it
+    (``TOOLPLAN_STREAM_EXECUTION``, ``--stream``; :mod:`toolplan.pipeline.early_start`)."""
 
     def __post_init__(self) -> None:
         if self.plan_format not in ("json", "python"):
@@ -453,6 +457,7 @@ class Settings:
         no_cache: bool = False,
         temporal_address: str | None = None,
         approve_all: bool = False,
+        stream_execution: bool | None = None,
     ) -> Settings:
         """A copy with the flags a user gave on the command line applied."""
         execution = self.execution
@@ -481,4 +486,7 @@ class Settings:
             temporal=replace(self.temporal, address=temporal_address)
             if temporal_address
             else self.temporal,
+            planner=self.planner
+            if stream_execution is None
+            else replace(self.planner, stream_execution=stream_execution),
         )

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -27,6 +27,7 @@ from toolplan.plan_format.limits import InputLimits, check_text
 from toolplan.plan_format.meta import caller_meta
 from toolplan.plan_format.plan import DEFAULT_MAX_ITEMS, Plan
 from toolplan.planning.reuse import find_reusable
+from toolplan.runs.backend import InProcessBackend, backend_of
 from toolplan.runs.runner import ExecutionContext
 from toolplan.service.operations import PlanRef, execute_stored_plan, submit_plan
 from toolplan.store.lookup import require_approval
@@ -34,6 +35,7 @@ from toolplan.store.protocol import Store
 from toolplan.tools.catalog import ToolCatalog
 
 if TYPE_CHECKING:
+    from toolplan.pipeline.early_start import EarlyStarts
     from toolplan.planning.context import PlannerContext
     from toolplan.planning.planner import PlanningOutcome
 
@@ -111,11 +113,18 @@ class Planned:
     """``exact`` or ``parametric`` when reused."""
     tools: tuple[str, ...] = ()
     """The reused plan's tools, step by step (a planned plan's are in ``planning``)."""
+    early: EarlyStarts | None = field(default=None, repr=False, compare=False)
+    """The calls started while the model wrote the plan (streamed execution): its execution
+    adopts them (:meth:`~toolplan.pipeline.early_start.EarlyStarts.adopting`)."""
 
     def to_json(self) -> dict[str, Any]:
-        """The planning outcome's JSON (``toolplan plan --json``), else the plan reference."""
+        """The planning outcome's JSON (``toolplan plan --json``), else the plan reference;
+        with ``earlyStarts`` and ``savedMs`` when steps started while the model wrote it."""
         if self.planning is not None:
-            return self.planning.to_json()
+            data = self.planning.to_json()
+            if self.early is not None and self.early.settled:
+                data.update(earlyStarts=self.early.settled, savedMs=self.early.saved_ms)
+            return data
         data = self.ref.to_json()
         if self.reused_from is not None:
             data.update(reusedFrom=self.reused_from, reuse=self.reuse, llmCalls=0)
@@ -142,12 +151,19 @@ async def obtain_plan(
     limits: InputLimits | None = None,
     estimates: EstimateSettings | None = None,
     max_items: int = DEFAULT_MAX_ITEMS,
+    early_starts: int = 0,
 ) -> Planned:
     """Store the plan ``source`` describes: validate a document, or plan a query with
     ``planner`` (required then). The input limits (``limits``, default the built-in ones)
     are checked first; ``estimates`` says how the stored plan is estimated. Raises :class:`~toolplan.errors.PlanInvalid` or
     :class:`~toolplan.errors.InvalidInput` before storing anything invalid,
-    :class:`~toolplan.errors.LLMUnavailable` when the model cannot be reached."""
+    :class:`~toolplan.errors.LLMUnavailable` when the model cannot be reached.
+
+    With the planner's ``stream_execution`` and ``early_starts`` (how many calls may run at once,
+    the execution's concurrency; ``0``, the default: none. The caller executes the plan in this
+    process next, with :func:`execute_planned`, which adopts or closes them), read-only steps of a Python answer start while the model writes it
+    (:mod:`toolplan.pipeline.early_start`); what they started is settled when the plan is
+    stored, and cancelled when planning fails."""
     started = time.perf_counter()
     limits = limits or InputLimits()
     if isinstance(source, FromQuery):
@@ -160,15 +176,28 @@ async def obtain_plan(
                 return reused
         from toolplan.planning.planner import create_plan
 
-        outcome = await create_plan(
-            source.query,
-            planner,
-            request_id=source.request_id,
-            context=source.context,
-            meta=source.meta,
-            new_request=source.new_request,
+        early = (
+            await _early_starts(source, planner, store, catalog, early_starts)
+            if early_starts > 0
+            else None
         )
-        return Planned(outcome.ref, outcome, _ms(started))
+        running = planner if early is None else replace(planner, early=early)
+        try:
+            outcome = await create_plan(
+                source.query,
+                running,
+                request_id=source.request_id,
+                context=source.context,
+                meta=source.meta,
+                new_request=source.new_request,
+            )
+        except BaseException:
+            if early is not None:
+                await early.close()  # nothing was stored: cancel what still runs
+            raise
+        finally:
+            planner.learn_from(running)
+        return Planned(outcome.ref, outcome, _ms(started), early=early)
     ref = await asyncio.to_thread(
         submit_plan,
         source.plan,
@@ -211,6 +240,7 @@ async def plan_then_execute(
         limits=limits,
         estimates=estimates,
         max_items=ctx.options.max_items,
+        early_starts=ctx.options.concurrency if runs_here(ctx) else 0,
     )
     if on_planned is not None:
         on_planned(planned)
@@ -225,20 +255,58 @@ async def execute_planned(
     review: ReviewPolicy = "refuse",
 ) -> RunOutcome:
     """Steps 2 and 3 of :func:`plan_then_execute` for a plan already stored: the review gate,
-    then the execution (the agent loop's executor node calls this after its planner node)."""
-    if planned.ref.status == "needs_review" and not approve and review == "skip":
-        return RunOutcome(planned, None)
-    plan = planned.planning.plan if planned.planning is not None else {}
-    require_approval(
-        planned.ref.plan_id,
-        planned.ref.status,
-        plan,
-        approve=approve,
-        details=planned.to_json(),
+    then the execution (the agent loop's executor node calls this after its planner node).
+    Steps started early (``planned.early``) are adopted: their tools are not called again."""
+    ran = False
+    try:
+        if planned.ref.status == "needs_review" and not approve and review == "skip":
+            return RunOutcome(planned, None)
+        plan = planned.planning.plan if planned.planning is not None else {}
+        require_approval(
+            planned.ref.plan_id,
+            planned.ref.status,
+            plan,
+            approve=approve,
+            details=planned.to_json(),
+        )
+        if planned.early is not None:
+            ctx = replace(ctx, catalog=planned.early.adopting(ctx.catalog))
+        started, ran = time.perf_counter(), True
+        result = await execute_stored_plan(planned.ref.plan_id, ctx, approve=approve)
+        return RunOutcome(planned, result, _ms(started))
+    finally:
+        if planned.early is not None:
+            await planned.early.close(ran=ran)
+
+
+def runs_here(ctx: ExecutionContext) -> bool:
+    """Whether ``ctx``'s plans run in this process, where the calls started while the model
+    wrote the plan can be adopted (on Temporal a workflow's activities cannot wait for them:
+    execution starts when the plan is complete)."""
+    return isinstance(backend_of(ctx), InProcessBackend)
+
+
+async def _early_starts(
+    source: FromQuery, planner: PlannerContext, store: Store, catalog: ToolCatalog, limit: int
+) -> EarlyStarts | None:
+    """The early calls of this planning run, when the planner streams a Python plan with
+    ``stream_execution``; the finished calls of an interrupted planning of the same request
+    recalled."""
+    if not (planner.stream_execution and planner.plan_format == "python" and planner.stream):
+        return None
+    from toolplan.pipeline.early_start import EarlyStarts
+
+    early = EarlyStarts(
+        store,
+        catalog,
+        source.query,
+        request_id=source.request_id,
+        listener=planner.listener,
+        model_name=planner.model_name,
+        limit=limit,
     )
-    started = time.perf_counter()
-    result = await execute_stored_plan(planned.ref.plan_id, ctx, approve=approve)
-    return RunOutcome(planned, result, _ms(started))
+    await early.recall()
+    return early
 
 
 async def _reuse(

@@ -53,6 +53,8 @@ RESERVED_META_KEYS: frozenset[str] = frozenset(
         "repairs",
         "reasoning",
         "changes",  # what the rewrite rules changed in the model's answer (planning/rewrites.py)
+        "earlyStarts",  # steps started while the model wrote (pipeline/early_start.py)
+        "earlySavedMs",
         # plan reuse (pipeline/flow.py)
         "reusedFrom",
         "reuse",

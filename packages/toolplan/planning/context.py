@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from langchain_core.language_models import BaseChatModel
 
@@ -13,7 +14,7 @@ from toolplan._caches import register_cache
 from toolplan.config import PlanFormat, StructuredMethod
 from toolplan.config.settings import EstimateSettings, PlannerRewrites
 from toolplan.plan_format.limits import InputLimits
-from toolplan.plan_format.plan import DEFAULT_MAX_ITEMS
+from toolplan.plan_format.plan import DEFAULT_MAX_ITEMS, Plan
 from toolplan.planning.call import ModelCall
 from toolplan.planning.model import retry_max_tokens, with_max_tokens
 from toolplan.planning.progress import PlanningEvent, PlanningListener, notify
@@ -27,7 +28,32 @@ from toolplan.store.protocol import Store
 from toolplan.tools.catalog import ToolCatalog
 from toolplan.validation import DEFAULT_MAX_STEPS
 
-__all__ = ["PlannerContext"]
+__all__ = ["EarlyStarter", "PlannerContext"]
+
+
+@runtime_checkable
+class EarlyStarter(Protocol):
+    """What starts read-only statements of a Python answer while the model still writes
+    (streamed execution: :class:`toolplan.pipeline.early_start.EarlyStarts`, which runs tools
+    and so lives above the planner, which never imports the engine)."""
+
+    plan_id: str
+    """The plan ID chosen before planning; the final plan is stored under it."""
+    saved_ms: float
+    """About how much sooner the plan ends than plan-then-execute, once settled."""
+
+    def offer(self, step: Mapping[str, Any]) -> bool:
+        """A complete statement's step: started at once if it may start early."""
+        ...
+
+    def new_answer(self) -> None:
+        """A new answer (a repair) begins: later statements are offered afresh."""
+        ...
+
+    def settle(self, plan: Plan | None) -> list[dict[str, Any]]:
+        """The final plan (``None``: planning failed): each early call adopted, cancelled or
+        unused, as the plan's ``meta`` lists them."""
+        ...
 
 
 @dataclass
@@ -73,6 +99,13 @@ class PlannerContext:
     stream: bool = True
     """Stream the model's answers, so each step is told as soon as it is written
     (:mod:`toolplan.planning.streaming`); turned off when the endpoint could not stream."""
+    stream_execution: bool = False
+    """Start read-only steps of a Python answer while the model still writes it
+    (``TOOLPLAN_STREAM_EXECUTION``, ``--stream``, ``Toolplan(stream_execution=...)``;
+    :mod:`toolplan.pipeline.early_start`)."""
+    early: EarlyStarter | None = None
+    """One planning run's early calls (set on a copy for that run by
+    :func:`toolplan.pipeline.flow.obtain_plan`); ``None``: nothing starts early."""
 
     def telling(self, listener: PlanningListener) -> PlannerContext:
         """A copy for one planning run that also tells ``listener`` (after this context's own

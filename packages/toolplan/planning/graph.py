@@ -266,6 +266,11 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
     def step_seen(step: dict[str, Any], count: int, tokens: int) -> None:
         shown = _shown_step(step, ctx)
         tell("step", calls, usage, step=shown, steps=count, tokens=tokens)
+        if ctx.early is not None:  # streamed execution: a read-only call may start now
+            ctx.early.offer(step)
+
+    if ctx.early is not None:
+        ctx.early.new_answer()
 
     stream = AnswerStream(
         step_seen,
@@ -592,6 +597,9 @@ async def persist(state: PlanningState, ctx: PlannerContext) -> PlanningState:
     unstated = _stored_step_ids(state, state.get("unstated_arguments") or {})
     if unstated:
         record_meta["unstatedArguments"] = unstated
+    if ctx.early is not None:
+        record_meta["earlyStarts"] = ctx.early.settle(plan)
+        record_meta["earlySavedMs"] = ctx.early.saved_ms
     ref = await asyncio.to_thread(
         store_plan,
         plan,
@@ -606,6 +614,7 @@ async def persist(state: PlanningState, ctx: PlannerContext) -> PlanningState:
         record_meta=record_meta,
         estimates=ctx.estimates,
         reusable=True,
+        plan_id=ctx.early.plan_id if ctx.early is not None else None,
     )
     notify(
         PlanningEvent(

@@ -24,14 +24,18 @@ __all__ = ["PlanningEvent", "PlanningEventKind", "PlanningListener", "notify"]
 
 _log = logging.getLogger(__name__)
 
-PlanningEventKind = Literal["planning", "step", "repairing", "retrying", "answered", "rewritten"]
+PlanningEventKind = Literal[
+    "planning", "step", "repairing", "retrying", "answered", "rewritten", "early"
+]
 """``planning``: the first call is about to be made. ``step``: the answer being written has one
 more step (only when it is streamed: :mod:`toolplan.planning.streaming`; a step may be told again
 by the answer of a repair or a retry). ``repairing``: the last answer had problems
 and the model is asked again with them. ``retrying``: the answer stopped at the output limit and
 the same request is asked again with a larger one. ``answered``: an answer came back.
 ``rewritten``: the plan was stored, with every change the rewrite rules made to the
-model's answer (:mod:`toolplan.planning.rewrites`; told even when there is none)."""
+model's answer (:mod:`toolplan.planning.rewrites`; told even when there is none). ``early``:
+a step of the answer being written started early, finished, or was settled when the plan was
+stored (``early``: what happened; :mod:`toolplan.pipeline.early_start`)."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,11 @@ class PlanningEvent:
     exact count comes with ``answered``)."""
     changes: list[dict[str, Any]] = field(default_factory=list)
     """``rewritten``: each change as ``{rule, step, before, after}``."""
+    early: str | None = None
+    """``early``: ``started``, ``finished``, ``failed`` (the call), then ``adopted``,
+    ``cancelled`` or ``unused`` (settled when the plan is stored or planning failed)."""
+    duration_ms: float | None = None
+    """``early``: how long the call ran so far (not when ``started``)."""
 
     def to_json(self) -> dict[str, Any]:
         """The event as LangGraph's custom stream carries it."""
@@ -91,6 +100,8 @@ class PlanningEvent:
             data.update(step=dict(self.step or {}), steps=self.steps, tokens=self.tokens)
         elif self.kind == "rewritten":
             data["changes"] = [dict(change) for change in self.changes]
+        elif self.kind == "early":
+            data.update(step=dict(self.step or {}), early=self.early, durationMs=self.duration_ms)
         return data
 
 

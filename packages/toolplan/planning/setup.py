@@ -64,4 +64,5 @@ def build_planner_context(
         prompts_dir=planner.prompts_dir,
         max_items=settings.execution.max_items,
         rewrites=planner.rewrites,
+        stream_execution=planner.stream_execution,
     )

@@ -176,6 +176,7 @@ def store_plan(
     reusable: bool = False,
     record_meta: Mapping[str, Any] | None = None,
     new_request: bool = False,
+    plan_id: str | None = None,
 ) -> PlanRef:
     """Store a plan already validated and analysed (by :func:`submit_plan`, or the planner's
     analysis node with :func:`plan_estimator`) with new IDs, recording where ``catalog``'s tools
@@ -194,7 +195,8 @@ def store_plan(
     ``meta`` is the caller's (labels; a key toolplan reserves is refused, see
     :mod:`toolplan.plan_format.meta`); ``record_meta`` is toolplan's own record of how the plan was
     made (the planning call, plan reuse), written over it. The tool sources and the estimate are
-    always this function's."""
+    always this function's. ``plan_id`` is the plan's ID when it was chosen before the plan was
+    complete (streamed execution: :mod:`toolplan.pipeline.early_start`), else a new one."""
     request: RequestRecord | None = None
     version = 1
     if request_id is not None:
@@ -222,7 +224,7 @@ def store_plan(
     )
     meta[ESTIMATE_KEY] = estimate.to_json()
     record = PlanRecord(
-        plan_id=new_id("plan"),
+        plan_id=plan_id or new_id("plan"),
         request_id=request_id,
         plan=plan.to_json(),
         analysis=analysis.to_json(),

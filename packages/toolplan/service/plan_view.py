@@ -113,7 +113,9 @@ def plan_view(store: Store, plan_id: str, *, now: datetime | None = None) -> dic
     """The page's data of ``plan_id`` (:class:`~toolplan.errors.NotFound` if unknown,
     :class:`~toolplan.errors.InvalidInput` if malformed): ``planId``, ``requestId``, ``query``,
     ``status``, ``finished``, ``estimate``, ``actualDurationMs``, ``error``, ``steps`` (in
-    analysis order), ``graph`` (the layout), ``timeline``, ``versions`` and ``colours``."""
+    analysis order; a step whose call started while the model wrote the plan is marked
+    ``started early``), ``graph`` (the layout), ``earlyStarts`` (the plan's
+    ``meta.earlyStarts``: streamed execution), ``timeline``, ``versions`` and ``colours``."""
     require_id(plan_id, "plan")
     # Without items: a map's are counted per status and its first ITEMS_SHOWN read, so the
     # page's data stays small whatever the length of the list (the page asks for more).
@@ -132,6 +134,11 @@ def plan_view(store: Store, plan_id: str, *, now: datetime | None = None) -> dic
     steps = [
         _step(planned[step], records.get(step), step in critical, pages.get(step)) for step in order
     ]
+    early = list((described.get("meta") or {}).get("earlyStarts") or [])
+    adopted = {entry["step"] for entry in early if entry.get("status") == "adopted"}
+    for step in steps:  # streamed execution: its call started while the model wrote the plan
+        if step["id"] in adopted:
+            step["marks"].append("started early")
     status = execution["status"] if execution else described["status"]
     return {
         "planId": described["planId"],
@@ -149,6 +156,8 @@ def plan_view(store: Store, plan_id: str, *, now: datetime | None = None) -> dic
             analysis.get("layers") or [], analysis.get("dependencies") or {}, critical
         ).to_json(),
         "criticalPath": critical,
+        "earlyStarts": early,
+        "earlySavedMs": (described.get("meta") or {}).get("earlySavedMs"),
         "timeline": _timeline(steps, described["estimate"], now or datetime.now(UTC)),
         "versions": _versions(store, described["requestId"], plan_id),
         "colours": {state: list(colours) for state, colours in STATE_COLOURS.items()},

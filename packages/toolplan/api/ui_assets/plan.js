@@ -234,6 +234,12 @@ function renderSummary() {
     : "none";
   document.getElementById("plan-took").textContent =
     view.actualDurationMs === null ? (view.finished ? "–" : "still running") : formatMs(view.actualDurationMs);
+  // streamed execution: steps whose calls started while the model wrote the plan
+  const adopted = (view.earlyStarts || []).filter((entry) => entry.status === "adopted");
+  const early = document.getElementById("plan-early");
+  early.hidden = document.getElementById("plan-early-label").hidden = adopted.length === 0;
+  early.textContent = adopted.length === 0 ? "" :
+    `${adopted.length} step(s), about ${formatMs(view.earlySavedMs || 0)} saved against plan-then-execute`;
   const error = document.getElementById("plan-error");
   error.hidden = !view.error;
   error.textContent = view.error || "";

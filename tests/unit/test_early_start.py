@@ -1,0 +1,129 @@
+"""Which statements of a streamed Python plan may start before the plan is complete
+(:meth:`toolplan.pipeline.early_start.EarlyStarts.why_not`): only a plain, valid call of a
+read-only tool that waits for no approval, whose templates name steps started early."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import pytest
+from langchain_core.tools import tool
+
+from toolplan.pipeline.early_start import EarlyStarts
+from toolplan.store.protocol import Store
+from toolplan.tools import ToolCatalog, tagged
+
+
+@tool
+def read(key: str) -> dict[str, Any]:
+    """Read ``key``."""
+    return {"key": key}
+
+
+@tool
+def write(key: str) -> dict[str, Any]:
+    """Write ``key`` (a side effect)."""
+    return {"key": key}
+
+
+@tool
+def read_gated(key: str) -> dict[str, Any]:
+    """A read-only tool that still waits for a person."""
+    return {"key": key}
+
+
+tagged(read, "read-only")
+tagged(read_gated, "read-only", "approval")
+
+
+@pytest.fixture
+def early() -> EarlyStarts:
+    return EarlyStarts(cast(Store, None), ToolCatalog([read, write, read_gated]), "q")
+
+
+def step(step_id: str, tool: str, **extra: Any) -> dict[str, Any]:
+    return {"id": step_id, "tool": tool, "parameters": {"key": "x"}, **extra}
+
+
+def test_a_plain_valid_read_only_call_may_start(early: EarlyStarts) -> None:
+    assert early.why_not(step("a", "read")) is None
+
+
+@pytest.mark.parametrize(
+    ("written", "reason"),
+    [
+        (step("a", "write"), "not read-only"),
+        (step("a", "read_gated"), "waits for approval"),
+        (step("a", "read", approval=True), "waits for approval"),
+        (step("a", "nope"), "unknown tool"),
+        (step("a", "read", forEach=["x", "y"]), "not a plain call"),
+        (step("a", "read", when="{{b.ok}}"), "not a plain call"),
+        (
+            step("a", "read", fallback={"tool": "write", "parameters": {}}),
+            "not a plain call",
+        ),
+    ],
+)
+def test_side_effects_gates_and_control_flow_never_start_early(
+    early: EarlyStarts, written: dict[str, Any], reason: str
+) -> None:
+    assert early.why_not(written) == reason
+
+
+def test_arguments_must_fit_the_schema(early: EarlyStarts) -> None:
+    wrong = {"id": "a", "tool": "read", "parameters": {"kee": "x"}}
+    assert "missing required argument 'key'" in str(early.why_not(wrong))
+    typed = {"id": "a", "tool": "read", "parameters": {"key": 5}}
+    assert "is invalid" in str(early.why_not(typed))
+
+
+def test_templates_may_name_only_steps_started_early(early: EarlyStarts) -> None:
+    later = {"id": "b", "tool": "read", "parameters": {"key": "{{a.key}}"}}
+    assert early.why_not(later) == "its input 'a' did not start early"
+
+
+def test_a_step_ordered_after_another_waits_for_it(early: EarlyStarts) -> None:
+    """``dependsOn`` is an order the plan asks for (a read after a write): a read-only step
+    ordered after a step that did not start early does not start early either."""
+    after = step("r", "read", dependsOn=["w"])
+    assert early.why_not(after) == "its input 'w' did not start early"
+
+
+def test_the_switch_is_read_from_the_environment_and_a_flag_wins() -> None:
+    from toolplan.config import Settings
+    from toolplan.errors import InvalidInput
+
+    assert Settings.from_env({}).planner.stream_execution is False
+    on = Settings.from_env({"TOOLPLAN_STREAM_EXECUTION": "1"})
+    assert on.planner.stream_execution is True
+    assert on.with_overrides(stream_execution=False).planner.stream_execution is False
+    assert on.with_overrides().planner.stream_execution is True
+    with pytest.raises(InvalidInput, match=r"^TOOLPLAN_STREAM_EXECUTION='junk' is not a "):
+        Settings.from_env({"TOOLPLAN_STREAM_EXECUTION": "junk"})
+
+
+def test_the_client_argument_wins_over_the_settings() -> None:
+    from toolplan.client import Toolplan
+    from toolplan.config import Settings
+
+    on = Settings.from_env({"TOOLPLAN_STREAM_EXECUTION": "1"})
+    assert Toolplan(settings=on, stream_execution=False).settings.planner.stream_execution is False
+    assert Toolplan(stream_execution=True).settings.planner.stream_execution is True
+
+
+def test_only_plans_run_in_this_process_start_early() -> None:
+    """On Temporal (or any backend that runs steps elsewhere) the execution starts when the plan
+    is complete: its activities cannot adopt a call made in the planning process."""
+    from toolplan.pipeline.flow import runs_here
+    from toolplan.runs.backend import InProcessBackend
+    from toolplan.runs.context import ExecutionContext
+
+    class Elsewhere:
+        async def run(self, record: Any, ctx: Any) -> Any:  # pragma: no cover - never run
+            raise AssertionError
+
+    catalog = ToolCatalog([read])
+    store = cast(Store, None)
+    assert runs_here(ExecutionContext(store, catalog))
+    assert runs_here(ExecutionContext(store, catalog, backend=InProcessBackend()))
+    assert not runs_here(ExecutionContext(store, catalog, backend=cast(Any, Elsewhere())))
