@@ -133,6 +133,38 @@ async def test_a_tool_name_in_snake_case_is_read_as_the_tool(
         assert "'list_blogs' is not a tool; did you mean 'listBlogs'?" in repair
 
 
+@pytest.mark.parametrize("rewrites", ["format", "none"])
+async def test_a_loop_over_an_object_holding_one_list_goes_over_the_list(
+    server: FakeOpenAIServer, tmp_path: Path, rewrites: str
+) -> None:
+    """``for blog in listBlogs(...)`` (``listBlogs`` returns ``{blogs: [...], count}``): the
+    ``loop_lists`` format rule loops over ``blogs``, recorded; with rewrites off it goes back to
+    the model, which is told where the list is, in Python."""
+    loop = (
+        'for blog in listBlogs(authorId="a1"):\n    createComment(blogId=blog["_id"], text="ok")\n'
+    )
+    fixed = loop.replace('authorId="a1")', 'authorId="a1")["blogs"]')
+    server.script([Reply.content(loop), Reply.content(fixed)])
+    ctx = replace(planner(tmp_path), rewrites=rewrites)
+    outcome = await create_plan("For every post by author a1, add the comment 'ok'", ctx)
+    assert outcome.ref.status == "planned"
+    assert outcome.plan["steps"][1]["forEach"] == "{{listBlogs.blogs}}"
+    if rewrites == "format":
+        assert outcome.llm_calls == 1
+        assert outcome.changes == [
+            {
+                "rule": "loop_lists",
+                "step": "createComment",
+                "before": "forEach {{listBlogs}}",
+                "after": "forEach {{listBlogs.blogs}}",
+            }
+        ]
+    else:
+        assert outcome.llm_calls == 2 and outcome.changes == []
+        repair = server.requests[1]["messages"][-1]["content"].split("Problems:")[1]
+        assert "the list is under 'blogs': listBlogs[\"blogs\"]" in repair, repair
+
+
 async def test_an_answer_of_comments_only_declines(
     server: FakeOpenAIServer, tmp_path: Path
 ) -> None:

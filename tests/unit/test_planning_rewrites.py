@@ -46,6 +46,7 @@ def test_every_rule_is_listed_once_with_its_kind_and_documented_in_the_module() 
         "nulls",
         "shapes",
         "tool_names",
+        "loop_lists",
     }
     heuristic = {"item_names", "own_conditions", "unstated", "duplicates", "batches"}
     assert {n for n, k in kinds.items() if k == "heuristic"} == heuristic | {"fixes", "unasked"}

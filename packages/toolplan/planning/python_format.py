@@ -30,6 +30,7 @@ from toolplan.planning.parsing import PlanReading
 from toolplan.planning.rewrites import Change, rule_runs
 from toolplan.tools.catalog import ToolCatalog, ToolInfo
 from toolplan.tools.returns import shown_shape
+from toolplan.validation.types import list_in_output
 
 __all__ = ["StatementScanner", "python_problem", "read_python_answer", "render_signatures"]
 
@@ -147,7 +148,32 @@ def read_python_answer(
     ]
     if comments:
         data["reasoning"] = " ".join(comments)
+    if rule_runs("loop_lists", rewrites):
+        changes += read_loop_lists(data["steps"], catalog)
     return PlanReading(data, changes=changes)
+
+
+def read_loop_lists(steps: list[dict[str, Any]], catalog: ToolCatalog) -> list[Change]:
+    """Each loop over a whole call's output that its tool declares to be an object holding
+    exactly one list (``for post in listBlogs(...)``, which returns ``{blogs: [...], count}``)
+    made to loop over that list (``{{listBlogs.blogs}}``): in Python a loop over a dict goes over
+    its keys, which no plan means, and the real model, told where the list is, wrote the same
+    loop three times over. Changed in place; the changes returned."""
+    tools = {step.get("id"): step for step in steps if isinstance(step, dict)}
+    changes: list[Change] = []
+    for step in steps:
+        loop = step.get("forEach") if isinstance(step, dict) else None
+        source = tools.get(loop[2:-2].strip()) if isinstance(loop, str) else None
+        if source is None or source.get("forEach") is not None or "tool" not in source:
+            continue  # not exactly "{{step}}", or a map's output (a list already)
+        info = catalog.info(source["tool"]) if source["tool"] in catalog.signatures else None
+        found = list_in_output(str(source["id"]), info.returns) if info is not None else None
+        if found is not None and found[0] != loop:
+            changes.append(
+                Change("loop_lists", step.get("id"), f"forEach {loop}", f"forEach {found[0]}")
+            )
+            step["forEach"] = found[0]
+    return changes
 
 
 def respell_tool_names(code: str, tools: Iterable[str]) -> tuple[str, list[Change]]:

@@ -33,6 +33,9 @@ rule                      kind         what it does
 ``tool_names``            format       in a Python plan, a call of ``list_blogs`` read as the one
                                        tool spelled alike but for case and ``_`` (``listBlogs``)
                                        (:mod:`.python_format`)
+``loop_lists``            format       in a Python plan, ``for p in listBlogs()`` over the one
+                                       list the tool declares its object output to hold
+                                       (``{{listBlogs.blogs}}``; a dict's keys mean nothing here)
 ``item_names``            heuristic    a map's item named after a step read as ``$item``; a
                                        ``forEach`` added or moved (:mod:`.item_names`)
 ``own_conditions``        heuristic    a ``when`` on the step's own output dropped
@@ -49,7 +52,7 @@ rule                      kind         what it does
                                        (:mod:`toolplan.planning.unasked`; word matching)
 ========================  ===========  ========================================================
 
-The first five run while the answer is read (:func:`toolplan.planning.parsing.read_plan`), the
+The first six run while the answer is read (:func:`toolplan.planning.parsing.read_plan`), the
 next five on the plan as read (:func:`rewrite_answer`), the last two once the validator has
 looked at it (:mod:`toolplan.planning.graph`). The refusals that stay on whatever the setting
 (the validator, the grounding check on structural evidence, a ``when`` on a number) change
@@ -108,6 +111,7 @@ RULES: tuple[Rule, ...] = (
     Rule("nulls", "format", "null or a filler for an optional value left out"),
     Rule("shapes", "format", "a lone id as a list, a confidence clamped to 0..1"),
     Rule("tool_names", "format", "a Python call's tool name in another case or with underscores"),
+    Rule("loop_lists", "format", "a Python loop over an object holding one list: over that list"),
     Rule("item_names", "heuristic", "a map's item named as $item; a forEach added or moved"),
     Rule("own_conditions", "heuristic", "a when on the step's own output dropped"),
     Rule("unstated", "heuristic", "optional values the request's words never state dropped"),
