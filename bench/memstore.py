@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import threading
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -41,6 +42,9 @@ from toolplan.toolsets._records import MemoryRecords
 
 __all__ = ["MemoryStore"]
 
+_DURATIONS_KEPT = 1000
+"""Recent durations kept per tool (more than any timeout policy's history reads)."""
+
 
 _NO_OWNER: dict[str, Any] = {
     "worker_id": None,
@@ -58,6 +62,9 @@ def _owner(worker_id: str, until: float) -> dict[str, Any]:
 class MemoryStore:
     """Everything in process memory; nothing survives the process."""
 
+    in_memory = True
+    """No I/O to wait for: the engine's recorder writes on the event loop, with no thread hop."""
+
     def __init__(self) -> None:
         self.uri = "memory://"
         self._lock = threading.RLock()
@@ -69,6 +76,10 @@ class MemoryStore:
         self._cache: dict[str, tuple[str, Any, float, float]] = {}
         """key -> (tool, output, stored_at, expires_at)"""
         self._saver = InMemorySaver()
+        self._durations: dict[str, deque[tuple[str, float]]] = {}
+        """Per tool, (finished at, ms) of recent first-attempt successes, kept as steps succeed:
+        what SQLite's index gives ``tool_durations``, so a run's fixed cost does not grow with
+        every step the store has seen (the scheduling bench runs hundreds of plans on one)."""
 
     # requests and plans
     def save_plan(self, plan: PlanRecord, request: RequestRecord | None = None) -> None:
@@ -215,6 +226,8 @@ class MemoryStore:
             if changes.get("items") is not None:
                 changes["items"] = list(changes["items"])  # the store's own list
             row.update(changes)
+            if changes.get("status") == "succeeded":
+                self._learn_duration(row)
             if item is not None:  # one element of a forEach step's items, replaced in place
                 stored = row["items"] = row.get("items") or []
                 if item.index < len(stored) and stored[item.index].index == item.index:
@@ -397,23 +410,19 @@ class MemoryStore:
             )
         return stats
 
+    def _learn_duration(self, row: Mapping[str, Any]) -> None:
+        if (
+            row.get("attempts") == 1
+            and not row.get("cached")
+            and not row.get("used_fallback")
+            and row.get("duration_ms") is not None
+        ):
+            kept = self._durations.setdefault(row["tool"], deque(maxlen=_DURATIONS_KEPT))
+            kept.append((row.get("finished_at") or "", row["duration_ms"]))
+
     def tool_durations(self, tools: Collection[str], limit: int) -> dict[str, list[float]]:
-        wanted = set(tools)
-        found: dict[str, list[tuple[str, float]]] = {tool: [] for tool in wanted}
         with self._lock:
-            for steps in self._steps.values():
-                for step in steps.values():
-                    if (
-                        step["tool"] in wanted
-                        and step.get("status") == "succeeded"
-                        and step.get("attempts") == 1
-                        and not step.get("cached")
-                        and not step.get("used_fallback")
-                        and step.get("duration_ms") is not None
-                    ):
-                        found[step["tool"]].append(
-                            (step.get("finished_at") or "", step["duration_ms"])
-                        )
+            found = {tool: list(self._durations.get(tool, ())) for tool in set(tools)}
         return {
             tool: [ms for _, ms in sorted(rows, key=lambda r: r[0], reverse=True)[:limit]]
             for tool, rows in found.items()

@@ -136,3 +136,17 @@ def test_tracing_env_counts_as_a_callback() -> None:
         [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
     )
     assert done.stdout.strip() == "True"
+
+
+def test_the_fast_path_leaves_the_callers_context_as_it_found_it() -> None:
+    """The fast path sets the child config in the calling task's own context (no task of its
+    own): it must be gone again once the tool returns or raises, or the step's later calls
+    (the recorder, the next attempt) would run as children of this one."""
+    from langchain_core.runnables.config import var_child_runnable_config
+
+    async def after(chosen: BaseTool, arguments: dict[str, Any]) -> Any:
+        await _outcome(invoke_tool(chosen, arguments, CONFIG, fast=True))
+        return var_child_runnable_config.get()
+
+    assert asyncio.run(after(with_config, {"label": "l"})) is None
+    assert asyncio.run(after(crash, {"n": 0})) is None
