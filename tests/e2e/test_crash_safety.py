@@ -33,13 +33,29 @@ HUNG = 120.0
 FAST = ExecutionOptions(retry=RetryPolicy(initial_backoff=0.001, jitter=0), default_timeout=30)
 
 
-@pytest.fixture(params=["sqlite", pytest.param("mongodb", marks=pytest.mark.mongodb)])
+@pytest.fixture(params=["sqlite", pytest.param("mongodb", marks=pytest.mark.mongodb), "memory"])
 def uri(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A store URI: a SQLite file, or a fresh MongoDB database."""
+    """A store URI: a SQLite file, a fresh MongoDB database, or ``memory://`` (the bench's
+    in-memory store, which the engine writes on the event loop instead of a writer thread)."""
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'toolplan.db'}"
-    else:
+    elif request.param == "mongodb":
         yield request.getfixturevalue("mongodb_uri")
+    else:
+        yield "memory://"
+
+
+_MEMORY: dict[str, Any] = {}
+
+
+def _open(uri: str) -> Any:
+    """A store for ``uri``: a connection of its own, or the one in-memory store of the test
+    (it has no other connection to read through)."""
+    if uri != "memory://":
+        return open_store(uri)
+    from bench.memstore import MemoryStore
+
+    return _MEMORY.setdefault("store", MemoryStore())
 
 
 class Witness:
@@ -53,10 +69,9 @@ class Witness:
 
     def _look(self, config: RunnableConfig) -> dict[str, Any]:
         metadata = config.get("metadata") or {}
-        reader = open_store(self.uri)
-        try:
-            execution = reader.get_execution(metadata["plan_id"])
-        finally:
+        reader = _open(self.uri)
+        execution = reader.get_execution(metadata["plan_id"])
+        if self.uri != "memory://":
             reader.close()
         assert execution is not None
         steps = {s.step_id: s for s in execution.steps}
@@ -94,7 +109,8 @@ class Witness:
 
 
 async def _run(uri: str, witness: Witness, plan: dict[str, Any]) -> str:
-    store = open_store(uri)
+    _MEMORY.clear()
+    store = _open(uri)
     try:
         catalog = witness.catalog()
         plan_id = submit_plan(plan, store=store, catalog=catalog, max_steps=50).plan_id
