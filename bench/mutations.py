@@ -184,8 +184,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     _m(
         "error-unexpected-exception-unrecorded",
         _ENGINE + "attempts.py",
-        "        except RUN_STOPPERS:\n            raise\n        except Exception as error:\n            return await self.end(",
-        "        except RUN_STOPPERS:\n            raise\n        except ZeroDivisionError as error:\n            return await self.end(",
+        "        except RUN_STOPPERS:\n            raise\n        except Exception as error:\n            failed = internal_error(",
+        "        except RUN_STOPPERS:\n            raise\n        except ZeroDivisionError as error:\n            failed = internal_error(",
         "an unexpected exception in a forEach item is not written on the item: it ends the step",
     ),
     _m(

@@ -17,9 +17,9 @@ import contextlib
 import random
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar, cast
 
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, ToolException
@@ -135,22 +135,43 @@ async def with_retries(
             await asyncio.sleep(backoff(index))
 
 
-async def surviving_cancel(recording: Awaitable[T]) -> T:
-    """Await ``recording`` (a final record's write) to its end, even when the task is cancelled
+async def surviving_cancel(recording: Coroutine[Any, Any, T]) -> T:
+    """Run ``recording`` (a final record's write) to its end, even when the task is cancelled
     meanwhile; then the cancellation is dropped and the record returned.
 
     The tool has returned, so its effect happened: how it ended is written even if the run is
     being cancelled (Ctrl-C, --fail-fast). Otherwise it would stay "running" or be marked
-    skipped, and a resume would call the tool again."""
-    writing = asyncio.ensure_future(recording)
+    skipped, and a resume would call the tool again. A write that never waits (a store kept in
+    memory) ends here, with no task and no turn of the event loop; one that waits goes on in a
+    task of its own, shielded from the caller's cancellation."""
+    try:
+        waiting_on = recording.send(None)
+    except StopIteration as written:
+        return cast(T, written.value)
+    writing = asyncio.ensure_future(_resumed(recording, waiting_on))
     try:
         return await asyncio.shield(writing)
     except asyncio.CancelledError:
-        written = await writing
+        stored = await writing
         task = asyncio.current_task()
         if task is not None:
             task.uncancel()
-        return written
+        return stored
+
+
+async def _resumed(coroutine: Coroutine[Any, Any, T], waiting_on: Any) -> T:
+    """Drive ``coroutine`` on from where it suspended, waiting on ``waiting_on``, as a task
+    would: it sees that future's outcome itself when it resumes."""
+    while True:
+        if isinstance(waiting_on, asyncio.Future):
+            waiting_on._asyncio_future_blocking = False
+            await asyncio.wait([waiting_on])
+        else:  # a bare yield (``asyncio.sleep(0)``)
+            await asyncio.sleep(0)
+        try:
+            waiting_on = coroutine.send(None)
+        except StopIteration as written:
+            return cast(T, written.value)
 
 
 class Caller:
