@@ -42,8 +42,8 @@ from toolplan.toolsets._records import MemoryRecords
 
 __all__ = ["MemoryStore"]
 
-_DURATIONS_KEPT = 1000
-"""Recent durations kept per tool (more than any timeout policy's history reads)."""
+_DURATIONS_KEPT = 400
+"""Recent durations kept per tool (more than a timeout policy's history reads: 100 by default)."""
 
 
 _NO_OWNER: dict[str, Any] = {
@@ -435,8 +435,9 @@ class MemoryStore:
     def tool_durations(self, tools: Collection[str], limit: int) -> dict[str, list[float]]:
         with self._lock:
             found = {tool: list(self._durations.get(tool, ())) for tool in set(tools)}
+        # Newest first; kept in write order, which is nearly finish order: a cheap sort.
         return {
-            tool: [ms for _, ms in sorted(rows, key=lambda r: r[0], reverse=True)[:limit]]
+            tool: [ms for _, ms in sorted(rows, reverse=True)[: max(0, limit)]]
             for tool, rows in found.items()
         }
 
