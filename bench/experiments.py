@@ -170,18 +170,18 @@ def _inline_writes() -> Iterator[None]:
 
 @contextlib.contextmanager
 def _direct_tool_call() -> Iterator[None]:
-    from toolplan.engine import step as step_module
+    from toolplan.engine import attempts
 
-    stock = step_module.StepRunner._call
+    stock = attempts.Caller._call
 
     async def call(self: Any, tool: Any, arguments: Any, config: Any, timeout: float) -> Any:
-        return step_module.normalize_output(await tool.coroutine(**arguments))
+        return attempts.normalize_output(await tool.coroutine(**arguments))
 
-    step_module.StepRunner._call = call  # type: ignore[method-assign]
+    attempts.Caller._call = call  # type: ignore[method-assign]
     try:
         yield
     finally:
-        step_module.StepRunner._call = stock  # type: ignore[method-assign]
+        attempts.Caller._call = stock  # type: ignore[method-assign]
 
 
 @contextlib.contextmanager

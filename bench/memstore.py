@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import threading
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -41,6 +42,9 @@ from toolplan.tools.catalog import ToolStats
 
 __all__ = ["MemoryStore"]
 
+_DURATIONS_KEPT = 400
+"""Recent durations kept per tool (more than a timeout policy's history reads: 100 by default)."""
+
 
 _NO_OWNER: dict[str, Any] = {
     "worker_id": None,
@@ -55,8 +59,23 @@ def _owner(worker_id: str, until: float) -> dict[str, Any]:
     return {"worker_id": worker_id, "lease_until": until, "owner_host": host, "owner_pid": pid}
 
 
+def _copied(value: Any) -> Any:
+    """A copy of a stored field that shares nothing mutable with the store, as a read from a
+    database would be: JSON objects and lists are copied, everything else a field holds (text,
+    numbers, frozen records) is immutable. Cheaper than ``copy.deepcopy``, which the engine's
+    reads of a whole execution paid per step and per field."""
+    if isinstance(value, dict):
+        return {key: _copied(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_copied(item) for item in value]
+    return value
+
+
 class MemoryStore:
     """Everything in process memory; nothing survives the process."""
+
+    in_memory = True
+    """No I/O to wait for: the engine's recorder writes on the event loop, with no thread hop."""
 
     def __init__(self) -> None:
         self.uri = "memory://"
@@ -69,6 +88,10 @@ class MemoryStore:
         self._cache: dict[str, tuple[str, Any, float, float]] = {}
         """key -> (tool, output, stored_at, expires_at)"""
         self._saver = InMemorySaver()
+        self._durations: dict[str, deque[tuple[str, float]]] = {}
+        """Per tool, (finished at, ms) of recent first-attempt successes, kept as steps succeed:
+        what SQLite's index gives ``tool_durations``, so a run's fixed cost does not grow with
+        every step the store has seen (the scheduling bench runs hundreds of plans on one)."""
 
     # requests and plans
     def save_plan(self, plan: PlanRecord, request: RequestRecord | None = None) -> None:
@@ -171,10 +194,10 @@ class MemoryStore:
 
     @staticmethod
     def _step_record(row: dict[str, Any], items: bool) -> StepRecord:
-        fields = {k: v for k, v in row.items() if k != "items"}
+        fields = {k: _copied(v) for k, v in row.items() if k != "items"}
         stored = row.get("items")
         listed = None if stored is None or not items else list(stored)
-        return StepRecord(**copy.deepcopy(fields), items=copy.deepcopy(listed))
+        return StepRecord(**fields, items=copy.deepcopy(listed))
 
     def get_items(
         self,
@@ -215,6 +238,8 @@ class MemoryStore:
             if changes.get("items") is not None:
                 changes["items"] = list(changes["items"])  # the store's own list
             row.update(changes)
+            if changes.get("status") == "succeeded":
+                self._learn_duration(row)
             if item is not None:  # one element of a forEach step's items, replaced in place
                 stored = row["items"] = row.get("items") or []
                 if item.index < len(stored) and stored[item.index].index == item.index:
@@ -397,25 +422,22 @@ class MemoryStore:
             )
         return stats
 
+    def _learn_duration(self, row: Mapping[str, Any]) -> None:
+        if (
+            row.get("attempts") == 1
+            and not row.get("cached")
+            and not row.get("used_fallback")
+            and row.get("duration_ms") is not None
+        ):
+            kept = self._durations.setdefault(row["tool"], deque(maxlen=_DURATIONS_KEPT))
+            kept.append((row.get("finished_at") or "", row["duration_ms"]))
+
     def tool_durations(self, tools: Collection[str], limit: int) -> dict[str, list[float]]:
-        wanted = set(tools)
-        found: dict[str, list[tuple[str, float]]] = {tool: [] for tool in wanted}
         with self._lock:
-            for steps in self._steps.values():
-                for step in steps.values():
-                    if (
-                        step["tool"] in wanted
-                        and step.get("status") == "succeeded"
-                        and step.get("attempts") == 1
-                        and not step.get("cached")
-                        and not step.get("used_fallback")
-                        and step.get("duration_ms") is not None
-                    ):
-                        found[step["tool"]].append(
-                            (step.get("finished_at") or "", step["duration_ms"])
-                        )
+            found = {tool: list(self._durations.get(tool, ())) for tool in set(tools)}
+        # Newest first; kept in write order, which is nearly finish order: a cheap sort.
         return {
-            tool: [ms for _, ms in sorted(rows, key=lambda r: r[0], reverse=True)[:limit]]
+            tool: [ms for _, ms in sorted(rows, reverse=True)[: max(0, limit)]]
             for tool, rows in found.items()
         }
 

@@ -148,21 +148,21 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "approval-approve-all-ignored",
-        _ENGINE + "step.py",
+        _ENGINE + "attempts.py",
         "        if self.options.approve_all:\n            decision = Decision(",
         "        if False:\n            decision = Decision(",
         "--approve-all does not pre-approve: gated steps wait anyway",
     ),
     _m(
         "approval-approve-all-unrecorded",
-        _ENGINE + "step.py",
+        _ENGINE + "attempts.py",
         "            await self.recorder.approved(step.id, decision)\n",
         "",
         "--approve-all lets a gated step through with no decision on record",
     ),
     _m(
         "approval-gated-fallback-called",
-        _ENGINE + "step.py",
+        _ENGINE + "attempts.py",
         "        if self.catalog.gated(tool):\n",
         "        if False:\n",
         "a fallback calls a gated tool with no approval (a plan stored before validation refused it)",
@@ -183,15 +183,15 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "error-unexpected-exception-unrecorded",
-        _ENGINE + "step.py",
-        "        except RUN_STOPPERS:\n            raise\n        except Exception as error:\n            return await self.finish(",
-        "        except RUN_STOPPERS:\n            raise\n        except ZeroDivisionError as error:\n            return await self.finish(",
-        "an unexpected exception in a step is never written: the step stays pending",
+        _ENGINE + "attempts.py",
+        "        except RUN_STOPPERS:\n            raise\n        except Exception as error:\n            failed = internal_error(",
+        "        except RUN_STOPPERS:\n            raise\n        except ZeroDivisionError as error:\n            failed = internal_error(",
+        "an unexpected exception in a forEach item is not written on the item: it ends the step",
     ),
     _m(
         "approval-foreach-ungated",
         _ENGINE + "foreach.py",
-        "            if self.steps.gated(step):\n",
+        "            if caller.gated(step):\n",
         "            if step.approval:\n",
         "a forEach step over a gated tool asks no approval unless the plan says so",
     ),
@@ -233,7 +233,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     # -- errors that are recorded --------------------------------------------------------------
     _m(
         "error-fallback-template-escapes",
-        _ENGINE + "step.py",
+        _ENGINE + "attempts.py",
         "except (TemplateError, AttemptFailed) as failure:",
         "except AttemptFailed as failure:",
         "a fallback whose template cannot resolve leaves the step running",
@@ -247,9 +247,9 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "error-step-finish-unshielded",
-        _ENGINE + "step.py",
-        "            return await asyncio.shield(recording)\n",
-        "            return await recording\n",
+        _ENGINE + "attempts.py",
+        "        return await asyncio.shield(writing)\n",
+        "        return await writing\n",
         "a step cancelled while its success is recorded loses the record (a resume calls it again)",
     ),
     _m(
@@ -283,14 +283,14 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "retry-step-max-attempts-ignored",
-        _ENGINE + "step.py",
+        _ENGINE + "attempts.py",
         "return self._steps[step_id].max_attempts or self.options.retry.max_attempts",
         "return self.options.retry.max_attempts",
         "a step's own maxAttempts is ignored",
     ),
     _m(
         "retry-fallback-timeout-default",
-        _ENGINE + "step.py",
+        _ENGINE + "attempts.py",
         "                step.timeout or self.options.default_timeout,\n",
         "                self.options.default_timeout,\n",
         "a fallback ignores the step's timeout",
@@ -298,8 +298,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     _m(
         "resume-prior-attempts-lost",
         _ENGINE + "step.py",
-        "base = self.prior_attempts.get(step_id, 0)",
-        "base = 0",
+        "prior = self.prior_attempts.get(step_id, 0)",
+        "prior = 0",
         "a step resumed after a crash counts its attempts from zero",
     ),
     _m(
@@ -362,15 +362,15 @@ MUTATIONS: tuple[Mutation, ...] = (
     _m(
         "items-record-unshielded",
         _ENGINE + "foreach.py",
-        "            return await asyncio.shield(recording)\n",
-        "            return await recording\n",
+        "        return await surviving_cancel(\n",
+        "        return await (\n",
         "an item cancelled while its success is being recorded is lost",
     ),
     _m(
         "items-attempts-from-zero",
         _ENGINE + "foreach.py",
-        "            prior=prior_attempts,\n",
-        "            prior=0,\n",
+        ".run(prior_attempts)",
+        ".run(0)",
         "a resumed item counts its attempts from zero",
     ),
     _m(

@@ -376,7 +376,7 @@ async def test_an_unexpected_exception_in_a_step_is_recorded(
     """A bug while a step resolves its arguments (not a template error): the step ends
     ``failed`` in the store with the exception named, not ``pending`` with no error."""
     plan_id = submit(store, {"steps": [{"id": "a", "tool": "echo", "parameters": {"value": 1}}]})
-    monkeypatch.setattr("toolplan.engine.step.resolve", _boom)
+    monkeypatch.setattr("toolplan.engine.attempts.resolve", _boom)
     await execute(store, plan_id)
     status, error = stored(store, plan_id)["a"]
     assert status == "failed" and error is not None and "boom" in error
@@ -400,7 +400,7 @@ async def test_an_unexpected_exception_in_an_item_is_recorded(
             ]
         },
     )
-    monkeypatch.setattr("toolplan.engine.foreach.resolve", _boom)
+    monkeypatch.setattr("toolplan.engine.attempts.resolve", _boom)
     await execute(store, plan_id)
     status, error = stored(store, plan_id)["each"]
     assert status == "failed" and error is not None and "boom" in error
@@ -433,7 +433,7 @@ async def test_an_unexpected_exception_in_a_fallback_is_recorded(
             ]
         },
     )
-    monkeypatch.setattr("toolplan.engine.step.resolve", resolve)
+    monkeypatch.setattr("toolplan.engine.attempts.resolve", resolve)
     await execute(store, plan_id)
     status, error = stored(store, plan_id)["charge"]
     assert status == "failed" and error is not None

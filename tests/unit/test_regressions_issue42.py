@@ -17,8 +17,7 @@ from toolplan.config.policies import ExecutionOptions
 from toolplan.engine.foreach import ForEachRunner
 from toolplan.engine.items import unfinished_items
 from toolplan.engine.scheduler import Slots, StepOutcome, schedule
-from toolplan.engine.timeouts import EffectiveTimeout
-from toolplan.plan_format.plan import Step, parse_plan
+from toolplan.plan_format.plan import Plan, Step, parse_plan
 from toolplan.planning.duplicates import merge_duplicates
 from toolplan.store.protocol import ItemRecord
 from toolplan.tools import ToolCatalog
@@ -103,45 +102,36 @@ class _SlowRecorder:
         return record
 
 
-class _Calls:
-    """The step runner's calls an item makes, with a tool that returns at once."""
-
-    def step(self, step_id: str) -> Step:
-        raise AssertionError("not used by run_item")
-
-    def arguments_schema(self, tool: str) -> dict[str, Any]:
-        return {"type": "object", "properties": {"value": {}}}
-
-    def effective_timeout(self, step_id: str) -> EffectiveTimeout:
-        return EffectiveTimeout(5.0, "default")
-
-    def max_attempts(self, step_id: str) -> int:
-        return 1
-
-    def backoff(self, failures: int) -> float:
-        return 0.0
-
-    async def call_tool(
-        self, step: Step, arguments: Any, attempt: int, timeout: float, *, item: int | None = None
-    ) -> Any:
-        return {"echo": arguments["value"]}
-
-
 async def test_an_item_cancelled_while_its_success_is_recorded_is_kept() -> None:
     """The item's tool has returned (its side effect happened) and its success is being
     written when the run is cancelled (Ctrl-C, a cancel request, --fail-fast). The record must
     still be written and returned: a lost success makes a resume call the tool again.
 
     Planted bug: the item's final write is not shielded from the cancellation."""
+    from langchain_core.tools import tool
+
+    from toolplan.engine.attempts import Caller
+
+    @tool
+    async def echo(value: Any) -> dict[str, Any]:
+        """Echo the value."""
+        return {"echo": value}
+
+    step = Step(id="each", tool="echo", parameters={"value": "{{$item}}"}, for_each=["x"])
     recorder = _SlowRecorder()
     runner = ForEachRunner(
-        _Calls(),  # type: ignore[arg-type]
-        recorder=recorder,  # type: ignore[arg-type]
-        options=ExecutionOptions(),
-        inputs=None,  # type: ignore[arg-type]
-        slots=Slots(1),
+        Caller(
+            Plan(steps=[step]),
+            ToolCatalog([echo]),
+            recorder,  # type: ignore[arg-type]
+            ExecutionOptions(),
+            request_id="req_x",
+            plan_id="plan_x",
+            store=None,  # type: ignore[arg-type]
+            inputs=None,  # type: ignore[arg-type]
+            slots=Slots(1),
+        )
     )
-    step = Step(id="each", tool="echo", parameters={"value": "{{$item}}"}, for_each=["x"])
     task = asyncio.ensure_future(runner.run_item(step, 0, "x", {}, 0))
     await asyncio.wait_for(recorder.writing.wait(), timeout=30)
     task.cancel()

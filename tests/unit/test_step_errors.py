@@ -13,7 +13,7 @@ import pytest
 
 from toolplan.client import Toolplan
 from toolplan.config.policies import ExecutionOptions, RetryPolicy
-from toolplan.engine import foreach, step
+from toolplan.engine import attempts
 from toolplan.store.protocol import ExecutionRecord
 from toolplan.store.sqlite import SqliteStore
 from toolplan.tools import load_tool_modules
@@ -52,7 +52,7 @@ async def _stored(client: Toolplan, plan_id: str) -> ExecutionRecord:
 async def test_an_unexpected_exception_fails_the_step_on_record(
     client: Toolplan, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _raising_on(step, "BOOM", monkeypatch)
+    _raising_on(attempts, "BOOM", monkeypatch)
     plan = {
         "steps": [
             {"id": "a", "tool": "echo", "parameters": {"value": "BOOM"}},
@@ -86,14 +86,14 @@ async def test_an_unexpected_exception_in_an_item_fails_that_item_on_record(
         ]
     }
     # the marker is in the item, not in the parameters: raise when the item is resolved
-    real = foreach.resolve
+    real = attempts.resolve
 
     def resolve(value: Any, outputs: Any, schema: Any = None) -> Any:
         if outputs.get("$item") == "BOOM":
             raise IndexError("list index out of range")
         return real(value, outputs, schema)
 
-    monkeypatch.setattr(foreach, "resolve", resolve)
+    monkeypatch.setattr(attempts, "resolve", resolve)
     plan_id = (await client.submit(plan)).plan_id
     result = await client.execute(plan_id, options=FAST)
     assert result.status == "failed"
@@ -108,7 +108,7 @@ async def test_an_unexpected_exception_in_an_item_fails_that_item_on_record(
 async def test_an_unexpected_exception_in_a_fallback_fails_the_step_on_record(
     client: Toolplan, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _raising_on(step, "FALLBACK", monkeypatch)
+    _raising_on(attempts, "FALLBACK", monkeypatch)
     plan = {
         "steps": [
             {

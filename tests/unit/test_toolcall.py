@@ -14,7 +14,7 @@ from langchain_core.callbacks import AsyncCallbackHandler
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import ensure_config
 from langchain_core.tools import BaseTool, ToolException, tool
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 
 from toolplan.engine.toolcall import callbacks_configured, fast_path_applies, invoke_tool
 
@@ -61,6 +61,20 @@ async def with_config(label: str, config: RunnableConfig) -> dict[str, Any]:
     }
 
 
+class Aliased(BaseModel):
+    """Arguments with an alias and a default (what the fast path must keep as LangChain does)."""
+
+    model_config = ConfigDict(populate_by_name=True)
+    count: int = Field(default=3, alias="n")
+    label: str
+
+
+@tool(args_schema=Aliased)
+async def aliased(label: str, count: int = 99) -> dict[str, Any]:
+    """Echo an aliased argument and a defaulted one (the model's default, 3, is what counts)."""
+    return {"count": count, "label": label}
+
+
 @tool
 def sync_only(a: int) -> int:
     """A sync tool (always through ainvoke)."""
@@ -86,6 +100,10 @@ CASES: list[tuple[BaseTool, dict[str, Any]]] = [
     (crash, {"n": 4}),
     (with_config, {"label": "l"}),
     (sync_only, {"a": 4}),
+    (aliased, {"n": 5, "label": "x"}),  # by alias
+    (aliased, {"count": 2, "label": "y"}),  # by name
+    (aliased, {"label": "z"}),  # the default
+    (aliased, {"n": "many", "label": "w"}),  # validation error
 ]
 
 
@@ -136,3 +154,17 @@ def test_tracing_env_counts_as_a_callback() -> None:
         [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
     )
     assert done.stdout.strip() == "True"
+
+
+def test_the_fast_path_leaves_the_callers_context_as_it_found_it() -> None:
+    """The fast path sets the child config in the calling task's own context (no task of its
+    own): it must be gone again once the tool returns or raises, or the step's later calls
+    (the recorder, the next attempt) would run as children of this one."""
+    from langchain_core.runnables.config import var_child_runnable_config
+
+    async def after(chosen: BaseTool, arguments: dict[str, Any]) -> Any:
+        await _outcome(invoke_tool(chosen, arguments, CONFIG, fast=True))
+        return var_child_runnable_config.get()
+
+    assert asyncio.run(after(with_config, {"label": "l"})) is None
+    assert asyncio.run(after(crash, {"n": 0})) is None

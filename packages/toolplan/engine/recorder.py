@@ -1,7 +1,9 @@
 """Durable step transitions: every state change is written to the store as it happens.
 
 Writes go through one dedicated thread per run, so they keep their order (a step's ``running``
-is always stored before its ``succeeded``) and the event loop never blocks on store I/O. The
+is always stored before its ``succeeded``) and the event loop never blocks on store I/O; a store
+that keeps its records in memory (``in_memory = True``: no I/O to wait for) is written on the
+event loop instead. The
 thread commits every transition queued since its last write in one ``update_steps`` call (group
 commit: one transaction, one thread hop for a whole wide layer). The engine awaits each write
 before acting on it: a step's success is durable before any dependent starts, which is what lets
@@ -17,7 +19,7 @@ import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from toolplan.engine.observers import BestEffort
 from toolplan.errors import ExecutionGone
@@ -33,7 +35,7 @@ from toolplan.store.protocol import (
 if TYPE_CHECKING:
     from toolplan.engine.timeouts import EffectiveTimeout
 
-__all__ = ["EventListener", "Recorder", "StepEvent"]
+__all__ = ["EventListener", "Recorder", "StepEvent", "in_memory", "off_loop"]
 
 StepEventKind = Literal[
     "started",
@@ -102,6 +104,8 @@ class StepEvent:
 
 EventListener = Callable[[StepEvent], None]
 
+T = TypeVar("T")
+
 _Queued = tuple[str | None, Mapping[str, Any], "asyncio.Future[None]"]
 """(step id, changes, waiter); a ``None`` step is a barrier (:meth:`Recorder.drain`)."""
 
@@ -130,6 +134,21 @@ def _forget_writer_pool() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_writer_pool)
+
+
+def in_memory(store: object) -> bool:
+    """Whether ``store`` keeps its records in this process's memory (``in_memory = True``): its
+    calls wait for no I/O, so the engine makes them on the event loop; a thread hop would cost
+    more than the call itself."""
+    return getattr(store, "in_memory", False) is True
+
+
+async def off_loop(store: object, call: Callable[..., T], *args: Any) -> T:
+    """``call(*args)``, a blocking call on ``store``: in a thread, so the event loop never waits
+    for store I/O, or right here for a store kept :func:`in_memory`."""
+    if in_memory(store):
+        return call(*args)
+    return await asyncio.to_thread(call, *args)
 
 
 def _settle(waiters: list[asyncio.Future[None]], error: BaseException | None) -> None:
@@ -169,11 +188,18 @@ class Recorder:
         self._guard = threading.Lock()
         self._idle = threading.Event()
         self._idle.set()
+        self._inline = in_memory(store)
+        """Writes are made on the event loop, without the writer thread's two hops (which cost
+        more than an in-memory write itself, and most on a busy machine)."""
 
     async def _write(self, step_id: str | None, changes: Mapping[str, Any]) -> None:
         """Queue one transition and wait until it is stored. The writer thread takes every
         transition queued when it wakes up and commits them together (group commit: one
         ``update_steps`` call, one transaction), in the order they were queued."""
+        if self._inline:
+            if step_id is not None:
+                self._commit([(step_id, changes)])
+            return
         loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
         with self._guard:
@@ -198,16 +224,20 @@ class Recorder:
             updates = [(step, changes) for step, changes, _ in batch if step is not None]
             error: BaseException | None = None
             try:
-                if updates:
-                    self.store.update_steps(self.plan_id, updates)
-            except KeyError as missing:
-                # A run writes only its own steps: a missing one means its records were
-                # deleted under it. A store fault (exit 3), never the step's failure.
-                error = ExecutionGone(self.plan_id, missing.args[0] if missing.args else None)
+                self._commit(updates)
             except BaseException as failure:  # handed to every waiter of the batch
                 error = failure
             with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
                 loop.call_soon_threadsafe(_settle, [done for _, _, done in batch], error)
+
+    def _commit(self, updates: list[tuple[str, Mapping[str, Any]]]) -> None:
+        try:
+            if updates:
+                self.store.update_steps(self.plan_id, updates)
+        except KeyError as missing:
+            # A run writes only its own steps: a missing one means its records were deleted
+            # under it. A store fault (exit 3), never the step's failure.
+            raise ExecutionGone(self.plan_id, missing.args[0] if missing.args else None) from None
 
     def _emit(
         self, kind: StepEventKind, step_id: str, tool: str, attempt: int, **extra: Any

@@ -8,7 +8,8 @@ no callbacks on the tool or in the config), :func:`invoke_tool` does what ``ainv
 ``StructuredTool`` without those parts: the same argument parsing and validation
 (``_to_args_and_kwargs``; a ``ValidationError`` propagates as it would), the same
 ``RunnableConfig`` (with the idempotency metadata) passed to the coroutine's config parameter and
-set as the child config for nested runnables, and every exception, ``ToolException`` included,
+set as the child config for nested runnables (in the calling task's context, with no task of its
+own), and every exception, ``ToolException`` included,
 raised unchanged. Tools the fast path does not cover (sync-only tools, tools handling their own
 errors, ``content_and_artifact`` tools, custom ``BaseTool`` subclasses) always go through
 ``ainvoke``. ``tests/unit/test_toolcall.py`` shows both paths give identical results and errors.
@@ -25,10 +26,14 @@ from typing import Any, Literal
 
 from langchain_core.callbacks import AsyncCallbackManager
 from langchain_core.runnables import RunnableConfig
-from langchain_core.runnables.config import ensure_config, set_config_context
-from langchain_core.runnables.utils import coro_with_context
+from langchain_core.runnables.config import ensure_config, var_child_runnable_config
 from langchain_core.tools import BaseTool, StructuredTool
-from langchain_core.tools.base import _get_runnable_config_param
+from langchain_core.tools.base import (
+    InjectedToolCallId,
+    _get_runnable_config_param,
+    _is_injected_arg_type,
+    get_all_basemodel_annotations,
+)
 from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
@@ -82,6 +87,46 @@ def fast_path_applies(tool: BaseTool) -> bool:
     )
 
 
+@functools.lru_cache(maxsize=1024)
+def _defaulted_fields(schema: type[BaseModel]) -> frozenset[str] | None:
+    """The fields of a tool's argument model that have a default, for validating its arguments
+    as ``_parse_input`` does without its per-call signature walk; ``None`` when that walk
+    matters (an injected tool-call id) or there is no field: LangChain's own parsing then."""
+    annotations = get_all_basemodel_annotations(schema)
+    if not schema.model_fields or any(
+        _is_injected_arg_type(kind, injected_type=InjectedToolCallId)
+        for kind in annotations.values()
+    ):
+        return None
+    return frozenset(
+        name
+        for name, field in schema.model_fields.items()
+        if not field.is_required() and name not in ("args", "kwargs")
+    )
+
+
+def _arguments(tool: StructuredTool, arguments: dict[str, Any]) -> tuple[tuple[Any, ...], Any]:
+    """``tool._to_args_and_kwargs(arguments, None)``: the same validation and the same keyword
+    arguments, with the argument model's shape looked up once per model rather than on every
+    call (``inspect.signature`` of the model: most of a call's own cost)."""
+    schema = tool.args_schema
+    defaulted = (
+        _defaulted_fields(schema)
+        if isinstance(schema, type) and issubclass(schema, BaseModel)
+        else None
+    )
+    if defaulted is None or tool._injected_args_keys:
+        return tool._to_args_and_kwargs(arguments, None)
+    assert isinstance(schema, type) and issubclass(schema, BaseModel)
+    result = schema.model_validate(arguments)
+    given = result.model_fields_set
+    return (), {
+        name: getattr(result, name)
+        for name in result.model_dump()
+        if name in arguments or name in given or name in defaulted
+    }
+
+
 async def invoke_tool(tool: BaseTool, arguments: Any, config: RunnableConfig, *, fast: bool) -> Any:
     """``tool.ainvoke(arguments, config=config)``; with ``fast`` (the caller checked
     :func:`callbacks_configured` is false) and a tool :func:`fast_path_applies` to, without the
@@ -90,11 +135,18 @@ async def invoke_tool(tool: BaseTool, arguments: Any, config: RunnableConfig, *,
         return await tool.ainvoke(arguments, config=config)
     assert isinstance(tool, StructuredTool) and tool.coroutine is not None
     config = ensure_config(config)
-    args, kwargs = tool._to_args_and_kwargs(arguments, None)
+    args, kwargs = _arguments(tool, arguments)
     if param := _config_param(tool.coroutine):
         kwargs[param] = config
-    with set_config_context(config) as context:
-        return await coro_with_context(tool.coroutine(*args, **kwargs), context)
+    # The config is the child runnables' config while the tool runs, as ``ainvoke`` sets it;
+    # set in this task's own context (the step's) rather than in a copy run by a new task: one
+    # task and one event-loop turn less per call. No tracer is configured on this path, so the
+    # tracing context ``ainvoke`` would also set stays as it is.
+    token = var_child_runnable_config.set(config)
+    try:
+        return await tool.coroutine(*args, **kwargs)
+    finally:
+        var_child_runnable_config.reset(token)
 
 
 _SURROGATE = re.compile(r"[\ud800-\udfff]")

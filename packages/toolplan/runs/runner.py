@@ -22,13 +22,14 @@ same idempotency key.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from toolplan.engine.effects import EarlierEffect, earlier_effects
 from toolplan.engine.inputs import MemoryInputs, stored_outputs
-from toolplan.engine.recorder import Recorder
+from toolplan.engine.recorder import Recorder, off_loop
 from toolplan.engine.result import overall_status
 from toolplan.engine.scheduler import Slots, StepOutcome, schedule
 from toolplan.engine.step import StepRunner
@@ -237,7 +238,7 @@ async def _run_plan_steps(ctx: ExecutionContext, record: PlanRecord) -> Executio
     store, plan_id = ctx.store, record.plan_id
     plan, analysis = _checked(record, ctx.catalog)
     lease = ctx.options.lease_seconds
-    opened = await asyncio.to_thread(_open, ctx, record, plan)
+    opened = await off_loop(store, _open, ctx, record, plan)
     if not isinstance(opened, _Opened):
         return opened
     current = opened.current
@@ -307,4 +308,6 @@ async def _run_plan_steps(ctx: ExecutionContext, record: PlanRecord) -> Executio
     finally:
         await recorder.drain()
 
-    return await asyncio.to_thread(_close, store, plan_id, ctx.worker_id, cancelled=cancelled)
+    return await off_loop(
+        store, functools.partial(_close, cancelled=cancelled), store, plan_id, ctx.worker_id
+    )
