@@ -224,9 +224,10 @@ def _summary(rows: list[dict[str, Any]], *, planned_s: float, tool_s: float) -> 
     return out
 
 
-def _real_tools(clock: _Clock) -> list[BaseTool]:
+def _real_tools(clock: _Clock, delay: float = 0.0) -> list[BaseTool]:
     """The built-in weather and metrics tools, the reads tagged ``read-only`` for the run, each
-    call noted on ``clock``."""
+    call noted on ``clock`` and taking ``delay`` seconds more (the built-in tools answer at once;
+    a real weather or metrics service does not)."""
     from toolplan.tools import ToolCatalog, tagged
     from toolplan.tools.loading import load_tool_modules
 
@@ -238,6 +239,8 @@ def _real_tools(clock: _Clock) -> list[BaseTool]:
         def make(original: BaseTool) -> BaseTool:
             async def call(**arguments: Any) -> Any:
                 clock.call()
+                if delay:
+                    await asyncio.sleep(delay)
                 return await original.ainvoke(arguments)
 
             wrapped = StructuredTool(
@@ -255,14 +258,18 @@ def _real_tools(clock: _Clock) -> list[BaseTool]:
 
 
 async def run_real(
-    queries: list[str], *, repeats: int = 1, log: Callable[[str], None] = print
+    queries: list[str],
+    *,
+    repeats: int = 1,
+    tool_seconds: float = 0.0,
+    log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Each query planned by the real model, streamed and not, alternating."""
     if not os.environ.get("OPENAI_BASE_URL"):
         raise SystemExit("--real needs OPENAI_BASE_URL (. /tmp/serve.env)")
     model = os.environ.get("TOOLPLAN_MODEL", "openai:qwen2.5-coder-1.5b-instruct")
     clock = _Clock()
-    tools = _real_tools(clock)
+    tools = _real_tools(clock, tool_seconds)
     rows = []
     env = {"TOOLPLAN_MODEL": model, "TOOLPLAN_PLAN_FORMAT": "python", "TOOLPLAN_PLAN_REUSE": "off"}
     with _environment(env):
@@ -277,7 +284,7 @@ async def run_real(
     summary = _summary(rows, planned_s=0.0, tool_s=0.0)
     for key in ("boundS", "withinBound", "atLeast1.5x"):
         summary.pop(key, None)
-    return {"model": model, "queries": len(queries), **summary}
+    return {"model": model, "queries": len(queries), "toolSeconds": tool_seconds, **summary}
 
 
 def main() -> None:
@@ -286,6 +293,9 @@ def main() -> None:
     parser.add_argument("--queries", type=Path, help="--real: one query per line")
     parser.add_argument("--scale", type=float, default=1.0, help="scripted: time scale")
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument(
+        "--tool-seconds", type=float, default=0.0, help="--real: added latency of each tool call"
+    )
     parser.add_argument("--out", type=Path, help="write the JSON report here")
     args = parser.parse_args()
 
@@ -298,7 +308,9 @@ def main() -> None:
             if args.queries
             else list(REAL_QUERIES)
         )
-        report = asyncio.run(run_real(queries, repeats=args.repeats, log=log))
+        report = asyncio.run(
+            run_real(queries, repeats=args.repeats, tool_seconds=args.tool_seconds, log=log)
+        )
     else:
         report = asyncio.run(run_scripted(scale=args.scale, repeats=args.repeats, log=log))
     text = json.dumps(report, indent=2, default=str)
