@@ -143,7 +143,10 @@ async def _run_toolplan(
 ) -> dict[str, Any]:
     model = ScriptedChatModel(policy=planner_policy(scenario), latency=llm_latency)
     catalog = bench_catalog(tool_delay)
-    planner = PlannerContext(store=store, catalog=catalog, model=model, model_name="scripted:ideal")
+    # the scripted model answers JSON plans (its ideal decision as a tool call)
+    planner = PlannerContext(
+        store=store, catalog=catalog, model=model, model_name="scripted:ideal", plan_format="json"
+    )
     marks: dict[str, float] = {}
 
     def planned(_: Any) -> None:

@@ -50,6 +50,15 @@ def mongodb_uri(mongo_test_server: MongoTestServer) -> Iterator[str]:
 
 
 @pytest.fixture(autouse=True)
+def _json_plans_unless_the_test_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Most tests script a model that answers JSON plans (tool calls, JSON schema): they run with
+    ``TOOLPLAN_PLAN_FORMAT=json``. The Python format, the default, is tested where a test sets it
+    (or removes the variable to test the default)."""
+    if "TOOLPLAN_PLAN_FORMAT" not in os.environ:
+        monkeypatch.setenv("TOOLPLAN_PLAN_FORMAT", "json")
+
+
+@pytest.fixture(autouse=True)
 def _no_store_in_the_shared_temp_folder() -> Iterator[None]:
     """Fail the test during which a ``.toolplan/`` appears in the temporary folder itself.
 

@@ -272,7 +272,9 @@ async def test_planning_with_mcp_tools_then_running_the_plan(
             [AIMessage(content="", tool_calls=[{"name": "LLMPlan", "args": plan, "id": "c1"}])]
         )
     )
-    ctx = PlannerContext(store=store, catalog=catalog, model=model, model_name="fake:model")
+    ctx = PlannerContext(
+        store=store, catalog=catalog, model=model, model_name="fake:model", plan_format="json"
+    )
     outcome = await create_plan(QUERY, ctx)
     system = ToolCallingFake.seen[0][0].content
     assert "## lookup_user" in system and "Tags: mcp, mcp:remote" in system

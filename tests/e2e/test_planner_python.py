@@ -6,6 +6,7 @@ line and column; an answer of comments only declines."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -163,6 +164,28 @@ async def test_a_loop_over_an_object_holding_one_list_goes_over_the_list(
         assert outcome.llm_calls == 2 and outcome.changes == []
         repair = server.requests[1]["messages"][-1]["content"].split("Problems:")[1]
         assert "the list is under 'blogs': listBlogs[\"blogs\"]" in repair, repair
+
+
+async def test_python_is_the_default_and_a_json_answer_is_still_read(
+    server: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With ``TOOLPLAN_PLAN_FORMAT`` unset the planner asks for Python statements (the format
+    measured ahead: BENCHMARKS); a server that answers a JSON plan whatever it is asked (text, or
+    JSON content where no schema was asked) is still read, as the JSON format reads it."""
+    monkeypatch.delenv("TOOLPLAN_PLAN_FORMAT")
+    assert Settings.from_env().planner.plan_format == "python"
+    plan = {
+        "steps": [
+            {"id": "a", "tool": "createAuthor", "parameters": {"name": "Bob", "email": "b@x"}}
+        ]
+    }
+    server.script([Reply.content("```json\n" + json.dumps(plan) + "\n```"), Reply.structured(plan)])
+    for _ in range(2):
+        outcome = await create_plan(QUERY, planner(tmp_path))
+        assert outcome.ref.status == "planned" and outcome.llm_calls == 1
+        assert [s["tool"] for s in outcome.plan["steps"]] == ["createAuthor"]
+    assert all("response_format" not in r and "tools" not in r for r in server.requests)
+    assert "def createAuthor(" in system_prompt(server.requests[0])
 
 
 async def test_an_answer_of_comments_only_declines(

@@ -53,7 +53,6 @@ from typing import Any
 import pytest
 
 from tests.support.fake_openai import FakeOpenAIServer, Reply
-from tests.support.plans import blog_plan
 from toolplan.plan_format.plan import parse_plan
 
 pytestmark = pytest.mark.e2e
@@ -321,14 +320,22 @@ def test_readme_example_runs(block: Block, workdir: Path) -> None:
         _run_commands(block, workdir)
 
 
+BLOG_PLAN_PY = """```python
+author = createAuthor(name="Alice", email="alice@test.com")
+blog = createBlog(authorId=author["_id"], title="Hello", content="about world")
+```"""
+"""The ideal plan of the README's query, as the model writes it in the default format."""
+
+
 def _run_with_scripted_model(block: Block, workdir: Path) -> None:
     """A block that plans with a model, against a scripted OpenAI-compatible server that answers
-    the planning call with the ideal plan of tests/support/plans.py's query and the answer call
-    with an answer; both calls must have been made."""
+    the planning call with the ideal plan of tests/support/plans.py's query, in the default plan
+    format (Python statements), and the answer call with an answer; both calls must have been
+    made, the first without a schema."""
     with FakeOpenAIServer(api_key="sk-test") as server:
         server.script(
             [
-                Reply.structured(blog_plan()),
+                Reply.content(BLOG_PLAN_PY),
                 Reply.structured({"action": "answer", "answer": "Alice has a blog, Hello."}),
             ]
         )
@@ -339,6 +346,8 @@ def _run_with_scripted_model(block: Block, workdir: Path) -> None:
         }
         _run_commands(block, workdir, model)
         assert len(server.requests) == 2, f"{block.name}: {len(server.requests)} model calls"
+        first = server.requests[0]
+        assert "response_format" not in first and "tools" not in first, block.name
 
 
 def test_the_examples_that_matter_are_found_and_few_are_skipped() -> None:

@@ -25,7 +25,7 @@ import pytest
 
 import toolplan_conformance
 from tests.support.fake_openai import FakeOpenAIServer, Reply
-from tests.support.plans import QUERY, blog_plan
+from tests.support.plans import QUERY
 
 pytestmark = pytest.mark.e2e
 
@@ -138,7 +138,12 @@ def test_installed_wheel_plans_through_an_openai_server(venv: Path, tmp_path: Pa
     with FakeOpenAIServer(api_key="sk-test") as llm:
         llm.script(
             [
-                Reply.structured(blog_plan(), usage=(10, 5)),
+                # the default format: the plan as Python statements (its prompt must ship)
+                Reply.content(
+                    'author = createAuthor(name="Alice", email="alice@test.com")\n'
+                    'blog = createBlog(authorId=author["_id"], title="Hello", content="about world")',
+                    usage=(10, 5),
+                ),
                 Reply.structured({"action": "answer", "answer": "Alice blogs."}, usage=(10, 5)),
             ]
         )
@@ -161,7 +166,7 @@ def test_installed_wheel_plans_through_an_openai_server(venv: Path, tmp_path: Pa
     assert result["status"] == "succeeded" and result["llmCalls"] == 2
     assert result["answer"] == "Alice blogs."
     system = "".join(m["content"] for m in llm.requests[0]["messages"] if m["role"] == "system")
-    assert first_line("planner") in system
+    assert first_line("planner-python") in system and "def createAuthor(" in system
     respond = "".join(m["content"] for m in llm.requests[1]["messages"] if m["role"] == "system")
     assert first_line("respond") in respond
 

@@ -51,7 +51,7 @@ SAMPLES: dict[str, tuple[str, Callable[[Settings], Any], Any]] = {
     "TOOLPLAN_MAX_REPAIRS": ("4", lambda s: s.planner.max_repairs, 4),
     "TOOLPLAN_CONFIDENCE_THRESHOLD": ("0.7", lambda s: s.planner.confidence_threshold, 0.7),
     "TOOLPLAN_STREAM_EXECUTION": ("1", lambda s: s.planner.stream_execution, True),
-    "TOOLPLAN_PLAN_FORMAT": ("python", lambda s: s.planner.plan_format, "python"),
+    "TOOLPLAN_PLAN_FORMAT": ("json", lambda s: s.planner.plan_format, "json"),
     "TOOLPLAN_STRUCTURED_METHOD": (
         "json_schema",
         lambda s: s.planner.structured_method,

@@ -52,7 +52,7 @@ def context(store: SqliteStore, *replies: AIMessage, **kwargs: Any) -> PlannerCo
         catalog=load_tool_modules(["blog", "metrics", "weather"]),
         model=model,
         model_name="fake:model",
-        **kwargs,
+        **{"plan_format": "json", **kwargs},  # these tests are of the JSON format
     )
 
 

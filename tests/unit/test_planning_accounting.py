@@ -65,7 +65,7 @@ def context(tmp_path: Path, *script: Any, **kwargs: Any) -> PlannerContext:
         catalog=load_tool_modules(["blog"]),
         model=Scripted(messages=iter([]), script=list(script)),
         model_name="fake:model",
-        **kwargs,
+        **{"plan_format": "json", **kwargs},  # the model answers JSON plans
     )
 
 

@@ -193,7 +193,7 @@ class PlannerSettings:
     """Catalogs with more tools are planned with the generic schema (parameters as a JSON
     string) instead of the catalog-typed one; 0 always uses the generic schema
     (``TOOLPLAN_TYPED_SCHEMA_MAX_TOOLS``)."""
-    plan_format: PlanFormat = "json"
+    plan_format: PlanFormat = "python"
     """What the model writes the plan in (``TOOLPLAN_PLAN_FORMAT``): ``json`` (schema-constrained
     output) or ``python`` (statements, read and never run)."""
     rewrites: PlannerRewrites = "format"

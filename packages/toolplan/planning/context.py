@@ -65,7 +65,7 @@ class PlannerContext:
     model: BaseChatModel
     model_name: str
     method: StructuredMethod = "function_calling"
-    plan_format: PlanFormat = "json"
+    plan_format: PlanFormat = "python"
     """What the model writes the plan in: JSON in a schema, or Python statements."""
     max_repairs: int = 2
     confidence_threshold: float = 0.5

@@ -68,6 +68,7 @@ from toolplan.planning.prompts import (
 )
 from toolplan.planning.python_format import (
     StatementScanner,
+    json_answer,
     python_problem,
     read_python_answer,
     render_signatures,
@@ -305,10 +306,7 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
         after_runaway=after_runaway,
     )
     ctx.stream = stream.enabled  # an endpoint that could not stream is not asked to again
-    if python:
-        payload: Any = reply.answer.message.text if reply.answer.message is not None else None
-    else:
-        payload = message_payload(reply.answer.message)
+    payload: Any = message_payload(reply.answer.message)
     reading = read_answer(payload, ctx)
     told = "\n".join(filter(None, [state["query"], state.get("context")]))
     rewritten = (
@@ -362,7 +360,7 @@ def read_answer(payload: Any, ctx: PlannerContext) -> PlanReading:
     """The model's answer as plan JSON, with the format rules ``ctx.rewrites`` lets run: the
     one place an answer is read: a JSON plan, or the Python format's statements (read as
     written: Python has no wrapping, nulls or quoting to undo)."""
-    if ctx.plan_format == "python":
+    if ctx.plan_format == "python" and not json_answer(payload):
         return read_python_answer(payload, ctx.catalog, rewrites=ctx.rewrites)
     return read_plan(payload, ctx.catalog, rewrites=ctx.rewrites)
 

@@ -32,8 +32,15 @@ from toolplan.tools.catalog import ToolCatalog, ToolInfo
 from toolplan.tools.returns import shown_shape
 from toolplan.validation.types import list_in_output
 
-__all__ = ["StatementScanner", "python_problem", "read_python_answer", "render_signatures"]
+__all__ = [
+    "StatementScanner",
+    "json_answer",
+    "python_problem",
+    "read_python_answer",
+    "render_signatures",
+]
 
+_ANY_FENCE = re.compile(r"```[ \t]*\w*[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _FENCE = re.compile(r"```[ \t]*(?:python|py)?[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL | re.IGNORECASE)
 
 _TYPES = {
@@ -119,6 +126,24 @@ def answer_code(text: str) -> str:
     text itself."""
     fenced = _FENCE.search(text)
     return fenced.group(1) if fenced else text
+
+
+def json_answer(payload: Any) -> bool:
+    """Whether an answer to the Python format's request is a JSON plan after all: a tool call's
+    arguments, or text that is one JSON object (a model or server that answers JSON whatever it
+    is asked; no Python plan is a lone dict). The JSON reading takes it, format rules and all."""
+    if payload is None:
+        return False
+    if not isinstance(payload, str):
+        return True
+    fenced = _ANY_FENCE.search(payload)
+    code = (fenced.group(1) if fenced else payload).strip()
+    if not code.startswith("{"):
+        return False
+    try:
+        return isinstance(json.loads(code), dict)
+    except ValueError:
+        return False
 
 
 def read_python_answer(
