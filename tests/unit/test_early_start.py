@@ -127,3 +127,38 @@ def test_only_plans_run_in_this_process_start_early() -> None:
     assert runs_here(ExecutionContext(store, catalog))
     assert runs_here(ExecutionContext(store, catalog, backend=InProcessBackend()))
     assert not runs_here(ExecutionContext(store, catalog, backend=cast(Any, Elsewhere())))
+
+
+async def test_records_land_in_the_order_the_states_changed(tmp_path: Any) -> None:
+    """A plan stored but not run (an identical replan) settles its adopted calls ``unused``.
+    The call's ``succeeded`` record may still be on its way when that happens (a slow store, a
+    busy machine: it once failed in CI so); the records still land in order, so the last one
+    says ``unused``, and a call whose output is in is never called ``cancelled``."""
+    import asyncio
+    import threading
+
+    from toolplan.pipeline.early_start import EARLY_COLLECTION
+    from toolplan.plan_format.plan import parse_plan
+    from toolplan.store.sqlite import SqliteStore
+
+    release = threading.Event()
+
+    class SlowSuccess(SqliteStore):
+        def put_record(self, collection: str, record: dict[str, Any], **kw: Any) -> Any:
+            if record.get("status") == "succeeded":
+                release.wait(10)  # the success is written only once the plan was settled
+            return super().put_record(collection, record, **kw)
+
+    store = SlowSuccess(tmp_path / "t.db")
+    early = EarlyStarts(store, ToolCatalog([read]), "q")
+    assert early.offer(step("a", "read"))
+    while early._calls[0].status == "running":  # the call returned; its record waits
+        await asyncio.sleep(0.01)
+    early.settle(parse_plan({"steps": [step("a", "read")]}))
+    closing = asyncio.create_task(early.close(ran=False))
+    await asyncio.sleep(0.05)
+    release.set()
+    await closing
+    statuses = [r["status"] for r in store.find_records(EARLY_COLLECTION, {})]
+    assert statuses == ["running", "succeeded", "adopted", "unused"]
+    store.close()

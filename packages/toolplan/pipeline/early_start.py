@@ -145,6 +145,9 @@ class EarlyStarts:
     _recalled: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
     _began: float = field(default_factory=time.monotonic, repr=False)
     _writes: set[asyncio.Task[Any]] = field(default_factory=set, repr=False)
+    _last_write: asyncio.Task[Any] | None = field(default=None, repr=False)
+    """The record write queued last: each write waits for it, so records land in the order the
+    states changed (the last record of a call says what became of it)."""
     _closed: bool = field(default=False, repr=False)
     _slots: asyncio.Semaphore | None = field(default=None, repr=False)
     settled: list[dict[str, Any]] = field(default_factory=list)
@@ -282,8 +285,9 @@ class EarlyStarts:
             self._tell(early, "failed")
             raise _NotAdoptable(str(error)) from error
         early.status, early.output, early.finished = "succeeded", output, time.monotonic()
-        # recorded before anyone adopts it: after a crash from here on, never called again
-        await asyncio.to_thread(self._put, early, "succeeded", None)
+        # recorded before anyone adopts it: after a crash from here on, never called again; in
+        # order with the other records even when this call is cancelled while it is written
+        await asyncio.shield(self._write(early, "succeeded"))
         self._tell(early, "finished")
         return output
 
@@ -404,8 +408,9 @@ class EarlyStarts:
         elif not ran:
             for early in self._calls:
                 if early.settled == "adopted":
-                    running = early.task is not None and not early.task.done()
-                    early.settled = "cancelled" if running else "unused"
+                    # the call's own state decides: its output may be in, its record still
+                    # being written
+                    early.settled = "cancelled" if early.status == "running" else "unused"
                     self._write(early, early.settled)
                     self._tell(early, early.settled)
         for early in self._calls:
@@ -470,13 +475,23 @@ class EarlyStarts:
 
     # -- records and events ----------------------------------------------------------------
 
-    def _write(self, early: _Early, status: EarlyStatus, *, arguments: Any = None) -> None:
-        """Record ``early``'s new ``status`` off the event loop (awaited by :meth:`close`)."""
-        write = asyncio.get_running_loop().create_task(
-            asyncio.to_thread(self._put, early, status, arguments)
-        )
-        self._writes.add(write)
-        write.add_done_callback(self._writes.discard)
+    def _write(
+        self, early: _Early, status: EarlyStatus, *, arguments: Any = None
+    ) -> asyncio.Task[Any]:
+        """Record ``early``'s new ``status`` off the event loop, after every record queued
+        before it (awaited by :meth:`close`)."""
+        previous = self._last_write
+
+        async def write() -> None:
+            if previous is not None:
+                await asyncio.wait([previous])  # done, whether it wrote or failed
+            await asyncio.to_thread(self._put, early, status, arguments)
+
+        task = asyncio.get_running_loop().create_task(write())
+        self._last_write = task
+        self._writes.add(task)
+        task.add_done_callback(self._writes.discard)
+        return task
 
     def _put(self, early: _Early, status: EarlyStatus, arguments: Any) -> None:
         record: dict[str, Any] = {
