@@ -265,6 +265,7 @@ def test_kill_9_during_planning_then_resume_never_calls_a_finished_early_step_ag
 ANSWER = {"action": "answer", "answer": "The value is X."}
 
 
+@ON_BOTH_STORES
 def test_the_agent_graph_runs_a_streamed_plan_and_answers(
     cli_llm: Cli, llm: FakeOpenAIServer
 ) -> None:
