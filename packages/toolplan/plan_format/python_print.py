@@ -21,7 +21,7 @@ from toolplan.plan_format.templates import (
     template_spans,
 )
 
-__all__ = ["render_python_plan", "template_expression"]
+__all__ = ["python_literal", "render_python_plan", "template_expression"]
 
 _NOT_ID = re.compile(r"[^A-Za-z0-9_]")
 
@@ -41,7 +41,7 @@ def render_python_plan(plan: Plan) -> str:
             source = (
                 writer.expression(step.for_each)
                 if isinstance(step.for_each, str)
-                else _literal_text(step.for_each)
+                else python_literal(step.for_each)
             )
             loop = (
                 f"{writer.index_name}, {writer.item_name} in enumerate({source})"
@@ -127,7 +127,7 @@ class _Writer:
                 )
                 + "}"
             )
-        return _literal_text(value)
+        return python_literal(value)
 
     def expression(self, text: str) -> str:
         template = Template.parse(text.strip())
@@ -164,18 +164,20 @@ def _fstring_text(text: str) -> str:
     return escaped.replace("{", "{{").replace("}", "}}")
 
 
-def _literal_text(value: Any) -> str:
+def python_literal(value: Any) -> str:
+    """A JSON value as the Python literal that means it (``True``, ``None``, not ``true``)."""
     if value is None:
         return "None"
     if isinstance(value, bool):
         return "True" if value else "False"
     if isinstance(value, list):
-        return "[" + ", ".join(_literal_text(v) for v in value) + "]"
+        return "[" + ", ".join(python_literal(v) for v in value) + "]"
     if isinstance(value, dict):
         return (
             "{"
             + ", ".join(
-                f"{json.dumps(k, ensure_ascii=False)}: {_literal_text(v)}" for k, v in value.items()
+                f"{json.dumps(k, ensure_ascii=False)}: {python_literal(v)}"
+                for k, v in value.items()
             )
             + "}"
         )

@@ -25,7 +25,7 @@ from typing import Any
 from toolplan.config.settings import PlannerRewrites
 from toolplan.errors import PlanInvalid, ValidationIssue
 from toolplan.plan_format.python_plan import parse_python_plan
-from toolplan.plan_format.python_print import template_expression
+from toolplan.plan_format.python_print import python_literal, template_expression
 from toolplan.planning.parsing import PlanReading
 from toolplan.planning.rewrites import Change, rule_runs
 from toolplan.tools.catalog import ToolCatalog, ToolInfo
@@ -68,7 +68,7 @@ def _signature(info: ToolInfo) -> str:
         text = f"{name}: {_type(schema)}"
         if name not in required:
             default = schema.get("default") if isinstance(schema, dict) else None
-            text += " = " + _literal(default)
+            text += " = " + python_literal(default)
         arguments.append(text)
     shape = shown_shape(info.returns)
     returns = f" -> {shape}" if shape else ""
@@ -89,23 +89,11 @@ def _signature(info: ToolInfo) -> str:
     return f"def {name}({', '.join(arguments)}){returns}:\n{body}"
 
 
-def _literal(value: Any) -> str:
-    """A JSON value as the Python literal that means it (``False`` and ``None``, never
-    ``false`` or ``null``, which a code model then copies into its calls)."""
-    if value is None or isinstance(value, bool | int | float):
-        return repr(value)
-    if isinstance(value, list):
-        return "[" + ", ".join(_literal(item) for item in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{_literal(k)}: {_literal(v)}" for k, v in value.items()) + "}"
-    return json.dumps(value if isinstance(value, str) else str(value), ensure_ascii=False)
-
-
 def _type(schema: Any) -> str:
     if not isinstance(schema, dict):
         return "Any"
     if "enum" in schema and isinstance(schema["enum"], list):
-        return "Literal[" + ", ".join(_literal(v) for v in schema["enum"]) + "]"
+        return "Literal[" + ", ".join(python_literal(v) for v in schema["enum"]) + "]"
     kind = schema.get("type")
     if isinstance(kind, list):
         return " | ".join(_TYPES.get(k, "Any") for k in kind if isinstance(k, str)) or "Any"
