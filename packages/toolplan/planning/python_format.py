@@ -26,6 +26,7 @@ from toolplan.config.settings import PlannerRewrites
 from toolplan.errors import PlanInvalid, ValidationIssue
 from toolplan.plan_format.python_plan import parse_python_plan
 from toolplan.plan_format.python_print import python_literal, template_expression
+from toolplan.plan_format.templates import exact_template, template_spans
 from toolplan.planning.parsing import PlanReading
 from toolplan.planning.rewrites import Change, rule_runs
 from toolplan.tools.catalog import ToolCatalog, ToolInfo
@@ -176,7 +177,8 @@ def read_loop_lists(steps: list[dict[str, Any]], catalog: ToolCatalog) -> list[C
     changes: list[Change] = []
     for step in steps:
         loop = step.get("forEach") if isinstance(step, dict) else None
-        source = tools.get(loop[2:-2].strip()) if isinstance(loop, str) else None
+        template = exact_template(loop) if isinstance(loop, str) else None
+        source = tools.get(template.step) if template is not None and not template.path else None
         if source is None or source.get("forEach") is not None or "tool" not in source:
             continue  # not exactly "{{step}}", or a map's output (a list already)
         info = catalog.info(source["tool"]) if source["tool"] in catalog.signatures else None
@@ -234,18 +236,23 @@ def _spelling(name: str) -> str:
     return name.replace("_", "").replace("-", "").lower()
 
 
-_TEMPLATE_IN_TEXT = re.compile(r'"?(\{\{[^{}]*\}\})"?')
-
-
 def python_problem(problem: str) -> str:
     """A validator's problem as the Python format's repair says it: each ``"{{step.path}}"``
-    it suggests written as the Python that means it (``step["path"]``), since a model that
-    writes Python copies the suggestion into its call as a string."""
-
-    def spelled(match: re.Match[str]) -> str:
-        return template_expression(match.group(1)) or match.group(0)
-
-    return _TEMPLATE_IN_TEXT.sub(spelled, problem)
+    it suggests written as the Python that means it (``step["path"]``), quotes and all, since a
+    model that writes Python copies the suggestion into its call as a string."""
+    out: list[str] = []
+    position = 0
+    for start, end in template_spans(problem):
+        expression = template_expression(problem[start:end])
+        if expression is None:
+            continue  # not one template: left as written
+        if start > position and problem[start - 1] == '"':
+            start -= 1
+        if end < len(problem) and problem[end] == '"':
+            end += 1
+        out += [problem[position:start], expression]
+        position = end
+    return "".join(out) + problem[position:]
 
 
 class StatementScanner:
