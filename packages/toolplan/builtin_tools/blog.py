@@ -111,18 +111,20 @@ def listBlogs(config: RunnableConfig, authorId: str | None = None) -> BlogList:
     return {"blogs": cast(list[Blog], blogs), "count": len(blogs)}
 
 
+# One resource, the blog's records: a read written after a write sees it (toolplan.tools.effects).
 tagged(
     createAuthor,
     "blog",
     "write",
+    resource="blog",
     examples=[
         {"query": "Create author Alice", "parameters": {"name": "Alice", "email": "alice@test.com"}}
     ],
 )
-tagged(getAuthor, "blog", "read")
-tagged(createBlog, "blog", "write")
-tagged(createDraft, "blog", "write")
-tagged(createComment, "blog", "write")
-tagged(listBlogs, "blog", "read")
+tagged(getAuthor, "blog", "read", "read-only", resource="blog")
+tagged(createBlog, "blog", "write", resource="blog")
+tagged(createDraft, "blog", "write", resource="blog")
+tagged(createComment, "blog", "write", resource="blog")
+tagged(listBlogs, "blog", "read", "read-only", resource="blog")
 
 TOOLS = [createAuthor, getAuthor, createBlog, createDraft, createComment, listBlogs]

@@ -137,9 +137,9 @@ def check_threshold(
     }
 
 
-tagged(list_metrics, "metrics", "read")
-tagged(query_metric, "metrics", "read")
-tagged(check_threshold, "metrics", "check")
+tagged(list_metrics, "metrics", "read", "read-only", resource="metrics")
+tagged(query_metric, "metrics", "read", "read-only", resource="metrics")
+tagged(check_threshold, "metrics", "check", "read-only", resource="metrics")
 
 # check_threshold before query_metric: a small planner model reads the catalog in order and,
 # asked "is X above N?", took the first tool that reads the metric (Qwen2.5-Coder-1.5B planned

@@ -75,8 +75,8 @@ def summarize(data: list[dict[str, Any]]) -> Summary:
     }
 
 
-tagged(get_weather, "weather", "read")
-tagged(compare_data, "weather", "analysis")
-tagged(summarize, "weather", "analysis")
+tagged(get_weather, "weather", "read", "read-only", resource="weather")
+tagged(compare_data, "weather", "analysis", "read-only", resource="weather")
+tagged(summarize, "weather", "analysis", "read-only", resource="weather")
 
 TOOLS = [get_weather, compare_data, summarize]

@@ -16,21 +16,34 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from toolplan.errors import InvalidInput
 from toolplan.store.protocol import ToolStats
+from toolplan.tools.effects import (
+    COMMUTATIVE_TAG,
+    DEFAULT_RESOURCE,
+    READ_ONLY_TAG,
+    RESOURCE_PREFIX,
+    Effect,
+    effect_from,
+)
 from toolplan.tools.returns import returns_schema
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
 
+    from toolplan.plan_format.plan import Step
     from toolplan.tools.sources import ToolSources
 
 __all__ = [
     "APPROVAL_TAG",
     "BUILTIN_TOOLSETS",
+    "COMMUTATIVE_TAG",
+    "DEFAULT_RESOURCE",
     "READ_ONLY_TAG",
     "RESERVED_TOOL_NAMES",
+    "RESOURCE_PREFIX",
     "ToolCatalog",
     "ToolInfo",
     "ToolStats",
+    "effect_of",
     "is_read_only",
     "load_tool_modules",
     "requires_approval",
@@ -49,8 +62,6 @@ RESERVED_TOOL_NAMES: frozenset[str] = frozenset({"execute_plan", "execute_tool_p
 
 APPROVAL_TAG = "approval"
 """The tag that makes every call of a tool wait for a person's approval."""
-READ_ONLY_TAG = "read-only"
-"""The tag that says a tool has no side effect, so its results may be cached and reused."""
 
 
 def requires_approval(tool: BaseTool) -> bool:
@@ -62,11 +73,16 @@ def requires_approval(tool: BaseTool) -> bool:
     return (tool.metadata or {}).get("destructiveHint") is True
 
 
+def effect_of(tool: BaseTool) -> Effect:
+    """What calling ``tool`` may do: read-only or side effects, on which resources
+    (:mod:`toolplan.tools.effects`)."""
+    return effect_from(tool.tags, tool.metadata)
+
+
 def is_read_only(tool: BaseTool) -> bool:
     """Whether ``tool`` says it has no side effect: the tag ``read-only``, or an MCP tool's
     ``readOnlyHint``."""
-    metadata = tool.metadata or {}
-    return READ_ONLY_TAG in (tool.tags or []) or metadata.get("readOnlyHint") is True
+    return effect_of(tool).read_only
 
 
 @dataclass(frozen=True)
@@ -87,6 +103,16 @@ class ToolInfo:
     """No side effect (:func:`is_read_only`): results may be cached, and two identical calls are one."""
     gated: bool = False
     """Every call waits for a person's approval (:func:`requires_approval`)."""
+    resources: tuple[str, ...] = (DEFAULT_RESOURCE,)
+    """What the tool reads or writes (tags ``resource:NAME``; :mod:`toolplan.tools.effects`)."""
+    commutative: bool = False
+    """Its writes commute with the other commutative writes on its resources (tag
+    ``commutative``): they run in parallel with each other."""
+
+    @property
+    def effect(self) -> Effect:
+        """What a call may do: the order a plan's steps keep follows it."""
+        return Effect(self.read_only, self.resources, self.commutative)
 
     def to_json(self) -> dict[str, Any]:
         """JSON form for ``toolplan tools --json`` and the API."""
@@ -98,6 +124,7 @@ class ToolInfo:
             "examples": list(self.examples),
             "source": self.source,
             "returns": self.returns,
+            **self.effect.to_json(),
         }
         if self.stats is not None:
             data["stats"] = {
@@ -124,6 +151,7 @@ def tagged(
     cache_ttl: float | None = None,
     returns: Any = None,
     cost_usd: float | None = None,
+    resource: str | Iterable[str] | None = None,
 ) -> ToolT:
     """Add capability tags and usage examples to a tool (``toolplan tools --tag`` filters on them).
 
@@ -142,8 +170,18 @@ def tagged(
 
     ``cost_usd`` declares what one call costs, in US dollars (a paid API): plan estimates
     (``estimate.costUsd``) add it up per step.
+
+    ``resource`` names what the tool reads or writes (one name or several), the same as the tags
+    ``resource:NAME``: steps on one resource keep the plan's order around a write
+    (:mod:`toolplan.tools.effects`). A tool that names none shares one default resource.
     """
     from langchain_core.tools import BaseTool
+
+    if resource is not None:
+        names = [resource] if isinstance(resource, str) else list(resource)
+        if not names or not all(isinstance(n, str) and n.strip() for n in names):
+            raise ValueError(f"resource must be a non-empty name or names, got {resource!r}")
+        tags = (*tags, *(RESOURCE_PREFIX + n.strip() for n in names))
 
     if cost_usd is not None and (
         isinstance(cost_usd, bool) or not isinstance(cost_usd, int | float) or cost_usd < 0
@@ -301,12 +339,26 @@ class ToolCatalog:
         tool = self._tools.get(name)
         return tool is not None and is_read_only(tool)
 
+    def effect(self, name: str) -> Effect:
+        """What a call of the tool ``name`` may do; for a tool this catalog lacks, a write on
+        the default resource (the safe choice: validation refuses a plan calling it anyway)."""
+        return self.info(name).effect if name in self._tools else Effect()
+
+    def step_effect(self, step: Step) -> Effect:
+        """What running ``step`` may do: its tool's effect, with its fallback's added (either
+        may be the call that runs)."""
+        effect = self.effect(step.tool)
+        if step.fallback is not None:
+            effect = effect.union(self.effect(step.fallback.tool))
+        return effect
+
     def info(self, name: str) -> ToolInfo:
         """Catalog information (description, JSON schema, tags, examples) for one tool."""
         cached = self._infos.get(name)
         if cached is None:
             tool = self.get(name)
             metadata = tool.metadata or {}
+            effect = effect_of(tool)
             cached = ToolInfo(
                 name=tool.name,
                 description=inspect.cleandoc(tool.description or ""),
@@ -315,8 +367,10 @@ class ToolCatalog:
                 examples=tuple(metadata.get("examples", ())),
                 source=self._sources.get(name),
                 returns=returns_schema(tool),
-                read_only=is_read_only(tool),
+                read_only=effect.read_only,
                 gated=requires_approval(tool),
+                resources=effect.resources,
+                commutative=effect.commutative,
             )
             self._infos[name] = cached
         return cached
