@@ -56,6 +56,8 @@ def unseen(x: int = 0) -> dict[str, int]:
 
 
 tagged(paid, cost_usd=0.002)
+for _pure in (fast, paid, unseen):  # no side effect: no order among them but their data's
+    tagged(_pure, "read-only")
 CATALOG = ToolCatalog([fast, paid, unseen], source="test")
 
 

@@ -107,8 +107,13 @@ def print_plan(console: Console, plan_json: dict[str, Any], analysis: dict[str, 
     table = Table(title="plan", title_justify="left")
     for column in ("step", "tool", "depends on", "layer", "parameters"):
         table.add_column(column)
+    ordered = analysis.get("orderEdges") or {}
     for step in plan_json["steps"]:
-        deps = analysis.get("dependencies", {}).get(step["id"], [])
+        deps = list(analysis.get("dependencies", {}).get(step["id"], []))
+        deps += [
+            f"after {earlier} (order on {', '.join(on)})"
+            for earlier, on in (ordered.get(step["id"]) or {}).items()
+        ]
         table.add_row(
             step["id"],
             step["tool"],
@@ -120,6 +125,11 @@ def print_plan(console: Console, plan_json: dict[str, Any], analysis: dict[str, 
     critical = analysis.get("criticalPath") or []
     if critical:
         console.print(f"critical path: {' -> '.join(critical)}")
+    if ordered:
+        console.print(
+            "order: a step waits for the earlier steps on a resource it shares with them when "
+            "either one writes it (toolplan tools shows each tool's effect)"
+        )
 
 
 def print_python_form(console: Console, plan_json: dict[str, Any]) -> None:
@@ -292,11 +302,11 @@ def print_described(console: Console, data: dict[str, Any]) -> None:
 
 
 def print_tools(console: Console, infos: list[ToolInfo]) -> None:
-    """The tool catalog, one line per tool: names are never cut; the description's first
-    sentence gets the width that is left. Tags show from 100 columns, statistics from 140
-    (``toolplan tools NAME`` shows everything about one tool)."""
+    """The tool catalog, one line per tool: names and effects are never cut; the
+    description's first sentence gets the width that is left. Tags show from 100 columns,
+    statistics from 140 (``toolplan tools NAME`` shows everything about one tool)."""
     show_tags, show_stats = console.width >= 100, console.width >= 140
-    columns: list[tuple[str, int | None]] = [("name", None)]  # (header, cap)
+    columns: list[tuple[str, int | None]] = [("name", None), ("effect", None)]  # (header, cap)
     if show_tags:
         columns.append(("tags", 18))
     columns.append(("arguments", 26 if show_tags else 22))
@@ -306,6 +316,7 @@ def print_tools(console: Console, infos: list[ToolInfo]) -> None:
     for info in infos:
         cells = {
             "name": info.name,
+            "effect": effect_cell(info),
             "tags": ", ".join(info.tags),
             "arguments": ", ".join(info.parameters.get("properties", {})),
         }
@@ -335,6 +346,15 @@ def print_tools(console: Console, infos: list[ToolInfo]) -> None:
     console.print("details of one tool: toolplan tools NAME", style="dim", highlight=False)
 
 
+def effect_cell(info: ToolInfo) -> str:
+    """``read-only: blog``, ``writes: blog`` or ``writes, commutative: outbox``."""
+    effect = info.effect
+    kind = "read-only" if effect.read_only else "writes"
+    if effect.commutative:
+        kind += ", commutative"
+    return f"{kind}: {', '.join(effect.resources)}"
+
+
 def _stats_cells(info: ToolInfo) -> list[str]:
     stats = info.stats
     return [
@@ -351,6 +371,7 @@ def print_tool(console: Console, info: ToolInfo) -> None:
     console.print(Text(info.name, style="bold"))
     console.print(inspect.cleandoc(info.description) or "(no description)", highlight=False)
     console.print(f"source: {info.source or '-'}    tags: {', '.join(info.tags) or '-'}")
+    console.print(f"effect: {info.effect.describe()}", highlight=False)
     properties: dict[str, Any] = info.parameters.get("properties", {})
     required = set(info.parameters.get("required", []))
     table = Table(title="arguments", title_justify="left")

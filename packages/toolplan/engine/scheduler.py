@@ -6,6 +6,9 @@ forward: the failed step's transitive dependents are skipped, independent steps 
 skipped by its ``when`` condition (false, or text that is no yes/no) has its dependents skipped
 for the same reason.
 
+Order edges (``after``: :mod:`toolplan.validation.ordering`) say when, not whether: a step waits
+for the steps it is ordered after to end, however they ended; one waiting for approval holds it.
+
 The concurrency limit is a :class:`Slots` object that a step's items share with the steps: a
 ``forEach`` step lends its own slot to its items and each item holds one while it runs, so
 one item counts as one running step.
@@ -118,14 +121,18 @@ async def schedule(
     fail_fast: bool = False,
     finished: Mapping[str, StepOutcome] | None = None,
     slots: Slots | None = None,
+    after: Mapping[str, Sequence[str]] | None = None,
 ) -> dict[str, StepOutcome]:
     """Run every step of a DAG eagerly, at most ``concurrency`` at a time.
 
-    ``order`` is a topological order; it also sets the priority among ready steps. ``run`` executes
-    one step and must return its outcome (exceptions are turned into failures). ``skip`` records a
-    step that will not run, with the reason. ``finished`` holds outcomes from an earlier, interrupted
-    run: those steps are not run again. ``slots`` is the limit shared with the items of
-    ``forEach`` steps (``run`` takes more of them); by default ``concurrency`` slots of its own.
+    ``order`` is a topological order of ``dependencies`` and ``after`` together; it also sets the
+    priority among ready steps. ``run`` executes one step and must return its outcome
+    (exceptions are turned into failures). ``skip`` records a step that will not run, with the
+    reason. ``finished`` holds outcomes from an earlier, interrupted run: those steps are not run
+    again. ``slots`` is the limit shared with the items of ``forEach`` steps (``run`` takes more
+    of them); by default ``concurrency`` slots of its own. ``after`` holds the order edges: a
+    step starts only once those steps ended (whatever their outcome, but ``waiting``), and their
+    failure never skips it.
     """
     slots = slots or Slots(concurrency)
     outcomes: dict[str, StepOutcome] = dict(finished or {})
@@ -133,6 +140,10 @@ async def schedule(
     for step in order:
         for dep in dependencies[step]:
             dependents[dep].append(step)
+    followers: dict[str, list[str]] = {step: [] for step in order}
+    for step, earlier in (after or {}).items():
+        for dep in earlier:
+            followers[dep].append(step)
     rank = {step: index for index, step in enumerate(order)}
     waiting = {
         step: sum(
@@ -140,16 +151,30 @@ async def schedule(
         )
         for step in order
     }
+    unended = {step: 0 for step in order}
+    """How many steps each step is ordered after that have not ended yet."""
+    for step, earlier in (after or {}).items():
+        unended[step] = sum(1 for dep in earlier if not _ended(outcomes.get(dep)))
     ready: deque[str] = deque()
     completions: asyncio.Queue[tuple[str, StepOutcome | BaseException] | None] = asyncio.Queue()
     slots.on_free = lambda: completions.put_nowait(None)  # None: a slot freed, nothing ended
     running: dict[str, asyncio.Task[None]] = {}
     stopping = False
 
+    def release_followers(step: str) -> None:
+        """``step`` ended: the steps ordered after it wait for one step fewer."""
+        newly_ready = []
+        for follower in followers[step]:
+            unended[follower] -= 1
+            if unended[follower] == 0 and waiting[follower] == 0 and follower not in outcomes:
+                newly_ready.append(follower)
+        ready.extend(sorted(newly_ready, key=rank.__getitem__))
+
     async def mark_skipped(
         step: str, message: str, cause: str | None = None, reason: SkipReason | None = None
     ) -> None:
         outcomes[step] = StepOutcome("skipped", error=message, cause=cause, reason=reason)
+        release_followers(step)
         await skip(step, message, reason)
 
     async def skip_dependents_of(root: str) -> None:
@@ -208,7 +233,7 @@ async def schedule(
         if step in outcomes and outcomes[step].status not in ("succeeded", "waiting"):
             await skip_dependents_of(step)
     for step in order:
-        if step not in outcomes and waiting[step] == 0:
+        if step not in outcomes and waiting[step] == 0 and unended[step] == 0:
             ready.append(step)
 
     async def settle(step: str, result: StepOutcome | BaseException) -> None:
@@ -222,11 +247,13 @@ async def schedule(
             newly_ready = []
             for child in dependents[step]:
                 waiting[child] -= 1
-                if waiting[child] == 0 and child not in outcomes:
+                if waiting[child] == 0 and unended[child] == 0 and child not in outcomes:
                     newly_ready.append(child)
             ready.extend(sorted(newly_ready, key=rank.__getitem__))
         elif result.status != "waiting":  # a waiting step's dependents wait with it
             await skip_dependents_of(step)
+        if result.status != "waiting":
+            release_followers(step)
 
     async def settle_queued() -> None:
         while not completions.empty():
@@ -258,7 +285,12 @@ async def schedule(
 
     try:
         while True:
-            while ready and not stopping and slots.try_take():
+            while ready and not stopping:
+                if ready[0] in outcomes or ready[0] in running:
+                    ready.popleft()  # made ready twice (its last order edge and a resume)
+                    continue
+                if not slots.try_take():
+                    break
                 step = ready.popleft()
                 running[step] = asyncio.create_task(runner(step), name=f"toolplan-step-{step}")
             if not running:
@@ -282,4 +314,11 @@ async def schedule(
 _PENDING = StepOutcome("skipped", error="pending")  # sentinel: "no outcome yet"
 
 _STOPPED = ("failed", "denied")
+
+
+def _ended(outcome: StepOutcome | None) -> bool:
+    """Whether a step with ``outcome`` has ended (an order edge from it is satisfied)."""
+    return outcome is not None and outcome.status != "waiting"
+
+
 """Outcomes whose dependents are skipped as failures' are (not a condition's decision)."""

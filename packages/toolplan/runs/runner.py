@@ -52,7 +52,7 @@ from toolplan.store.protocol import (
     utc_now,
 )
 from toolplan.tools.catalog import ToolCatalog
-from toolplan.validation import Analysis, check_tools
+from toolplan.validation import Analysis, check_tools, ordered_for
 
 __all__ = [
     "ExecutionBusy",
@@ -111,7 +111,7 @@ def _checked(record: PlanRecord, catalog: ToolCatalog) -> tuple[Plan, Analysis]:
     plan = parse_plan(record.plan)
     # The plan was fully validated when stored; only the catalog can have changed since.
     check_tools(plan, catalog)
-    return plan, Analysis.from_json(record.analysis)
+    return plan, ordered_for(Analysis.from_json(record.analysis), plan, catalog)
 
 
 def _create(store: ExecutionLog, plan: Plan, plan_id: str, status: str) -> ExecutionRecord:
@@ -282,6 +282,7 @@ async def _run_plan_steps(ctx: ExecutionContext, record: PlanRecord) -> Executio
                 fail_fast=ctx.options.fail_fast,
                 finished=finished,
                 slots=slots,
+                after=analysis.runs_after(),
             )
             decided = await decided_meanwhile(store, plan_id, outcomes, recorder)
             if decided is None:

@@ -40,15 +40,24 @@ def diagram(
     kind: DiagramFormat = "mermaid",
     title: str | None = None,
 ) -> str:
-    """The DAG of ``analysis`` (its ``layers``, ``dependencies`` and ``criticalPath``) as
-    ``kind`` text: one node per step labelled ``step · tool · state`` (``states`` by step ID; a
-    step without one is ``not run``), one edge per dependency (critical-path edges thicker), and
-    one group per layer. ``title`` becomes a comment on the first line after the header."""
+    """The DAG of ``analysis`` (its ``layers``, ``dependencies``, ``orderEdges`` and
+    ``criticalPath``) as ``kind`` text: one node per step labelled ``step · tool · state``
+    (``states`` by step ID; a step without one is ``not run``), one edge per dependency
+    (critical-path edges thicker), one dashed edge labelled ``order`` per order edge (a step
+    kept after another because of their effects), and one group per layer. ``title`` becomes a
+    comment on the first line after the header."""
     layers: Sequence[Sequence[str]] = analysis.get("layers") or []
     order = [step for layer in layers for step in layer]
     node = {step: f"n{i}" for i, step in enumerate(order)}
     dependencies: Mapping[str, Sequence[str]] = analysis.get("dependencies") or {}
-    edges = [(dep, step) for step in order for dep in dependencies.get(step, ()) if dep in node]
+    ordered: Mapping[str, Mapping[str, Any]] = analysis.get("orderEdges") or {}
+    edges = [
+        (dep, step, kind)
+        for step in order
+        for kind, deps in (("data", dependencies.get(step, ())), ("order", ordered.get(step, {})))
+        for dep in deps
+        if dep in node
+    ]
     critical = list(analysis.get("criticalPath") or [])
     critical_edges = set(pairwise(critical))
     state = {step: states.get(step, "not run") for step in order}
@@ -78,7 +87,7 @@ def _css_class(state: str) -> str:
 def _mermaid(
     layers: Sequence[Sequence[str]],
     node: Mapping[str, str],
-    edges: Sequence[tuple[str, str]],
+    edges: Sequence[tuple[str, str, str]],
     critical: set[tuple[str, str]],
     state: Mapping[str, str],
     labels: Mapping[str, str],
@@ -93,8 +102,9 @@ def _mermaid(
             label = labels[step].replace('"', "#quot;")
             lines.append(f'    {node[step]}["{label}"]:::{_css_class(state[step])}')
         lines.append("  end")
-    for dep, step in edges:
-        arrow = "==>" if (dep, step) in critical else "-->"
+    arrows = {"order": "-.->|order|"}  # an order edge is dashed, on the critical path or not
+    for dep, step, kind in edges:
+        arrow = arrows.get(kind) or ("==>" if (dep, step) in critical else "-->")
         lines.append(f"  {node[dep]} {arrow} {node[step]}")
     for name in sorted({_css_class(s) for s in state.values()}):
         fill, stroke = STATE_COLOURS.get(
@@ -107,7 +117,7 @@ def _mermaid(
 def _dot(
     layers: Sequence[Sequence[str]],
     node: Mapping[str, str],
-    edges: Sequence[tuple[str, str]],
+    edges: Sequence[tuple[str, str, str]],
     critical: set[tuple[str, str]],
     state: Mapping[str, str],
     labels: Mapping[str, str],
@@ -126,9 +136,14 @@ def _dot(
                 f'fillcolor="{fill}", color="{stroke}", class="{_css_class(state[step])}"];'
             )
         lines.append("  }")
-    for dep, step in edges:
-        width = " [penwidth=2.5]" if (dep, step) in critical else ""
-        lines.append(f"  {node[dep]} -> {node[step]}{width};")
+    for dep, step, kind in edges:
+        style = []
+        if kind == "order":
+            style.append('style=dashed, label="order"')
+        if (dep, step) in critical:
+            style.append("penwidth=2.5")
+        attributes = f" [{', '.join(style)}]" if style else ""
+        lines.append(f"  {node[dep]} -> {node[step]}{attributes};")
     lines.append("}")
     return "\n".join(lines) + "\n"
 

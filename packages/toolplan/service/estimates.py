@@ -242,7 +242,7 @@ def estimate_plan(
     kind = "history" if seen == len(plan.steps) else "default" if seen == 0 else "mixed"
     unknown = any(calls[step.id] is None for step in plan.steps)
     basis = cast(EstimateBasis, f"{kind}, item count unknown" if unknown else kind)
-    duration = schedule_length(analysis.order, analysis.dependencies, weights, settings.concurrency)
+    duration = schedule_length(analysis.order, analysis.waits_for(), weights, settings.concurrency)
 
     costs = [
         None if cost is None else cost * (1 if calls[step.id] is None else calls[step.id] or 0)

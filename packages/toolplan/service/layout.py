@@ -40,12 +40,14 @@ class Box:
 
 @dataclass(frozen=True)
 class Edge:
-    """A dependency ``source → target`` as an SVG path; ``critical`` on the critical path."""
+    """A dependency ``source → target`` as an SVG path; ``critical`` on the critical path;
+    ``order``: an order edge, with the resources it keeps the order on (``None``: data)."""
 
     source: str
     target: str
     path: str
     critical: bool
+    order: tuple[str, ...] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -53,6 +55,7 @@ class Edge:
             "to": self.target,
             "path": self.path,
             "critical": self.critical,
+            "order": list(self.order) if self.order is not None else None,
         }
 
 
@@ -99,11 +102,18 @@ def layout(
     layers: Sequence[Sequence[str]],
     dependencies: Mapping[str, Sequence[str]],
     critical_path: Sequence[str] = (),
+    order_edges: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
 ) -> Layout:
     """The drawing of a DAG given by its ``layers`` (each step once, dependencies in earlier
-    layers) and ``dependencies``; edges between consecutive steps of ``critical_path`` are
-    marked critical. Dependencies on steps outside the layers are ignored."""
-    rows = _ordered_rows(layers, dependencies)
+    layers), ``dependencies`` and ``order_edges`` (step → earlier step → resources); edges
+    between consecutive steps of ``critical_path`` are marked critical. Dependencies on steps
+    outside the layers are ignored."""
+    ordered = order_edges or {}
+    waits = {
+        step: [*dependencies.get(step, ()), *ordered.get(step, {})]
+        for step in {*dependencies, *ordered}
+    }
+    rows = _ordered_rows(layers, waits)
     widest = max((len(row) for row in rows), default=0)
     full = widest * NODE_WIDTH + max(0, widest - 1) * GAP_X
     boxes: dict[str, Box] = {}
@@ -120,6 +130,13 @@ def layout(
         for row in rows
         for step in row
         for dep in dependencies.get(step, ())
+        if dep in boxes
+    ]
+    edges += [
+        Edge(dep, step, _curve(boxes[dep], boxes[step]), (dep, step) in critical, tuple(on))
+        for row in rows
+        for step in row
+        for dep, on in ordered.get(step, {}).items()
         if dep in boxes
     ]
     height = MARGIN * 2 + len(rows) * NODE_HEIGHT + max(0, len(rows) - 1) * GAP_Y

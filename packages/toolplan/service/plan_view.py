@@ -134,6 +134,12 @@ def plan_view(store: Store, plan_id: str, *, now: datetime | None = None) -> dic
     steps = [
         _step(planned[step], records.get(step), step in critical, pages.get(step)) for step in order
     ]
+    ordered: Mapping[str, Mapping[str, Any]] = analysis.get("orderEdges") or {}
+    for step in steps:  # why a step waited for steps it takes nothing from
+        step["after"] = [
+            {"step": earlier, "on": list(on)}
+            for earlier, on in (ordered.get(step["id"]) or {}).items()
+        ]
     early = list((described.get("meta") or {}).get("earlyStarts") or [])
     adopted = {entry["step"] for entry in early if entry.get("status") == "adopted"}
     for step in steps:  # streamed execution: its call started while the model wrote the plan
@@ -153,7 +159,10 @@ def plan_view(store: Store, plan_id: str, *, now: datetime | None = None) -> dic
         "actualDurationMs": described["actualDurationMs"],
         "steps": steps,
         "graph": layout(
-            analysis.get("layers") or [], analysis.get("dependencies") or {}, critical
+            analysis.get("layers") or [],
+            analysis.get("dependencies") or {},
+            critical,
+            analysis.get("orderEdges") or {},
         ).to_json(),
         "criticalPath": critical,
         "earlyStarts": early,

@@ -342,6 +342,7 @@ class PlanActivities:
         return PlanLayout(
             order=list(analysis.order),
             dependencies={step: list(deps) for step, deps in analysis.dependencies.items()},
+            after=analysis.runs_after(),
             steps={
                 step.id: StepSpec(
                     tool=step.tool,

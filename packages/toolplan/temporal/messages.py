@@ -185,6 +185,8 @@ class PlanLayout:
     """Set when the execution already has a final status: nothing is left to run."""
     order: list[str] = field(default_factory=list)
     dependencies: dict[str, list[str]] = field(default_factory=dict)
+    after: dict[str, list[str]] = field(default_factory=dict)
+    """The order edges (:mod:`toolplan.validation.ordering`): steps each step runs after."""
     steps: dict[str, StepSpec] = field(default_factory=dict)
     finished: dict[str, FinishedStep] = field(default_factory=dict)
     prior_attempts: dict[str, int] = field(default_factory=dict)

@@ -173,6 +173,7 @@ class PlanWorkflow:
                         for step_id, done in finished.items()
                     },
                     slots=self._slots,
+                    after=layout.after,
                 )
                 waiting = [s for s, outcome in outcomes.items() if outcome.status == "waiting"]
                 if not waiting:

@@ -8,6 +8,14 @@ from toolplan.validation.dag import (
     analyze,
     check_arguments,
     check_tools,
+    ordered_for,
 )
 
-__all__ = ["DEFAULT_MAX_STEPS", "Analysis", "analyze", "check_arguments", "check_tools"]
+__all__ = [
+    "DEFAULT_MAX_STEPS",
+    "Analysis",
+    "analyze",
+    "check_arguments",
+    "check_tools",
+    "ordered_for",
+]

@@ -11,8 +11,8 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from toolplan.errors import PlanInvalid, ValidationIssue
@@ -27,6 +27,7 @@ from toolplan.plan_format.templates import (
 from toolplan.tools.catalog import RESERVED_TOOL_NAMES, ToolCatalog
 from toolplan.validation.conditions import check_text_conditions
 from toolplan.validation.control_flow import check_control_flow, control_references
+from toolplan.validation.ordering import OrderEdges, order_edges, program_order
 from toolplan.validation.types import check_template_types
 
 __all__ = [
@@ -37,6 +38,8 @@ __all__ = [
     "analyze",
     "check_arguments",
     "check_tools",
+    "effect_order",
+    "ordered_for",
 ]
 
 MAX_LISTED_PROBLEMS = 25
@@ -54,20 +57,33 @@ class Analysis:
     """The dependency structure of a valid plan."""
 
     dependencies: dict[str, list[str]]
-    """step id → the steps it waits for (templates + ``dependsOn``), in plan order."""
+    """step id → the steps it depends on (templates + ``dependsOn``), in plan order: a failure
+    there skips the step."""
     order: list[str]
-    """A topological order (ties broken by plan order)."""
+    """A topological order of every edge, order edges included (ties broken by plan order)."""
     layers: list[list[str]]
     """Kahn layers: steps in one layer do not depend on each other. For display; the engine is
     eager and never waits for a whole layer."""
     critical_path: list[str]
     """The longest chain by estimated duration: the lower bound on wall time."""
     critical_path_estimate: float
+    order_edges: OrderEdges = field(default_factory=dict)
+    """step id → each earlier step it runs after because of their effects, beyond its
+    ``dependencies``, with the resources they share (:mod:`toolplan.validation.ordering`); only
+    steps that have some. It waits for them to end, however they ended."""
+
+    def runs_after(self) -> dict[str, list[str]]:
+        """step id → the steps its order edges name (what the scheduler's ``after`` takes)."""
+        return {step: list(earlier) for step, earlier in self.order_edges.items()}
+
+    def waits_for(self) -> dict[str, list[str]]:
+        """step id → every step it waits for: its dependencies, then its order edges."""
+        return _union(self.dependencies, self.runs_after())
 
     def dependents(self) -> dict[str, list[str]]:
-        """step id → the steps that wait for it."""
+        """step id → the steps that wait for it (dependencies and order edges)."""
         result: dict[str, list[str]] = {step: [] for step in self.order}
-        for step, deps in self.dependencies.items():
+        for step, deps in self.waits_for().items():
             for dep in deps:
                 result[dep].append(step)
         return result
@@ -76,6 +92,7 @@ class Analysis:
         """JSON form stored with the plan."""
         return {
             "dependencies": self.dependencies,
+            "orderEdges": self.order_edges,
             "order": self.order,
             "layers": self.layers,
             "criticalPath": self.critical_path,
@@ -84,14 +101,55 @@ class Analysis:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Analysis:
-        """Inverse of :meth:`to_json`."""
+        """Inverse of :meth:`to_json` (an analysis stored before order edges has none)."""
         return cls(
             dependencies={k: list(v) for k, v in data["dependencies"].items()},
             order=list(data["order"]),
             layers=[list(layer) for layer in data["layers"]],
             critical_path=list(data["criticalPath"]),
             critical_path_estimate=float(data.get("criticalPathEstimate", 0.0)),
+            order_edges={
+                step: {earlier: list(on) for earlier, on in after.items()}
+                for step, after in (data.get("orderEdges") or {}).items()
+                if after
+            },
         )
+
+
+def ordered_for(analysis: Analysis, plan: Plan, catalog: ToolCatalog) -> Analysis:
+    """``analysis`` (stored with ``plan``) with the order edges ``catalog`` gives today added to
+    those stored: what the engine runs. Nothing stored is removed; a plan stored before order
+    edges existed, or before a tool named its effect, gets them."""
+    edges = {step: dict(after) for step, after in analysis.order_edges.items()}
+    for step, after in effect_order(plan, catalog, analysis.dependencies).items():
+        for earlier, on in after.items():
+            kept = edges.setdefault(step, {}).setdefault(earlier, [])
+            kept.extend(name for name in on if name not in kept)
+    if edges == analysis.order_edges:
+        return analysis
+    updated = replace(analysis, order_edges=edges)
+    order, layers = _kahn(list(analysis.order), updated.waits_for())
+    return replace(updated, order=order, layers=layers)
+
+
+def _union(
+    first: Mapping[str, Sequence[str]], second: Mapping[str, Sequence[str]]
+) -> dict[str, list[str]]:
+    merged = {step: list(deps) for step, deps in first.items()}
+    for step, deps in second.items():
+        merged[step] = list(dict.fromkeys([*merged.get(step, []), *deps]))
+    return merged
+
+
+def effect_order(
+    plan: Plan, catalog: ToolCatalog, dependencies: Mapping[str, Sequence[str]]
+) -> OrderEdges:
+    """The order edges of a valid ``plan`` (its steps' ``dependencies`` given). The engine
+    computes them again when it runs a stored plan, with the catalog it runs against, so a plan
+    stored before a tool was tagged keeps the order its effects ask."""
+    steps = {step.id: step for step in plan.steps}
+    order = program_order(list(steps), dependencies)
+    return order_edges(order, lambda s: catalog.step_effect(steps[s]), dependencies)
 
 
 def _step_dependencies(step: Step) -> list[str]:
@@ -404,14 +462,19 @@ def analyze(
         listed = issues[:MAX_LISTED_PROBLEMS]
         raise PlanInvalid(listed, omitted=len(issues) - len(listed))
 
+    # Order edges point forward in program order, which follows the written edges: no cycle.
+    ordered = effect_order(plan, catalog, dependencies)
+    waits = _union(dependencies, {step: list(after) for step, after in ordered.items()})
+    order, layers = _kahn(list(ids), waits)
     weights = {s.id: (estimate(s) if estimate else 1.0) for s in plan.steps}
-    critical_path, total = _critical_path(order, dependencies, weights)
+    critical_path, total = _critical_path(order, waits, weights)
     return Analysis(
         dependencies=dependencies,
         order=order,
         layers=layers,
         critical_path=critical_path,
         critical_path_estimate=total,
+        order_edges=ordered,
     )
 
 

@@ -128,9 +128,10 @@ function renderGraph() {
     svg("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 9, markerHeight: 9, markerUnits: "userSpaceOnUse", orient: "auto" },
       svg("path", { d: "M0,0 L10,5 L0,10 z", fill: "#52525b" })));
   const edges = view.graph.edges.map((edge) => svg("path", {
-    class: "edge" + (edge.critical ? " critical" : ""), d: edge.path, "marker-end": "url(#arrow)",
+    class: "edge" + (edge.critical ? " critical" : "") + (edge.order ? " order" : ""),
+    d: edge.path, "marker-end": "url(#arrow)",
     "data-from": edge.from, "data-to": edge.to,
-  }));
+  }, ...(edge.order ? [svg("title", { text: `order on ${edge.order.join(", ")}: ${edge.to} runs after ${edge.from}` })] : [])));
   dag.replaceChildren(defs, ...edges, ...view.steps.map(renderNode));
 }
 
@@ -161,6 +162,7 @@ function renderDetails() {
   if (step.fallbackTool) facts.append(el("dt", { text: "Fallback" }), el("dd", { text: step.fallbackTool }));
   if (step.reason) facts.append(el("dt", { text: "Reason" }), el("dd", { text: step.reason }));
   if (step.critical) facts.append(el("dt", { text: "Critical path" }), el("dd", { text: "yes" }));
+  if (step.after && step.after.length) facts.append(el("dt", { text: "Runs after" }), el("dd", { text: step.after.map((a) => `${a.step} (order on ${a.on.join(", ")})`).join(", ") }));
   const parts = [el("h2", { id: "details-title", text: "Step " + step.id }), facts];
   if (step.resolvedParameters !== null && step.resolvedParameters !== undefined) {
     parts.push(el("h3", { text: "Arguments" }), pre(step.resolvedParameters, "arguments"));
