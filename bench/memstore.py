@@ -23,6 +23,7 @@ from toolplan.store.protocol import (
     CANCELLED_BEFORE_START,
     STEP_FIELDS,
     CachedResult,
+    CacheLookup,
     ExecutionRecord,
     ExecutionStatus,
     ItemRecord,
@@ -33,6 +34,7 @@ from toolplan.store.protocol import (
     RequestRecord,
     StepRecord,
     StepStatus,
+    cache_fresh,
     decode_plan_cursor,
     encode_plan_cursor,
     lease_holder,
@@ -85,7 +87,8 @@ class MemoryStore:
         self._executions: dict[str, dict[str, Any]] = {}
         self._steps: dict[str, dict[str, dict[str, Any]]] = {}
         self._records = MemoryRecords()
-        self._cache: dict[str, tuple[str, Any, float, float]] = {}
+        self._cache: dict[str, tuple[str, Any, float, float, dict[str, int]]] = {}
+        self._versions: dict[str, int] = {}
         """key -> (tool, output, stored_at, expires_at)"""
         self._saver = InMemorySaver()
         self._durations: dict[str, deque[tuple[str, float]]] = {}
@@ -442,17 +445,31 @@ class MemoryStore:
         }
 
     # result cache
-    def cache_get(self, key: str) -> CachedResult | None:
+    def cache_get(self, key: str, resources: Collection[str] = ()) -> CacheLookup:
         with self._lock:
             entry = self._cache.get(key)
-        if entry is None or entry[3] <= time.time():
-            return None
-        return CachedResult(copy.deepcopy(entry[1]), entry[2])
+            versions = {name: self._versions.get(name, 0) for name in sorted(set(resources))}
+        if entry is None or entry[3] <= time.time() or not cache_fresh(entry[4], versions):
+            return CacheLookup(None, versions)
+        return CacheLookup(CachedResult(copy.deepcopy(entry[1]), entry[2]), versions)
 
-    def cache_put(self, key: str, tool: str, output: Any, ttl_seconds: float) -> None:
+    def cache_put(
+        self,
+        key: str,
+        tool: str,
+        output: Any,
+        ttl_seconds: float,
+        versions: Mapping[str, int] | None = None,
+    ) -> None:
         now = time.time()
         with self._lock:
-            self._cache[key] = (tool, copy.deepcopy(output), now, now + ttl_seconds)
+            entry = (tool, copy.deepcopy(output), now, now + ttl_seconds, dict(versions or {}))
+            self._cache[key] = entry
+
+    def cache_written(self, resources: Collection[str]) -> None:
+        with self._lock:
+            for name in set(resources):
+                self._versions[name] = self._versions.get(name, 0) + 1
 
     def cache_clear(self, tool: str | None = None) -> int:
         now = time.time()

@@ -191,34 +191,34 @@ def test_tool_durations_newest_first_first_attempts_only(store: Store) -> None:
 
 
 def test_cache_round_trip_and_replace(store: Store, store_uri: str) -> None:
-    assert store.cache_get("k1") is None
+    assert store.cache_get("k1").result is None
     before = time.time()
     output = {"text": "naïve — 東京", "big": 2**53 + 1, "list": [1, None, True], "$k.x": 1}
     store.cache_put("k1", "search", output, 60)
-    hit = store.cache_get("k1")
+    hit = store.cache_get("k1").result
     assert hit is not None and hit.output == output
     assert before - 1 <= hit.stored_at <= time.time() + 1
     with other_store(store_uri) as other:  # shared by every process using the store
-        shared = other.cache_get("k1")
+        shared = other.cache_get("k1").result
         assert shared is not None and shared.output == output
         other.cache_put("k1", "search", "newer", 60)
-    replaced = store.cache_get("k1")
+    replaced = store.cache_get("k1").result
     assert replaced is not None and replaced.output == "newer"
     store.cache_put("k2", "search", None, 60)  # a null output is a result too
-    null = store.cache_get("k2")
+    null = store.cache_get("k2").result
     assert null is not None and null.output is None
 
 
 def test_cache_entries_expire(store: Store) -> None:
     store.cache_put("short", "search", 1, 0.2)
     store.cache_put("long", "search", 2, 60)
-    assert store.cache_get("short") is not None
+    assert store.cache_get("short").result is not None
     time.sleep(0.3)
-    assert store.cache_get("short") is None
-    long = store.cache_get("long")
+    assert store.cache_get("short").result is None
+    long = store.cache_get("long").result
     assert long is not None and long.output == 2
     store.cache_put("short", "search", 3, 60)  # an expired key can be stored again
-    again = store.cache_get("short")
+    again = store.cache_get("short").result
     assert again is not None and again.output == 3
 
 
@@ -229,18 +229,67 @@ def test_cache_clear_all_or_one_tool(store: Store) -> None:
     store.cache_put("gone", "beta", 4, 0.05)
     time.sleep(0.1)
     assert store.cache_clear("alpha") == 2
-    assert store.cache_get("a1") is None and store.cache_get("b1") is not None
+    assert store.cache_get("a1").result is None and store.cache_get("b1").result is not None
     assert store.cache_clear("nothing") == 0
     assert store.cache_clear() == 1  # only live entries count; the expired one goes too
-    assert store.cache_get("b1") is None
+    assert store.cache_get("b1").result is None
     assert store.cache_clear() == 0
 
 
 def test_concurrent_cache_puts_of_one_key_keep_one_entry(store: Store, store_uri: str) -> None:
     in_threads(store_uri, 6, lambda other, i: other.cache_put("same", "search", {"n": i}, 60))
-    hit = store.cache_get("same")
+    hit = store.cache_get("same").result
     assert hit is not None and hit.output["n"] in range(6)
     assert store.cache_clear() == 1
+
+
+def test_a_write_makes_what_was_read_before_it_stale_in_every_process(
+    store: Store, store_uri: str
+) -> None:
+    first = store.cache_get("r1", ["blog"])
+    assert first.result is None and first.versions == {"blog": 0}  # never written
+    store.cache_put("r1", "listBlogs", {"count": 0}, 60, first.versions)
+    hit = store.cache_get("r1", ["blog"])
+    assert hit.result is not None and hit.result.output == {"count": 0}
+    store.cache_put("w1", "weather", "sunny", 60, store.cache_get("w1", ["weather"]).versions)
+
+    with other_store(store_uri) as other:  # a write in another process
+        other.cache_written(["blog"])
+    stale = store.cache_get("r1", ["blog"])
+    assert stale.result is None and stale.versions == {"blog": 1}
+    # Another resource's results are untouched; a write moves every resource it names.
+    assert store.cache_get("w1", ["weather"]).result is not None
+    store.cache_written(["blog", "weather"])
+    assert store.cache_get("w1", ["weather"]).result is None
+    assert store.cache_get("r1", ["blog"]).versions == {"blog": 2}
+
+    # Read again after the writes: fresh until the next one.
+    now = store.cache_get("r1", ["blog"]).versions
+    store.cache_put("r1", "listBlogs", {"count": 1}, 60, now)
+    again = store.cache_get("r1", ["blog"]).result
+    assert again is not None and again.output == {"count": 1}
+
+
+def test_a_result_read_while_a_write_ran_is_never_served(store: Store) -> None:
+    # The read asks the cache (a miss, with the versions now), a write ends meanwhile, then the
+    # read's result is stored with the versions from before: it must not answer a later read.
+    before = store.cache_get("k", ["kv"]).versions
+    store.cache_written(["kv"])
+    store.cache_put("k", "get", "old value", 60, before)
+    assert store.cache_get("k", ["kv"]).result is None
+
+
+def test_an_entry_checked_for_more_resources_than_it_was_stored_with_is_stale(
+    store: Store,
+) -> None:
+    store.cache_put("k", "get", 1, 60, {})
+    assert store.cache_get("k").result is not None  # asked about no resource: as stored
+    assert store.cache_get("k", ["kv"]).result is None  # the tool names a resource now
+
+
+def test_concurrent_writes_each_move_the_version(store: Store, store_uri: str) -> None:
+    in_threads(store_uri, 6, lambda other, i: other.cache_written(["hot"]))
+    assert store.cache_get("none", ["hot"]).versions == {"hot": 6}
 
 
 __all__ = sorted(name for name in globals() if name.startswith("test_"))

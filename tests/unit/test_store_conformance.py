@@ -283,7 +283,7 @@ def test_sqlite_files_from_before_the_controls_are_upgraded(tmp_path: Path) -> N
         assert not step.cached and step.timeout is None
         assert upgraded.request_cancel(execution.plan_id, []).cancel_requested_at is not None
         upgraded.cache_put("k", "tool", {"v": 1}, 60)
-        assert upgraded.cache_get("k") is not None
+        assert upgraded.cache_get("k").result is not None
         assert upgraded.tool_durations(["echo"], 5) == {"echo": []}
 
 
@@ -375,3 +375,18 @@ def test_sqlite_plan_list_reads_an_index_in_its_order(
     assert any(index in detail for detail in plans), plans
     assert not any(detail.startswith("SCAN") and "INDEX" not in detail for detail in plans), plans
     assert not any("TEMP B-TREE" in detail for detail in plans), plans
+
+
+def test_a_cache_entry_from_before_resource_versions_is_never_served(tmp_path: Path) -> None:
+    # Kept before writes moved versions, it cannot say what it was read from: never trusted.
+    import sqlite3
+
+    path = tmp_path / "old-cache.db"
+    with closing(open_store(f"sqlite:///{path}")) as store:
+        store.cache_put("k", "lookup", {"v": 1}, 60, {})
+        assert store.cache_get("k").result is not None
+    with closing(sqlite3.connect(path)) as raw:
+        raw.execute("UPDATE tp_cache SET versions = NULL")
+        raw.commit()
+    with closing(open_store(f"sqlite:///{path}")) as store:
+        assert store.cache_get("k").result is None

@@ -218,6 +218,9 @@ class Caller:
         self._fast_calls = not callbacks_configured()
         self.cache = cache if options.cache else None
         """The shared result cache for read-only tools (``None``: no caching)."""
+        self.written_to = cache
+        """Where a write's end is told (:meth:`finish`), with or without caching in this run:
+        no later run may read from the cache what this one's writes changed."""
         self.timeouts = dict(timeouts or {})
         """Effective timeouts by step (:func:`~toolplan.engine.timeouts.load_step_timeouts`);
         a step missing here gets its plan ``timeout`` or the default."""
@@ -428,8 +431,14 @@ class Caller:
         duration_ms = round((time.monotonic() - started) * 1000, 3)
         done_before = cache_age_seconds is not None or reused_from is not None
         status, output, error = ending.status, ending.output, ending.error
+        effect = self.catalog.step_effect(step)
 
         async def record() -> StepOutcome:
+            if not effect.read_only and self.written_to is not None:
+                # Before the record that lets the steps ordered after it start: they (and every
+                # later run) find nothing cached from before this write. A failed call may
+                # have written part of its effect too.
+                await asyncio.to_thread(self.written_to.cache_written, effect.resources)
             await self.recorder.finished(
                 step.id,
                 step.tool,

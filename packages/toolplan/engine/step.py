@@ -134,8 +134,18 @@ class StepCall(ToolCall[StepOutcome]):
     without one when the same call succeeded in an earlier version of the request, when it
     waits for a person's approval, or when a read-only tool's result is in the cache."""
 
+    _versions: dict[str, int] | None = None
+    """The versions of the tool's resources when the cache was asked, before the first call: a
+    result is cached with them, and is stale once a write moves one."""
+
     async def attempt_started(self, arguments: Any, number: int, first: bool) -> None:
-        step = self.step
+        step, cache = self.step, self.caller.cache
+        if self._versions is None and cache is not None and self._cache_ttl() is not None:
+            # A retry in a call of its own (a durable backend's attempt): the versions its
+            # result will be cached with are read before it calls the tool, as they must be.
+            resources = self.caller.catalog.effect(step.tool).resources
+            key = cache_key(step.tool, arguments)
+            self._versions = (await asyncio.to_thread(cache.cache_get, key, resources)).versions
         await self.caller.recorder.started(
             step.id,
             step.tool,
@@ -164,7 +174,12 @@ class StepCall(ToolCall[StepOutcome]):
         if self._cache_ttl() is None:
             return None
         assert caller.cache is not None
-        hit = await asyncio.to_thread(caller.cache.cache_get, cache_key(step.tool, arguments))
+        resources = caller.catalog.effect(step.tool).resources
+        lookup = await asyncio.to_thread(
+            caller.cache.cache_get, cache_key(step.tool, arguments), resources
+        )
+        self._versions = lookup.versions  # what a result read from here on is stored with
+        hit = lookup.result
         if hit is None:
             return None
         age = round(max(0.0, time.time() - hit.stored_at), 3)
@@ -185,12 +200,13 @@ class StepCall(ToolCall[StepOutcome]):
         Only a store that is down stops the run, as any store fault does."""
         ttl = self._cache_ttl()
         cache, tool = self.caller.cache, self.step.tool
-        if ttl is None or cache is None:
+        if ttl is None or cache is None or self._versions is None:
             return
         if cap_output(output, self.caller.options.output_limit_bytes)[1]:
             return
+        key = cache_key(tool, arguments)
         try:
-            await asyncio.to_thread(cache.cache_put, cache_key(tool, arguments), tool, output, ttl)
+            await asyncio.to_thread(cache.cache_put, key, tool, output, ttl, self._versions)
         except RUN_STOPPERS:
             raise
         except Exception as error:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Collection as Many
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +17,14 @@ from pymongo.errors import DuplicateKeyError
 from toolplan.errors import ToolplanError
 from toolplan.store._mongo_faults import guarded
 from toolplan.store.codec import dumps, loads
-from toolplan.store.protocol import CANCELLED_BEFORE_START, CachedResult, ExecutionRecord, utc_now
+from toolplan.store.protocol import (
+    CANCELLED_BEFORE_START,
+    CachedResult,
+    CacheLookup,
+    ExecutionRecord,
+    cache_fresh,
+    utc_now,
+)
 
 if TYPE_CHECKING:
     from pymongo.collection import Collection
@@ -39,6 +47,7 @@ class MongoControls:
     _executions: Collection[_Document]
     _steps: Collection[_Document]
     _cache: Collection[_Document]
+    _resource_versions: Collection[_Document]
 
     def _translate(self, error: BaseException) -> ToolplanError:
         raise NotImplementedError
@@ -175,27 +184,56 @@ class MongoControls:
     # -- result cache --------------------------------------------------------------------------
 
     @guarded
-    def cache_get(self, key: str) -> CachedResult | None:
+    def cache_get(self, key: str, resources: Many[str] = ()) -> CacheLookup:
         # The TTL monitor deletes expired entries only every minute: check the time here too.
+        # The entry first, then the versions: a write between the two makes it stale, never
+        # the other way round.
         document = self._cache.find_one({"key": key, "expiresAt": {"$gt": _now_utc()}})
-        if document is None:
-            return None
-        return CachedResult(loads(document["output"]), float(document["storedAt"]))
+        names = sorted(set(resources))
+        found: dict[str, int] = {}
+        if names:
+            found = {
+                str(d["_id"]): int(d["version"])
+                for d in self._resource_versions.find({"_id": {"$in": names}})
+            }
+        versions = {name: found.get(name, 0) for name in names}
+        if document is None or not cache_fresh(document.get("versions"), versions):
+            return CacheLookup(None, versions)
+        result = CachedResult(loads(document["output"]), float(document["storedAt"]))
+        return CacheLookup(result, versions)
 
     @guarded
-    def cache_put(self, key: str, tool: str, output: Any, ttl_seconds: float) -> None:
+    def cache_put(
+        self,
+        key: str,
+        tool: str,
+        output: Any,
+        ttl_seconds: float,
+        versions: Mapping[str, int] | None = None,
+    ) -> None:
         now = time.time()
         entry: _Document = {
             "tool": tool,
             "output": dumps(output),
             "storedAt": now,
             "expiresAt": datetime.fromtimestamp(now + ttl_seconds, UTC),
+            "versions": dict(versions or {}),
         }
         try:
             self._cache.update_one({"key": key}, {"$set": entry}, upsert=True)
         except DuplicateKeyError:
             # Another process inserted the same key at the same moment: now it exists, update it.
             self._cache.update_one({"key": key}, {"$set": entry})
+
+    @guarded
+    def cache_written(self, resources: Many[str]) -> None:
+        for name in sorted(set(resources)):
+            try:
+                self._resource_versions.update_one(
+                    {"_id": name}, {"$inc": {"version": 1}}, upsert=True
+                )
+            except DuplicateKeyError:  # created by another process at the same moment
+                self._resource_versions.update_one({"_id": name}, {"$inc": {"version": 1}})
 
     @guarded
     def cache_clear(self, tool: str | None = None) -> int:

@@ -7,13 +7,20 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from contextlib import AbstractContextManager
 from typing import Any
 
 from toolplan.store._sqlite_faults import guarded
 from toolplan.store.codec import dumps, loads
-from toolplan.store.protocol import CANCELLED_BEFORE_START, CachedResult, ExecutionRecord, utc_now
+from toolplan.store.protocol import (
+    CANCELLED_BEFORE_START,
+    CachedResult,
+    CacheLookup,
+    ExecutionRecord,
+    cache_fresh,
+    utc_now,
+)
 
 __all__ = ["SqliteControls"]
 
@@ -130,26 +137,62 @@ class SqliteControls:
     # -- result cache --------------------------------------------------------------------------
 
     @guarded
-    def cache_get(self, key: str) -> CachedResult | None:
+    def cache_get(self, key: str, resources: Collection[str] = ()) -> CacheLookup:
+        # The entry first, then the versions: a write between the two makes it stale, never
+        # the other way round.
         rows = self._query(
-            "SELECT output, stored_at FROM tp_cache WHERE key = ? AND expires_at > ?",
+            "SELECT output, stored_at, versions FROM tp_cache WHERE key = ? AND expires_at > ?",
             (key, time.time()),
         )
-        if not rows:
-            return None
-        return CachedResult(loads(rows[0]["output"]), float(rows[0]["stored_at"]))
+        names = sorted(set(resources))
+        found: dict[str, int] = {}
+        if names:
+            marks = ", ".join("?" * len(names))
+            found = {
+                row["resource"]: int(row["version"])
+                for row in self._query(
+                    f"SELECT resource, version FROM tp_resource_versions WHERE resource IN ({marks})",
+                    tuple(names),
+                )
+            }
+        versions = {name: found.get(name, 0) for name in names}
+        stored = loads(rows[0]["versions"]) if rows and rows[0]["versions"] else None
+        if not rows or not cache_fresh(stored, versions):
+            return CacheLookup(None, versions)
+        return CacheLookup(
+            CachedResult(loads(rows[0]["output"]), float(rows[0]["stored_at"])), versions
+        )
 
     @guarded
-    def cache_put(self, key: str, tool: str, output: Any, ttl_seconds: float) -> None:
+    def cache_put(
+        self,
+        key: str,
+        tool: str,
+        output: Any,
+        ttl_seconds: float,
+        versions: Mapping[str, int] | None = None,
+    ) -> None:
         now = time.time()
         text = dumps(output)
         with self._transaction() as db:
             # Expired entries go as new ones come: the table holds what is live, and a little.
             db.execute("DELETE FROM tp_cache WHERE expires_at <= ?", (now,))
             db.execute(
-                "INSERT OR REPLACE INTO tp_cache (key, tool, output, stored_at, expires_at)"
-                " VALUES (?, ?, ?, ?, ?)",
-                (key, tool, text, now, now + ttl_seconds),
+                "INSERT OR REPLACE INTO tp_cache (key, tool, output, stored_at, expires_at,"
+                " versions) VALUES (?, ?, ?, ?, ?, ?)",
+                (key, tool, text, now, now + ttl_seconds, dumps(dict(versions or {}))),
+            )
+
+    @guarded
+    def cache_written(self, resources: Collection[str]) -> None:
+        names = sorted(set(resources))
+        if not names:
+            return
+        with self._transaction() as db:
+            db.executemany(
+                "INSERT INTO tp_resource_versions (resource, version) VALUES (?, 1)"
+                " ON CONFLICT(resource) DO UPDATE SET version = version + 1",
+                [(name,) for name in names],
             )
 
     @guarded

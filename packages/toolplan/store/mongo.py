@@ -26,7 +26,11 @@ Collections, in the database named by the URI (``toolplan`` when it names none):
     indexes the lookup keys, a multikey index).
 ``cache``
     cached outputs of read-only tools (unique ``key``); a TTL index on ``expiresAt`` lets the
-    server delete expired entries, and reads skip any not yet deleted.
+    server delete expired entries, and reads skip any not yet deleted. Each entry holds the
+    versions of the resources it was read from; it is served only while they are unchanged.
+``resource_versions``
+    one counter per resource (``_id``: its name), moved on by every write on it
+    (``cache_written``): what makes a cached read stale.
 ``checkpoints``, ``checkpoint_writes``
     LangGraph checkpoints, written by ``MongoDBSaver``.
 ``migrations``
@@ -187,6 +191,7 @@ class MongoStore(MongoItems, MongoControls):
         self._items: Collection[_Document] = self._db["items"]
         self._records: Collection[_Document] = self._db["records"]
         self._cache: Collection[_Document] = self._db["cache"]
+        self._resource_versions: Collection[_Document] = self._db["resource_versions"]
         self._migrations: Collection[_Document] = self._db["migrations"]
         self._saver: BaseCheckpointSaver[Any] | None = None
         self._saver_lock = threading.Lock()

@@ -41,6 +41,7 @@ __all__ = [
     "CANCELLED_BEFORE_START",
     "CANCELLED_WHILE_RUNNING",
     "TERMINAL_EXECUTION_STATUSES",
+    "CacheLookup",
     "CachedResult",
     "CheckpointStore",
     "Decision",
@@ -67,6 +68,7 @@ __all__ = [
     "TimeoutSource",
     "ToolStats",
     "WorkQueue",
+    "cache_fresh",
     "cap_output",
     "decode_plan_cursor",
     "encode_plan_cursor",
@@ -439,6 +441,27 @@ class CachedResult:
     """Seconds since the epoch (``time.time()`` of the process that stored it)."""
 
 
+@dataclass(frozen=True)
+class CacheLookup:
+    """What a look in the result cache found."""
+
+    result: CachedResult | None
+    """The cached output; ``None`` when there is none, it expired, or one of the resources it
+    was read from has been written since."""
+    versions: dict[str, int]
+    """The version of each resource asked about, now: a result read from here on is stored
+    with them (:meth:`ResultCache.cache_put`), and is stale once a write moves one."""
+
+
+def cache_fresh(stored: Any, current: Mapping[str, int]) -> bool:
+    """Whether a cache entry stored with the resource versions ``stored`` still holds, the
+    versions being ``current`` now: every one the same. An entry stored before versions were
+    kept (``stored`` not a mapping) never does."""
+    if not isinstance(stored, Mapping):
+        return False
+    return all(stored.get(name) == version for name, version in current.items())
+
+
 def lease_holder() -> tuple[str, int]:
     """The host and process ID a backend records with a lease it grants: the calling process's."""
     return socket.gethostname(), os.getpid()
@@ -700,14 +723,30 @@ class RecordStore(_Role, Protocol):
 @runtime_checkable
 class ResultCache(_Role, Protocol):
     """Outputs of read-only tools, keyed by tool and resolved arguments (the engine computes the
-    key), each kept until its TTL passes."""
+    key), each kept until its TTL passes or a write moves the version of a resource it was read
+    from (:mod:`toolplan.tools.effects`): no read after a write is answered from before it."""
 
-    def cache_get(self, key: str) -> CachedResult | None:
-        """The cached result under ``key``, unless absent or expired."""
+    def cache_get(self, key: str, resources: Collection[str] = ()) -> CacheLookup:
+        """The cached result under ``key`` unless absent, expired or stale (stored with other
+        versions of ``resources`` than they have now, or before versions were kept), and the
+        current versions of ``resources`` (0 for one never written)."""
         ...
 
-    def cache_put(self, key: str, tool: str, output: Any, ttl_seconds: float) -> None:
-        """Store (or replace) the result under ``key`` for ``ttl_seconds``."""
+    def cache_put(
+        self,
+        key: str,
+        tool: str,
+        output: Any,
+        ttl_seconds: float,
+        versions: Mapping[str, int] | None = None,
+    ) -> None:
+        """Store (or replace) the result under ``key`` for ``ttl_seconds``, read while its
+        resources had ``versions`` (what :meth:`cache_get` gave before the tool was called)."""
+        ...
+
+    def cache_written(self, resources: Collection[str]) -> None:
+        """A write on ``resources`` happened (or may have): move each one's version on, so
+        every result read from it before is stale, in every process using this store."""
         ...
 
     def cache_clear(self, tool: str | None = None) -> int:

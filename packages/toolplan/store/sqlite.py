@@ -157,8 +157,13 @@ CREATE TABLE IF NOT EXISTS tp_cache (
     tool TEXT NOT NULL,
     output TEXT NOT NULL,
     stored_at REAL NOT NULL,
-    expires_at REAL NOT NULL
+    expires_at REAL NOT NULL,
+    versions TEXT
 );
+CREATE TABLE IF NOT EXISTS tp_resource_versions (
+    resource TEXT PRIMARY KEY,
+    version INTEGER NOT NULL
+) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS tp_cache_by_expiry ON tp_cache(expires_at);
 CREATE INDEX IF NOT EXISTS tp_cache_by_tool ON tp_cache(tool);
 """
@@ -195,6 +200,7 @@ _ADDED_COLUMNS = {
         "request_id TEXT",
     ),
     "tp_plans": ("executed INTEGER NOT NULL DEFAULT 0",),
+    "tp_cache": ("versions TEXT",),  # NULL: stored before versions were kept, never served
     "tp_steps": (
         "cached INTEGER NOT NULL DEFAULT 0",
         "cache_age_seconds REAL",
