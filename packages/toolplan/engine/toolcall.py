@@ -47,6 +47,7 @@ __all__ = [
     "fast_path_applies",
     "invoke_tool",
     "normalize_output",
+    "schema_arguments",
     "without_surrogates",
 ]
 
@@ -125,6 +126,35 @@ def _arguments(tool: StructuredTool, arguments: dict[str, Any]) -> tuple[tuple[A
         for name in result.model_dump()
         if name in arguments or name in given or name in defaulted
     }
+
+
+def schema_arguments(tool: BaseTool, arguments: Any) -> Any:
+    """``arguments`` as ``tool``'s schema reads them: defaults filled in and values in the
+    declared types (``0`` for a number is ``0.0``), as JSON values. Two calls with equal schema
+    arguments are the same call (a streamed step adopts an early call only then). Arguments the
+    schema refuses are returned as given: the call will say what is wrong with them."""
+    if not isinstance(arguments, dict):
+        return arguments
+    schema = tool.args_schema
+    if isinstance(schema, type) and issubclass(schema, BaseModel):
+        try:
+            parsed = schema.model_validate(arguments)
+        except ValueError:  # pydantic's ValidationError among them
+            return arguments
+        injected = set(getattr(tool, "_injected_args_keys", ()) or ())
+        dumped = parsed.model_dump(mode="json")
+        return {
+            k: v for k, v in dumped.items() if k not in injected and k not in ("args", "kwargs")
+        }
+    if isinstance(schema, dict):
+        properties = schema.get("properties") or {}
+        defaults = {
+            name: spec["default"]
+            for name, spec in properties.items()
+            if isinstance(spec, dict) and "default" in spec
+        }
+        return {**defaults, **arguments}
+    return arguments
 
 
 async def invoke_tool(tool: BaseTool, arguments: Any, config: RunnableConfig, *, fast: bool) -> Any:

@@ -10,6 +10,9 @@ these hold, so a half-written plan can never fire a side effect:
   :func:`~toolplan.validation.dag.check_arguments`);
 - its tool is tagged ``read-only`` (:meth:`~toolplan.tools.catalog.ToolCatalog.read_only`) and waits for
   no approval (:meth:`~toolplan.tools.catalog.ToolCatalog.gated`);
+- no statement written before it in the same answer has side effects on a resource it reads
+  (:mod:`toolplan.validation.ordering`: it would run after that write), or calls a tool the
+  catalog lacks;
 - its templates name only steps of the same answer that were started early themselves: it waits
   for their outputs, and never starts when one of them failed.
 
@@ -24,14 +27,21 @@ Durable and honest:
   :data:`EARLY_COLLECTION`: step, tool, call key, status, output or error), and when the plan is
   stored each one is settled (:meth:`EarlyStarts.settle`): ``adopted`` by the final plan (its
   execution takes the call's output instead of calling the tool again: :meth:`EarlyStarts.
-  adopting`), ``cancelled`` (still running, and not in the final plan: the call is cancelled)
-  or ``unused`` (it finished, and the final plan, after a repair, no longer has it). The plan's
-  ``meta.earlyStarts`` lists them, with the time each saved;
+  adopting`), ``cancelled`` (still running, and not in the final plan: the call is cancelled at
+  once) or ``unused`` (it finished, and the final plan, after a repair, no longer has it). The
+  final plan has a call when its step has the same ID and tool, the same arguments as the tool's
+  schema reads them (defaults filled in, ``0`` and ``0.0`` alike), and could have started early
+  in that plan too (a read the final plan orders after a write is not adopted: its early
+  output is from before the write). The plan's ``meta.earlyStarts`` lists them, with the time
+  each saved;
 - planning that fails (an invalid last statement, no valid plan after the repairs) cancels what
   is still running; what finished is kept, ``unused``;
-- a run killed during planning leaves its finished early calls recorded under the request (or,
-  without one, the query): the next planning of the same request adopts them instead of calling
-  the tool again (:meth:`EarlyStarts.recall`), for :data:`RESUME_WINDOW` seconds.
+- a run killed during planning leaves its early calls recorded under the request (or, without
+  one, the query): the next planning of the same request settles them (a call that was running
+  died with the process: ``cancelled``) and adopts the finished ones instead of calling the tool
+  again (:meth:`EarlyStarts.recall`), for :data:`RESUME_WINDOW` seconds; each finished output is
+  claimed once (an idempotent record), so no two plannings adopt it, and once settled
+  (``adopted`` or ``unused``) it is never recalled again.
 
 The execution that follows is an ordinary one: the steps adopted are recorded like any other
 (``succeeded``, with the output); its tool calls wait for an early call still running instead of
@@ -47,7 +57,7 @@ import contextlib
 import hashlib
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -55,14 +65,15 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
 
 from toolplan.engine.cache import cache_key
-from toolplan.engine.toolcall import normalize_output
+from toolplan.engine.toolcall import normalize_output, schema_arguments
 from toolplan.plan_format.ids import new_id
 from toolplan.plan_format.plan import Plan
 from toolplan.plan_format.templates import contains_template, references, resolve
 from toolplan.planning.progress import PlanningEvent, PlanningListener, notify
 from toolplan.store.protocol import Store, utc_now
 from toolplan.tools.catalog import ToolCatalog
-from toolplan.validation.dag import check_arguments
+from toolplan.tools.effects import Effect
+from toolplan.validation.dag import check_arguments, effect_order
 
 __all__ = [
     "EARLY_COLLECTION",
@@ -121,7 +132,11 @@ class _Early:
     finished: float | None = None
     recalled_from: str | None = None
     """The early record of an earlier, interrupted planning whose output this call took."""
+    recalled: Mapping[str, Any] | None = None
+    """That record (settled ``unused`` with this call, should the final plan not adopt it)."""
     settled: EarlyStatus | None = None
+    arguments: Any = None
+    """The resolved arguments as the tool's schema reads them, once resolved."""
 
 
 @dataclass
@@ -143,6 +158,8 @@ class EarlyStarts:
     _calls: list[_Early] = field(default_factory=list, repr=False)
     _by_key: dict[str, _Early] = field(default_factory=dict, repr=False)
     _recalled: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
+    _statements: list[Effect | None] = field(default_factory=list, repr=False)
+    """The effect of each statement of this answer so far (``None``: a tool the catalog lacks)."""
     _began: float = field(default_factory=time.monotonic, repr=False)
     _writes: set[asyncio.Task[Any]] = field(default_factory=set, repr=False)
     _last_write: asyncio.Task[Any] | None = field(default=None, repr=False)
@@ -167,10 +184,12 @@ class EarlyStarts:
     # -- before planning -------------------------------------------------------------------
 
     async def recall(self) -> None:
-        """Load the finished early calls of an earlier planning of the same request (or query)
-        that was interrupted (its process died: it neither stored its plan nor settled its
-        calls): a call with the same key takes their output instead of calling the tool again.
-        A planning that ended, even without a plan, settled its calls: they are never reused."""
+        """Settle the early calls of an earlier planning of the same request (or query) that
+        was interrupted (its process died: it neither stored its plan nor settled its calls),
+        and load the finished ones: a call with the same key takes their output instead of
+        calling the tool again. A call that was still running died with that process: it is
+        recorded ``cancelled``. A planning that ended, even without a plan, settled its calls:
+        they are never reused."""
         records = await asyncio.to_thread(
             self.store.find_records,
             EARLY_COLLECTION,
@@ -179,25 +198,76 @@ class EarlyStarts:
         )
         now = time.time()
         settled = {str(r.get("planId")) for r in records if r.get("status") in _SETTLED}
-        stored: dict[str, bool] = {}
-        for record in records:
+        last: dict[tuple[str, str], dict[str, Any]] = {}
+        for record in records:  # oldest first: the last record of a call says where it is
             plan_id = str(record.get("planId"))
-            if (
-                record.get("status") != "succeeded"
-                or plan_id in settled
-                or now - float(record.get("at") or 0) > RESUME_WINDOW
-            ):
-                continue
+            if plan_id not in settled and plan_id != self.plan_id:
+                last[(plan_id, str(record.get("step")))] = record
+        stored: dict[str, bool] = {}
+        for (plan_id, _), record in last.items():
             if plan_id not in stored:
                 stored[plan_id] = await asyncio.to_thread(self.store.get_plan, plan_id) is not None
-            if not stored[plan_id]:
+            if stored[plan_id]:
+                continue  # stored, then killed before settling: its execution owns the calls
+            if record.get("status") == "running":
+                await asyncio.to_thread(self._settle_dead, record, "cancelled")
+            elif (
+                record.get("status") == "succeeded"
+                and now - float(record.get("at") or 0) <= RESUME_WINDOW
+                and record.get("call") is not None
+            ):
                 self._recalled.setdefault(str(record["call"]), record)
+            else:
+                await asyncio.to_thread(self._settle_dead, record, "unused")
+
+    def _settle_dead(self, record: Mapping[str, Any], status: EarlyStatus) -> None:
+        """Record how an early call of an interrupted planning ended (``settledBy`` this one)."""
+        settled = {
+            key: record.get(key) for key in ("scope", "planId", "requestId", "step", "tool", "call")
+        }
+        settled.update(status=status, at=time.time(), recordedAt=utc_now(), settledBy=self.plan_id)
+        try:
+            self.store.put_record(EARLY_COLLECTION, settled, lookup_keys=[self.scope])
+        except Exception as error:  # the record is for resume and audit, not the call
+            _log.warning(
+                "an early call of %r could not be settled: %s", record.get("planId"), error
+            )
+
+    def _claim(self, record: Mapping[str, Any]) -> bool:
+        """Take a recalled output for this planning, once: an idempotent record under the dead
+        planning's call; ``False`` when another planning claimed it first."""
+        claim = {
+            key: record.get(key) for key in ("scope", "planId", "requestId", "step", "tool", "call")
+        }
+        claim.update(status="adopted", at=time.time(), recordedAt=utc_now(), adoptedBy=self.plan_id)
+        stored = self.store.put_record(
+            EARLY_COLLECTION,
+            claim,
+            idempotency_key=f"claim:{record.get('planId')}:{record.get('call')}",
+            lookup_keys=[self.scope],
+        )
+        return stored.get("adoptedBy") == self.plan_id
 
     # -- while the model writes ------------------------------------------------------------
 
     def new_answer(self) -> None:
         """A new answer is being written (a repair, a retry): its templates name its own steps."""
         self._current = {}
+        self._statements = []
+
+    def _effect(self, step: Mapping[str, Any]) -> Effect | None:
+        """What ``step`` (as the model wrote it) may do; ``None`` for a tool the catalog lacks."""
+        tool = step.get("tool")
+        if not isinstance(tool, str) or tool not in self.catalog:
+            return None
+        effect = self.catalog.effect(tool)
+        fallback = step.get("fallback")
+        if isinstance(fallback, Mapping):
+            other = fallback.get("tool")
+            if not isinstance(other, str) or other not in self.catalog:
+                return None
+            effect = effect.union(self.catalog.effect(other))
+        return effect
 
     def why_not(self, step: Mapping[str, Any]) -> str | None:
         """Why ``step`` (as the model wrote it) may not start early; ``None`` when it may."""
@@ -210,6 +280,12 @@ class EarlyStarts:
             return "waits for approval"
         if not self.catalog.read_only(tool):
             return "not read-only"
+        reads = set(self.catalog.effect(tool).resources)
+        for earlier in self._statements:
+            if earlier is None:
+                return "written after a call of an unknown tool"
+            if not earlier.read_only and reads & set(earlier.resources):
+                return "written after a side effect on what it reads"
         parameters = step.get("parameters") if step.get("parameters") is not None else {}
         issues = check_arguments(
             f"step {step.get('id')!r}", tool, parameters, self.catalog.info(tool).parameters
@@ -228,13 +304,14 @@ class EarlyStarts:
         if self._closed or not isinstance(step.get("id"), str):
             return False
         reason = self.why_not(step)
+        self._statements.append(self._effect(step))
         if reason is not None:
             _log.debug("step %r does not start early: %s", step.get("id"), reason)
             return False
         step_id, tool = str(step["id"]), str(step["tool"])
         parameters = step.get("parameters") if step.get("parameters") is not None else {}
         if not contains_template(parameters):
-            same = self._by_key.get(cache_key(tool, parameters))
+            same = self._by_key.get(self._key(tool, parameters))
             if same is not None and same.status != "failed":
                 self._current[step_id] = same  # the same call, written again (a repair)
                 return True
@@ -259,7 +336,8 @@ class EarlyStarts:
                 raise
         tool = self.catalog.get(early.tool)
         arguments = resolve(early.parameters, outputs, self.catalog.info(early.tool).parameters)
-        early.key = cache_key(early.tool, arguments)
+        early.key = self._key(early.tool, arguments)
+        early.arguments = schema_arguments(tool, arguments)
         same = self._by_key.get(early.key)
         if same is not None and same is not early and same.status != "failed":
             output = await self._outcome(same)
@@ -267,11 +345,14 @@ class EarlyStarts:
             return output
         self._by_key[early.key] = early
         self._write(early, "running", arguments=arguments)
-        recalled = self._recalled.get(early.key)
+        recalled = self._recalled.pop(early.key, None)
         try:
+            if recalled is not None and not await asyncio.to_thread(self._claim, recalled):
+                recalled = None  # another planning took it first: call the tool
             if recalled is not None:
                 output = recalled.get("output")
                 early.recalled_from = str(recalled.get("planId"))
+                early.recalled = recalled
             else:
                 async with self._slot():
                     output = await self._call(tool, early, arguments)
@@ -290,6 +371,11 @@ class EarlyStarts:
         await asyncio.shield(self._write(early, "succeeded"))
         self._tell(early, "finished")
         return output
+
+    def _key(self, tool: str, arguments: Any) -> str:
+        """The key of a call of ``tool``: its name and its arguments as the schema reads them
+        (so ``get(key="k")`` and ``get(key="k", seconds=0.0)`` are one call)."""
+        return cache_key(tool, schema_arguments(self.catalog.get(tool), arguments))
 
     def _slot(self) -> asyncio.Semaphore | contextlib.nullcontext[None]:
         """One of the :attr:`limit` slots early calls share (none when unlimited)."""
@@ -364,6 +450,8 @@ class EarlyStarts:
             }
             if early.recalled_from is not None:
                 entry["recalledFrom"] = early.recalled_from
+            if early.recalled is not None and early.settled != "adopted":
+                self._queue(self._settle_dead, early.recalled, "unused")
             settled.append(entry)
             self._write(early, early.settled)
             self._tell(early, early.settled)
@@ -375,29 +463,41 @@ class EarlyStarts:
         return settled
 
     def _kept(self, plan: Plan) -> set[int]:
-        """The early calls ``plan`` has: a step with the same ID, tool and arguments (as
-        written), and no ``forEach``/``when``/``fallback``/``approval`` since; a step whose
-        templates name a step not kept is not kept either."""
+        """The early calls ``plan`` has: a step with the same ID and tool, the same arguments
+        (as the tool's schema reads them; with templates, as written), and no
+        ``forEach``/``when``/``fallback``/``approval`` since, that waits for no step not kept
+        itself: not through its templates or ``dependsOn``, and not through an order edge (a
+        read the final plan orders after a write must read after it)."""
         mine = {early.step_id: early for early in self._calls}
         latest = {**mine, **self._current}
+        dependencies = {
+            step.id: [*step.depends_on, *references(step.parameters)] for step in plan.steps
+        }
+        ordered = effect_order(plan, self.catalog, dependencies)
         kept: dict[str, _Early] = {}
         for step in plan.steps:
             early = latest.get(step.id)
             if (
                 early is None
                 or early.tool != step.tool
-                or early.parameters != step.parameters
+                or not self._same_arguments(early, step.parameters)
                 or step.for_each is not None
                 or step.when is not None
                 or step.fallback is not None
                 or step.approval
                 or not all(
-                    source in kept for source in {*references(step.parameters), *step.depends_on}
+                    source in kept for source in {*dependencies[step.id], *ordered.get(step.id, {})}
                 )
             ):
                 continue
             kept[step.id] = early
         return {id(early) for early in kept.values()}
+
+    def _same_arguments(self, early: _Early, parameters: Any) -> bool:
+        """Whether ``parameters`` (a final step's) make the call ``early`` made."""
+        if contains_template(parameters) or contains_template(early.parameters):
+            return bool(early.parameters == parameters)
+        return self._key(early.tool, parameters) == self._key(early.tool, early.parameters)
 
     async def close(self, *, ran: bool = True) -> None:
         """Cancel what still runs (planning failed, or the run ends) and wait for the records.
@@ -450,7 +550,7 @@ class EarlyStarts:
         pending = [e for e in self._calls if e.settled == "adopted" and e.tool == tool.name]
 
         async def call(config: RunnableConfig, **arguments: Any) -> Any:
-            key = cache_key(tool.name, arguments)
+            key = self._key(tool.name, arguments)
             early = calls.get(key)
             if early is None:  # resolved since settle: look again
                 for candidate in pending:
@@ -480,14 +580,20 @@ class EarlyStarts:
     ) -> asyncio.Task[Any]:
         """Record ``early``'s new ``status`` off the event loop, after every record queued
         before it (awaited by :meth:`close`)."""
+        return self._queue(self._put, early, status, arguments)
+
+    def _queue(self, write: Callable[..., None], *args: Any) -> asyncio.Task[Any]:
+        """Run the blocking ``write(*args)`` off the event loop, after every record write
+        queued before it (awaited by :meth:`close`): records land in the order the states
+        changed."""
         previous = self._last_write
 
-        async def write() -> None:
+        async def run() -> None:
             if previous is not None:
                 await asyncio.wait([previous])  # done, whether it wrote or failed
-            await asyncio.to_thread(self._put, early, status, arguments)
+            await asyncio.to_thread(write, *args)
 
-        task = asyncio.get_running_loop().create_task(write())
+        task = asyncio.get_running_loop().create_task(run())
         self._last_write = task
         self._writes.add(task)
         task.add_done_callback(self._writes.discard)
