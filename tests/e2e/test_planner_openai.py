@@ -203,7 +203,7 @@ def test_cli_plan_json(cli_llm: Cli, llm: FakeOpenAIServer) -> None:
     assert data["status"] == "planned" and data["llmCalls"] == 1
     assert data["usage"] == {"inputTokens": 10, "outputTokens": 5}
     shown = cli_llm("show", data["requestId"], "--json").json()
-    assert shown["plans"][0]["meta"]["promptVersion"] == "planner-v8"
+    assert shown["plans"][0]["meta"]["promptVersion"] == "planner-v9"
 
     llm.script([Reply.structured(blog_plan())])
     again = cli_llm(

@@ -78,7 +78,7 @@ async def test_the_plan_is_python_calls_read_and_never_run(
     record = outcome.ref.plan_id
     stored = planner(tmp_path).store.get_plan(record)
     assert stored is not None and stored.meta["planSchema"] == "python"
-    assert stored.meta["promptVersion"] == "planner-python-v3"
+    assert stored.meta["promptVersion"] == "planner-python-v4"
 
 
 async def test_a_statement_outside_the_language_goes_back_as_the_models_own_text(

@@ -191,7 +191,7 @@ def test_prompt_snapshot() -> None:
     if os.environ.get("UPDATE_SNAPSHOTS"):
         SNAPSHOT.write_text(rendered)
     assert rendered == SNAPSHOT.read_text()
-    assert load_prompt("planner").version == "planner-v8"
+    assert load_prompt("planner").version == "planner-v9"
     _ = json
 
 
