@@ -2,6 +2,12 @@
 
 Every call is appended to the file named by ``$TOOLPLAN_TEST_LOG`` (if set) as one JSON line,
 so a test in another process can see which steps were called, when, and with which key.
+
+Their effects (:mod:`toolplan.tools.effects`): the controllable tools only append to that log,
+which commutes, so they are tagged ``commutative`` and run side by side as the engine tests
+expect; ``lookup``, ``lookup_hourly`` and ``held_read`` are read-only; ``wire_money`` is a side
+effect on the resource ``bank`` (commutative: transfers add up in any order). ``put`` and ``get`` are a key-value store on the resource ``kv``
+(the store's records), for the order a plan's reads and writes keep.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import ToolException, tool
 
+from toolplan.builtin_tools._records import records_for
 from toolplan.tools import tagged
 
 
@@ -165,9 +172,61 @@ async def held_read(label: str, config: RunnableConfig) -> dict[str, Any]:
     return {"label": label}
 
 
+@tool
+async def put(key: str, value: Any, config: RunnableConfig, seconds: float = 0.0) -> dict[str, Any]:
+    """Set `key` to `value` (a write on the resource kv), after `seconds`."""
+    _log("start", config, key_arg=key)
+    await asyncio.sleep(seconds)
+    stored = records_for(config).insert("kv", {"key": key, "value": value})
+    _log("end", config, key_arg=key)
+    return {"key": key, "value": stored["value"]}
+
+
+@tool
+async def get(
+    key: str, config: RunnableConfig, seconds: float = 0.0, wait: bool = False
+) -> dict[str, Any]:
+    """Read `key` (read-only, resource kv), after `seconds` (and, with `wait`, once the file
+    named by $TOOLPLAN_TEST_GATE exists): {"key", "value"} (null if unset)."""
+    _log("start", config, key_arg=key)
+    await asyncio.sleep(seconds)
+    path = os.environ.get("TOOLPLAN_TEST_GATE", "")
+    while wait and not (path and os.path.exists(path)):
+        await asyncio.sleep(0.01)
+    found = records_for(config).find("kv", key=key)
+    _log("end", config, key_arg=key)
+    return {"key": key, "value": found[-1]["value"] if found else None}
+
+
+@tool
+async def notify(message: str, config: RunnableConfig, seconds: float = 0.0) -> dict[str, Any]:
+    """Send `message` (a commutative write on the resource outbox), after `seconds`."""
+    _log("start", config, message=message)
+    await asyncio.sleep(seconds)
+    records_for(config).insert("outbox", {"message": message})
+    _log("end", config, message=message)
+    return {"sent": message}
+
+
+@tool
+async def outbox(config: RunnableConfig, seconds: float = 0.0) -> dict[str, Any]:
+    """The messages sent so far (read-only, resource outbox)."""
+    _log("start", config)
+    await asyncio.sleep(seconds)
+    sent = [r["message"] for r in records_for(config).find("outbox")]
+    _log("end", config)
+    return {"messages": sent, "count": len(sent)}
+
+
+for _logging_only in (sleepy, echo, text, business_error, flaky, hang, gate, gate_if, held):
+    tagged(_logging_only, "commutative")
+tagged(put, resource="kv")
+tagged(get, "read-only", resource="kv", cache_ttl=3600)
+tagged(notify, "commutative", resource="outbox")
+tagged(outbox, "read-only", resource="outbox")
 tagged(held_read, "read-only")
 tagged(lookup, "read-only", cost_usd=0.001)
-tagged(wire_money, "approval")
+tagged(wire_money, "approval", "commutative", resource="bank")  # transfers add up in any order
 tagged(lookup_hourly, "read-only", cache_ttl=3600)
 
 TOOLS = [
@@ -184,4 +243,8 @@ TOOLS = [
     lookup,
     lookup_hourly,
     wire_money,
+    put,
+    get,
+    notify,
+    outbox,
 ]
