@@ -15,13 +15,15 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.e2e.conftest import ON_BOTH_STORES, Cli
+from toolplan.service.plan_view import plan_view
+from toolplan.store import open_store
 
 pytestmark = [pytest.mark.e2e]
 
@@ -216,3 +218,11 @@ def test_order_edges_are_shown_in_text_json_and_pictures(cli: Cli) -> None:
     assert "n0 ==> n1" in mermaid and "n1 -.->|order| n2" in mermaid
     dot = cli("show", plan_id, "--graph", "dot").stdout
     assert 'n1 -> n2 [style=dashed, label="order", penwidth=2.5];' in dot
+    # The plan page's data: the edge is marked with what it keeps the order on, and the step
+    # says what it ran after.
+    with closing(open_store(cli.env["TOOLPLAN_STORE"])) as store:
+        view = plan_view(store, plan_id)
+    edges = {(e["from"], e["to"]): e["order"] for e in view["graph"]["edges"]}
+    assert edges == {("author", "blog"): None, ("blog", "posts"): ["blog"]}
+    after = {step["id"]: step["after"] for step in view["steps"]}
+    assert after == {"author": [], "blog": [], "posts": [{"step": "blog", "on": ["blog"]}]}

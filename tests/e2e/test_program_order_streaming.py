@@ -172,25 +172,26 @@ def test_an_early_call_the_final_plan_dropped_is_cancelled_at_once(
     assert _last_status(cli_llm)[(result["planId"], "h")] == "cancelled"
 
 
-@ON_BOTH_STORES
-def test_kill_9_leaves_early_calls_that_the_next_planning_settles_and_adopts_once(
-    cli_llm: Cli, llm: FakeOpenAIServer
-) -> None:
-    stream_cli(cli_llm)
-    cli_llm.in_process = False
-    plan = 'a = lookup(key="x")\nh = held_read(label="h")\ne = echo(value=a["value"])\n'
-    released = threading.Event()
-    at = event_of(plan, "e = ") + 1  # `h` is complete once `e` begins
+KILLED_PLAN = 'a = lookup(key="x")\nh = held_read(label="h")\ne = echo(value=a["value"])\n'
 
-    def hold(index: int) -> None:  # before `e`, until the process is gone: `a` done, `h` runs
+
+def _killed_mid_planning(cli: Cli, llm: FakeOpenAIServer) -> str:
+    """Run :data:`KILLED_PLAN` streamed in a process killed with ``kill -9`` once ``a`` finished
+    early and ``h`` runs early; the dead planning's plan ID."""
+    stream_cli(cli)
+    cli.in_process = False
+    released = threading.Event()
+    at = event_of(KILLED_PLAN, "e = ") + 1  # `h` is complete once `e` begins
+
+    def hold(index: int) -> None:  # until the process is gone
         if index == at:
             released.wait(HUNG_AFTER)  # not a pace: it ends when the test kills the process
 
-    llm.script([streamed(plan, hold)])
-    process = cli_llm.popen("run", QUERY, "--no-answer", "--json")
+    llm.script([streamed(KILLED_PLAN, hold)])
+    process = cli.popen("run", QUERY, "--no-answer", "--json")
 
     def both_early() -> bool:
-        statuses = {(r["step"], r["status"]) for r in early_records(cli_llm)}
+        statuses = {(r["step"], r["status"]) for r in early_records(cli)}
         return {("a", "succeeded"), ("h", "running")} <= statuses
 
     try:
@@ -199,20 +200,40 @@ def test_kill_9_leaves_early_calls_that_the_next_planning_settles_and_adopts_onc
         process.kill()  # SIGKILL: no cleanup, mid-planning
         process.communicate()
         released.set()
-    killed = {r["planId"] for r in early_records(cli_llm)}
+    killed = {r["planId"] for r in early_records(cli)}
     assert len(killed) == 1
     (dead,) = killed
-    assert _last_status(cli_llm)[(dead, "h")] == "running"  # nobody settled it yet
+    assert _last_status(cli)[(dead, "h")] == "running"  # nobody settled it yet
+    cli.gate.touch()  # the next planning's own held_read returns
+    return dead
 
-    cli_llm.gate.touch()  # the next planning's own held_read returns
-    llm.script([streamed(plan)])
+
+@ON_BOTH_STORES
+def test_kill_9_leaves_early_calls_that_the_next_planning_settles_and_adopts_once(
+    cli_llm: Cli, llm: FakeOpenAIServer
+) -> None:
+    dead = _killed_mid_planning(cli_llm, llm)
+    llm.script([streamed(KILLED_PLAN)])
     again = cli_llm("run", QUERY, "--no-answer", "--json")
     assert again.code == 0, again.stderr
     assert looked_up(cli_llm) == ["x"]  # adopted from the dead planning, not called again
     last = _last_status(cli_llm)
     assert last[(dead, "a")] == "adopted" and last[(dead, "h")] == "cancelled"
 
-    llm.script([streamed(plan)])
+    llm.script([streamed(KILLED_PLAN)])
     third = cli_llm("run", QUERY, "--no-answer", "--json")
     assert third.code == 0, third.stderr
     assert looked_up(cli_llm) == ["x", "x"]  # adopted once: the third planning calls it
+
+
+@ON_BOTH_STORES
+def test_no_cache_reads_again_what_a_killed_planning_read(
+    cli_llm: Cli, llm: FakeOpenAIServer
+) -> None:
+    dead = _killed_mid_planning(cli_llm, llm)
+    llm.script([streamed(KILLED_PLAN)])
+    again = cli_llm("run", QUERY, "--no-answer", "--no-cache", "--json")
+    assert again.code == 0, again.stderr
+    assert looked_up(cli_llm) == ["x", "x"]  # --no-cache: the tool is called again
+    last = _last_status(cli_llm)
+    assert last[(dead, "a")] == "unused" and last[(dead, "h")] == "cancelled"

@@ -778,3 +778,48 @@ async def test_approve_all_records_its_decision_on_temporal(
     assert decision is not None
     assert (decision.kind, decision.by, decision.via) == ("approved", "ops", "approveAll")
     assert len([c for c in log() if c["step"] == "pay" and c["event"] == "call"]) == 1
+
+
+ORDERED = {
+    "steps": [
+        {"id": "before", "tool": "get", "parameters": {"key": "k"}},
+        {"id": "write", "tool": "put", "parameters": {"key": "k", "value": "new", "seconds": 0.2}},
+        {"id": "after", "tool": "get", "parameters": {"key": "k"}},
+    ]
+}
+"""A read, a write and the same read again, with no edge written: program order on ``kv``."""
+
+
+async def test_program_order_and_fresh_reads_hold_on_temporal(
+    worker: None,
+    store: SqliteStore,
+    catalog: ToolCatalog,
+    temporal_settings: TemporalSettings,
+    log: Callable[[], list[dict[str, Any]]],
+) -> None:
+    """The workflow keeps the order edges, and a write in an activity makes what was cached
+    before it stale, for this execution and the next (``get`` is cached for an hour)."""
+    ctx = temporal_ctx(store, catalog, temporal_settings, options=replace(OPTIONS, cache=True))
+    ref = submit_plan(ORDERED, store=store, catalog=catalog, max_steps=50)
+    result = await execute_stored_plan(ref.plan_id, ctx)
+    assert result.status == "succeeded"
+    assert result.step("before").output == {"key": "k", "value": None}
+    assert result.step("after").output == {"key": "k", "value": "new"}
+    assert not result.step("after").cached
+    events = [(c["event"], c["step"]) for c in log() if c["event"] in ("start", "end")]
+    assert events == [
+        ("start", "before"),
+        ("end", "before"),
+        ("start", "write"),
+        ("end", "write"),
+        ("start", "after"),
+        ("end", "after"),
+    ]
+    again = submit_plan(
+        {"steps": [{"id": "read", "tool": "get", "parameters": {"key": "k"}}]},
+        store=store,
+        catalog=catalog,
+        max_steps=50,
+    )
+    cached = await execute_stored_plan(again.plan_id, ctx)
+    assert cached.step("read").cached and cached.step("read").output["value"] == "new"

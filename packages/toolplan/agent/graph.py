@@ -260,6 +260,7 @@ async def _obtain(source: FromQuery, ctx: AgentContext) -> Planned:
             limits=ctx.planner.limits,
             estimates=ctx.planner.estimates,
             early_starts=ctx.execution.options.concurrency if runs_here(ctx.execution) else 0,
+            recall_early=ctx.execution.options.cache,
         )
     finally:
         ctx.planner.learn_from(planner)

@@ -151,6 +151,9 @@ class EarlyStarts:
     model_name: str = ""
     limit: int | None = None
     """How many early calls may run at once (the execution's concurrency); ``None``: any."""
+    recall_outputs: bool = True
+    """Adopt what an interrupted planning of the same request read (:meth:`recall`); off
+    under ``--no-cache``, which asks every read to call its tool."""
     plan_id: str = field(default_factory=lambda: new_id("plan"))
     """The ID the final plan is stored under, chosen before planning."""
     _current: dict[str, _Early] = field(default_factory=dict, repr=False)
@@ -213,6 +216,7 @@ class EarlyStarts:
                 await asyncio.to_thread(self._settle_dead, record, "cancelled")
             elif (
                 record.get("status") == "succeeded"
+                and self.recall_outputs
                 and now - float(record.get("at") or 0) <= RESUME_WINDOW
                 and record.get("call") is not None
             ):

@@ -152,6 +152,7 @@ async def obtain_plan(
     estimates: EstimateSettings | None = None,
     max_items: int = DEFAULT_MAX_ITEMS,
     early_starts: int = 0,
+    recall_early: bool = True,
 ) -> Planned:
     """Store the plan ``source`` describes: validate a document, or plan a query with
     ``planner`` (required then). The input limits (``limits``, default the built-in ones)
@@ -163,7 +164,9 @@ async def obtain_plan(
     the execution's concurrency; ``0``, the default: none. The caller executes the plan in this
     process next, with :func:`execute_planned`, which adopts or closes them), read-only steps of a Python answer start while the model writes it
     (:mod:`toolplan.pipeline.early_start`); what they started is settled when the plan is
-    stored, and cancelled when planning fails."""
+    stored, and cancelled when planning fails. ``recall_early=False`` (the run's ``--no-cache``)
+    calls the tools again instead of adopting what an interrupted planning of the same request
+    had read."""
     started = time.perf_counter()
     limits = limits or InputLimits()
     if isinstance(source, FromQuery):
@@ -177,7 +180,7 @@ async def obtain_plan(
         from toolplan.planning.planner import create_plan
 
         early = (
-            await _early_starts(source, planner, store, catalog, early_starts)
+            await _early_starts(source, planner, store, catalog, early_starts, recall_early)
             if early_starts > 0
             else None
         )
@@ -241,6 +244,7 @@ async def plan_then_execute(
         estimates=estimates,
         max_items=ctx.options.max_items,
         early_starts=ctx.options.concurrency if runs_here(ctx) else 0,
+        recall_early=ctx.options.cache,
     )
     if on_planned is not None:
         on_planned(planned)
@@ -287,7 +291,12 @@ def runs_here(ctx: ExecutionContext) -> bool:
 
 
 async def _early_starts(
-    source: FromQuery, planner: PlannerContext, store: Store, catalog: ToolCatalog, limit: int
+    source: FromQuery,
+    planner: PlannerContext,
+    store: Store,
+    catalog: ToolCatalog,
+    limit: int,
+    recall: bool,
 ) -> EarlyStarts | None:
     """The early calls of this planning run, when the planner streams a Python plan with
     ``stream_execution``; the finished calls of an interrupted planning of the same request
@@ -304,6 +313,7 @@ async def _early_starts(
         listener=planner.listener,
         model_name=planner.model_name,
         limit=limit,
+        recall_outputs=recall,
     )
     await early.recall()
     return early
