@@ -9,7 +9,7 @@ from typing import Any
 from langchain_core.tools import tool
 
 from bench.dags import Dag
-from toolplan.tools import ToolCatalog
+from toolplan.tools import ToolCatalog, tagged
 
 __all__ = ["SIM_TOOLS", "noop", "plan_from_dag", "sim_catalog", "sim_sleep"]
 
@@ -26,6 +26,11 @@ async def noop(i: int, inputs: list[Any] | None = None) -> dict[str, Any]:
     """A zero-latency tool: returns {"i": i, "n": number of inputs}."""
     return {"i": i, "n": len(inputs or ())}
 
+
+# Pure functions: read-only, so program order adds no edge between them (the scheduling measures
+# keep their DAGs), and never cached, so a repeated call still waits its latency.
+for _pure in (sim_sleep, noop):
+    tagged(_pure, "read-only", cache_ttl=0)
 
 SIM_TOOLS = [sim_sleep, noop]
 

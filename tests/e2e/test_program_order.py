@@ -12,6 +12,7 @@ clock. A waiting tool is released by a thread once what the test waits for has h
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -226,3 +227,15 @@ def test_order_edges_are_shown_in_text_json_and_pictures(cli: Cli) -> None:
     assert edges == {("author", "blog"): None, ("blog", "posts"): ["blog"]}
     after = {step["id"]: step["after"] for step in view["steps"]}
     assert after == {"author": [], "blog": [], "posts": [{"step": "blog", "on": ["blog"]}]}
+
+
+def test_the_readmes_first_python_plan_is_a_write_then_a_read_kept_in_order(cli: Cli) -> None:
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    first = re.search(r"<!-- plan\.py -->\n```python\n(.*?)```", readme, re.S)
+    assert first is not None and readme.index("```python") == first.start(1) - len("```python\n")
+    result = _run(cli, first.group(1), "readme.py")
+    steps = _steps(result)
+    assert steps["posts"]["output"]["count"] == 1
+    shown = cli("show", result["planId"])
+    assert "after blog (order on blog)" in " ".join(shown.stdout.split())
+    assert "after blog (order on blog)" in readme

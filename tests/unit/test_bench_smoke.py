@@ -126,3 +126,12 @@ async def test_map_overhead_runs_at_its_smallest_size() -> None:
     result = await run_map_overhead(sizes=(2,), repeats=1, backends=("memory",))
     row = result["rows"]["memory/2"]
     assert row["calls"] == 2 and row["plain_ms_per_call"] > 0 and row["foreach_ms_per_call"] > 0
+
+
+async def test_the_ordering_measures_run_at_their_smallest_size() -> None:
+    from bench.ordering import run_ordering_pass, run_writes
+
+    passes = run_ordering_pass(sizes=(10,), repeats=1)
+    assert passes["rows"][0]["steps"] == 10 and passes["rows"][0]["orderingPassUs"] >= 0
+    writes = await run_writes(calls=2, repeats=1)
+    assert [row["effect"] for row in writes["rows"]] == ["read", "commutative write", "write"]

@@ -33,8 +33,10 @@ def test_only_read_only_tools_are_cached_with_their_ttl() -> None:
     assert cache_ttl_of(mcp, 300) == 300
     mcp.metadata = {"readOnlyHint": False}
     assert cache_ttl_of(mcp, 300) is None
+    # 0: a read whose answer changes by itself (a clock): ordered as a read, never cached
+    assert cache_ttl_of(tagged(_tool("live"), "read-only", cache_ttl=0), 300) is None
     with pytest.raises(ValueError, match="cache_ttl"):
-        tagged(_tool("bad"), "read-only", cache_ttl=0)
+        tagged(_tool("bad"), "read-only", cache_ttl=-1)
 
 
 def test_the_key_is_the_tool_and_its_canonical_arguments() -> None:

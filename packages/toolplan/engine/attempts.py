@@ -27,6 +27,7 @@ from pydantic import ValidationError
 
 from toolplan.config.policies import ExecutionOptions
 from toolplan.engine.approval import covers, current_user, fingerprint, needs_approval
+from toolplan.engine.cache import cache_ttl_of
 from toolplan.engine.effects import EarlierEffect
 from toolplan.engine.inputs import StepInputs
 from toolplan.engine.recorder import Recorder
@@ -45,6 +46,7 @@ from toolplan.plan_format.plan import Plan, Step
 from toolplan.plan_format.templates import resolve
 from toolplan.store.protocol import Decision, ItemRecord, RecordStore, ResultCache, utc_now
 from toolplan.tools.catalog import ToolCatalog
+from toolplan.tools.effects import Effect
 
 __all__ = [
     "RUN_STOPPERS",
@@ -233,6 +235,8 @@ class Caller:
         self.slots = slots or Slots(options.concurrency)
         """The plan's concurrency limit, shared with the scheduler: each ``forEach`` item holds
         a slot."""
+        self._ttls: dict[str, float | None] = {}
+        self._effects: dict[str, Effect] = {}
         self.decisions: dict[str, Decision] = dict(decisions or {})
         """People's decisions on steps that waited for approval, from the step records: an
         approval lets its step call the tool with the arguments that were shown, no others."""
@@ -240,6 +244,20 @@ class Caller:
     def step(self, step_id: str) -> Step:
         """The plan's step ``step_id``."""
         return self._steps[step_id]
+
+    def cache_ttl(self, tool: str) -> float | None:
+        """Seconds a result of ``tool`` may be reused from the cache; ``None``: never (looked
+        up once per tool and execution: asked before and after each call)."""
+        if tool not in self._ttls:
+            self._ttls[tool] = cache_ttl_of(self.catalog.get(tool), self.options.cache_ttl)
+        return self._ttls[tool]
+
+    def step_effect(self, step: Step) -> Effect:
+        """What running ``step`` may do (its tool's effect and its fallback's), once per step."""
+        effect = self._effects.get(step.id)
+        if effect is None:
+            effect = self._effects[step.id] = self.catalog.step_effect(step)
+        return effect
 
     def effective_timeout(self, step_id: str) -> EffectiveTimeout:
         """Seconds one attempt of ``step_id`` may take, and where that came from."""
@@ -431,7 +449,7 @@ class Caller:
         duration_ms = round((time.monotonic() - started) * 1000, 3)
         done_before = cache_age_seconds is not None or reused_from is not None
         status, output, error = ending.status, ending.output, ending.error
-        effect = self.catalog.step_effect(step)
+        effect = self.step_effect(step)
 
         async def record() -> StepOutcome:
             if not effect.read_only and self.written_to is not None:

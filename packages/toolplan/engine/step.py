@@ -18,7 +18,7 @@ from toolplan.engine.attempts import (
     ToolCall,
     internal_error,
 )
-from toolplan.engine.cache import cache_key, cache_ttl_of
+from toolplan.engine.cache import cache_key
 from toolplan.engine.foreach import ForEachRunner
 from toolplan.engine.items import ConditionNotBoolean, condition_holds
 from toolplan.engine.scheduler import StepOutcome
@@ -190,7 +190,7 @@ class StepCall(ToolCall[StepOutcome]):
         """Seconds a result of the step's tool may be reused; ``None``: not cached."""
         if self.caller.cache is None:
             return None
-        return cache_ttl_of(self.caller.catalog.get(self.step.tool), self.caller.options.cache_ttl)
+        return self.caller.cache_ttl(self.step.tool)
 
     async def succeeded(self, arguments: Any, output: Any) -> None:
         """Keep a successful output of a read-only tool (unless it is too large to store whole).

@@ -162,7 +162,8 @@ def tagged(
     Examples are ``{"query": ..., "parameters": {...}}`` objects; planners show them to the model.
     The tag ``read-only`` makes the tool's results cacheable: a call with the same arguments
     within ``cache_ttl`` seconds (default ``TOOLPLAN_CACHE_TTL``, 300) is answered from the
-    store's shared cache without calling the tool.
+    store's shared cache without calling the tool; ``cache_ttl=0``: never (a read whose answer
+    changes by itself, a clock or a live price, is still ordered as a read).
 
     ``returns`` declares what the tool returns, as a JSON schema or a type (a ``TypedDict``, a
     pydantic model); by default it is read from the function's return annotation. The validator
@@ -187,8 +188,12 @@ def tagged(
         isinstance(cost_usd, bool) or not isinstance(cost_usd, int | float) or cost_usd < 0
     ):
         raise ValueError(f"cost_usd must be a non-negative number of dollars, got {cost_usd!r}")
-    if cache_ttl is not None and (isinstance(cache_ttl, bool) or cache_ttl <= 0):
-        raise ValueError(f"cache_ttl must be a positive number of seconds, got {cache_ttl!r}")
+    if cache_ttl is not None and (
+        isinstance(cache_ttl, bool) or not isinstance(cache_ttl, int | float) or cache_ttl < 0
+    ):
+        raise ValueError(
+            f"cache_ttl must be a number of seconds, 0 for never cached, got {cache_ttl!r}"
+        )
     metadata: dict[str, Any] = {}
     examples = list(examples)
     if examples:
