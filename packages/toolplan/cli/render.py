@@ -21,12 +21,12 @@ from toolplan.tools.catalog import ToolInfo
 from toolplan.tools.returns import shown_shape
 
 __all__ = [
-    "EXECUTION_STATUS_MEANING",
-    "PLAN_STATUS_MEANING",
     "PlanningPrinter",
     "ProgressPrinter",
     "age_text",
+    "execution_status_meaning",
     "first_sentence",
+    "plan_status_meaning",
     "planning_line",
     "print_described",
     "print_execution",
@@ -186,28 +186,54 @@ def first_sentence(text: str) -> str:
     return text if end < 0 else text[: end + 1]
 
 
-PLAN_STATUS_MEANING = {
-    "planned": "validated and stored; it runs with toolplan execute",
-    "needs_review": "the planner was unsure; it runs only with toolplan execute ID --yes",
-}
-"""What a plan's status says (the plan itself, not a run of it)."""
-
-EXECUTION_STATUS_MEANING = {
-    "queued": "waiting for a toolplan worker",
-    "running": "running now, or interrupted: toolplan execute ID resumes it",
-    "succeeded": "every step succeeded",
-    "partial": "some steps succeeded, others failed or were skipped",
-    "failed": "no step succeeded",
-    "waiting": "steps wait for approval: toolplan approve ID, or toolplan deny ID STEP --reason",
-}
-"""What an execution's status says (the latest run of a plan)."""
+def plan_status_meaning(status: str, plan_id: str, *, executed: bool) -> str | None:
+    """What a plan's status says (the plan itself, not a run of it): before it ran, the command
+    that runs it; once it ran, where its outcome is (the execution status)."""
+    if status == "needs_review":
+        if executed:
+            return "the planner was unsure; a person chose to run it"
+        return f"the planner was unsure; it runs only with toolplan execute {plan_id} --yes"
+    if status == "planned":
+        if executed:
+            return "validated and stored; how its latest run went is the execution status"
+        return f"validated and stored; it runs with toolplan execute {plan_id}"
+    return None
 
 
-def _with_meaning(status: str, meanings: dict[str, str], plan_id: str) -> Text:
-    meaning = meanings.get(status)
+def execution_status_meaning(
+    execution: dict[str, Any], plan_id: str, plan_status: str
+) -> str | None:
+    """What an execution's status says (the latest run of a plan), with the command that moves
+    an unfinished one on from where it stands; a finished one needs none."""
+    yes = " --yes" if plan_status == "needs_review" else ""
+    status = execution["status"]
+    if status == "waiting":
+        waiting = [
+            step["id"] for step in execution["steps"] if step["status"] == "waiting_approval"
+        ]
+        if waiting:
+            return (
+                f"steps wait for approval: toolplan approve {plan_id}, or toolplan deny "
+                f"{plan_id} {waiting[0]} --reason TEXT"
+            )
+        # Decided, but the run that would take the decision in ended first (a process that
+        # recorded it and stopped): approving again refuses, continuing runs the decided steps.
+        return f"decided, not continued yet: toolplan execute {plan_id}{yes} continues it"
+    meanings = {
+        "queued": "waiting for a worker: toolplan worker runs it",
+        "running": f"running now, or interrupted: toolplan execute {plan_id}{yes} resumes it",
+        "succeeded": "every step succeeded",
+        "partial": "some steps succeeded, others failed, were denied or were skipped",
+        "failed": "no step succeeded",
+        "cancelled": f"stopped; toolplan execute {plan_id} --resume{yes} runs the rest",
+    }
+    return meanings.get(status)
+
+
+def _with_meaning(status: str, meaning: str | None) -> Text:
     text = _status(status)
     if meaning:
-        text.append(f" ({meaning.replace('ID', plan_id)})", style="dim")
+        text.append(f" ({meaning})", style="dim")
     return text
 
 
@@ -231,26 +257,29 @@ def print_described(console: Console, data: dict[str, Any]) -> None:
         replan_of = (plan.get("meta") or {}).get("replanOf")
         replaces = f"  replan of {replan_of}" if replan_of else ""
         console.print(f"\n[bold]{plan_id}[/]  created {plan['createdAt']}{replaces}")
-        console.print(
-            Text.assemble(
-                "plan status: ", _with_meaning(plan["status"], PLAN_STATUS_MEANING, plan_id)
-            )
-        )
+        execution = plan["execution"]
+        meaning = plan_status_meaning(plan["status"], plan_id, executed=execution is not None)
+        console.print(Text.assemble("plan status: ", _with_meaning(plan["status"], meaning)))
         reused = (plan.get("meta") or {}).get("reusedFrom")
         if reused:
             kind = plan["meta"].get("reuse", "exact")
             console.print(f"reused from {reused} ({kind} match, 0 LLM calls)", highlight=False)
         print_plan(console, plan["plan"], plan["analysis"])
         print_python_form(console, plan["plan"])
-        execution = plan["execution"]
         if execution is None:
-            console.print(f"execution status: none (not executed yet: toolplan execute {plan_id})")
+            yes = " --yes" if plan["status"] == "needs_review" else ""
+            console.print(
+                f"execution status: none (not executed yet: toolplan execute {plan_id}{yes})"
+            )
             console.print(f"estimate: {estimate_text(plan.get('estimate'))}", highlight=False)
             continue
         console.print(
             Text.assemble(
                 "execution status: ",
-                _with_meaning(execution["status"], EXECUTION_STATUS_MEANING, plan_id),
+                _with_meaning(
+                    execution["status"],
+                    execution_status_meaning(execution, plan_id, plan["status"]),
+                ),
             )
         )
         if execution.get("error"):
