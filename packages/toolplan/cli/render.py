@@ -17,6 +17,7 @@ from toolplan.engine.result import ExecutionResult
 from toolplan.plan_format.plan import parse_plan
 from toolplan.plan_format.python_print import render_python_plan
 from toolplan.planning.progress import PlanningEvent
+from toolplan.store.protocol import ItemRecord
 from toolplan.tools.catalog import ToolInfo
 from toolplan.tools.returns import shown_shape
 
@@ -25,7 +26,6 @@ __all__ = [
     "ProgressPrinter",
     "age_text",
     "execution_status_meaning",
-    "first_sentence",
     "plan_status_meaning",
     "planning_line",
     "print_described",
@@ -37,6 +37,8 @@ __all__ = [
     "print_tools",
     "progress_line",
     "short",
+    "summary",
+    "tries_per_item",
 ]
 
 _STATUS_STYLE = {
@@ -166,7 +168,7 @@ def print_execution(console: Console, result: ExecutionResult) -> None:
             step.step_id,
             step.tool,
             _status(step.status),
-            str(step.attempts),
+            str(step.attempts) if step.items is None else tries_per_item(step.items),
             f"{step.duration_ms:.1f}" if step.duration_ms is not None else "-",
             text,
         )
@@ -174,16 +176,28 @@ def print_execution(console: Console, result: ExecutionResult) -> None:
     console.print(Text.assemble("execution status: ", _status(result.status)))
 
 
+def tries_per_item(items: list[ItemRecord]) -> str:
+    """A ``forEach`` step's tries, per item (``1 each``, ``1-3 each``): its own count is the
+    tool calls over all its items, which would read as retries of one call."""
+    if not items:
+        return "-"
+    low = min(item.attempts for item in items)
+    high = max(item.attempts for item in items)
+    return f"{low} each" if low == high else f"{low}-{high} each"
+
+
 def items_summary(succeeded: int, total: int) -> tuple[str, str]:
     """How a ``forEach`` step's items read in a table, one cell for all: ``3/5 items``."""
     return f"{succeeded}/{total} items  ", "green" if succeeded == total else "yellow"
 
 
-def first_sentence(text: str) -> str:
-    """The first sentence of ``text`` (up to the first ". " or line break), whitespace collapsed."""
-    text = " ".join(text.split())
-    end = text.find(". ")
-    return text if end < 0 else text[: end + 1]
+def summary(text: str) -> str:
+    """The summary of a description: its first paragraph (up to the first blank line, as a
+    docstring's summary is), whitespace collapsed. Not its first sentence: where a sentence ends
+    is a guess in any language (``e.g. 3 km`` is not the end of one), and the table cuts the
+    text to its width anyway (``toolplan tools NAME`` shows it whole)."""
+    first = text.strip().split("\n\n", 1)[0]
+    return " ".join(first.split())
 
 
 def plan_status_meaning(status: str, plan_id: str, *, executed: bool) -> str | None:
@@ -321,8 +335,8 @@ def print_described(console: Console, data: dict[str, Any]) -> None:
 
 
 def print_tools(console: Console, infos: list[ToolInfo]) -> None:
-    """The tool catalog, one line per tool: names are never cut; the description's first
-    sentence gets the width that is left. Tags show from 100 columns, statistics from 140
+    """The tool catalog, one line per tool: names are never cut; the description's summary
+    (:func:`summary`) gets the width that is left. Tags show from 100 columns, statistics from 140
     (``toolplan tools NAME`` shows everything about one tool)."""
     show_tags, show_stats = console.width >= 100, console.width >= 140
     columns: list[tuple[str, int | None]] = [("name", None)]  # (header, cap)
@@ -339,7 +353,7 @@ def print_tools(console: Console, infos: list[ToolInfo]) -> None:
             "arguments": ", ".join(info.parameters.get("properties", {})),
         }
         cells.update(zip(("calls", "avg ms", "failure rate"), _stats_cells(info), strict=True))
-        rows.append([cells[header] for header, _ in columns] + [first_sentence(info.description)])
+        rows.append([cells[header] for header, _ in columns] + [summary(info.description)])
     # The description gets the width left once the other columns have theirs (rich would
     # otherwise squeeze them to nothing, or wrap the description one word per line).
     used = 1
@@ -418,6 +432,12 @@ def print_tool(console: Console, info: ToolInfo) -> None:
 
 
 def _type_of(schema: dict[str, Any]) -> str:
+    """An argument's type as a person reads it: the listed values of a ``Literal`` or an enum
+    (``"gt" | "lt"``), not the ``string`` they all are."""
+    if "enum" in schema:
+        return " | ".join(json.dumps(value, ensure_ascii=False) for value in schema["enum"])
+    if "const" in schema:
+        return json.dumps(schema["const"], ensure_ascii=False)
     if "type" in schema:
         kind = schema["type"]
         if kind == "array" and isinstance(schema.get("items"), dict):
@@ -426,8 +446,6 @@ def _type_of(schema: dict[str, Any]) -> str:
     for key in ("anyOf", "oneOf"):
         if key in schema:
             return " | ".join(_type_of(option) for option in schema[key])
-    if "enum" in schema:
-        return " | ".join(json.dumps(v) for v in schema["enum"])
     return "any"
 
 
