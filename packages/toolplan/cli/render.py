@@ -398,7 +398,8 @@ def print_tool(console: Console, info: ToolInfo) -> None:
     required = set(info.parameters.get("required", []))
     table = Table(title="arguments", title_justify="left")
     for column in ("name", "type", "required", "default"):
-        table.add_column(column, no_wrap=True)
+        # A type lists a Literal's values, which may be long: it wraps, the others never do.
+        table.add_column(column, no_wrap=column != "type", overflow="fold")
     described = any(schema.get("description") for schema in properties.values())
     if described:
         table.add_column("description", ratio=1)
