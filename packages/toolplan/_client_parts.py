@@ -166,6 +166,20 @@ class ClientParts:
         found = recorded.catalog_for_sync(record, on_load=on_load) if recorded.active else None
         return found if found is not None else self.catalog
 
+    def continuing_tools(
+        self,
+        *,
+        enqueue: bool,
+        on_load: Callable[[PlanRecord, ToolSources], None] | None = None,
+    ) -> Callable[[PlanRecord], ToolCatalog] | None:
+        """The tools the continuation of a decision on a plan runs with here
+        (:meth:`catalog_for`), for :mod:`toolplan.runs.approvals` to load before it records the
+        decision; ``None`` when workers continue it (``enqueue`` without Temporal): they load
+        the plan's tools themselves."""
+        if enqueue and not self.settings.temporal.enabled:
+            return None
+        return lambda record: self.catalog_for(record, on_load=on_load)
+
     def execution_context(
         self,
         *,

@@ -191,11 +191,15 @@ class Toolplan(ClientParts):
         each for exactly the arguments it waits with, recorded with the time and the decider
         ``by`` (default the OS user); then continue the execution in this process, as
         :meth:`execute` does, or hand it to workers with ``enqueue``. A step that is not
-        waiting, or a finished plan, changes nothing: :class:`~toolplan.errors.NotWaiting`."""
+        waiting, or a finished plan, changes nothing: :class:`~toolplan.errors.NotWaiting`;
+        nor does a plan this client cannot continue (its tools do not load here:
+        :class:`~toolplan.errors.ToolsUnavailable`), which is refused before anything is
+        recorded."""
         from toolplan.runs.approvals import approve_steps
 
         store = await asyncio.to_thread(lambda: self.store)
-        await asyncio.to_thread(approve_steps, store, plan_id, step_ids, by=by)
+        tools = self.continuing_tools(enqueue=enqueue, on_load=on_tools)
+        await asyncio.to_thread(lambda: approve_steps(store, plan_id, step_ids, by=by, tools=tools))
         return await self._continue(
             plan_id, enqueue=enqueue, on_event=on_event, options=options, on_tools=on_tools
         )
@@ -218,8 +222,11 @@ class Toolplan(ClientParts):
         from toolplan.runs.approvals import deny_step
 
         store = await asyncio.to_thread(lambda: self.store)
+        tools = self.continuing_tools(enqueue=enqueue, on_load=on_tools)
         await asyncio.to_thread(
-            lambda: deny_step(store, plan_id, step_id, reason, by=by, limits=self.settings.limits)
+            lambda: deny_step(
+                store, plan_id, step_id, reason, by=by, limits=self.settings.limits, tools=tools
+            )
         )
         return await self._continue(
             plan_id, enqueue=enqueue, on_event=on_event, options=options, on_tools=on_tools

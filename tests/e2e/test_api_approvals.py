@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.api_support import GraphQLClient, ServerFactory, server_factory
+from tests.e2e.api_support import ApiServer, GraphQLClient, ServerFactory, server_factory
 from tests.e2e.test_api import codes, read_events, submit
 from toolplan.engine.approval import fingerprint
 
@@ -161,3 +162,33 @@ def test_approve_all_checks_who_approves(client: GraphQLClient, tmp_path: Path) 
     assert codes(refused) == ["BAD_USER_INPUT"]
     assert "the by argument is 201 characters long" in refused["errors"][0]["message"]
     assert _pay_calls(tmp_path) == []
+
+
+def test_a_server_without_the_plans_tools_records_no_decision(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Decided in a server that could not continue the execution (its tools lack the plan's),
+    # the decision would strand the plan: it is refused, and the step still waits.
+    monkeypatch.setenv("TOOLPLAN_TEST_LOG", str(tmp_path / "calls.jsonl"))
+    factory: Iterator[ServerFactory] = server_factory(tmp_path)
+    full = next(factory)()
+    plan_id = _waiting(full.client())
+    lacking = ApiServer(full.store, settings=replace(full.settings, tool_modules=("blog",)))
+    lacking.start()
+    try:
+        for query, variables in (
+            (APPROVE, {"id": plan_id}),
+            (DENY, {"id": plan_id, "step": "pay", "reason": "no"}),
+        ):
+            refused = lacking.client().gql(query, variables)
+            assert codes(refused) == ["BAD_USER_INPUT"], refused
+            message = refused["errors"][0]["message"]
+            assert "unknown tool 'wire_money'" in message and "nothing was decided" in message
+        pay = _steps(full.client().data(EXECUTE, {"id": plan_id})["executePlan"])["pay"]
+        assert pay["status"] == "waiting_approval" and pay["decision"] is None
+        done = full.client().data(APPROVE, {"id": plan_id})["approveStep"]
+        assert done["status"] == "succeeded"
+        assert len(_pay_calls(tmp_path)) == 1
+    finally:
+        lacking.stop()
+        factory.close()

@@ -168,6 +168,14 @@ def test_the_plan_pages_json_holds_a_page_of_items_and_fetches_more(server: ApiS
         too_many = http.get(base, params={"limit": 100_000})
         assert too_many.status_code == 400
         assert too_many.json()["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT"
+        # Past what a store's integers hold: bad input, not an internal error (issue 52).
+        for offset in ("99999999999999999999", str(2**63), str(2**31)):
+            huge = http.get(base, params={"offset": offset})
+            assert huge.status_code == 400, (offset, huge.text)
+            assert "offset" in huge.json()["errors"][0]["message"]
+        assert http.get(base, params={"offset": 2**31 - 1}).json()["items"] == []
+        first = http.get("/ui/data/plans", params={"first": "99999999999999999999"})
+        assert first.status_code == 400, first.text
         plain = http.get(f"/ui/data/plans/{plan_id}/steps/plain/items")
         assert plain.status_code == 400 and "has no items" in plain.json()["errors"][0]["message"]
         unknown = http.get("/ui/data/plans/plan_1795663948_2sa5mphmup/steps/each/items")

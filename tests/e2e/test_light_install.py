@@ -33,6 +33,7 @@ EXTRAS_ONLY = (
     "material",
     "mkdocstrings",
     "mkdocstrings_handlers",
+    "mkdocs_include_markdown_plugin",
     "matplotlib",
     "bpe_openai",
     "ruff",

@@ -126,6 +126,11 @@ def test_the_page_follows_a_running_plan_live(server: Served, cli_module: Cli, p
     expect(details.locator("pre.output")).to_have_count(0)
     node(page, "each").click()
     expect(details.locator("tbody tr")).to_have_count(5)
+    # A map's calls are per item, not retries; its parameters were resolved for each item.
+    expect(node(page, "each")).to_contain_text("5 calls for 5 items")
+    expect(node(page, "each")).not_to_contain_text("attempts")
+    expect(details.locator("dl")).to_contain_text("Tool calls5 calls for 5 items")
+    expect(details.locator("h3").first).to_have_text("Parameters (resolved for each item)")
     # The timeline has a bar per step that ran; the critical path and the estimate are marked.
     expect(page.locator("#gantt .bar")).to_have_count(4)
     expect(page.locator("#gantt .bar.running")).to_have_count(0)

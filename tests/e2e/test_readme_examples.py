@@ -12,7 +12,9 @@ What runs:
   folder where ``examples/`` is this repository's. In a ``console`` block the lines starting
   ``$ `` are the commands; ``echo $?`` checks the exit code the README prints, and every other
   command must exit 0. A ``plan_...`` ID in a command means the latest plan the block made (a
-  block that made none first submits ``examples/blog_chain.json``). In ``a && b`` chains the
+  block that made none first submits ``examples/blog_chain.json``, as it does before a
+  ``--last``, which follows a block that ran a plan). The README's own commands name no plan ID:
+  a reader's store has none of them (``toolplan show --last`` instead). In ``a && b`` chains the
   set-up before the first ``toolplan`` command (a venv, ``pip install``) is skipped: the suite
   runs in one;
 - a ``python`` block: run as a program (``python -c``, in its own process, so that what one
@@ -256,7 +258,7 @@ def _run_commands(block: Block, workdir: Path, model: dict[str, str] | None = No
                 f"the README shows {expected}\n{previous.stderr[-3000:]}"
             )
             continue
-        if PLAN_ID.search(command):
+        if PLAN_ID.search(command) or "--last" in command.split():
             if latest is None:
                 made = _shell(
                     "toolplan submit --file examples/blog_chain.json --json", workdir, env
@@ -367,6 +369,20 @@ def test_the_examples_that_matter_are_found_and_few_are_skipped() -> None:
     skipped = [b.name for b in doc_blocks() if b.no_run]
     assert not [name for name in skipped if name.startswith("README.md")], skipped
     assert len(skipped) <= 14, skipped
+
+
+def test_the_readmes_commands_name_no_plan_id() -> None:
+    # A plan ID written into the README cannot be in a reader's store: `toolplan show
+    # plan_1732200000_ef34gh56ij` said "does not exist" (issue 52). A console transcript may show
+    # the ID its own run printed; a command to copy must work as written.
+    placeholders = [
+        (block.name, command)
+        for block in readme_blocks()
+        if kind(block) == "commands" and block.lang != "console"
+        for command, _ in commands(block)
+        if PLAN_ID.search(command)
+    ]
+    assert placeholders == []
 
 
 def test_the_extractor_reads_markers_chains_and_console_output() -> None:

@@ -4,8 +4,10 @@ tool never seen), the basis, costs declared by tools and planning calls at a pri
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Collection
 from pathlib import Path
+from typing import get_args
 
 import pytest
 from langchain_core.tools import tool
@@ -16,6 +18,7 @@ from toolplan.errors import InvalidInput
 from toolplan.plan_format.plan import parse_plan
 from toolplan.service.estimates import (
     Estimate,
+    EstimateBasis,
     estimate_plan,
     load_prices,
     planning_cost,
@@ -133,6 +136,15 @@ def test_a_map_counts_one_call_per_item_once_its_list_is_known() -> None:
     estimate = _estimate(later, history)
     assert estimate == Estimate(110.0, 0.002, "history, item count unknown")
     assert Estimate.from_json(estimate.to_json()) == estimate
+
+
+def test_every_basis_the_code_writes_is_documented() -> None:
+    # The code wrote "mixed, item count unknown", which the docs did not list (issue 52).
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "tools.md").read_text()
+    start = docs.index("- **`basis`**:") + len("- **`basis`**:")
+    basis_line = docs[start:].split("\n- ", 1)[0]
+    documented = set(re.findall(r"`([a-z, ]+)`", basis_line)) - {", item count unknown"}
+    assert documented == set(get_args(EstimateBasis))
 
 
 def test_cost_sums_declared_tool_costs_and_priced_planning(tmp_path: Path) -> None:

@@ -55,7 +55,9 @@ class EstimateType:
         "table (TOOLPLAN_PRICES); null when nothing is known."
     )
     basis: str = strawberry.field(
-        description="history (every step's tool observed), default (none) or mixed."
+        description="history (every step's tool observed), default (none) or mixed; followed "
+        "by ', item count unknown' when a forEach step's list is known only at run time (it "
+        "counts as one call)."
     )
 
     @classmethod

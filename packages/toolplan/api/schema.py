@@ -237,7 +237,8 @@ class Mutation:
         "(pendingArguments), "
         "recorded with the time and the decider (by); then continue the execution in the "
         "server (wait: false returns once it runs again). A step not waiting, or a finished "
-        "plan, changes nothing: NOT_WAITING."
+        "plan, changes nothing: NOT_WAITING; nor does a plan the server's tools cannot run "
+        "(BAD_USER_INPUT): a decision is recorded only where it can be acted on."
     )
     async def approve_step(
         self,
@@ -248,15 +249,20 @@ class Mutation:
         wait: bool | None = True,
     ) -> ExecutionType:
         require_id(plan_id, "plan")
+        context = info.context
+        decider = _decider(by)
         await asyncio.to_thread(
-            approvals.approve_steps, info.context.store, plan_id, step_ids, by=_decider(by)
+            lambda: approvals.approve_steps(
+                context.store, plan_id, step_ids, by=decider, tools=_server_tools(info)
+            )
         )
         return await _continue_decided(info, plan_id, wait=wait is not False)
 
     @strawberry.mutation(
         description="Deny one step waiting for approval, with a reason (recorded with the time "
         "and the decider, by): it becomes denied, its dependents are skipped, and the execution "
-        "continues in the server. A step not waiting, or a finished plan: NOT_WAITING."
+        "continues in the server. A step not waiting, or a finished plan: NOT_WAITING; a plan "
+        "the server's tools cannot run: BAD_USER_INPUT (nothing recorded)."
     )
     async def deny_step(
         self,
@@ -282,6 +288,7 @@ class Mutation:
                 reason,
                 by=decider,
                 limits=context.settings.limits,
+                tools=_server_tools(info),
             )
         )
         return await _continue_decided(info, plan_id, wait=wait is not False)
@@ -344,6 +351,13 @@ class Subscription:
             await hub.wait_opened(request_id, max(0.0, min(wait_seconds or 0.0, MAX_EVENTS_WAIT)))
         async for news in hub.subscribe(request_id):
             yield PlanningEventType.from_news(news)
+
+
+def _server_tools(info: Info) -> approvals.ToolsFor:
+    """The tools the server continues a decided execution with: its own, against which a plan
+    is checked before a decision on it is recorded (a decision it cannot act on is refused)."""
+    catalog = info.context.catalog
+    return lambda _record: catalog
 
 
 async def _continue_decided(info: Info, plan_id: str, *, wait: bool) -> ExecutionType:

@@ -17,16 +17,16 @@ from toolplan.engine.result import ExecutionResult
 from toolplan.plan_format.plan import parse_plan
 from toolplan.plan_format.python_print import render_python_plan
 from toolplan.planning.progress import PlanningEvent
+from toolplan.store.protocol import ItemRecord
 from toolplan.tools.catalog import ToolInfo
 from toolplan.tools.returns import shown_shape
 
 __all__ = [
-    "EXECUTION_STATUS_MEANING",
-    "PLAN_STATUS_MEANING",
     "PlanningPrinter",
     "ProgressPrinter",
     "age_text",
-    "first_sentence",
+    "execution_status_meaning",
+    "plan_status_meaning",
     "planning_line",
     "print_described",
     "print_execution",
@@ -37,6 +37,8 @@ __all__ = [
     "print_tools",
     "progress_line",
     "short",
+    "summary",
+    "tries_per_item",
 ]
 
 _STATUS_STYLE = {
@@ -176,7 +178,7 @@ def print_execution(console: Console, result: ExecutionResult) -> None:
             step.step_id,
             step.tool,
             _status(step.status),
-            str(step.attempts),
+            str(step.attempts) if step.items is None else tries_per_item(step.items),
             f"{step.duration_ms:.1f}" if step.duration_ms is not None else "-",
             text,
         )
@@ -184,40 +186,78 @@ def print_execution(console: Console, result: ExecutionResult) -> None:
     console.print(Text.assemble("execution status: ", _status(result.status)))
 
 
+def tries_per_item(items: list[ItemRecord]) -> str:
+    """A ``forEach`` step's tries, per item (``1 each``, ``1-3 each``): its own count is the
+    tool calls over all its items, which would read as retries of one call."""
+    if not items:
+        return "-"
+    low = min(item.attempts for item in items)
+    high = max(item.attempts for item in items)
+    return f"{low} each" if low == high else f"{low}-{high} each"
+
+
 def items_summary(succeeded: int, total: int) -> tuple[str, str]:
     """How a ``forEach`` step's items read in a table, one cell for all: ``3/5 items``."""
     return f"{succeeded}/{total} items  ", "green" if succeeded == total else "yellow"
 
 
-def first_sentence(text: str) -> str:
-    """The first sentence of ``text`` (up to the first ". " or line break), whitespace collapsed."""
-    text = " ".join(text.split())
-    end = text.find(". ")
-    return text if end < 0 else text[: end + 1]
+def summary(text: str) -> str:
+    """The summary of a description: its first paragraph (up to the first blank line, as a
+    docstring's summary is), whitespace collapsed. Not its first sentence: where a sentence ends
+    is a guess in any language (``e.g. 3 km`` is not the end of one), and the table cuts the
+    text to its width anyway (``toolplan tools NAME`` shows it whole)."""
+    first = text.strip().split("\n\n", 1)[0]
+    return " ".join(first.split())
 
 
-PLAN_STATUS_MEANING = {
-    "planned": "validated and stored; it runs with toolplan execute",
-    "needs_review": "the planner was unsure; it runs only with toolplan execute ID --yes",
-}
-"""What a plan's status says (the plan itself, not a run of it)."""
-
-EXECUTION_STATUS_MEANING = {
-    "queued": "waiting for a toolplan worker",
-    "running": "running now, or interrupted: toolplan execute ID resumes it",
-    "succeeded": "every step succeeded",
-    "partial": "some steps succeeded, others failed or were skipped",
-    "failed": "no step succeeded",
-    "waiting": "steps wait for approval: toolplan approve ID, or toolplan deny ID STEP --reason",
-}
-"""What an execution's status says (the latest run of a plan)."""
+def plan_status_meaning(status: str, plan_id: str, *, executed: bool) -> str | None:
+    """What a plan's status says (the plan itself, not a run of it): before it ran, the command
+    that runs it; once it ran, where its outcome is (the execution status)."""
+    if status == "needs_review":
+        if executed:
+            return "the planner was unsure; a person chose to run it"
+        return f"the planner was unsure; it runs only with toolplan execute {plan_id} --yes"
+    if status == "planned":
+        if executed:
+            return "validated and stored; how its latest run went is the execution status"
+        return f"validated and stored; it runs with toolplan execute {plan_id}"
+    return None
 
 
-def _with_meaning(status: str, meanings: dict[str, str], plan_id: str) -> Text:
-    meaning = meanings.get(status)
+def execution_status_meaning(
+    execution: dict[str, Any], plan_id: str, plan_status: str
+) -> str | None:
+    """What an execution's status says (the latest run of a plan), with the command that moves
+    an unfinished one on from where it stands; a finished one needs none."""
+    yes = " --yes" if plan_status == "needs_review" else ""
+    status = execution["status"]
+    if status == "waiting":
+        waiting = [
+            step["id"] for step in execution["steps"] if step["status"] == "waiting_approval"
+        ]
+        if waiting:
+            return (
+                f"steps wait for approval: toolplan approve {plan_id}, or toolplan deny "
+                f"{plan_id} {waiting[0]} --reason TEXT"
+            )
+        # Decided, but the run that would take the decision in ended first (a process that
+        # recorded it and stopped): approving again refuses, continuing runs the decided steps.
+        return f"decided, not continued yet: toolplan execute {plan_id}{yes} continues it"
+    meanings = {
+        "queued": "waiting for a worker: toolplan worker runs it",
+        "running": f"running now, or interrupted: toolplan execute {plan_id}{yes} resumes it",
+        "succeeded": "every step succeeded",
+        "partial": "some steps succeeded, others failed, were denied or were skipped",
+        "failed": "no step succeeded",
+        "cancelled": f"stopped; toolplan execute {plan_id} --resume{yes} runs the rest",
+    }
+    return meanings.get(status)
+
+
+def _with_meaning(status: str, meaning: str | None) -> Text:
     text = _status(status)
     if meaning:
-        text.append(f" ({meaning.replace('ID', plan_id)})", style="dim")
+        text.append(f" ({meaning})", style="dim")
     return text
 
 
@@ -241,26 +281,29 @@ def print_described(console: Console, data: dict[str, Any]) -> None:
         replan_of = (plan.get("meta") or {}).get("replanOf")
         replaces = f"  replan of {replan_of}" if replan_of else ""
         console.print(f"\n[bold]{plan_id}[/]  created {plan['createdAt']}{replaces}")
-        console.print(
-            Text.assemble(
-                "plan status: ", _with_meaning(plan["status"], PLAN_STATUS_MEANING, plan_id)
-            )
-        )
+        execution = plan["execution"]
+        meaning = plan_status_meaning(plan["status"], plan_id, executed=execution is not None)
+        console.print(Text.assemble("plan status: ", _with_meaning(plan["status"], meaning)))
         reused = (plan.get("meta") or {}).get("reusedFrom")
         if reused:
             kind = plan["meta"].get("reuse", "exact")
             console.print(f"reused from {reused} ({kind} match, 0 LLM calls)", highlight=False)
         print_plan(console, plan["plan"], plan["analysis"])
         print_python_form(console, plan["plan"])
-        execution = plan["execution"]
         if execution is None:
-            console.print(f"execution status: none (not executed yet: toolplan execute {plan_id})")
+            yes = " --yes" if plan["status"] == "needs_review" else ""
+            console.print(
+                f"execution status: none (not executed yet: toolplan execute {plan_id}{yes})"
+            )
             console.print(f"estimate: {estimate_text(plan.get('estimate'))}", highlight=False)
             continue
         console.print(
             Text.assemble(
                 "execution status: ",
-                _with_meaning(execution["status"], EXECUTION_STATUS_MEANING, plan_id),
+                _with_meaning(
+                    execution["status"],
+                    execution_status_meaning(execution, plan_id, plan["status"]),
+                ),
             )
         )
         if execution.get("error"):
@@ -302,8 +345,8 @@ def print_described(console: Console, data: dict[str, Any]) -> None:
 
 
 def print_tools(console: Console, infos: list[ToolInfo]) -> None:
-    """The tool catalog, one line per tool: names and effects are never cut; the
-    description's first sentence gets the width that is left. Tags show from 100 columns,
+    """The tool catalog, one line per tool: names and effects are never cut; the description's
+    summary (:func:`summary`) gets the width that is left. Tags show from 100 columns,
     statistics from 140 (``toolplan tools NAME`` shows everything about one tool)."""
     show_tags, show_stats = console.width >= 100, console.width >= 140
     columns: list[tuple[str, int | None]] = [("name", None), ("effect", None)]  # (header, cap)
@@ -321,7 +364,7 @@ def print_tools(console: Console, infos: list[ToolInfo]) -> None:
             "arguments": ", ".join(info.parameters.get("properties", {})),
         }
         cells.update(zip(("calls", "avg ms", "failure rate"), _stats_cells(info), strict=True))
-        rows.append([cells[header] for header, _ in columns] + [first_sentence(info.description)])
+        rows.append([cells[header] for header, _ in columns] + [summary(info.description)])
     # The description gets the width left once the other columns have theirs (rich would
     # otherwise squeeze them to nothing, or wrap the description one word per line).
     used = 1
@@ -376,7 +419,8 @@ def print_tool(console: Console, info: ToolInfo) -> None:
     required = set(info.parameters.get("required", []))
     table = Table(title="arguments", title_justify="left")
     for column in ("name", "type", "required", "default"):
-        table.add_column(column, no_wrap=True)
+        # A type lists a Literal's values, which may be long: it wraps, the others never do.
+        table.add_column(column, no_wrap=column != "type", overflow="fold")
     described = any(schema.get("description") for schema in properties.values())
     if described:
         table.add_column("description", ratio=1)
@@ -410,6 +454,12 @@ def print_tool(console: Console, info: ToolInfo) -> None:
 
 
 def _type_of(schema: dict[str, Any]) -> str:
+    """An argument's type as a person reads it: the listed values of a ``Literal`` or an enum
+    (``"gt" | "lt"``), not the ``string`` they all are."""
+    if "enum" in schema:
+        return " | ".join(json.dumps(value, ensure_ascii=False) for value in schema["enum"])
+    if "const" in schema:
+        return json.dumps(schema["const"], ensure_ascii=False)
     if "type" in schema:
         kind = schema["type"]
         if kind == "array" and isinstance(schema.get("items"), dict):
@@ -418,8 +468,6 @@ def _type_of(schema: dict[str, Any]) -> str:
     for key in ("anyOf", "oneOf"):
         if key in schema:
             return " | ".join(_type_of(option) for option in schema[key])
-    if "enum" in schema:
-        return " | ".join(json.dumps(v) for v in schema["enum"])
     return "any"
 
 

@@ -25,6 +25,7 @@ __all__ = [
     "DEFAULT_ITEM_PAGE",
     "FINISHED",
     "ITEMS_SHOWN",
+    "MAX_ITEM_OFFSET",
     "MAX_ITEM_PAGE",
     "NOT_RUN",
     "item_page",
@@ -46,6 +47,10 @@ DEFAULT_ITEM_PAGE = 100
 """Items in a page of :func:`item_page` when the caller names no limit (GraphQL ``items``)."""
 MAX_ITEM_PAGE = 1000
 """The most items one page holds: a map of 100,000 items is read a page at a time."""
+MAX_ITEM_OFFSET = 2**31 - 1
+"""The largest offset of a page of items: GraphQL's ``Int``, far beyond any list a map may
+have (``TOOLPLAN_MAX_ITEMS``), and within what every store's integers hold (a larger one
+reached SQLite as an overflow: an internal error instead of bad input)."""
 _ITEM_STATUSES: frozenset[str] = frozenset(get_args(StepStatus))
 
 
@@ -57,8 +62,10 @@ def item_page_checks(offset: int, limit: int, status: str | None = None) -> None
             f"an item page holds 0 to {MAX_ITEM_PAGE} items, not {limit}: page through the "
             "rest with offset"
         )
-    if offset < 0:
-        raise InvalidInput(f"offset is the index to start from, 0 or more, not {offset}")
+    if not 0 <= offset <= MAX_ITEM_OFFSET:
+        raise InvalidInput(
+            f"offset is the index to start from, 0 to {MAX_ITEM_OFFSET}, not {offset}"
+        )
     if status is not None and status not in _ITEM_STATUSES:
         raise InvalidInput(
             f"{status!r} is not an item status: use one of {', '.join(sorted(_ITEM_STATUSES))}"

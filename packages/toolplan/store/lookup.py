@@ -1,7 +1,7 @@
 """Stored plans and requests by ID, and the gate a plan passes before it runs.
 
 Every entry point (CLI, API, workers, planner, graphs) finds records through :func:`find_plan` and
-:func:`find_request`: the ID's shape is checked before any store query, and a missing record is
+:func:`find_request` (and the newest plan through :func:`latest_plan_id`): the ID's shape is checked before any store query, and a missing record is
 :class:`~toolplan.errors.NotFound` naming the store (to
 the CLI; API clients see only the ID). :func:`require_approval` is the one
 "needs review" gate, used before a plan is executed or queued.
@@ -16,7 +16,7 @@ from toolplan.errors import NotFound, PlanNeedsReview
 from toolplan.plan_format.ids import require_id
 from toolplan.store.protocol import PlanRecord, PlanRepository, PlanStatus, RequestRecord
 
-__all__ = ["GatedAction", "find_plan", "find_request", "require_approval"]
+__all__ = ["GatedAction", "find_plan", "find_request", "latest_plan_id", "require_approval"]
 
 
 def find_plan(store: PlanRepository, plan_id: str) -> PlanRecord:
@@ -33,6 +33,19 @@ def find_request(store: PlanRepository, request_id: str) -> RequestRecord:
     if record is None:
         raise NotFound(f"request {request_id!r} does not exist", where=store.uri)
     return record
+
+
+def latest_plan_id(store: PlanRepository) -> str:
+    """The ID of the newest plan in the store (the first line of ``toolplan list``: ``toolplan
+    show --last``); :class:`NotFound` when it holds none. In a store others write to as well,
+    that may be someone else's: their IDs are in ``toolplan list``."""
+    page = store.recent_plans(limit=1)
+    if not page.items:
+        raise NotFound(
+            "no plan is stored yet: store one with toolplan run --file PLAN or toolplan submit",
+            where=store.uri,
+        )
+    return page.items[0].plan_id
 
 
 GatedAction = Literal["executed", "queued"]

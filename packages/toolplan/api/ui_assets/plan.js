@@ -75,9 +75,20 @@ function stateText(step) {
   return text;
 }
 
+function plural(count, noun) {
+  return `${count} ${noun}${count === 1 ? "" : "s"}`;
+}
+
+// A forEach step's attempts are the tool calls over all its items: "2 attempts" for two items
+// that each ran once would read as a retry. Each item's attempts are in its row of the details.
+function attemptsText(step) {
+  if (step.forEach) return `${plural(step.attempts, "call")} for ${plural(step.items.total ?? "?", "item")}`;
+  return plural(step.attempts, "attempt");
+}
+
 function factsText(step) {
   const parts = [];
-  if (step.attempts) parts.push(step.attempts === 1 ? "1 attempt" : `${step.attempts} attempts`);
+  if (step.attempts) parts.push(attemptsText(step));
   if (step.durationMs !== null && step.durationMs !== undefined) parts.push(formatMs(step.durationMs));
   return parts.concat(step.marks).join(" · ");
 }
@@ -155,7 +166,8 @@ function renderDetails() {
   const facts = el("dl", {},
     el("dt", { text: "Tool" }), el("dd", { text: step.tool }),
     el("dt", { text: "State" }), el("dd", {}, badge(step.state.replace(/_/g, " "))),
-    el("dt", { text: "Attempts" }), el("dd", { text: String(step.attempts) }),
+    el("dt", { text: step.forEach ? "Tool calls" : "Attempts" }),
+    el("dd", { text: step.forEach ? attemptsText(step) : String(step.attempts) }),
     el("dt", { text: "Duration" }), el("dd", { text: formatMs(step.durationMs) }));
   if (step.items) facts.append(el("dt", { text: "Items" }), el("dd", { text: `${step.items.done}/${step.items.total ?? "?"} done, ${step.items.failed} failed` }));
   if (step.marks.length) facts.append(el("dt", { text: "Marks" }), el("dd", { text: step.marks.join(", ") }));
@@ -168,6 +180,9 @@ function renderDetails() {
     parts.push(el("h3", { text: "Arguments" }), pre(step.resolvedParameters, "arguments"));
   } else if (step.pendingArguments !== null && step.pendingArguments !== undefined) {
     parts.push(el("h3", { text: "Arguments (waiting for approval)" }), pre(step.pendingArguments, "arguments"));
+  } else if (step.forEach && step.itemCounts) {
+    // The list is known: each item's call resolved these with its $item and $index.
+    parts.push(el("h3", { text: "Parameters (resolved for each item)" }), pre(step.parameters, "arguments"));
   } else {
     parts.push(el("h3", { text: "Parameters (not resolved yet)" }), pre(step.parameters, "arguments"));
   }
