@@ -11,7 +11,9 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from toolplan.config import DEFAULT_MODEL, PlannerSettings
-from toolplan.errors import InvalidInput, LLMUnavailable
+
+# ModelNotConfigured lives in toolplan.errors; imported from here too, as before.
+from toolplan.errors import InvalidInput, ModelNotConfigured
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -32,10 +34,6 @@ than half of it, so an answer longer than this is a model repeating itself, not 
 _LIMIT_FIELDS = ("max_tokens", "max_output_tokens", "num_predict")
 """Where LangChain chat models keep their output-token limit (OpenAI, Anthropic, Mistral...;
 Google's; Ollama's)."""
-
-
-class ModelNotConfigured(LLMUnavailable):
-    """No usable model configuration (for example no API key)."""
 
 
 def default_max_tokens(max_steps: int) -> int:
