@@ -233,13 +233,15 @@ async def create_plan(
     model: str | BaseChatModel | None = None,
     store: Store | str | None = None,
     request_id: str | None = None,
-    max_repairs: int = 2,
-    confidence_threshold: float = 0.5,
+    max_repairs: int | None = None,
+    confidence_threshold: float | None = None,
 ) -> PlanningOutcome:
     """Plan ``query`` with an LLM in one round-trip (plus bounded repairs), validate and store it.
 
     ``model`` is a ``provider:model`` string (default ``TOOLPLAN_MODEL`` or
-    ``openai:gpt-4o-mini``) or a LangChain chat model instance.
+    ``openai:gpt-4o-mini``) or a LangChain chat model instance. ``max_repairs`` and
+    ``confidence_threshold`` default to ``TOOLPLAN_MAX_REPAIRS`` (2) and
+    ``TOOLPLAN_CONFIDENCE_THRESHOLD`` (0.5).
     """
     async with _client(tools, store, model) as client:
         return await client.plan(
@@ -258,8 +260,8 @@ async def answer_query(
     store: Store | str | None = None,
     request_id: str | None = None,
     max_replans: int = 1,
-    max_repairs: int = 2,
-    confidence_threshold: float = 0.5,
+    max_repairs: int | None = None,
+    confidence_threshold: float | None = None,
     approve: bool = False,
     reuse: ReuseMode | None = None,
     on_event: EventListener | None = None,
@@ -267,7 +269,9 @@ async def answer_query(
     """Plan ``query``, execute the plan and answer it (``toolplan run "QUERY"``): the model reads
     the results and answers, or asks for a new plan (at most ``max_replans`` times), stored as a
     new version of the same request. The first plan may reuse a stored one (``reuse``: ``off``,
-    ``exact`` or ``parametric``; default ``TOOLPLAN_PLAN_REUSE``, else ``exact``). The outcome has
+    ``exact`` or ``parametric``; default ``TOOLPLAN_PLAN_REUSE``, else ``exact``);
+    ``max_repairs`` and ``confidence_threshold`` default to the settings, as in
+    :func:`create_plan`. The outcome has
     ``answer``, ``plans``, ``llm_calls``, ``usage``, ``reused_from``, the last plan's ``estimate``
     and its execution ``result``."""
     async with _client(tools, store, model) as client:
