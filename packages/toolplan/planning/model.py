@@ -103,8 +103,13 @@ def create_chat_model(
                 "Ollama or LM Studio), or choose another provider with --model / TOOLPLAN_MODEL. "
                 "To run without a model, write the plan yourself: toolplan run --file plan.json"
             )
+        from toolplan.planning.http_client import loop_bound_client
+
         kwargs["stream_usage"] = True
         kwargs["api_key"] = settings.openai_api_key
+        # Connections of the running event loop only: a second asyncio.run in this process
+        # must not reuse the first one's (langchain-openai's shared client does).
+        kwargs["http_async_client"] = loop_bound_client(settings.llm_timeout_seconds)
         if settings.openai_base_url:
             kwargs["base_url"] = settings.openai_base_url
         if max_tokens is not None and not _is_openai(settings.openai_base_url):
