@@ -39,6 +39,21 @@ class PlanningOutcome:
     """What the rewrite rules changed in the model's answer: ``{rule, step, before, after}``
     each (:mod:`toolplan.planning.rewrites`); empty when the plan is stored as written."""
 
+    @property
+    def plan_id(self) -> str:
+        """The stored plan's ID (``ref.plan_id``)."""
+        return self.ref.plan_id
+
+    @property
+    def request_id(self) -> str:
+        """The request the plan is a version of (``ref.request_id``)."""
+        return self.ref.request_id
+
+    @property
+    def status(self) -> str:
+        """The stored plan's status: ``planned``, or ``needs_review`` (``ref.status``)."""
+        return self.ref.status
+
     def to_json(self) -> dict[str, Any]:
         """``toolplan plan --json``: requestId, planId, status, estimate, plan, llmCalls,
         usage, changes."""
