@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     )
     from toolplan.adapters.plan_tool import plan_tool
     from toolplan.agent.loop import AgentOutcome
-    from toolplan.client import Toolplan
+    from toolplan.client import AsyncToolplan, Toolplan
     from toolplan.config.policies import ExecutionOptions, RetryPolicy
     from toolplan.engine.recorder import StepEvent
     from toolplan.engine.result import ExecutionResult
@@ -59,10 +59,12 @@ if TYPE_CHECKING:
         Unavailable,
         ValidationIssue,
     )
+    from toolplan.pipeline.flow import RunOutcome
     from toolplan.plan_format.plan import Plan, Step, load_plan
     from toolplan.planning.planner import PlanningOutcome
     from toolplan.service.operations import PlanRef
     from toolplan.store import Store, open_store
+    from toolplan.store.protocol import StepRecord
     from toolplan.tools import ToolCatalog, load_tool_modules, tagged
     from toolplan.validation import Analysis
 
@@ -73,6 +75,7 @@ __version__ = "0.1.0"
 _LAZY: dict[str, str] = {
     "AgentOutcome": "toolplan.agent.loop",
     "Analysis": "toolplan.validation",
+    "AsyncToolplan": "toolplan.client",
     "ExecutionBusy": "toolplan.errors",
     "ExecutionGone": "toolplan.errors",
     "ExecutionOptions": "toolplan.config.policies",
@@ -94,8 +97,10 @@ _LAZY: dict[str, str] = {
     "PlanningFailed": "toolplan.errors",
     "PlanningOutcome": "toolplan.planning.planner",
     "RetryPolicy": "toolplan.config.policies",
+    "RunOutcome": "toolplan.pipeline.flow",
     "Step": "toolplan.plan_format.plan",
     "StepEvent": "toolplan.engine.recorder",
+    "StepRecord": "toolplan.store.protocol",
     "StepTimeout": "toolplan.errors",
     "Store": "toolplan.store",
     "StoreUnavailable": "toolplan.errors",
@@ -131,6 +136,7 @@ _LAZY: dict[str, str] = {
 __all__ = [
     "AgentOutcome",
     "Analysis",
+    "AsyncToolplan",
     "ExecutionBusy",
     "ExecutionGone",
     "ExecutionOptions",
@@ -152,8 +158,10 @@ __all__ = [
     "PlanningFailed",
     "PlanningOutcome",
     "RetryPolicy",
+    "RunOutcome",
     "Step",
     "StepEvent",
+    "StepRecord",
     "StepTimeout",
     "Store",
     "StoreUnavailable",

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.fake_openai import FakeOpenAIServer, Reply
-from toolplan.client import Toolplan
+from toolplan.client import AsyncToolplan, Toolplan
 
 pytestmark = [pytest.mark.e2e]
 
@@ -38,14 +38,26 @@ def test_asyncio_run_twice_in_one_process(server: FakeOpenAIServer, tmp_path: Pa
     server.script([Reply.content(ANSWER)] * 3)
 
     async def twice() -> None:
-        async with Toolplan.from_env(tools=["blog"], store=store) as tp:
+        async with AsyncToolplan.from_env(tools=["blog"], store=store) as tp:
             await tp.plan(QUERY)
             await tp.plan(QUERY)
 
     asyncio.run(twice())
     assert server.connections == 1  # within one loop, the connection is kept alive and reused
 
-    outcome = asyncio.run(Toolplan.from_env(tools=["blog"], store=store).plan(QUERY))
+    outcome = asyncio.run(AsyncToolplan.from_env(tools=["blog"], store=store).plan(QUERY))
     assert outcome.ref.status == "planned"
     assert server.connections == 2  # the new loop opened its own
     assert server.remaining == 0
+
+
+def test_the_sync_client_plans_again_in_a_loop_of_its_own(
+    server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    # Each call of the sync client runs in an event loop of its own: one client, two loops.
+    server.script([Reply.content(ANSWER)] * 2)
+    with Toolplan.from_env(tools=["blog"], store=f"sqlite:///{tmp_path / 'tp.db'}") as tp:
+        first, second = tp.plan(QUERY), tp.plan(QUERY)
+    assert (first.status, second.status) == ("planned", "planned")
+    assert first.plan_id != second.plan_id
+    assert server.connections == 2 and server.remaining == 0

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from toolplan import Toolplan
+from toolplan import AsyncToolplan, Toolplan
 
 PLAN = Path(__file__).resolve().parents[2] / "examples" / "blog_chain.json"
 
 
-async def test_a_run_has_status_steps_with_ids_and_outputs(tmp_path: Path) -> None:
-    async with Toolplan(tools=["blog"], store=f"sqlite:///{tmp_path / 'tp.db'}") as tp:
-        outcome = await tp.run(PLAN)
+def test_a_run_has_status_steps_with_ids_and_outputs(tmp_path: Path) -> None:
+    with Toolplan(tools=["blog"], store=f"sqlite:///{tmp_path / 'tp.db'}") as tp:
+        outcome = tp.run(PLAN)
     assert outcome.status == "succeeded"  # was outcome.result.status only: AttributeError
     assert [step.id for step in outcome.steps] == ["author", "blog", "comment"]
     assert outcome.outputs == outcome.result.outputs and set(outcome.outputs) == {"blog", "comment"}
@@ -22,7 +22,7 @@ async def test_a_run_has_status_steps_with_ids_and_outputs(tmp_path: Path) -> No
 
 
 async def test_step_records_have_the_id_the_json_has(tmp_path: Path) -> None:
-    async with Toolplan(tools=["blog"], store=f"sqlite:///{tmp_path / 'tp.db'}") as tp:
+    async with AsyncToolplan(tools=["blog"], store=f"sqlite:///{tmp_path / 'tp.db'}") as tp:
         ref = await tp.submit(PLAN)
         result = await tp.execute(ref.plan_id)
     assert [step.id for step in result.steps] == [s["id"] for s in result.to_json()["steps"]]

@@ -1,11 +1,13 @@
-"""The public Python API: module-level functions, each a thin wrapper over one
-:class:`~toolplan.client.Toolplan` built from the environment for the call.
+"""The public Python API: module-level functions, each a thin wrapper over one client built
+from the environment for the call: an :class:`~toolplan.client.AsyncToolplan` for the coroutines,
+a :class:`~toolplan.client.Toolplan` for the sync functions.
 
 ``tools`` may be a :class:`ToolCatalog`, a list of LangChain tools / plain functions, or a list of
 module names (``"blog"``, ``"my_pkg.tools"``); ``None`` means ``TOOLPLAN_TOOLS`` or the built-ins.
 ``store`` may be a :class:`Store` (left open), a URI, or ``None`` (``TOOLPLAN_STORE`` or the
 embedded SQLite default); a store the call opens, it closes. For many calls, build one
-:class:`~toolplan.client.Toolplan` and use its methods instead.
+:class:`~toolplan.client.Toolplan` (or :class:`~toolplan.client.AsyncToolplan`) and use its
+methods instead.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toolplan.client import Toolplan
+from toolplan.client import AsyncToolplan, Toolplan
 from toolplan.config.policies import ExecutionOptions
 from toolplan.config.settings import ReuseMode
 from toolplan.engine.recorder import EventListener
@@ -57,12 +59,12 @@ def _client(
     tools: ToolsArg = None,
     store: Store | str | None = None,
     model: str | BaseChatModel | None = None,
-) -> Toolplan:
-    return Toolplan.from_env(tools=tools, store=store, model=model)
+) -> AsyncToolplan:
+    return AsyncToolplan.from_env(tools=tools, store=store, model=model)
 
 
 def _options(
-    client: Toolplan,
+    client: AsyncToolplan,
     options: ExecutionOptions | None,
     concurrency: int | None,
     fail_fast: bool | None,
@@ -86,7 +88,7 @@ def validate_plan(
     ``max_steps`` defaults to ``TOOLPLAN_MAX_STEPS`` (50 when unset). Raises
     :class:`~toolplan.errors.PlanInvalid` listing every problem.
     """
-    with _client(tools) as client:
+    with Toolplan.from_env(tools=tools) as client:
         return client.validate(plan, max_steps=max_steps)
 
 
@@ -181,7 +183,7 @@ def clear_cache(*, tool: str | None = None, store: Store | str | None = None) ->
     """Empty the store's result cache of read-only tools (every tool's, or ``tool``'s only), like
     ``toolplan cache clear``; return how many cached results were removed. The next calls of those
     tools run them."""
-    with _client(store=store) as client:
+    with Toolplan.from_env(store=store) as client:
         return client.clear_cache(tool=tool)
 
 

@@ -43,7 +43,7 @@ from toolplan.errors import InvalidInput
 
 if TYPE_CHECKING:
     from toolplan.agent.loop import AgentOutcome
-    from toolplan.client import Toolplan
+    from toolplan.client import AsyncToolplan
     from toolplan.engine.result import ExecutionResult
     from toolplan.pipeline.flow import Planned
 
@@ -104,7 +104,7 @@ def run(
     """Plan a query with the LLM, execute it and answer (replanning after failures); or run a
     plan --file."""
 
-    def open_client() -> Toolplan:
+    def open_client() -> AsyncToolplan:
         return new_client(
             store,
             tools,
@@ -234,7 +234,7 @@ def run(
 
 def _run_with_answer(
     query: str,
-    open_client: Callable[[], Toolplan],
+    open_client: Callable[[], AsyncToolplan],
     *,
     request_id: str | None,
     max_replans: int,

@@ -8,7 +8,7 @@ import typer
 
 from toolplan.cli import render
 from toolplan.cli.options import JsonOption, StoreOption
-from toolplan.cli.output import emit_json, guard, stdout
+from toolplan.cli.output import emit_json, guard, run_async, stdout
 from toolplan.cli.session import new_client
 
 __all__ = ["show"]
@@ -36,7 +36,7 @@ def show(
 
         def drawn() -> str:
             with new_client(store, None, create_store=False) as client:
-                return client.diagram(identifier, kind=graph)
+                return run_async(client.diagram(identifier, kind=graph))
 
         text = guard(drawn, as_json=as_json)
         if as_json:
@@ -47,7 +47,7 @@ def show(
 
     def body() -> dict[str, Any]:
         with new_client(store, None, create_store=False) as client:
-            return client.show(identifier)
+            return run_async(client.show(identifier))
 
     data = guard(body, as_json=as_json)
     if as_json:
