@@ -61,7 +61,9 @@ if TYPE_CHECKING:
     )
     from toolplan.pipeline.flow import RunOutcome
     from toolplan.plan_format.plan import Plan, Step, load_plan
+    from toolplan.planning.offline import TestModel
     from toolplan.planning.planner import PlanningOutcome
+    from toolplan.planning.scripted import FunctionModel, ModelRequest
     from toolplan.service.operations import PlanRef
     from toolplan.store import Store, open_store
     from toolplan.store.protocol import StepRecord
@@ -80,6 +82,7 @@ _LAZY: dict[str, str] = {
     "ExecutionGone": "toolplan.errors",
     "ExecutionOptions": "toolplan.config.policies",
     "ExecutionResult": "toolplan.engine.result",
+    "FunctionModel": "toolplan.planning.scripted",
     "InvalidInput": "toolplan.errors",
     "LLMOutputRepeating": "toolplan.errors",
     "LLMOutputTruncated": "toolplan.errors",
@@ -87,6 +90,7 @@ _LAZY: dict[str, str] = {
     "MCPServerError": "toolplan.errors",
     "MCPServerUnavailable": "toolplan.errors",
     "ModelNotConfigured": "toolplan.errors",
+    "ModelRequest": "toolplan.planning.scripted",
     "NotFound": "toolplan.errors",
     "NotWaiting": "toolplan.errors",
     "Plan": "toolplan.plan_format.plan",
@@ -106,6 +110,7 @@ _LAZY: dict[str, str] = {
     "StoreUnavailable": "toolplan.errors",
     "TemplateError": "toolplan.errors",
     "TemporalUnavailable": "toolplan.errors",
+    "TestModel": "toolplan.planning.offline",
     "ToolCatalog": "toolplan.tools",
     "ToolFailure": "toolplan.errors",
     "ToolOutputInvalid": "toolplan.errors",
@@ -141,6 +146,7 @@ __all__ = [
     "ExecutionGone",
     "ExecutionOptions",
     "ExecutionResult",
+    "FunctionModel",
     "InvalidInput",
     "LLMOutputRepeating",
     "LLMOutputTruncated",
@@ -148,6 +154,7 @@ __all__ = [
     "MCPServerError",
     "MCPServerUnavailable",
     "ModelNotConfigured",
+    "ModelRequest",
     "NotFound",
     "NotWaiting",
     "Plan",
@@ -167,6 +174,7 @@ __all__ = [
     "StoreUnavailable",
     "TemplateError",
     "TemporalUnavailable",
+    "TestModel",
     "ToolCatalog",
     "ToolFailure",
     "ToolOutputInvalid",

@@ -51,7 +51,10 @@ __all__ = ["run"]
 
 QueryArgument = Annotated[
     str | None,
-    typer.Argument(metavar="QUERY", help="What to do, in natural language (needs a model)."),
+    typer.Argument(
+        metavar="QUERY",
+        help="What to do, in natural language (needs a model; --model test plans offline).",
+    ),
 ]
 
 

@@ -10,12 +10,14 @@ own parser rejects is still seen.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import merge_configs
 
 from toolplan._spans import model_call_span, record_usage
 from toolplan._tokens import count_tokens
@@ -30,10 +32,12 @@ from toolplan.planning.llm_errors import (
 from toolplan.planning.streaming import AnswerStream, ask_streamed, ask_text_streamed, streams
 
 __all__ = [
+    "ABOUT_KEY",
     "ModelAnswer",
     "ModelCall",
     "ModelReply",
     "StructuredRequest",
+    "about_call",
     "account",
     "add_usage",
     "answer_of",
@@ -55,6 +59,20 @@ class ModelCall:
     max_tokens: int | None = None
 
 
+ABOUT_KEY = "toolplan"
+"""The key of a model call's LangChain metadata that says what the call is for."""
+
+_about: ContextVar[Mapping[str, Any] | None] = ContextVar("toolplan_model_call", default=None)
+"""What the model call being made in this context is for (its request's ``about``)."""
+
+
+def about_call() -> Mapping[str, Any]:
+    """What the model call being made now is for (empty outside one): a scripted model reads it
+    (:mod:`toolplan.planning.scripted`), streamed or not, where LangChain hands a model's
+    streaming method no metadata."""
+    return _about.get() or {}
+
+
 @dataclass(frozen=True)
 class StructuredRequest:
     """What to ask: the messages and the JSON schema (with a ``title``) of the answer; no
@@ -63,6 +81,11 @@ class StructuredRequest:
     messages: Sequence[BaseMessage]
     schema: dict[str, Any] | None
     strict: bool = False
+    about: Mapping[str, Any] | None = None
+    """What the call is for (``call``: ``plan`` or ``respond``, the user's ``request``...),
+    sent with it as LangChain metadata (``metadata["toolplan"]``, JSON values): tracing shows
+    it, and a scripted model answers from it (:mod:`toolplan.planning.scripted`); a model
+    server never sees it."""
 
 
 @dataclass(frozen=True)
@@ -242,6 +265,21 @@ async def call_model(
 
 
 async def _ask(
+    call: ModelCall,
+    request: StructuredRequest,
+    config: RunnableConfig | None,
+    stream: AnswerStream | None,
+) -> ModelAnswer:
+    if request.about is not None:
+        config = merge_configs(config, {"metadata": {ABOUT_KEY: dict(request.about)}})
+    token = _about.set(request.about)
+    try:
+        return await _asked(call, request, config, stream)
+    finally:
+        _about.reset(token)
+
+
+async def _asked(
     call: ModelCall,
     request: StructuredRequest,
     config: RunnableConfig | None,

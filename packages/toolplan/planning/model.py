@@ -14,6 +14,7 @@ from toolplan.config import DEFAULT_MODEL, PlannerSettings
 
 # ModelNotConfigured lives in toolplan.errors; imported from here too, as before.
 from toolplan.errors import InvalidInput, ModelNotConfigured
+from toolplan.planning.offline import TEST_MODEL, TestModel
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -83,10 +84,13 @@ def create_chat_model(
     ``max_tokens`` tokens per call when given.
 
     For ``openai:*`` models the settings' ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` are used, so
-    any OpenAI-compatible server works (vLLM, Ollama, llama.cpp, LM Studio). Transient errors
+    any OpenAI-compatible server works (vLLM, Ollama, llama.cpp, LM Studio). ``test`` is
+    :class:`~toolplan.planning.offline.TestModel`, which plans offline by fixed rules. Transient errors
     (429, 5xx, timeouts) are retried ``llm_retries`` times with exponential backoff by the client.
     """
     spec = model_spec(model, settings)
+    if spec == TEST_MODEL:  # offline, by fixed rules; the planner's setup gives it the catalog
+        return TestModel()
     provider = model_provider(spec)
     kwargs: dict[str, Any] = {
         # httpx's read timeout: the longest silence (before the first token, then between
@@ -101,7 +105,8 @@ def create_chat_model(
                 f"no model is configured for planning ({spec!r} needs OPENAI_API_KEY). Set "
                 "OPENAI_API_KEY (and OPENAI_BASE_URL for an OpenAI-compatible server such as vLLM, "
                 "Ollama or LM Studio), or choose another provider with --model / TOOLPLAN_MODEL. "
-                "To run without a model, write the plan yourself: toolplan run --file plan.json"
+                "To try planning without one, use the offline test model: --model test "
+                "(TOOLPLAN_MODEL=test); or write the plan yourself: toolplan run --file plan.json"
             )
         from toolplan.planning.http_client import loop_bound_client
 
