@@ -17,7 +17,6 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
-from langchain_core.runnables.config import merge_configs
 
 from toolplan._spans import model_call_span, record_usage
 from toolplan._tokens import count_tokens
@@ -32,7 +31,6 @@ from toolplan.planning.llm_errors import (
 from toolplan.planning.streaming import AnswerStream, ask_streamed, ask_text_streamed, streams
 
 __all__ = [
-    "ABOUT_KEY",
     "ModelAnswer",
     "ModelCall",
     "ModelReply",
@@ -59,17 +57,15 @@ class ModelCall:
     max_tokens: int | None = None
 
 
-ABOUT_KEY = "toolplan"
-"""The key of a model call's LangChain metadata that says what the call is for."""
-
 _about: ContextVar[Mapping[str, Any] | None] = ContextVar("toolplan_model_call", default=None)
 """What the model call being made in this context is for (its request's ``about``)."""
 
 
 def about_call() -> Mapping[str, Any]:
     """What the model call being made now is for (empty outside one): a scripted model reads it
-    (:mod:`toolplan.planning.scripted`), streamed or not, where LangChain hands a model's
-    streaming method no metadata."""
+    (:mod:`toolplan.planning.scripted`), streamed or not. A context variable, not LangChain's
+    metadata: a model's streaming method is not handed the metadata, and the results it carries
+    are not sent to tracing as metadata of every call."""
     return _about.get() or {}
 
 
@@ -83,9 +79,8 @@ class StructuredRequest:
     strict: bool = False
     about: Mapping[str, Any] | None = None
     """What the call is for (``call``: ``plan`` or ``respond``, the user's ``request``...),
-    sent with it as LangChain metadata (``metadata["toolplan"]``, JSON values): tracing shows
-    it, and a scripted model answers from it (:mod:`toolplan.planning.scripted`); a model
-    server never sees it."""
+    in the call's context while it is made (:func:`about_call`): a scripted model answers from
+    it (:mod:`toolplan.planning.scripted`); a model server never sees it."""
 
 
 @dataclass(frozen=True)
@@ -270,8 +265,6 @@ async def _ask(
     config: RunnableConfig | None,
     stream: AnswerStream | None,
 ) -> ModelAnswer:
-    if request.about is not None:
-        config = merge_configs(config, {"metadata": {ABOUT_KEY: dict(request.about)}})
     token = _about.set(request.about)
     try:
         return await _asked(call, request, config, stream)

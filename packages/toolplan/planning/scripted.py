@@ -13,12 +13,10 @@ Python), streamed or not, and reads, validates, repairs and stores what they ans
 real model's. A streamed answer arrives in pieces (a line of Python, a few characters of JSON), so
 the planner tells each step as it is written and ``--stream`` starts read-only steps early.
 
-What a call is for comes with it (set by :func:`toolplan.planning.call.call_model` from the
-request's ``about``, as LangChain metadata of the call, ``metadata["toolplan"]``, and for the
-call's context, :func:`~toolplan.planning.call.about_call`, which a streamed call reads): the
-planner's call, the agent's respond call, the user's request, the execution's results. A
-scripted model reads it into a :class:`ModelRequest`; the messages are the same as a real model
-gets.
+What a call is for comes with it (:func:`toolplan.planning.call.call_model` sets the request's
+``about`` in the call's context: :func:`~toolplan.planning.call.about_call`): the planner's call,
+the agent's respond call, the user's request, the execution's results. A scripted model reads it
+into a :class:`ModelRequest`; the messages are the same as a real model gets.
 """
 
 from __future__ import annotations
@@ -41,7 +39,7 @@ from pydantic import ConfigDict, Field
 from toolplan._blocking import run_blocking
 from toolplan._tokens import count_tokens
 from toolplan.config import PlanFormat
-from toolplan.planning.call import ABOUT_KEY, about_call
+from toolplan.planning.call import about_call
 from toolplan.tools.catalog import ToolCatalog
 
 __all__ = [
@@ -151,7 +149,7 @@ class ScriptedModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        request = self._request(messages, run_manager, kwargs.get("tools"))
+        request = self._request(messages, kwargs.get("tools"))
         answer = self.answer(request)
         if inspect.isawaitable(answer):
             answer = run_blocking(_awaited(answer))
@@ -164,7 +162,7 @@ class ScriptedModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        request = self._request(messages, run_manager, kwargs.get("tools"))
+        request = self._request(messages, kwargs.get("tools"))
         answer = self.answer(request)
         if inspect.isawaitable(answer):
             answer = await answer
@@ -197,13 +195,9 @@ class ScriptedModel(BaseChatModel):
     # -- what was asked, and the answer as a message ---------------------------------------
 
     def _request(
-        self,
-        messages: list[BaseMessage],
-        run_manager: CallbackManagerForLLMRun | AsyncCallbackManagerForLLMRun | None,
-        tools: Sequence[Mapping[str, Any]] | None,
+        self, messages: list[BaseMessage], tools: Sequence[Mapping[str, Any]] | None
     ) -> ModelRequest:
-        metadata = getattr(run_manager, "metadata", None) or {}
-        about: Mapping[str, Any] = metadata.get(ABOUT_KEY) or about_call()
+        about = about_call()
         function = tools[0].get("function", {}) if tools else {}
         schema = None
         if function:
