@@ -128,14 +128,14 @@ async def _run_once(
     *,
     stream: bool,
 ) -> dict[str, Any]:
-    from toolplan.client import Toolplan
+    from toolplan.client import AsyncToolplan
     from toolplan.config import Settings
     from toolplan.errors import ToolplanError
     from toolplan.pipeline.flow import FromQuery
 
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings.from_env().with_overrides(store_uri=f"sqlite:///{Path(tmp) / 's.db'}")
-        client = Toolplan(settings=settings, tools=tools, stream_execution=stream)
+        client = AsyncToolplan(settings=settings, tools=tools, stream_execution=stream)
         clock.reset()
         row: dict[str, Any] = {"mode": "streamed" if stream else "plan-then-execute"}
         try:

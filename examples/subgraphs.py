@@ -6,7 +6,7 @@ both read: ``planner`` (a :class:`~toolplan.planning.context.PlannerContext`) an
 graph (``query``, ``plan_id``, ``status``, ``outputs``, ...) flow between them; add your own
 nodes before, between or after. Build both contexts from one client::
 
-    async with Toolplan.from_env(tools=["blog"], model="openai:gpt-4.1-mini") as tp:
+    async with AsyncToolplan.from_env(tools=["blog"], model="openai:gpt-4.1-mini") as tp:
         context = AppContext(planner=tp.planner_context(), execution=tp.execution_context())
         async for namespace, event in build_app().astream(
             {"query": "..."}, context=context, stream_mode="custom", subgraphs=True

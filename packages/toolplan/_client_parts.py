@@ -41,8 +41,9 @@ __all__ = ["ClientParts"]
 class ClientParts:
     """A client's parts, opened on first use under one lock, and closed with it.
 
-    The base of :class:`~toolplan.client.Toolplan`, which documents the arguments; not meant to
-    be built on its own.
+    The base of both clients, :class:`~toolplan.client.Toolplan` (which documents the arguments)
+    and :class:`~toolplan.client.AsyncToolplan`, through
+    :class:`~toolplan._client_calls.ClientCalls`; not meant to be built on its own.
     """
 
     def __init__(

@@ -23,11 +23,18 @@ __all__ = [
     "ExecutionBusy",
     "ExecutionGone",
     "InvalidInput",
+    "LLMOutputRepeating",
+    "LLMOutputTruncated",
     "LLMUnavailable",
+    "MCPServerError",
+    "MCPServerUnavailable",
+    "ModelNotConfigured",
     "NotFound",
     "NotWaiting",
+    "PlanDeclined",
     "PlanInvalid",
     "PlanNeedsReview",
+    "PlanningFailed",
     "StepTimeout",
     "StoreUnavailable",
     "TemplateError",
@@ -97,6 +104,49 @@ class PlanInvalid(InvalidInput):
         super().__init__(f"the plan is invalid ({total} {noun}):\n" + "\n".join(lines))
 
 
+class PlanningFailed(PlanInvalid):
+    """The model's plan was still invalid after the last repair. Nothing was stored.
+
+    ``llm_calls`` and ``usage`` are what planning spent; ``details`` carries them too
+    (``llmCalls``, ``usage``), as ``--json`` output and API error extensions show."""
+
+    def __init__(
+        self, errors: list[str], *, llm_calls: int, usage: dict[str, int], code: str = "planner"
+    ) -> None:
+        super().__init__([ValidationIssue(code, error) for error in errors])
+        self.llm_calls = llm_calls
+        self.usage = usage
+        self.details.setdefault("llmCalls", llm_calls)
+        self.details.setdefault("usage", dict(usage or {"inputTokens": 0, "outputTokens": 0}))
+        self.message = (
+            f"the planner could not produce a valid plan after {llm_calls} LLM call(s); "
+            "nothing was stored. Last problems:\n" + "\n".join(f"  - {e}" for e in errors)
+        )
+        self.args = (self.message,)
+
+
+class PlanDeclined(PlanningFailed):
+    """The model planned no step: none of the tools does what the request asks. Nothing was
+    stored. ``reason`` is what the model said (its ``reasoning``), possibly empty."""
+
+    def __init__(self, reason: str, *, llm_calls: int, usage: dict[str, int]) -> None:
+        super().__init__(
+            [f"no tool does what the request asks: {reason or '(the model gave no reason)'}"],
+            llm_calls=llm_calls,
+            usage=usage,
+            code="declined",
+        )
+        self.reason = reason
+        self.details["declined"] = reason
+        self.message = (
+            "the planner found no tool that does what the request asks; nothing was stored. "
+            f"The model said: {reason or '(no reason given)'}\n"
+            "  Add a tool that does it (`toolplan tools` lists the catalog), or ask for "
+            "something these tools can do."
+        )
+        self.args = (self.message,)
+
+
 class NotFound(InvalidInput):
     """An ID (plan, request) does not exist in the store.
 
@@ -155,6 +205,18 @@ class ToolOutputInvalid(ToolFailure):
     never retried: a retry would repeat the tool's side effect for the same refusal."""
 
 
+class MCPServerError(ToolFailure):
+    """An MCP server failed, disconnected or was unreachable during a tool call.
+
+    Recorded on the step like any tool failure, and retried under the step's retry policy (a
+    restarted server is picked up by the next attempt).
+    """
+
+    def __init__(self, message: str, *, server: str, tool: str | None = None) -> None:
+        super().__init__(message, tool=tool)
+        self.server = server
+
+
 # --- infrastructure -----------------------------------------------------------------------------
 
 
@@ -186,8 +248,43 @@ class LLMUnavailable(Unavailable):
     """The configured model endpoint is unreachable, rejects the credentials or keeps failing."""
 
 
+class ModelNotConfigured(LLMUnavailable):
+    """No usable model configuration (for example no API key)."""
+
+
+class LLMOutputTruncated(LLMUnavailable):
+    """The model stopped at the output-token limit (``finish_reason: length``) mid-answer.
+
+    Exit code 3, no repair round: a model that runs away would run away again, and each round
+    costs the whole limit in generation time. The planner asks once more with a larger limit
+    first (:meth:`~toolplan.planning.context.PlannerContext.larger_model_call`): a plan that is
+    only long then fits."""
+
+
+class LLMOutputRepeating(LLMOutputTruncated):
+    """The model was stopped while it wrote its answer: it wrote the same step again and again,
+    or more steps than the plan may have. Its answer would only have ended at the output limit;
+    stopped early, it is asked once more, told what it did (:attr:`what`)."""
+
+    def __init__(self, message: str, *, tokens: int, steps: int, what: str = "") -> None:
+        super().__init__(message, details={"stoppedAfterTokens": tokens, "steps": steps})
+        self.tokens = tokens
+        """About how many tokens the model had written when it was stopped (chunks read)."""
+        self.what = what
+        """What the model did, said to the model when it is asked again (``it wrote the step
+        get(...) 3 times, and would have gone on until the output limit``)."""
+
+
 class TemporalUnavailable(Unavailable):
     """The configured Temporal server cannot be reached (or refuses the namespace)."""
+
+
+class MCPServerUnavailable(Unavailable):
+    """An MCP server could not be started or reached while loading its tools (exit code 3)."""
+
+    def __init__(self, message: str, *, server: str) -> None:
+        super().__init__(message, details={"server": server})
+        self.server = server
 
 
 class ToolsUnavailable(Unavailable):

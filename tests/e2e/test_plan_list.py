@@ -3,7 +3,6 @@ request, paged by cursor, through the real CLI and a real server."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,7 +33,7 @@ def _submit(cli: Cli, plan: dict[str, Any], query: str) -> dict[str, Any]:
 def _new_version(cli: Cli, request_id: str, query: str) -> dict[str, Any]:
     """A new plan version of a request, through the Python client (the CLI has no flag)."""
     with Toolplan(store=cli.env["TOOLPLAN_STORE"], tools=["tests.support.tools"]) as client:
-        ref = asyncio.run(client.submit(ECHO, query=query, request_id=request_id))
+        ref = client.submit(ECHO, query=query, request_id=request_id)
     return ref.to_json()
 
 

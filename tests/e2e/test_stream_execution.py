@@ -294,7 +294,7 @@ async def test_toolplan_argument_and_the_events_say_started_early(
     (started, finished, adopted, and the time saved), as LangGraph's custom stream and the
     API's ``planningEvents`` do."""
     from tests.e2e.conftest import as_model_endpoint
-    from toolplan.client import Toolplan
+    from toolplan.client import AsyncToolplan
     from toolplan.config import Settings
     from toolplan.pipeline.flow import FromQuery
     from toolplan.planning.progress import PlanningEvent
@@ -308,7 +308,7 @@ async def test_toolplan_argument_and_the_events_say_started_early(
     plan = 'a = lookup(key="x")\nb = lookup(key="y")\n'
     llm.script([streamed(plan)])
     events: list[PlanningEvent] = []
-    client = Toolplan(settings=settings, stream_execution=True)
+    client = AsyncToolplan(settings=settings, stream_execution=True)
     try:
         outcome = await client.run(FromQuery(QUERY), on_planning=events.append)
     finally:

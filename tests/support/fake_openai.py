@@ -181,6 +181,7 @@ class FakeOpenAIServer:
         self._headers: list[dict[str, str]] = []
         self._counter = 0  # chat completions answered -> chatcmpl-fake-<n>
         self._calls = 0  # tool calls emitted -> call_<n>
+        self._connections = 0  # TCP connections accepted (each keeps alive: HTTP/1.1)
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -248,6 +249,17 @@ class FakeOpenAIServer:
         with self._lock:
             return list(self._headers)
 
+    @property
+    def connections(self) -> int:
+        """TCP connections accepted so far: a client that keeps its connection alive sends
+        every request over one."""
+        with self._lock:
+            return self._connections
+
+    def _connected(self) -> None:
+        with self._lock:
+            self._connections += 1
+
     def _record(self, body: dict[str, Any], headers: dict[str, str]) -> None:
         with self._lock:
             self._requests.append(body)
@@ -270,6 +282,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:  # silence stderr
         pass
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.fake._connected()
 
     def _send(self, status: int, body: bytes, ctype: str, headers: dict[str, str]) -> None:
         self.send_response(status)

@@ -586,11 +586,11 @@ async def test_a_gated_step_waits_on_a_signal_and_an_approval_finishes_it_on_tem
     """The workflow waits (running, in one run) while a step waits for approval; the client's
     approve records the decision and signals it; the same run calls the tool once, with the
     arguments that were shown."""
-    from toolplan.client import Toolplan
+    from toolplan.client import AsyncToolplan
 
     ref = submit_plan(WIRE, store=store, catalog=catalog, max_steps=50)
     backend = TemporalBackend(temporal_settings, poll_seconds=0.05)
-    tp = Toolplan(store=store, tools=catalog, backend=backend)
+    tp = AsyncToolplan(store=store, tools=catalog, backend=backend)
     waiting = await tp.execute(ref.plan_id, options=OPTIONS)
     assert (waiting.status, waiting.exit_code) == ("waiting", 4)
     assert waiting.step("pay").status == "waiting_approval"
@@ -621,10 +621,10 @@ async def test_a_denial_signals_the_waiting_workflow_on_temporal(
     temporal_settings: TemporalSettings,
     log: Callable[[], list[dict[str, Any]]],
 ) -> None:
-    from toolplan.client import Toolplan
+    from toolplan.client import AsyncToolplan
 
     ref = submit_plan(WIRE, store=store, catalog=catalog, max_steps=50)
-    tp = Toolplan(
+    tp = AsyncToolplan(
         store=store, tools=catalog, backend=TemporalBackend(temporal_settings, poll_seconds=0.05)
     )
     assert (await tp.execute(ref.plan_id, options=OPTIONS)).status == "waiting"
@@ -677,11 +677,11 @@ async def test_cancelling_a_waiting_plan_ends_its_waiting_workflow_on_temporal(
     temporal_settings: TemporalSettings,
     log: Callable[[], list[dict[str, Any]]],
 ) -> None:
-    from toolplan.client import Toolplan
+    from toolplan.client import AsyncToolplan
 
     ref = submit_plan(WIRE, store=store, catalog=catalog, max_steps=50)
     backend = TemporalBackend(temporal_settings, poll_seconds=0.05)
-    tp = Toolplan(store=store, tools=catalog, backend=backend)
+    tp = AsyncToolplan(store=store, tools=catalog, backend=backend)
     assert (await tp.execute(ref.plan_id, options=OPTIONS)).status == "waiting"
 
     cancelled = await tp.cancel(ref.plan_id)

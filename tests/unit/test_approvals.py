@@ -13,7 +13,7 @@ import pytest
 from langchain_core.tools import tool
 
 from tests.support import tools as test_tools
-from toolplan.client import Toolplan
+from toolplan.client import AsyncToolplan
 from toolplan.config.policies import ExecutionOptions, RetryPolicy
 from toolplan.engine.approval import fingerprint, needs_approval
 from toolplan.engine.recorder import StepEvent
@@ -58,12 +58,12 @@ def catalog() -> ToolCatalog:
 
 
 @pytest.fixture
-def client(tmp_path: Path) -> Toolplan:
+def client(tmp_path: Path) -> AsyncToolplan:
     store = SqliteStore(tmp_path / "toolplan.db")
-    return Toolplan(store=store, tools=catalog())
+    return AsyncToolplan(store=store, tools=catalog())
 
 
-async def submit(client: Toolplan, plan: dict[str, Any]) -> str:
+async def submit(client: AsyncToolplan, plan: dict[str, Any]) -> str:
     return (await client.submit(plan)).plan_id
 
 
@@ -95,7 +95,7 @@ def test_the_fingerprint_names_the_tool_and_the_exact_arguments() -> None:
 
 
 async def test_a_gated_step_waits_with_its_resolved_arguments_while_others_run(
-    client: Toolplan, log: Path
+    client: AsyncToolplan, log: Path
 ) -> None:
     events: list[StepEvent] = []
     plan_id = await submit(client, WIRE_PLAN)
@@ -123,7 +123,7 @@ async def test_a_gated_step_waits_with_its_resolved_arguments_while_others_run(
 
 
 async def test_approve_calls_the_tool_once_with_the_shown_arguments(
-    client: Toolplan, log: Path
+    client: AsyncToolplan, log: Path
 ) -> None:
     plan_id = await submit(client, WIRE_PLAN)
     await client.execute(plan_id, options=FAST)
@@ -141,7 +141,7 @@ async def test_approve_calls_the_tool_once_with_the_shown_arguments(
         await client.approve(plan_id)
 
 
-async def test_an_approval_for_other_arguments_asks_again(client: Toolplan, log: Path) -> None:
+async def test_an_approval_for_other_arguments_asks_again(client: AsyncToolplan, log: Path) -> None:
     plan_id = await submit(client, WIRE_PLAN)
     await client.execute(plan_id, options=FAST)
     client.store.update_step(plan_id, "pay", {"resolved_parameters": {"to": "XX", "amount": 9}})
@@ -151,7 +151,9 @@ async def test_an_approval_for_other_arguments_asks_again(client: Toolplan, log:
     assert pay.resolved_parameters == {"to": "NO12", "amount": 50} and pay.decision is None
 
 
-async def test_deny_records_the_reason_and_skips_dependents(client: Toolplan, log: Path) -> None:
+async def test_deny_records_the_reason_and_skips_dependents(
+    client: AsyncToolplan, log: Path
+) -> None:
     plan_id = await submit(client, WIRE_PLAN)
     await client.execute(plan_id, options=FAST)
     result = await client.deny(plan_id, "pay", "wrong account", by="bob", options=FAST)
@@ -165,7 +167,7 @@ async def test_deny_records_the_reason_and_skips_dependents(client: Toolplan, lo
     assert calls(log, "pay") == []
 
 
-async def test_deciding_on_nothing_waiting_changes_nothing(client: Toolplan) -> None:
+async def test_deciding_on_nothing_waiting_changes_nothing(client: AsyncToolplan) -> None:
     plan_id = await submit(client, WIRE_PLAN)
     with pytest.raises(NotWaiting, match="never executed"):
         await client.approve(plan_id)
@@ -181,7 +183,7 @@ async def test_deciding_on_nothing_waiting_changes_nothing(client: Toolplan) -> 
 
 
 async def test_approval_true_in_the_plan_gates_an_untagged_tool(
-    client: Toolplan, log: Path
+    client: AsyncToolplan, log: Path
 ) -> None:
     plan = {"steps": [{"id": "e", "tool": "echo", "parameters": {"value": 1}, "approval": True}]}
     plan_id = await submit(client, plan)
@@ -191,14 +193,14 @@ async def test_approval_true_in_the_plan_gates_an_untagged_tool(
     assert len(calls(log, "e")) == 1
 
 
-async def test_approve_all_preapproves_every_step(client: Toolplan, log: Path) -> None:
+async def test_approve_all_preapproves_every_step(client: AsyncToolplan, log: Path) -> None:
     plan_id = await submit(client, WIRE_PLAN)
     result = await client.execute(plan_id, options=replace(FAST, approve_all=True))
     assert result.status == "succeeded" and len(calls(log, "pay")) == 1
 
 
 async def test_a_gated_foreach_waits_once_with_every_items_arguments(
-    client: Toolplan, log: Path
+    client: AsyncToolplan, log: Path
 ) -> None:
     plan = {
         "steps": [
@@ -222,7 +224,7 @@ async def test_a_gated_foreach_waits_once_with_every_items_arguments(
     assert sorted(c["to"] for c in calls(log, "pay")) == ["A1", "B2"]
 
 
-async def test_ask_approves_or_denies_each_waiting_step(client: Toolplan, log: Path) -> None:
+async def test_ask_approves_or_denies_each_waiting_step(client: AsyncToolplan, log: Path) -> None:
     plan_id = await submit(client, WIRE_PLAN)
     result = await client.execute(plan_id, options=FAST)
     asked: list[str] = []

@@ -16,7 +16,7 @@ import pytest
 from tests.support.observers import OverflowingHub
 from toolplan.adapters.queue_worker import Worker, WorkerEvent, WorkerOptions, enqueue_plan
 from toolplan.api.runs import BackgroundRuns
-from toolplan.client import Toolplan
+from toolplan.client import AsyncToolplan
 from toolplan.config import Settings
 from toolplan.config.policies import ExecutionOptions, RetryPolicy
 from toolplan.engine.recorder import EventListener, StepEvent
@@ -182,7 +182,7 @@ async def test_a_worker_whose_listener_raises_runs_the_queue_all_the_same(
 
     ref = submit_plan(PLAN, store=store, catalog=catalog, max_steps=50)
     enqueue_plan(store, ref.plan_id)
-    client = Toolplan(store=store, tools=catalog, settings=Settings(execution=FAST))
+    client = AsyncToolplan(store=store, tools=catalog, settings=Settings(execution=FAST))
     worker = Worker(client, options=WorkerOptions(max_plans=1, poll_interval=0.01), listener=broken)
     report = await worker.run()
 

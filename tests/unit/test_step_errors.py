@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from toolplan.client import Toolplan
+from toolplan.client import AsyncToolplan
 from toolplan.config.policies import ExecutionOptions, RetryPolicy
 from toolplan.engine import attempts
 from toolplan.store.protocol import ExecutionRecord
@@ -22,9 +22,9 @@ FAST = ExecutionOptions(retry=RetryPolicy(initial_backoff=0.001, jitter=0), defa
 
 
 @pytest.fixture
-def client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Toolplan:
+def client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncToolplan:
     monkeypatch.setenv("TOOLPLAN_TEST_LOG", str(tmp_path / "calls.jsonl"))
-    return Toolplan(
+    return AsyncToolplan(
         store=SqliteStore(tmp_path / "toolplan.db"),
         tools=load_tool_modules(["tests.support.tools"]),
     )
@@ -43,14 +43,14 @@ def _raising_on(module: Any, marker: str, monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setattr(module, "resolve", resolve)
 
 
-async def _stored(client: Toolplan, plan_id: str) -> ExecutionRecord:
+async def _stored(client: AsyncToolplan, plan_id: str) -> ExecutionRecord:
     execution = client.store.get_execution(plan_id)
     assert execution is not None
     return execution
 
 
 async def test_an_unexpected_exception_fails_the_step_on_record(
-    client: Toolplan, monkeypatch: pytest.MonkeyPatch
+    client: AsyncToolplan, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _raising_on(attempts, "BOOM", monkeypatch)
     plan = {
@@ -73,7 +73,7 @@ async def test_an_unexpected_exception_fails_the_step_on_record(
 
 
 async def test_an_unexpected_exception_in_an_item_fails_that_item_on_record(
-    client: Toolplan, monkeypatch: pytest.MonkeyPatch
+    client: AsyncToolplan, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     plan = {
         "steps": [
@@ -106,7 +106,7 @@ async def test_an_unexpected_exception_in_an_item_fails_that_item_on_record(
 
 
 async def test_an_unexpected_exception_in_a_fallback_fails_the_step_on_record(
-    client: Toolplan, monkeypatch: pytest.MonkeyPatch
+    client: AsyncToolplan, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _raising_on(attempts, "FALLBACK", monkeypatch)
     plan = {
@@ -130,7 +130,7 @@ async def test_an_unexpected_exception_in_a_fallback_fails_the_step_on_record(
 
 
 async def test_a_fallback_whose_template_cannot_resolve_names_the_template(
-    client: Toolplan,
+    client: AsyncToolplan,
 ) -> None:
     """Not the safety net's "internal error": a template the fallback cannot resolve is the
     step's own, named failure."""
@@ -155,7 +155,7 @@ async def test_a_fallback_whose_template_cannot_resolve_names_the_template(
 
 
 async def test_a_cache_entry_that_cannot_be_written_leaves_the_success_as_recorded(
-    client: Toolplan, monkeypatch: pytest.MonkeyPatch
+    client: AsyncToolplan, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The step's success is recorded before its result is cached: a cache write that fails
     (not a store outage) is logged, and the step stays succeeded; the net of unexpected

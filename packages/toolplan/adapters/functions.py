@@ -1,11 +1,13 @@
-"""The public Python API: module-level functions, each a thin wrapper over one
-:class:`~toolplan.client.Toolplan` built from the environment for the call.
+"""The public Python API: module-level functions, each a thin wrapper over one client built
+from the environment for the call: an :class:`~toolplan.client.AsyncToolplan` for the coroutines,
+a :class:`~toolplan.client.Toolplan` for the sync functions.
 
 ``tools`` may be a :class:`ToolCatalog`, a list of LangChain tools / plain functions, or a list of
 module names (``"blog"``, ``"my_pkg.tools"``); ``None`` means ``TOOLPLAN_TOOLS`` or the built-ins.
 ``store`` may be a :class:`Store` (left open), a URI, or ``None`` (``TOOLPLAN_STORE`` or the
 embedded SQLite default); a store the call opens, it closes. For many calls, build one
-:class:`~toolplan.client.Toolplan` and use its methods instead.
+:class:`~toolplan.client.Toolplan` (or :class:`~toolplan.client.AsyncToolplan`) and use its
+methods instead.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toolplan.client import Toolplan
+from toolplan.client import AsyncToolplan, Toolplan
 from toolplan.config.policies import ExecutionOptions
 from toolplan.config.settings import ReuseMode
 from toolplan.engine.recorder import EventListener
@@ -57,12 +59,12 @@ def _client(
     tools: ToolsArg = None,
     store: Store | str | None = None,
     model: str | BaseChatModel | None = None,
-) -> Toolplan:
-    return Toolplan.from_env(tools=tools, store=store, model=model)
+) -> AsyncToolplan:
+    return AsyncToolplan.from_env(tools=tools, store=store, model=model)
 
 
 def _options(
-    client: Toolplan,
+    client: AsyncToolplan,
     options: ExecutionOptions | None,
     concurrency: int | None,
     fail_fast: bool | None,
@@ -86,7 +88,7 @@ def validate_plan(
     ``max_steps`` defaults to ``TOOLPLAN_MAX_STEPS`` (50 when unset). Raises
     :class:`~toolplan.errors.PlanInvalid` listing every problem.
     """
-    with _client(tools) as client:
+    with Toolplan.from_env(tools=tools) as client:
         return client.validate(plan, max_steps=max_steps)
 
 
@@ -181,7 +183,7 @@ def clear_cache(*, tool: str | None = None, store: Store | str | None = None) ->
     """Empty the store's result cache of read-only tools (every tool's, or ``tool``'s only), like
     ``toolplan cache clear``; return how many cached results were removed. The next calls of those
     tools run them."""
-    with _client(store=store) as client:
+    with Toolplan.from_env(store=store) as client:
         return client.clear_cache(tool=tool)
 
 
@@ -233,13 +235,15 @@ async def create_plan(
     model: str | BaseChatModel | None = None,
     store: Store | str | None = None,
     request_id: str | None = None,
-    max_repairs: int = 2,
-    confidence_threshold: float = 0.5,
+    max_repairs: int | None = None,
+    confidence_threshold: float | None = None,
 ) -> PlanningOutcome:
     """Plan ``query`` with an LLM in one round-trip (plus bounded repairs), validate and store it.
 
     ``model`` is a ``provider:model`` string (default ``TOOLPLAN_MODEL`` or
-    ``openai:gpt-4o-mini``) or a LangChain chat model instance.
+    ``openai:gpt-4o-mini``) or a LangChain chat model instance. ``max_repairs`` and
+    ``confidence_threshold`` default to ``TOOLPLAN_MAX_REPAIRS`` (2) and
+    ``TOOLPLAN_CONFIDENCE_THRESHOLD`` (0.5).
     """
     async with _client(tools, store, model) as client:
         return await client.plan(
@@ -258,8 +262,8 @@ async def answer_query(
     store: Store | str | None = None,
     request_id: str | None = None,
     max_replans: int = 1,
-    max_repairs: int = 2,
-    confidence_threshold: float = 0.5,
+    max_repairs: int | None = None,
+    confidence_threshold: float | None = None,
     approve: bool = False,
     reuse: ReuseMode | None = None,
     on_event: EventListener | None = None,
@@ -267,7 +271,9 @@ async def answer_query(
     """Plan ``query``, execute the plan and answer it (``toolplan run "QUERY"``): the model reads
     the results and answers, or asks for a new plan (at most ``max_replans`` times), stored as a
     new version of the same request. The first plan may reuse a stored one (``reuse``: ``off``,
-    ``exact`` or ``parametric``; default ``TOOLPLAN_PLAN_REUSE``, else ``exact``). The outcome has
+    ``exact`` or ``parametric``; default ``TOOLPLAN_PLAN_REUSE``, else ``exact``);
+    ``max_repairs`` and ``confidence_threshold`` default to the settings, as in
+    :func:`create_plan`. The outcome has
     ``answer``, ``plans``, ``llm_calls``, ``usage``, ``reused_from``, the last plan's ``estimate``
     and its execution ``result``."""
     async with _client(tools, store, model) as client:

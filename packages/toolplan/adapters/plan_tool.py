@@ -23,7 +23,7 @@ from langchain_core.tools import BaseTool, ToolException
 from pydantic import ConfigDict, PrivateAttr
 
 from toolplan._blocking import run_blocking
-from toolplan.client import Toolplan
+from toolplan.client import AsyncToolplan
 from toolplan.config import Settings
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import InvalidInput, PlanInvalid, ToolplanError, ValidationIssue
@@ -247,15 +247,15 @@ class PlanTool(BaseTool):
     output_limit: int = DEFAULT_OUTPUT_LIMIT
     """Characters of each output the model sees."""
 
-    _client: Toolplan | None = PrivateAttr(default=None)
+    _client: AsyncToolplan | None = PrivateAttr(default=None)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     @property
-    def client(self) -> Toolplan:
+    def client(self) -> AsyncToolplan:
         """The client plans run through: this tool's catalog and settings, and its store."""
         with self._lock:
             if self._client is None:
-                self._client = Toolplan(tools=self.catalog, settings=self.settings)
+                self._client = AsyncToolplan(tools=self.catalog, settings=self.settings)
             return self._client
 
     @property
@@ -323,5 +323,5 @@ def plan_tool(
         output_limit=output_limit,
     )
     if store is not None:
-        tool._client = Toolplan(store=store, tools=catalog, settings=tool.settings)
+        tool._client = AsyncToolplan(store=store, tools=catalog, settings=tool.settings)
     return tool

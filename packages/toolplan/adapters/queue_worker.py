@@ -1,9 +1,9 @@
 """Workers: processes on one or many machines that share one queue of executions.
 
 ``toolplan execute PLAN_ID --enqueue`` queues an execution (:func:`enqueue_plan`). ``toolplan
-worker`` runs a :class:`Worker` over a :class:`~toolplan.client.Toolplan`: it claims queued
+worker`` runs a :class:`Worker` over a :class:`~toolplan.client.AsyncToolplan`: it claims queued
 executions atomically (``Store.claim`` takes a lease) and runs each with the client's
-:meth:`~toolplan.client.Toolplan.execute` (what ``toolplan execute`` runs) under the client's
+:meth:`~toolplan.client.AsyncToolplan.execute` (what ``toolplan execute`` runs) under the client's
 worker ID, so the lease the claim took is the lease the runner holds and heartbeats, and claims
 more until told to stop.
 
@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from toolplan.client import Toolplan
+from toolplan.client import AsyncToolplan
 from toolplan.engine.observers import BestEffort
 from toolplan.errors import ExecutionBusy, InvalidInput, StoreUnavailable, ToolsUnavailable
 from toolplan.runs.queue import enqueue_plan
@@ -153,7 +153,7 @@ class Worker:
 
     def __init__(
         self,
-        client: Toolplan,
+        client: AsyncToolplan,
         *,
         options: WorkerOptions | None = None,
         listener: WorkerListener | None = None,

@@ -1,6 +1,6 @@
 """LangGraph Studio's graphs (``langgraph.json``, ``langgraph dev``): the planner, executor and
 agent graphs, compiled without a checkpointer (the server brings its own), whose default
-contexts come from one :class:`~toolplan.client.Toolplan` built from the environment.
+contexts come from one :class:`~toolplan.client.AsyncToolplan` built from the environment.
 
 Studio invokes a graph with a JSON context, so the nodes cannot be handed a context object: they
 build one on first use from the environment (``TOOLPLAN_STORE``, ``TOOLPLAN_TOOLS``,
@@ -14,7 +14,7 @@ from typing import Any
 
 from toolplan._caches import register_cache
 from toolplan.agent.graph import AgentContext, build_agent_graph
-from toolplan.client import Toolplan
+from toolplan.client import AsyncToolplan
 from toolplan.config import Settings
 from toolplan.planning.context import PlannerContext
 from toolplan.planning.graph import build_planning_graph
@@ -32,8 +32,8 @@ __all__ = [
 
 
 @functools.lru_cache(maxsize=4)
-def _client(settings: Settings) -> Toolplan:
-    return Toolplan(settings=settings)
+def _client(settings: Settings) -> AsyncToolplan:
+    return AsyncToolplan(settings=settings)
 
 
 register_cache(_client.cache_clear)

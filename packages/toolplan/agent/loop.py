@@ -19,6 +19,7 @@ from toolplan.errors import InvalidInput
 from toolplan.plan_format.limits import check_text
 from toolplan.plan_format.meta import ESTIMATE_KEY
 from toolplan.store.lookup import find_plan
+from toolplan.store.protocol import StepRecord
 
 __all__ = ["AgentOutcome", "run_agent"]
 
@@ -44,6 +45,26 @@ class AgentOutcome:
     estimate: dict[str, Any] | None = None
     """The last plan's estimate (``{durationMs, costUsd, basis}``, stored with it), as
     ``run "QUERY" --no-answer --json`` prints it."""
+
+    @property
+    def status(self) -> str:
+        """The last plan's execution status (``succeeded``, ``partial``, ``failed``...)."""
+        return self.result.status
+
+    @property
+    def steps(self) -> list[StepRecord]:
+        """The last plan's step records (each with its ``id``)."""
+        return self.result.steps
+
+    @property
+    def outputs(self) -> dict[str, Any]:
+        """The output of each ``outputSteps`` step of the last plan."""
+        return self.result.outputs
+
+    @property
+    def plan_id(self) -> str:
+        """The last plan's ID."""
+        return self.result.plan_id
 
     @property
     def exit_code(self) -> int:

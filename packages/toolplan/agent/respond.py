@@ -181,6 +181,7 @@ async def _call(
     usage: dict[str, int] | None,
     calls: int,
     config: RunnableConfig | None,
+    about: dict[str, Any] | None = None,
 ) -> tuple[Any, dict[str, int]]:
     """One structured call through :func:`~toolplan.planning.call.call_model` (client errors
     become :class:`~toolplan.errors.LLMUnavailable`, exit 3; usage counted; an answer cut off at
@@ -188,7 +189,7 @@ async def _call(
     try:
         reply = await call_model(
             ctx.model_call(),
-            StructuredRequest(messages, RESPOND_SCHEMA),
+            StructuredRequest(messages, RESPOND_SCHEMA, about=about),
             usage=usage,
             calls=calls,
             config=config,
@@ -238,7 +239,17 @@ async def decide(
     messages, cut = respond_messages(
         query, result, replan_allowed=replan_allowed, budget=budget, prompts_dir=ctx.prompts_dir
     )
-    payload, total = await _call(ctx, messages, usage=usage, calls=calls, config=config)
+    about = {  # what the call is for: tracing shows it, a scripted model answers from it
+        "call": "respond",
+        "request": query,
+        "status": result.status,
+        "outputs": result.outputs,
+        "failures": [f"{step}: {line}" for step, line in _problems(result)],
+        "replan_allowed": replan_allowed,
+    }
+    payload, total = await _call(
+        ctx, messages, usage=usage, calls=calls, config=config, about=about
+    )
     action, text = read_decision(payload)
     if action == "replan" and not replan_allowed:
         action, text = "answer", unanswered(result, text)

@@ -36,7 +36,7 @@ from toolplan.api.request_limits import BodySizeLimit
 from toolplan.api.schema import build_schema
 from toolplan.api.settings import ApiSettings
 from toolplan.api.ui import ui_routes
-from toolplan.client import Toolplan
+from toolplan.client import AsyncToolplan
 from toolplan.config import Settings
 from toolplan.store import Store
 from toolplan.store.codec import finite
@@ -148,17 +148,17 @@ def create_app(
     api: ApiSettings | None = None,
     store: Store | None = None,
     catalog: ToolCatalog | None = None,
-    client: Toolplan | None = None,
+    client: AsyncToolplan | None = None,
 ) -> Starlette:
     """The GraphQL server as an ASGI app (serve it with uvicorn, or mount it in another app).
 
-    It serves one :class:`~toolplan.client.Toolplan`: ``client``, or one built from
+    It serves one :class:`~toolplan.client.AsyncToolplan`: ``client``, or one built from
     ``settings`` (default the environment's), ``store`` and ``catalog``. A store the client
     opened is closed at shutdown, a store given here is left to its owner. Shutdown cancels
     executions still running in the server (each resumes with ``executePlan``).
     """
     if client is None:
-        client = Toolplan(store=store, tools=catalog, settings=settings or Settings.from_env())
+        client = AsyncToolplan(store=store, tools=catalog, settings=settings or Settings.from_env())
     api = api or ApiSettings.from_env()
     store = client.store
     client.catalog  # noqa: B018 - the tools load now: a broken tool module fails start-up

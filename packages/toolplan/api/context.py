@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from toolplan.api.events import EventHub, PlanningNews, planning_hub
 from toolplan.api.runs import BackgroundRuns
-from toolplan.client import Toolplan
+from toolplan.client import AsyncToolplan
 from toolplan.config import Settings
 from toolplan.engine.recorder import EventListener, StepEvent
 from toolplan.runs.context import ExecutionContext
@@ -24,7 +24,7 @@ class ApiContext:
     """The server's client (settings, store, tools, planner), its running executions and their
     event streams."""
 
-    def __init__(self, client: Toolplan) -> None:
+    def __init__(self, client: AsyncToolplan) -> None:
         self.client = client
         """Built once for the server. Its worker ID owns every run here: a run stopped by a
         store outage leaves its lease behind, and ``executePlan`` takes it back at once instead

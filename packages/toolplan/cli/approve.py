@@ -26,7 +26,7 @@ from toolplan.cli.session import (
 )
 
 if TYPE_CHECKING:
-    from toolplan.client import Toolplan
+    from toolplan.client import AsyncToolplan
     from toolplan.engine.result import ExecutionResult
 
 __all__ = ["approve"]
@@ -65,7 +65,7 @@ def approve(
     ask = approval_prompt(no_input=no_input, as_json=as_json)
     shown: list[str] = []
 
-    async def approved(client: Toolplan) -> ExecutionResult:
+    async def approved(client: AsyncToolplan) -> ExecutionResult:
         result = await client.approve(
             plan_id,
             step_ids or None,

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from toolplan.cli.options import JsonOption, StoreOption
-from toolplan.cli.output import emit_json, guard, stdout
+from toolplan.cli.output import emit_json, guard, run_async, stdout
 from toolplan.cli.session import new_client
 
 __all__ = ["cache_app"]
@@ -29,7 +29,7 @@ def cache_clear(
 
     def body() -> int:
         with new_client(store, None, create_store=False) as client:
-            return client.clear_cache(tool=tool)
+            return run_async(client.clear_cache(tool=tool))
 
     removed = guard(body, as_json=as_json)
     if as_json:

@@ -30,7 +30,7 @@ from toolplan.cli.session import (
 )
 
 if TYPE_CHECKING:
-    from toolplan.client import Toolplan
+    from toolplan.client import AsyncToolplan
     from toolplan.engine.result import ExecutionResult
     from toolplan.store.protocol import ExecutionRecord
 
@@ -77,7 +77,7 @@ def execute(
     processes, and this command waits for it (or only queues it, with --enqueue).
     """
 
-    def open_client() -> Toolplan:
+    def open_client() -> AsyncToolplan:
         return new_client(
             store,
             tools,
@@ -97,7 +97,7 @@ def execute(
 
     ask = approval_prompt(no_input=no_input, as_json=as_json)
 
-    async def executed(client: Toolplan) -> ExecutionResult:
+    async def executed(client: AsyncToolplan) -> ExecutionResult:
         result = await client.execute(
             plan_id,
             approve=yes,
@@ -127,7 +127,7 @@ def execute(
 
 def _enqueue(
     plan_id: str,
-    open_client: Callable[[], Toolplan],
+    open_client: Callable[[], AsyncToolplan],
     *,
     yes: bool,
     as_json: bool,

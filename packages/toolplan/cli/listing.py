@@ -9,7 +9,7 @@ import typer
 
 from toolplan.cli import render
 from toolplan.cli.options import JsonOption, StoreOption
-from toolplan.cli.output import emit_json, guard, stdout
+from toolplan.cli.output import emit_json, guard, run_async, stdout
 from toolplan.cli.session import new_client
 
 __all__ = ["list_plans"]
@@ -53,7 +53,9 @@ def list_plans(
         from toolplan.service.listing import page_json
 
         with new_client(store, None, create_store=False) as client:
-            page = client.list_plans(status=status, request_id=request, limit=limit, after=after)
+            page = run_async(
+                client.list_plans(status=status, request_id=request, limit=limit, after=after)
+            )
             return page_json(page)
 
     data = guard(body, as_json=as_json)

@@ -107,7 +107,8 @@ ModelOption = Annotated[
     typer.Option(
         "--model",
         metavar="PROVIDER:MODEL",
-        help="provider:model for planning (default $TOOLPLAN_MODEL or openai:gpt-4o-mini).",
+        help="provider:model for planning, or test: plan offline by fixed rules (default "
+        "$TOOLPLAN_MODEL or openai:gpt-4o-mini).",
     ),
 ]
 RequestIdOption = Annotated[

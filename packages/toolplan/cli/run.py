@@ -43,7 +43,7 @@ from toolplan.errors import InvalidInput
 
 if TYPE_CHECKING:
     from toolplan.agent.loop import AgentOutcome
-    from toolplan.client import Toolplan
+    from toolplan.client import AsyncToolplan
     from toolplan.engine.result import ExecutionResult
     from toolplan.pipeline.flow import Planned
 
@@ -51,7 +51,10 @@ __all__ = ["run"]
 
 QueryArgument = Annotated[
     str | None,
-    typer.Argument(metavar="QUERY", help="What to do, in natural language (needs a model)."),
+    typer.Argument(
+        metavar="QUERY",
+        help="What to do, in natural language (needs a model; --model test plans offline).",
+    ),
 ]
 
 
@@ -104,7 +107,7 @@ def run(
     """Plan a query with the LLM, execute it and answer (replanning after failures); or run a
     plan --file."""
 
-    def open_client() -> Toolplan:
+    def open_client() -> AsyncToolplan:
         return new_client(
             store,
             tools,
@@ -234,7 +237,7 @@ def run(
 
 def _run_with_answer(
     query: str,
-    open_client: Callable[[], Toolplan],
+    open_client: Callable[[], AsyncToolplan],
     *,
     request_id: str | None,
     max_replans: int,

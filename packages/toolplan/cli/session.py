@@ -1,4 +1,4 @@
-"""The client of one command (a :class:`~toolplan.client.Toolplan`), built once from the
+"""The client of one command (a :class:`~toolplan.client.AsyncToolplan`), built once from the
 environment and the command's flags: the one place a command reads the environment."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 from toolplan.cli import render
 from toolplan.cli.output import stderr
-from toolplan.client import Asker, Toolplan
+from toolplan.client import Asker, AsyncToolplan
 from toolplan.config import Settings
 from toolplan.engine.recorder import EventListener
 from toolplan.planning.progress import PlanningListener
@@ -39,7 +39,7 @@ def new_client(
     create_store: bool = True,
     approve_all: bool = False,
     stream_execution: bool | None = None,
-) -> Toolplan:
+) -> AsyncToolplan:
     """A client whose settings are the environment's, overridden by the given flags (``model``:
     ``--model``). Its store and tools open on first use; the command closes it. Commands that
     only read or cancel pass ``create_store=False``: a store that does not exist is then an
@@ -56,7 +56,7 @@ def new_client(
         approve_all=approve_all,
         stream_execution=stream_execution,
     )
-    return Toolplan(settings=settings, model=model, create_store=create_store)
+    return AsyncToolplan(settings=settings, model=model, create_store=create_store)
 
 
 def progress(as_json: bool) -> EventListener | None:

@@ -8,13 +8,13 @@ import typer
 
 from toolplan.cli import render
 from toolplan.cli.options import JsonOption, StoreOption
-from toolplan.cli.output import emit_json, guard, stdout
+from toolplan.cli.output import emit_json, guard, run_async, stdout
 from toolplan.cli.session import new_client
 from toolplan.errors import InvalidInput
 from toolplan.store.lookup import latest_plan_id
 
 if TYPE_CHECKING:
-    from toolplan.client import Toolplan
+    from toolplan.client import AsyncToolplan
 
 __all__ = ["show"]
 
@@ -50,7 +50,7 @@ def show(
     """Print a plan with its latest execution, or a request with its plans (the newest plan
     with --last)."""
 
-    def chosen(client: Toolplan) -> str:
+    def chosen(client: AsyncToolplan) -> str:
         if last == (identifier is not None):
             raise InvalidInput(
                 "name one plan or request: an ID (toolplan show plan_...) or --last "
@@ -66,7 +66,7 @@ def show(
         def drawn() -> tuple[str, str]:
             with new_client(store, None, create_store=False) as client:
                 plan_id = chosen(client)
-                return plan_id, client.diagram(plan_id, kind=graph)
+                return plan_id, run_async(client.diagram(plan_id, kind=graph))
 
         plan_id, text = guard(drawn, as_json=as_json)
         if as_json:
@@ -77,7 +77,7 @@ def show(
 
     def body() -> dict[str, Any]:
         with new_client(store, None, create_store=False) as client:
-            return client.show(chosen(client))
+            return run_async(client.show(chosen(client)))
 
     data = guard(body, as_json=as_json)
     if as_json:

@@ -8,7 +8,7 @@ import typer
 
 from toolplan.cli import render
 from toolplan.cli.options import JsonOption, McpOption, StoreOption, ToolsOption
-from toolplan.cli.output import emit_json, guard, stdout
+from toolplan.cli.output import emit_json, guard, run_async, stdout
 from toolplan.cli.session import new_client
 
 __all__ = ["list_tools"]
@@ -33,7 +33,7 @@ def list_tools(
 
     def body() -> list[Any]:
         with new_client(store, tools, mcp=mcp, create_store=False) as client:
-            return client.tools(tag=tag, name=name)
+            return run_async(client.tools(tag=tag, name=name))
 
     infos = guard(body, as_json=as_json)
     if as_json:

@@ -19,7 +19,7 @@ from toolplan.errors import InvalidInput
 
 if TYPE_CHECKING:
     from toolplan.adapters.queue_worker import WorkerReport
-    from toolplan.client import Toolplan
+    from toolplan.client import AsyncToolplan
     from toolplan.temporal.worker import TemporalWorkerReport
 
 __all__ = ["worker"]
@@ -138,7 +138,7 @@ def worker(
 
 
 def _temporal_worker(
-    client: Toolplan, refused: list[str], *, concurrency: int, grace: float
+    client: AsyncToolplan, refused: list[str], *, concurrency: int, grace: float
 ) -> TemporalWorkerReport:
     """``toolplan worker --temporal``: serve until a signal stops it."""
     settings = client.settings.temporal

@@ -31,7 +31,7 @@ from toolplan.runs.backend import InProcessBackend, backend_of
 from toolplan.runs.runner import ExecutionContext
 from toolplan.service.operations import PlanRef, execute_stored_plan, submit_plan
 from toolplan.store.lookup import require_approval
-from toolplan.store.protocol import Store
+from toolplan.store.protocol import StepRecord, Store
 from toolplan.tools.catalog import ToolCatalog
 
 if TYPE_CHECKING:
@@ -139,6 +139,40 @@ class RunOutcome:
     result: ExecutionResult | None
     """``None`` when the plan needs review and the policy was ``skip``."""
     execution_ms: float | None = None
+
+    # What a caller reaches for first, as on an ExecutionResult (and the JSON's names).
+
+    @property
+    def plan_id(self) -> str:
+        """The stored plan's ID."""
+        return self.planned.ref.plan_id
+
+    @property
+    def request_id(self) -> str:
+        """The request the plan is a version of."""
+        return self.planned.ref.request_id
+
+    @property
+    def status(self) -> str:
+        """The execution's status (``succeeded``, ``partial``, ``failed``, ``waiting``...);
+        the plan's (``needs_review``) when it was stored and not executed."""
+        return self.result.status if self.result is not None else self.planned.ref.status
+
+    @property
+    def steps(self) -> list[StepRecord]:
+        """The execution's step records (each with its ``id``); none when not executed."""
+        return self.result.steps if self.result is not None else []
+
+    @property
+    def outputs(self) -> dict[str, Any]:
+        """The output of each ``outputSteps`` step; empty when not executed."""
+        return self.result.outputs if self.result is not None else {}
+
+    @property
+    def exit_code(self) -> int:
+        """The CLI's exit code for it: the execution's (:attr:`ExecutionResult.exit_code`); 0
+        for a plan stored for review and not executed."""
+        return self.result.exit_code if self.result is not None else 0
 
 
 async def obtain_plan(

@@ -10,6 +10,7 @@ own parser rejects is still seen.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +35,7 @@ __all__ = [
     "ModelCall",
     "ModelReply",
     "StructuredRequest",
+    "about_call",
     "account",
     "add_usage",
     "answer_of",
@@ -55,6 +57,18 @@ class ModelCall:
     max_tokens: int | None = None
 
 
+_about: ContextVar[Mapping[str, Any] | None] = ContextVar("toolplan_model_call", default=None)
+"""What the model call being made in this context is for (its request's ``about``)."""
+
+
+def about_call() -> Mapping[str, Any]:
+    """What the model call being made now is for (empty outside one): a scripted model reads it
+    (:mod:`toolplan.planning.scripted`), streamed or not. A context variable, not LangChain's
+    metadata: a model's streaming method is not handed the metadata, and the results it carries
+    are not sent to tracing as metadata of every call."""
+    return _about.get() or {}
+
+
 @dataclass(frozen=True)
 class StructuredRequest:
     """What to ask: the messages and the JSON schema (with a ``title``) of the answer; no
@@ -63,6 +77,10 @@ class StructuredRequest:
     messages: Sequence[BaseMessage]
     schema: dict[str, Any] | None
     strict: bool = False
+    about: Mapping[str, Any] | None = None
+    """What the call is for (``call``: ``plan`` or ``respond``, the user's ``request``...),
+    in the call's context while it is made (:func:`about_call`): a scripted model answers from
+    it (:mod:`toolplan.planning.scripted`); a model server never sees it."""
 
 
 @dataclass(frozen=True)
@@ -242,6 +260,19 @@ async def call_model(
 
 
 async def _ask(
+    call: ModelCall,
+    request: StructuredRequest,
+    config: RunnableConfig | None,
+    stream: AnswerStream | None,
+) -> ModelAnswer:
+    token = _about.set(request.about)
+    try:
+        return await _asked(call, request, config, stream)
+    finally:
+        _about.reset(token)
+
+
+async def _asked(
     call: ModelCall,
     request: StructuredRequest,
     config: RunnableConfig | None,

@@ -280,20 +280,28 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
         statements=(lambda: StatementScanner(ctx.catalog.signatures)) if python else None,
     )
 
+    about = {  # what the call is for: tracing shows it, a scripted model answers from it
+        "call": "plan",
+        "request": state["query"],
+        "format": ctx.plan_format,
+        "context": state.get("context"),
+        "problems": list(state.get("errors") or []),
+    }
+
     def generic() -> StructuredRequest:
         nonlocal schema
         ctx.schema_fallback = True  # this endpoint cannot take the schema it was sent
         schema = ctx.plan_schema()
         messages[0] = planner_messages(ctx, state["query"], prompt, schema)[0]
-        return StructuredRequest(messages, schema.schema, schema.strict)
+        return StructuredRequest(messages, schema.schema, schema.strict, about)
 
     def after_runaway(request: StructuredRequest, error: LLMOutputRepeating) -> StructuredRequest:
         note = HumanMessage(runaway_prompt.render(what=error.what or "it repeated itself"))
-        return StructuredRequest([*request.messages, note], request.schema, request.strict)
+        return replace(request, messages=[*request.messages, note])
 
     reply = await call_model(
         ctx.model_call(),
-        StructuredRequest(messages, None if python else schema.schema, schema.strict),
+        StructuredRequest(messages, None if python else schema.schema, schema.strict, about),
         usage=usage,
         calls=calls,
         fallback=None if ctx.schema_fallback or python else generic,

@@ -14,7 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from toolplan.errors import LLMUnavailable
+# The two errors live in toolplan.errors; imported from here too, as before.
+from toolplan.errors import LLMOutputRepeating, LLMOutputTruncated, LLMUnavailable
 
 __all__ = [
     "LLMOutputRepeating",
@@ -28,29 +29,6 @@ __all__ = [
 ]
 
 _DEFAULT_ENDPOINT = "https://api.openai.com/v1"
-
-
-class LLMOutputTruncated(LLMUnavailable):
-    """The model stopped at the output-token limit (``finish_reason: length``) mid-answer.
-
-    Exit code 3, no repair round: a model that runs away would run away again, and each round
-    costs the whole limit in generation time. The planner asks once more with a larger limit
-    first (:meth:`~toolplan.planning.context.PlannerContext.larger_model_call`): a plan that is
-    only long then fits."""
-
-
-class LLMOutputRepeating(LLMOutputTruncated):
-    """The model was stopped while it wrote its answer: it wrote the same step again and again,
-    or more steps than the plan may have. Its answer would only have ended at the output limit;
-    stopped early, it is asked once more, told what it did (:attr:`what`)."""
-
-    def __init__(self, message: str, *, tokens: int, steps: int, what: str = "") -> None:
-        super().__init__(message, details={"stoppedAfterTokens": tokens, "steps": steps})
-        self.tokens = tokens
-        """About how many tokens the model had written when it was stopped (chunks read)."""
-        self.what = what
-        """What the model did, said to the model when it is asked again (``it wrote the step
-        get(...) 3 times, and would have gone on until the output limit``)."""
 
 
 def truncated(

@@ -11,7 +11,10 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from toolplan.config import DEFAULT_MODEL, PlannerSettings
-from toolplan.errors import InvalidInput, LLMUnavailable
+
+# ModelNotConfigured lives in toolplan.errors; imported from here too, as before.
+from toolplan.errors import InvalidInput, ModelNotConfigured
+from toolplan.planning.offline import TEST_MODEL, TestModel
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -32,10 +35,6 @@ than half of it, so an answer longer than this is a model repeating itself, not 
 _LIMIT_FIELDS = ("max_tokens", "max_output_tokens", "num_predict")
 """Where LangChain chat models keep their output-token limit (OpenAI, Anthropic, Mistral...;
 Google's; Ollama's)."""
-
-
-class ModelNotConfigured(LLMUnavailable):
-    """No usable model configuration (for example no API key)."""
 
 
 def default_max_tokens(max_steps: int) -> int:
@@ -85,10 +84,13 @@ def create_chat_model(
     ``max_tokens`` tokens per call when given.
 
     For ``openai:*`` models the settings' ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` are used, so
-    any OpenAI-compatible server works (vLLM, Ollama, llama.cpp, LM Studio). Transient errors
+    any OpenAI-compatible server works (vLLM, Ollama, llama.cpp, LM Studio). ``test`` is
+    :class:`~toolplan.planning.offline.TestModel`, which plans offline by fixed rules. Transient errors
     (429, 5xx, timeouts) are retried ``llm_retries`` times with exponential backoff by the client.
     """
     spec = model_spec(model, settings)
+    if spec == TEST_MODEL:  # offline, by fixed rules; the planner's setup gives it the catalog
+        return TestModel()
     provider = model_provider(spec)
     kwargs: dict[str, Any] = {
         # httpx's read timeout: the longest silence (before the first token, then between
@@ -103,10 +105,16 @@ def create_chat_model(
                 f"no model is configured for planning ({spec!r} needs OPENAI_API_KEY). Set "
                 "OPENAI_API_KEY (and OPENAI_BASE_URL for an OpenAI-compatible server such as vLLM, "
                 "Ollama or LM Studio), or choose another provider with --model / TOOLPLAN_MODEL. "
-                "To run without a model, write the plan yourself: toolplan run --file plan.json"
+                "To try planning without one, use the offline test model: --model test "
+                "(TOOLPLAN_MODEL=test); or write the plan yourself: toolplan run --file plan.json"
             )
+        from toolplan.planning.http_client import loop_bound_client
+
         kwargs["stream_usage"] = True
         kwargs["api_key"] = settings.openai_api_key
+        # Connections of the running event loop only: a second asyncio.run in this process
+        # must not reuse the first one's (langchain-openai's shared client does).
+        kwargs["http_async_client"] = loop_bound_client(settings.llm_timeout_seconds)
         if settings.openai_base_url:
             kwargs["base_url"] = settings.openai_base_url
         if max_tokens is not None and not _is_openai(settings.openai_base_url):

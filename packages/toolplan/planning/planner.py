@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolplan.errors import InvalidInput, PlanInvalid, ToolplanError, ValidationIssue
+from toolplan.errors import InvalidInput, PlanDeclined, PlanningFailed, ToolplanError
 from toolplan.plan_format.ids import require_id
 from toolplan.plan_format.limits import check_text
 from toolplan.planning.call import account
@@ -20,6 +20,7 @@ from toolplan.service.estimates import Estimate
 from toolplan.service.operations import PlanRef
 from toolplan.store.lookup import find_request
 
+# PlanDeclined and PlanningFailed live in toolplan.errors; imported from here too, as before.
 __all__ = ["PlanDeclined", "PlanningFailed", "PlanningOutcome", "create_plan"]
 
 
@@ -38,6 +39,21 @@ class PlanningOutcome:
     """What the rewrite rules changed in the model's answer: ``{rule, step, before, after}``
     each (:mod:`toolplan.planning.rewrites`); empty when the plan is stored as written."""
 
+    @property
+    def plan_id(self) -> str:
+        """The stored plan's ID (``ref.plan_id``)."""
+        return self.ref.plan_id
+
+    @property
+    def request_id(self) -> str:
+        """The request the plan is a version of (``ref.request_id``)."""
+        return self.ref.request_id
+
+    @property
+    def status(self) -> str:
+        """The stored plan's status: ``planned``, or ``needs_review`` (``ref.status``)."""
+        return self.ref.status
+
     def to_json(self) -> dict[str, Any]:
         """``toolplan plan --json``: requestId, planId, status, estimate, plan, llmCalls,
         usage, changes."""
@@ -51,45 +67,6 @@ class PlanningOutcome:
             "model": self.model,
             "changes": [dict(change) for change in self.changes],
         }
-
-
-class PlanningFailed(PlanInvalid):
-    """The model's plan was still invalid after the last repair. Nothing was stored."""
-
-    def __init__(
-        self, errors: list[str], *, llm_calls: int, usage: dict[str, int], code: str = "planner"
-    ) -> None:
-        super().__init__([ValidationIssue(code, error) for error in errors])
-        self.llm_calls = llm_calls
-        self.usage = usage
-        account(self, llm_calls, usage)
-        self.message = (
-            f"the planner could not produce a valid plan after {llm_calls} LLM call(s); "
-            "nothing was stored. Last problems:\n" + "\n".join(f"  - {e}" for e in errors)
-        )
-        self.args = (self.message,)
-
-
-class PlanDeclined(PlanningFailed):
-    """The model planned no step: none of the tools does what the request asks. Nothing was
-    stored. ``reason`` is what the model said (its ``reasoning``), possibly empty."""
-
-    def __init__(self, reason: str, *, llm_calls: int, usage: dict[str, int]) -> None:
-        super().__init__(
-            [f"no tool does what the request asks: {reason or '(the model gave no reason)'}"],
-            llm_calls=llm_calls,
-            usage=usage,
-            code="declined",
-        )
-        self.reason = reason
-        self.details["declined"] = reason
-        self.message = (
-            "the planner found no tool that does what the request asks; nothing was stored. "
-            f"The model said: {reason or '(no reason given)'}\n"
-            "  Add a tool that does it (`toolplan tools` lists the catalog), or ask for "
-            "something these tools can do."
-        )
-        self.args = (self.message,)
 
 
 async def create_plan(

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from toolplan.config import Settings
 from toolplan.planning.context import PlannerContext
 from toolplan.planning.model import create_chat_model, default_max_tokens
+from toolplan.planning.scripted import ScriptedModel
 from toolplan.store import Store
 from toolplan.tools.catalog import ToolCatalog
 
@@ -41,6 +42,8 @@ def build_planner_context(
         chat_model = create_chat_model(planner, spec, max_tokens=max_tokens)
     else:
         spec, chat_model = type(model).__name__, model
+    if isinstance(chat_model, ScriptedModel) and chat_model.catalog is None:
+        chat_model = chat_model.with_catalog(catalog)  # it plans over the planner's tools
     return PlannerContext(
         store=store,
         catalog=catalog,

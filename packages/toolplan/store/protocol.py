@@ -365,6 +365,11 @@ class StepRecord:
     decision: Decision | None = None
     """A person's answer, once the step waited for approval (:meth:`ExecutionLog.decide_step`)."""
 
+    @property
+    def id(self) -> str:
+        """The step's ID, as the plan and the JSON name it (``id``): :attr:`step_id`."""
+        return self.step_id
+
 
 STEP_FIELDS = frozenset(
     {

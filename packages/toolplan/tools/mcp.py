@@ -39,7 +39,9 @@ import httpx
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 
 from toolplan._blocking import run_blocking
-from toolplan.errors import InvalidInput, ToolFailure, Unavailable
+
+# The two MCP errors live in toolplan.errors; imported from here too, as before.
+from toolplan.errors import InvalidInput, MCPServerError, MCPServerUnavailable
 
 __all__ = [
     "MCP_TAG",
@@ -72,26 +74,6 @@ _TRANSPORTS: dict[str, Transport] = {
     "streamablehttp": "streamable_http",
     "sse": "sse",
 }
-
-
-class MCPServerUnavailable(Unavailable):
-    """An MCP server could not be started or reached while loading its tools (exit code 3)."""
-
-    def __init__(self, message: str, *, server: str) -> None:
-        super().__init__(message, details={"server": server})
-        self.server = server
-
-
-class MCPServerError(ToolFailure):
-    """An MCP server failed, disconnected or was unreachable during a tool call.
-
-    Recorded on the step like any tool failure, and retried under the step's retry policy (a
-    restarted server is picked up by the next attempt).
-    """
-
-    def __init__(self, message: str, *, server: str, tool: str | None = None) -> None:
-        super().__init__(message, tool=tool)
-        self.server = server
 
 
 @dataclass(frozen=True)
