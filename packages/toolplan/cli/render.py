@@ -345,14 +345,14 @@ def print_described(console: Console, data: dict[str, Any]) -> None:
 
 
 def print_tools(console: Console, infos: list[ToolInfo]) -> None:
-    """The tool catalog, one line per tool: names and effects are never cut; the description's
+    """The tool catalog, one line per tool: names are never cut, effects wrap; the description's
     summary (:func:`summary`) gets the width that is left. Tags show from 100 columns,
     statistics from 140 (``toolplan tools NAME`` shows everything about one tool)."""
     show_tags, show_stats = console.width >= 100, console.width >= 140
-    columns: list[tuple[str, int | None]] = [("name", None), ("effect", None)]  # (header, cap)
+    columns: list[tuple[str, int | None]] = [("name", None), ("effect", 14)]  # (header, cap)
     if show_tags:
         columns.append(("tags", 18))
-    columns.append(("arguments", 26 if show_tags else 22))
+    columns.append(("arguments", 26 if show_tags else 18))
     if show_stats:
         columns += [("calls", None), ("avg ms", None), ("failure rate", None)]
     rows = []
@@ -390,12 +390,11 @@ def print_tools(console: Console, infos: list[ToolInfo]) -> None:
 
 
 def effect_cell(info: ToolInfo) -> str:
-    """``read-only: blog``, ``writes: blog`` or ``writes, commutative: outbox``."""
+    """``reads blog``, ``writes blog`` or ``writes mail (commutes)``: what a call may do, to
+    which resources."""
     effect = info.effect
-    kind = "read-only" if effect.read_only else "writes"
-    if effect.commutative:
-        kind += ", commutative"
-    return f"{kind}: {', '.join(effect.resources)}"
+    text = f"{'reads' if effect.read_only else 'writes'} {', '.join(effect.resources)}"
+    return text + " (commutes)" if effect.commutative else text
 
 
 def _stats_cells(info: ToolInfo) -> list[str]:
