@@ -8,6 +8,7 @@ its lease state machine is a third implementation, so it passes the same suite.
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import time
 from collections.abc import Iterator
@@ -390,3 +391,21 @@ def test_a_cache_entry_from_before_resource_versions_is_never_served(tmp_path: P
         raw.commit()
     with closing(open_store(f"sqlite:///{path}")) as store:
         assert store.cache_get("k").result is None
+
+
+def test_mongodb_checkpoints_without_their_extra_say_how_to_install_it(
+    mongodb_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The saver is an extra (toolplan[mongodb]): plans and executions need pymongo only.
+    import sys
+
+    monkeypatch.setitem(sys.modules, "langgraph.checkpoint.mongodb", None)  # not installed
+    with closing(open_store(mongodb_uri)) as store:
+        assert store.get_plan("plan_1_abcdefghij") is None  # the store works without it
+        with pytest.raises(InvalidInput, match=r"pip install 'toolplan\[mongodb\]'"):
+            asyncio.run(_enter_checkpointer(store))
+
+
+async def _enter_checkpointer(store: Any) -> None:
+    async with store.checkpointer():
+        pass

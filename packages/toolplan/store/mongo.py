@@ -915,8 +915,14 @@ class MongoStore(MongoItems, MongoControls):
     def _checkpoint_saver(self) -> BaseCheckpointSaver[Any]:
         with self._saver_lock:
             if self._saver is None:
-                from langgraph.checkpoint.mongodb import MongoDBSaver
-
+                try:
+                    from langgraph.checkpoint.mongodb import MongoDBSaver
+                except ImportError:
+                    raise InvalidInput(
+                        "LangGraph checkpoints in a MongoDB store (TOOLPLAN_GRAPH_CHECKPOINTS=1, "
+                        "LangGraph Studio) need langgraph-checkpoint-mongodb: pip install "
+                        "'toolplan[mongodb]'"
+                    ) from None
                 self._saver = MongoDBSaver(self._client, db_name=self._db.name)
             return self._saver
 
