@@ -41,6 +41,7 @@ def test_edges_run_from_bottom_to_top_and_the_critical_path_is_marked() -> None:
         "to": "b",
         "path": edge.path,
         "critical": False,
+        "order": None,  # a data edge, not an order edge
     }
 
 

@@ -306,7 +306,7 @@ def test_the_shipped_example_plan_prints_and_reads_back() -> None:
 def test_the_catalog_as_python_signatures() -> None:
     from langchain_core.tools import tool
 
-    from toolplan.planning.python_format import StatementScanner, render_signatures
+    from toolplan.planning.python_format import PythonAnswerReader, render_signatures
     from toolplan.tools import ToolCatalog, load_tool_modules
 
     blog = render_signatures(load_tool_modules(["blog"]).infos())
@@ -352,7 +352,7 @@ def test_the_catalog_as_python_signatures() -> None:
         '    """'
     )
 
-    scanner = StatementScanner({"forecast": ["city", "units", "days"]})
+    scanner = PythonAnswerReader(ToolCatalog([forecast]))
     assert scanner.feed('a = forecast(city="Oslo")\nb = forecast(') == [
         {"id": "a", "tool": "forecast", "parameters": {"city": "Oslo"}}
     ]

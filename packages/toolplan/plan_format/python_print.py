@@ -8,9 +8,10 @@ from __future__ import annotations
 import json
 import keyword
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from toolplan.errors import PlanInvalid, ValidationIssue
 from toolplan.plan_format.plan import Plan, Step
 from toolplan.plan_format.templates import (
     INDEX,
@@ -21,7 +22,14 @@ from toolplan.plan_format.templates import (
     template_spans,
 )
 
-__all__ = ["python_literal", "render_python_plan", "template_expression"]
+__all__ = [
+    "in_python",
+    "python_literal",
+    "python_message",
+    "render_python_plan",
+    "said_in_python",
+    "template_expression",
+]
 
 _NOT_ID = re.compile(r"[^A-Za-z0-9_]")
 
@@ -62,6 +70,57 @@ def render_python_plan(plan: Plan) -> str:
     if plan.output_steps is not None:
         lines.append("# outputs: " + ", ".join(names.get(s, s) for s in plan.output_steps))
     return "\n".join(lines) + "\n"
+
+
+def python_message(message: str) -> str:
+    """A problem said in the Python form: each ``"{{step.path}}"`` in it written as the Python
+    that means it (``step["path"]``), quotes and all (a model that writes Python copies a
+    suggestion into its call as a string otherwise)."""
+    out: list[str] = []
+    position = 0
+    for start, end in template_spans(message):
+        expression = template_expression(message[start:end])
+        if expression is None:
+            continue  # not one template: left as written
+        if start > position and message[start - 1] == '"':
+            start -= 1
+        if end < len(message) and message[end] == '"':
+            end += 1
+        out += [message[position:start], expression]
+        position = end
+    return "".join(out) + message[position:]
+
+
+_STEP_PREFIX = re.compile(r"^step '([^']*)'(?: fallback)?:\s*")
+
+
+def in_python(issue: ValidationIssue, sources: Mapping[str, Sequence[Any]]) -> ValidationIssue:
+    """A validation problem of a plan read from Python, said in Python: where the step it is
+    about was written (``line 3, column 9``, and the call as written) instead of its id, and
+    its templates as expressions. ``sources`` holds each step's line, column and call
+    (:attr:`~toolplan.plan_format.python_plan.PythonReader.sources`)."""
+    message = issue.message
+    source = sources.get(issue.step) if issue.step is not None else None
+    if source is not None and not message.startswith("line "):
+        line, column, call = source[0], source[1], source[2]
+        fallback = (
+            " fallback"
+            if re.match(rf"^step '{re.escape(str(issue.step))}' fallback", message)
+            else ""
+        )
+        message = f"line {line}, column {column} ({call}{fallback}): " + _STEP_PREFIX.sub(
+            "", message
+        )
+    return ValidationIssue(issue.code, python_message(message), issue.step)
+
+
+def said_in_python(invalid: PlanInvalid, plan: Plan) -> PlanInvalid:
+    """``invalid`` (``plan``'s problems) said in Python when the plan was read from Python
+    (:func:`in_python`); as it is otherwise."""
+    sources = plan.python_sources
+    if not sources:
+        return invalid
+    return PlanInvalid([in_python(i, sources) for i in invalid.issues], omitted=invalid.omitted)
 
 
 def template_expression(text: str) -> str | None:

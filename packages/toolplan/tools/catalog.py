@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
 
     from toolplan.plan_format.plan import Step
+    from toolplan.plan_format.python_tools import PythonTools
     from toolplan.tools.sources import ToolSources
 
 __all__ = [
@@ -272,6 +273,7 @@ class ToolCatalog:
         self._tools: dict[str, BaseTool] = {}
         self._sources: dict[str, str] = {}
         self._infos: dict[str, ToolInfo] = {}
+        self._python: tuple[int, PythonTools] | None = None
         self.origin: ToolSources | None = None
         """Where the tools were loaded from (set by :func:`~toolplan.tools.loading.load_catalog`);
         recorded with each plan stored against this catalog so it can run again without them."""
@@ -327,6 +329,28 @@ class ToolCatalog:
         else:
             hint = "run `toolplan tools` to list the known tools"
         return f"unknown tool {name!r}; {hint}"
+
+    @property
+    def python_tools(self) -> PythonTools:
+        """The tools as a Python plan calls them: by name or alias, with their parameters,
+        argument schemas and effects (:mod:`toolplan.plan_format.python_tools`)."""
+        if self._python is None or self._python[0] != len(self._tools):
+            from toolplan.plan_format.python_tools import PythonTool, PythonTools
+
+            tools = []
+            for name in self._tools:
+                info = self.info(name)
+                tools.append(
+                    PythonTool(
+                        name,
+                        tuple((info.parameters.get("properties") or {}).keys()),
+                        info.parameters,
+                        info.read_only,
+                        info.resources,
+                    )
+                )
+            self._python = (len(self._tools), PythonTools(tools))
+        return self._python[1]
 
     @property
     def signatures(self) -> Mapping[str, Sequence[str]]:
