@@ -210,7 +210,9 @@ def planner_messages(
     """System prompt (static while the catalog is), observations (coarse, often none), query.
     No ``schema``: the Python format's prompt, the catalog as signatures."""
     if schema is None:
-        system = prompt.render(catalog=render_signatures(ctx.catalog.infos()))
+        system = prompt.render(
+            catalog=render_signatures(ctx.catalog.infos(), tools=ctx.catalog.python_tools)
+        )
     else:
         system = render_system_prompt(prompt, ctx.catalog.infos(), schema.kind)
     messages: list[BaseMessage] = [SystemMessage(system)]

@@ -29,6 +29,7 @@ from toolplan.plan_format.limits import InputLimits
 from toolplan.plan_format.python_plan import PythonReader
 from toolplan.plan_format.python_print import python_literal, python_message
 from toolplan.plan_format.python_source import Restart, SourceEvent, SourceSplitter, Statement
+from toolplan.plan_format.python_tools import PythonTools
 from toolplan.plan_format.templates import exact_template
 from toolplan.planning.parsing import PlanReading
 from toolplan.planning.rewrites import Change, rule_runs
@@ -57,13 +58,22 @@ _TYPES = {
 }
 
 
-def render_signatures(infos: Iterable[ToolInfo]) -> str:
-    """The catalog as Python: one ``def`` per tool, with its description as the docstring and
-    the shape of what it returns, when declared."""
-    return "\n\n".join(_signature(info) for info in infos)
+def render_signatures(infos: Iterable[ToolInfo], *, tools: PythonTools | None = None) -> str:
+    """The catalog as Python: one ``def`` per tool, named as a plan calls it (its alias when
+    its name is not a Python name: ``tools``), with its description as the docstring and the
+    shape of what it returns, when declared. A tool whose alias collides with another's is
+    named in a comment only: no plan can call it."""
+    parts = []
+    for info in infos:
+        name = tools.alias(info.name) if tools is not None else info.name
+        if name is None:
+            parts.append(f"# {info.name!r} has no Python name: it would be another tool's")
+        else:
+            parts.append(_signature(info, name))
+    return "\n\n".join(parts)
 
 
-def _signature(info: ToolInfo) -> str:
+def _signature(info: ToolInfo, called: str) -> str:
     properties: Mapping[str, Any] = info.parameters.get("properties") or {}
     required = set(info.parameters.get("required") or [])
     arguments = []
@@ -86,7 +96,7 @@ def _signature(info: ToolInfo) -> str:
     if described:  # what each argument means, as a Google-style docstring says it
         doc = "\n\n".join(part for part in (doc, "    Args:\n" + "\n".join(described)) if part)
     doc = doc.replace('"""', "'''")
-    name = info.name if _callable_name(info.name) else json.dumps(info.name)
+    name = called if _callable_name(called) else json.dumps(called)
     closing = "\n    " if described else ""  # a docstring of several lines closes on its own
     body = f'    """{doc}{closing}"""' if doc else "    ..."
     return f"def {name}({', '.join(arguments)}){returns}:\n{body}"
