@@ -215,3 +215,31 @@ def test_json_plans_are_not_read_as_python(cli: Cli) -> None:
     done = cli("run", "--file", cli.write_plan(plan), "--json")
     assert done.code == 0, done.stderr
     assert json.loads(done.stdout)["status"] == "succeeded"
+
+
+def test_a_model_that_never_stops_writing_meets_the_planning_deadline(
+    cli_llm: Cli, llm: FakeOpenAIServer
+) -> None:
+    """A character every 0.2 s never trips the silence timeout; the overall deadline stops it."""
+    import threading
+
+    cli_llm.env.update(
+        {
+            "TOOLPLAN_PLAN_FORMAT": "python",
+            "TOOLPLAN_TOOLS": TOOLS,
+            "TOOLPLAN_LLM_TIMEOUT": "60",
+            "TOOLPLAN_PLANNING_DEADLINE": "2",
+        }
+    )
+    text = "# " + "thinking " * 400 + "\nroll_die(sides=6)\n"
+
+    def slowly(index: int) -> None:
+        threading.Event().wait(0.2)  # the model's pace: what the deadline is about
+
+    llm.script([Reply.content(text).with_(pieces=len(text), hold=slowly)])
+    started = time.monotonic()
+    done = cli_llm("plan", "Roll a d6", "--json")
+    assert done.code == 3, done.stdout + done.stderr
+    assert "planning deadline (TOOLPLAN_PLANNING_DEADLINE)" in done.json()["error"]
+    assert time.monotonic() - started < 60  # well before the answer's 600 s
+    assert cli_llm("list", "--json").json()["plans"] == []
