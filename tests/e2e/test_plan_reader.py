@@ -9,6 +9,7 @@ import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -243,3 +244,61 @@ def test_a_model_that_never_stops_writing_meets_the_planning_deadline(
     assert "planning deadline (TOOLPLAN_PLANNING_DEADLINE)" in done.json()["error"]
     assert time.monotonic() - started < 60  # well before the answer's 600 s
     assert cli_llm("list", "--json").json()["plans"] == []
+
+
+def test_other_requests_answer_while_the_api_refuses_a_hostile_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The model's answer is read off the API's event loop: a client asking for the tools is
+    answered in under a second while another's runQuery is being refused."""
+    import threading
+
+    from tests.e2e.api_support import server_factory
+
+    monkeypatch.setenv("TOOLPLAN_PLAN_FORMAT", "python")
+    monkeypatch.setenv("TOOLPLAN_MAX_REPAIRS", "0")
+    monkeypatch.setenv("TOOLPLAN_LLM_RETRIES", "0")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.delenv("TOOLPLAN_MODEL", raising=False)
+    hostile = HOSTILE["squares"] * 40 + HOSTILE["calls"]
+    with FakeOpenAIServer(api_key="sk-test") as llm:
+        monkeypatch.setenv("OPENAI_BASE_URL", llm.base_url)
+        llm.script([Reply.content(hostile).with_(pieces=400)])
+        factory = server_factory(tmp_path)
+        server = next(factory)()
+        planner, prober = server.client(), server.client()
+        outcome: dict[str, Any] = {}
+
+        def plan() -> None:
+            outcome["body"] = planner.gql(
+                "mutation($q: String!) { runQuery(query: $q) { requestId } }",
+                {"q": "Roll a die"},
+            )
+
+        running = threading.Thread(target=plan)
+        running.start()
+        latencies = []
+        try:
+            while running.is_alive():
+                began = time.monotonic()
+                prober.data("{ tools { name } }")
+                latencies.append(time.monotonic() - began)
+        finally:
+            running.join()
+            planner.close()
+            prober.close()
+            factory.close()
+        assert outcome["body"]["errors"], outcome["body"]
+        assert latencies and max(latencies) < 1.0, latencies
+
+
+def test_toolplan_tools_shows_each_alias(cli: Cli) -> None:
+    cli.env["TOOLPLAN_TOOLS"] = TOOLS
+    listed = cli("tools")
+    assert listed.code == 0, listed.stderr
+    assert "Real-Time_Search (Python: Real_Time_Search)" in " ".join(listed.stdout.split())
+    as_json = {t["name"]: t for t in cli("tools", "--json").json()["tools"]}
+    assert as_json["weather.current"]["pythonName"] == "weather_current"
+    assert as_json["roll_die"]["pythonName"] == "roll_die"
+    one = cli("tools", "Real-Time_Search")
+    assert "in a Python plan: Real_Time_Search" in one.stdout

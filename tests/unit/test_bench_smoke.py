@@ -135,3 +135,10 @@ async def test_the_ordering_measures_run_at_their_smallest_size() -> None:
     assert passes["rows"][0]["steps"] == 10 and passes["rows"][0]["orderingPassUs"] >= 0
     writes = await run_writes(calls=2, repeats=1)
     assert [row["effect"] for row in writes["rows"]] == ["read", "commutative write", "write"]
+
+
+async def test_the_reader_measure_runs_at_its_smallest_size() -> None:
+    from bench.reader import run_reader
+
+    result = await run_reader(sizes=(3,), repeats=1)
+    assert result["rows"][0]["statements"] == 3 and result["rows"][0]["streamedMsInAll"] >= 0

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["PythonTool", "PythonTools", "python_name"]
+__all__ = ["PythonTool", "PythonTools", "aliases", "python_name"]
 
 _NOT_NAME = re.compile(r"[^A-Za-z0-9_]")
 
@@ -33,6 +33,26 @@ def python_name(tool: str) -> str:
     if keyword.iskeyword(name):
         name += "_"
     return name
+
+
+def aliases(names: Iterable[str]) -> tuple[dict[str, str], dict[str, tuple[str, ...]]]:
+    """Each name a plan calls (an alias, or a tool's own name) → the tool it means, and the
+    aliases two or more tools would share (none of them is called by it)."""
+    by_alias: dict[str, list[str]] = {}
+    for name in names:
+        by_alias.setdefault(python_name(name), []).append(name)
+    called: dict[str, str] = {}
+    collisions: dict[str, tuple[str, ...]] = {}
+    for alias, named in by_alias.items():
+        own = [n for n in named if n == alias]
+        if len(named) == 1 or own:  # a tool named exactly so keeps its own name
+            called[alias] = own[0] if own else named[0]
+            others = [n for n in named if n not in own]
+            if own and others:
+                collisions[alias] = (own[0], *others)
+        else:
+            collisions[alias] = tuple(named)
+    return called, collisions
 
 
 @dataclass(frozen=True)
@@ -64,21 +84,8 @@ class PythonTools(Mapping[str, PythonTool]):
 
     def __init__(self, tools: Iterable[PythonTool]) -> None:
         self._tools = {tool.name: tool for tool in tools}
-        by_alias: dict[str, list[str]] = {}
-        for name in self._tools:
-            by_alias.setdefault(python_name(name), []).append(name)
-        self._names: dict[str, str] = {}
-        self.collisions: dict[str, tuple[str, ...]] = {}
+        self._names, self.collisions = aliases(self._tools)
         """Aliases two or more tools would share: none of them is called by it."""
-        for alias, names in by_alias.items():
-            own = [n for n in names if n == alias]
-            if len(names) == 1 or own:  # a tool named exactly so keeps its own name
-                self._names[alias] = own[0] if own else names[0]
-                others = [n for n in names if n not in own]
-                if own and others:
-                    self.collisions[alias] = (own[0], *others)
-            else:
-                self.collisions[alias] = tuple(names)
         for name in self._tools:
             if "." in name and all(
                 part.isidentifier() and not keyword.iskeyword(part) for part in name.split(".")

@@ -109,6 +109,9 @@ class ToolInfo:
     commutative: bool = False
     """Its writes commute with the other commutative writes on its resources (tag
     ``commutative``): they run in parallel with each other."""
+    python_name: str | None = None
+    """The name a Python plan calls it by (an alias when its own is not a Python name:
+    :mod:`toolplan.plan_format.python_tools`); ``None`` when that alias is another tool's too."""
 
     @property
     def effect(self) -> Effect:
@@ -125,6 +128,7 @@ class ToolInfo:
             "examples": list(self.examples),
             "source": self.source,
             "returns": self.returns,
+            "pythonName": self.python_name,
             **self.effect.to_json(),
         }
         if self.stats is not None:
@@ -274,6 +278,7 @@ class ToolCatalog:
         self._sources: dict[str, str] = {}
         self._infos: dict[str, ToolInfo] = {}
         self._python: tuple[int, PythonTools] | None = None
+        self._called: tuple[int, dict[str, str]] | None = None
         self.origin: ToolSources | None = None
         """Where the tools were loaded from (set by :func:`~toolplan.tools.loading.load_catalog`);
         recorded with each plan stored against this catalog so it can run again without them."""
@@ -297,6 +302,7 @@ class ToolCatalog:
                 )
             self._tools[tool.name] = tool
             self._sources[tool.name] = source
+        self._infos.clear()  # a tool added may take an alias an earlier one had
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools
@@ -400,9 +406,18 @@ class ToolCatalog:
                 gated=requires_approval(tool),
                 resources=effect.resources,
                 commutative=effect.commutative,
+                python_name=self._python_name(name),
             )
             self._infos[name] = cached
         return cached
+
+    def _python_name(self, name: str) -> str | None:
+        from toolplan.plan_format.python_tools import aliases, python_name
+
+        if self._called is None or self._called[0] != len(self._tools):
+            self._called = (len(self._tools), aliases(self._tools)[0])
+        alias = python_name(name)
+        return alias if self._called[1].get(alias) == name else None
 
     def infos(self, *, tag: str | None = None) -> list[ToolInfo]:
         """Information on every tool, optionally only those tagged ``tag``."""
