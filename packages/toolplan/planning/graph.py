@@ -56,6 +56,7 @@ from toolplan.planning.context import PlannerContext
 from toolplan.planning.duplicates import merge_duplicates
 from toolplan.planning.fixes import apply_fixes
 from toolplan.planning.grounding import check_grounding
+from toolplan.planning.json_reader import JsonPlanReader
 from toolplan.planning.llm_errors import LLMOutputRepeating
 from toolplan.planning.number_conditions import check_conditions
 from toolplan.planning.parsing import PlanReading, message_payload, read_plan
@@ -392,7 +393,7 @@ def read_answer(payload: Any, ctx: PlannerContext) -> PlanReading:
         return read_python_answer(
             payload, ctx.catalog, rewrites=ctx.rewrites, limits=ctx.limits, max_steps=ctx.max_steps
         )
-    return read_plan(payload, ctx.catalog, rewrites=ctx.rewrites)
+    return JsonPlanReader(ctx.catalog, rewrites=ctx.rewrites).read(payload)
 
 
 def _shown_step(step: dict[str, Any], ctx: PlannerContext) -> dict[str, Any]:

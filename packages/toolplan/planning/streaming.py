@@ -39,6 +39,7 @@ from langchain_core.messages.tool import InvalidToolCall, ToolCall
 from langchain_core.output_parsers.openai_tools import make_invalid_tool_call, parse_tool_call
 from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig
 
+from toolplan.planning.json_reader import JsonPlanReader
 from toolplan.planning.llm_errors import (
     LLMOutputRepeating,
     error_text,
@@ -46,8 +47,6 @@ from toolplan.planning.llm_errors import (
     status_code,
     unreachable,
 )
-from toolplan.planning.parsing import loads_lenient
-from toolplan.planning.partial import StepScanner
 from toolplan.planning.repetition import repeating_tail
 
 __all__ = [
@@ -218,7 +217,7 @@ class _Follow:
     steps: int = 0
 
     def __post_init__(self) -> None:
-        self._content, self._arguments = StepScanner(), StepScanner()
+        self._content, self._arguments = JsonPlanReader(), JsonPlanReader()
         self._statements = self.stream.statements() if self.stream.statements else None
         self._restarts = 0
         self._checked = [0, 0]  # how long each text was when last looked at for a loop
@@ -241,7 +240,6 @@ class _Follow:
             self._check(step)
 
     def __call__(self, chunk: Any) -> None:
-        found: list[str] = []
         text = chunk.content if isinstance(chunk.content, str) else ""
         arguments = "".join(
             part.get("args") or "" for part in getattr(chunk, "tool_call_chunks", None) or []
@@ -251,20 +249,15 @@ class _Follow:
         if not isinstance(chunk, AIMessageChunk):  # the whole answer at once: nothing to follow
             return
         from_content = self._content.feed(text)
+        found = self._arguments.feed(arguments)  # a tool call's arguments: a JSON plan
         if self._statements is not None:  # Python: statements, not JSON objects
             self._told(self._statements.feed(text))
         else:
-            found += from_content
-        found += self._arguments.feed(arguments)
-        for piece in found:
-            try:
-                step = loads_lenient(piece)
-            except (ValueError, RecursionError):
-                continue
-            if isinstance(step, dict):
-                self.steps += 1
-                self.stream.on_step(step, self.steps, self.chunks)
-                self._check(step)
+            found = from_content + found
+        for step in found:
+            self.steps += 1
+            self.stream.on_step(step, self.steps, self.chunks)
+            self._check(step)
         self._check_text()
 
     def _check_text(self) -> None:
