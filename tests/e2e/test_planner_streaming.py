@@ -26,6 +26,9 @@ from toolplan.planning.llm_errors import LLMOutputRepeating
 from toolplan.planning.planner import PlanningOutcome, create_plan
 from toolplan.planning.progress import PlanningEvent
 
+# These tests are about the JSON format's answers, streamed: the plan format is JSON.
+pytestmark = pytest.mark.usefixtures("json_plans")
+
 METHODS = ["function_calling", "json_schema"]
 
 

@@ -160,6 +160,7 @@ def _run_one(
         ),
     ],
 )
+@pytest.mark.usefixtures("json_plans")  # a model scripted to answer JSON
 def test_a_run_at_the_smallest_size(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
