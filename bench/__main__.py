@@ -29,6 +29,7 @@ def _log(message: str) -> None:
 
 def _plan(quick: bool) -> dict[str, Callable[[], Awaitable[dict[str, Any]]]]:
     from bench.overhead import run_overhead
+    from bench.reader import run_reader
     from bench.roundtrips import run_round_trips
     from bench.scale import run_scale
     from bench.scheduling import run_scheduling
@@ -45,6 +46,7 @@ def _plan(quick: bool) -> dict[str, Callable[[], Awaitable[dict[str, Any]]]]:
                 plans=8, io_plans=6, writes=40, log=_log
             ),
             "scale": lambda: run_scale(repeats={100: 3, 1000: 1, 10_000: 1}, log=_log),
+            "reader": lambda: run_reader(sizes=(10, 100), repeats=3),
         }
     return {
         "scheduling": lambda: run_scheduling(
@@ -54,6 +56,7 @@ def _plan(quick: bool) -> dict[str, Callable[[], Awaitable[dict[str, Any]]]]:
         "round_trips": lambda: run_round_trips(llm_latency=0.8, tool_delay=0.2, log=_log),
         "store_throughput": lambda: run_store_throughput(log=_log),
         "scale": lambda: run_scale(log=_log),
+        "reader": lambda: run_reader(),
     }
 
 

@@ -321,6 +321,32 @@ def _scale(r: dict[str, Any]) -> str:
     )
 
 
+def _reader(r: dict[str, Any]) -> str:
+    rows = [
+        [
+            row["statements"],
+            row["characters"],
+            row["wholeUsPerStatement"],
+            row["streamedUsPerStatement"],
+            row["streamedMsInAll"],
+        ]
+        for row in r["rows"]
+    ]
+    header = [
+        "statements",
+        "characters",
+        "whole: µs/statement",
+        f"streamed {r['chunk']} chars at a time: µs/statement",
+        "streamed: ms in all",
+    ]
+    return (
+        _table(header, rows)
+        + f"\n\nCPU time, median of {r['repeats']}: a Python answer read by the one "
+        "reader, whole and as streamed. Linear: the cost per statement does not grow with the "
+        "answer."
+    )
+
+
 def markdown(results: dict[str, Any]) -> str:
     """Every measure present in ``results`` as markdown sections."""
     meta = results.get("meta", {})
@@ -336,6 +362,7 @@ def markdown(results: dict[str, Any]) -> str:
         ("round_trips", "3. LLM round-trips and tokens vs ReAct", _round_trips),
         ("store_throughput", "4. Store throughput", _throughput),
         ("scale", "5. Scale", _scale),
+        ("reader", "6. The plan reader", _reader),
     ]
     for key, title, render in sections:
         if key in results:

@@ -50,12 +50,18 @@ def mongodb_uri(mongo_test_server: MongoTestServer) -> Iterator[str]:
 
 
 @pytest.fixture(autouse=True)
-def _json_plans_unless_the_test_says(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Most tests script a model that answers JSON plans (tool calls, JSON schema): they run with
-    ``TOOLPLAN_PLAN_FORMAT=json``. The Python format, the default, is tested where a test sets it
-    (or removes the variable to test the default)."""
-    if "TOOLPLAN_PLAN_FORMAT" not in os.environ:
-        monkeypatch.setenv("TOOLPLAN_PLAN_FORMAT", "json")
+def _the_default_plan_format(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests run what users run: the default plan format (Python), whatever the environment
+    running the suite says. A test about the JSON format says so (:func:`json_plans`)."""
+    monkeypatch.delenv("TOOLPLAN_PLAN_FORMAT", raising=False)
+
+
+@pytest.fixture
+def json_plans(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The JSON plan format (``TOOLPLAN_PLAN_FORMAT=json``), for a test about it: a model
+    scripted to answer JSON plans (tool calls, a JSON schema). Modules of such tests say
+    ``pytestmark = pytest.mark.usefixtures("json_plans")``."""
+    monkeypatch.setenv("TOOLPLAN_PLAN_FORMAT", "json")
 
 
 @pytest.fixture(autouse=True)

@@ -21,8 +21,9 @@ from toolplan.config.policies import ExecutionOptions
 from toolplan.config.settings import ReuseMode
 from toolplan.engine.recorder import EventListener
 from toolplan.engine.result import ExecutionResult
-from toolplan.errors import ExecutionBusy, NotFound
+from toolplan.errors import ExecutionBusy, NotFound, PlanInvalid
 from toolplan.plan_format.plan import Plan, load_plan
+from toolplan.plan_format.python_print import said_in_python
 from toolplan.runs.context import ExecutionContext
 from toolplan.service import operations
 from toolplan.service.operations import PlanRef
@@ -61,12 +62,16 @@ class ClientCalls(ClientParts):
     # -- reading and validation: sync work -------------------------------------------------
 
     def _validate(self, plan: Document, *, max_steps: int | None = None) -> Analysis:
-        return analyze(
-            load_plan(plan, limits=self.settings.limits, signatures=self.catalog.signatures),
-            self.catalog,
-            max_steps=max_steps if max_steps is not None else self.settings.max_steps,
-            max_items=self.settings.execution.max_items,
+        limit = max_steps if max_steps is not None else self.settings.max_steps
+        loaded = load_plan(
+            plan, limits=self.settings.limits, tools=self.catalog.python_tools, max_steps=limit
         )
+        try:
+            return analyze(
+                loaded, self.catalog, max_steps=limit, max_items=self.settings.execution.max_items
+            )
+        except PlanInvalid as invalid:
+            raise said_in_python(invalid, loaded) from None
 
     def _show(self, identifier: str) -> dict[str, Any]:
         return operations.describe(self.store, identifier)

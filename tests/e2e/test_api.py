@@ -917,6 +917,7 @@ PLANNING_EVENTS = """subscription($id: String!) {
 }"""
 
 
+@pytest.mark.usefixtures("json_plans")  # a model scripted to answer JSON
 def test_run_query_planning_is_followed_live_by_request_id(
     llm: FakeOpenAIServer, client: GraphQLClient
 ) -> None:

@@ -20,6 +20,9 @@ from toolplan.errors import InvalidInput
 from toolplan.pipeline.batch import load_queries, run_batch
 from toolplan.planning.planner import PlanDeclined, PlanningFailed, create_plan
 
+# These tests are about the JSON format's declines: the plan format is JSON.
+pytestmark = pytest.mark.usefixtures("json_plans")
+
 ROUTE = "Find the fastest route from New York to Boston."
 REASON = "None of the tools plans routes; they manage blogs, metrics and weather."
 

@@ -21,6 +21,9 @@ from toolplan.planning.graph import PlanningGraphContext, build_planning_graph
 from toolplan.planning.planner import PlanningFailed, create_plan
 from toolplan.tools import load_tool_modules
 
+# These tests are about the JSON format's requests to an OpenAI server (tool calls, JSON schema): the plan format is JSON.
+pytestmark = pytest.mark.usefixtures("json_plans")
+
 
 @pytest.fixture
 def llm(llm: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch) -> FakeOpenAIServer:

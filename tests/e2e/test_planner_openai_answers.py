@@ -23,6 +23,9 @@ from toolplan.planning.context import PlannerContext
 from toolplan.planning.planner import create_plan
 from toolplan.tools.catalog import ToolCatalog, tagged
 
+# These tests are about how the JSON format reads OpenAI servers' answers: the plan format is JSON.
+pytestmark = pytest.mark.usefixtures("json_plans")
+
 
 class Address(BaseModel):
     city: str

@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 import subprocess
 
+import pytest
+
 from tests.e2e.conftest import Cli
 from tests.support.fake_openai import FakeOpenAIServer, Reply
 from tests.support.plans import QUERY, blog_plan, broken_blog_plan
@@ -15,6 +17,7 @@ from tests.support.plans import QUERY, blog_plan, broken_blog_plan
 PLANNING = "planning with openai:gpt-4o-mini…"
 
 
+@pytest.mark.usefixtures("json_plans")  # a model scripted to answer JSON
 def test_plan_prints_progress_on_stderr_only(cli_llm: Cli, llm: FakeOpenAIServer) -> None:
     llm.script(
         [Reply.structured(broken_blog_plan(), usage=(100, 20)), Reply.structured(blog_plan())]
@@ -53,6 +56,7 @@ def test_json_output_stays_silent_until_the_end(cli_llm: Cli, llm: FakeOpenAISer
     assert "planning" not in ran.stderr and ran.json()["answer"] == "ok"
 
 
+@pytest.mark.usefixtures("json_plans")  # a model scripted to answer JSON
 def test_run_prints_progress_before_the_plan(cli_llm: Cli, llm: FakeOpenAIServer) -> None:
     llm.script(
         [Reply.structured(blog_plan()), Reply.structured({"action": "answer", "answer": "ok"})]
@@ -91,3 +95,21 @@ def test_a_closed_stderr_never_fails_planning(cli_llm: Cli, llm: FakeOpenAIServe
     assert "stored plan_" in text and "2 LLM call(s)" in text
     for noise in ("Traceback", "BrokenPipeError", "error:"):
         assert noise not in text
+
+
+def test_a_python_plan_prints_each_statement_as_it_is_read(
+    cli_llm: Cli, llm: FakeOpenAIServer
+) -> None:
+    """The default format: each step as soon as its statement is complete, then the answer."""
+    answer = (
+        'author = createAuthor(name="Alice", email="alice@test.com")\n'
+        'blog = createBlog(authorId=author["_id"], title="Hello", content="world")\n'
+    )
+    llm.script([Reply.content(answer).with_(pieces=len(answer) // 3)])
+    done = cli_llm("plan", QUERY)
+    assert done.code == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert lines[0] == PLANNING
+    assert lines[1].startswith('  + createAuthor(name="Alice", email="alice@test.com")  ')
+    assert lines[2].startswith('  + createBlog(authorId="{{author._id}}", title="Hello", ')
+    assert lines[3].startswith("answered after ") and "2 step(s); 1 LLM call(s)" in lines[3]

@@ -25,6 +25,9 @@ from toolplan.errors import LLMUnavailable
 from toolplan.planning.graph import PlannerContext
 from toolplan.planning.planner import PlanningFailed, create_plan
 
+# These tests are about real models' JSON answers, replayed: the plan format is JSON.
+pytestmark = pytest.mark.usefixtures("json_plans")
+
 
 @pytest.fixture
 def llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAIServer]:

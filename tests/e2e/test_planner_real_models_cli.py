@@ -18,6 +18,9 @@ from tests.e2e.conftest import Cli
 from tests.support.fake_openai import FakeOpenAIServer, Reply
 from tests.support.plans import QUERY, blog_plan, llm_step
 
+# These tests are about real models' JSON answers, replayed through the CLI: the plan format is JSON.
+pytestmark = pytest.mark.usefixtures("json_plans")
+
 
 @pytest.fixture
 def llm(cli: Cli) -> Iterator[FakeOpenAIServer]:

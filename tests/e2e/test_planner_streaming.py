@@ -18,7 +18,6 @@ import pytest
 from tests.e2e.conftest import Cli
 from tests.support.fake_openai import FakeOpenAIServer, Reply
 from tests.support.plans import QUERY, blog_plan, broken_blog_plan, llm_step
-from toolplan._tokens import count_tokens
 from toolplan.client import Toolplan
 from toolplan.config import Settings
 from toolplan.errors import LLMUnavailable
@@ -26,6 +25,9 @@ from toolplan.planning.context import PlannerContext
 from toolplan.planning.llm_errors import LLMOutputRepeating
 from toolplan.planning.planner import PlanningOutcome, create_plan
 from toolplan.planning.progress import PlanningEvent
+
+# These tests are about the JSON format's answers, streamed: the plan format is JSON.
+pytestmark = pytest.mark.usefixtures("json_plans")
 
 METHODS = ["function_calling", "json_schema"]
 
@@ -170,27 +172,23 @@ def looping_plan(copies: int) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("method", METHODS)
-async def test_an_answer_repeating_a_step_is_stopped_and_asked_once_more(
+async def test_identical_calls_are_asked_steps_never_a_runaway(
     server: FakeOpenAIServer, env: pytest.MonkeyPatch, tmp_path: Path, method: str
 ) -> None:
+    """Three identical calls ("create the author three times") are what the request asks: the
+    answer is read to its end, never stopped on a count of identical calls."""
     env.setenv("TOOLPLAN_STRUCTURED_METHOD", method)
-    env.setenv("TOOLPLAN_LLM_MAX_TOKENS", "4000")
-    loop = answer(looping_plan(12)).with_(pieces=120, finish_reason="length")
-    server.script([loop, loop])
-    events: list[PlanningEvent] = []
-    with pytest.raises(LLMOutputRepeating, match=r"createAuthor\(.*3 times") as raised:
-        await create_plan(QUERY, planner(tmp_path, listener=events.append))
-    assert len(server.requests) == 2  # asked once more, then given up: no repair round
-    details = raised.value.details
-    assert details["steps"] == 3 and details["llmCalls"] == 2
-    # each stopped as its third copy closed, well before the answer's 120 chunks
-    assert 0 < details["stoppedAfterTokens"] < 60
-    assert details["usage"]["outputTokens"] == 2 * details["stoppedAfterTokens"]
-    # the server reports no usage for a stream that was closed: both prompts are counted here
-    sent = [count_tokens(m["content"]) for r in server.requests for m in r["messages"]]
-    assert details["usage"]["inputTokens"] == sum(sent) > 1000
-    kinds = [e.kind for e in events]
-    assert kinds == ["planning", "step", "step", "step", "retrying", "step", "step", "step"]
+    server.script([answer(looping_plan(3)).with_(pieces=60)])
+    outcome = await create_plan(QUERY, planner(tmp_path))
+    assert outcome.ref.status == "planned" and outcome.llm_calls == 1
+    assert [s["tool"] for s in outcome.plan["steps"]] == ["createAuthor"] * 3
+
+
+def string_loop() -> dict[str, Any]:
+    """An answer looping inside a string (BFCL's live_simple_147-95-4): no step ever ends."""
+    name = "Alice" + ' /FI "IMAGENAME ne opera-stable-dev"' * 80
+    step = llm_step("author", "createAuthor", {"name": name, "email": "alice@test.com"})
+    return {"reasoning": "r", "steps": [step], "outputSteps": ["author"]}
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -200,10 +198,7 @@ async def test_an_answer_looping_inside_a_string_is_stopped_and_asked_once_more(
     # BFCL's live_simple_147-95-4: no step ever completes, the argument goes on and on
     env.setenv("TOOLPLAN_STRUCTURED_METHOD", method)
     env.setenv("TOOLPLAN_LLM_MAX_TOKENS", "4000")
-    name = "Alice" + ' /FI "IMAGENAME ne opera-stable-dev"' * 80
-    step = llm_step("author", "createAuthor", {"name": name, "email": "alice@test.com"})
-    plan = {"reasoning": "r", "steps": [step], "outputSteps": ["author"]}
-    loop = answer(plan).with_(pieces=200, finish_reason="length")
+    loop = answer(string_loop()).with_(pieces=200, finish_reason="length")
     server.script([loop, loop])
     events: list[PlanningEvent] = []
     with pytest.raises(LLMOutputRepeating, match=r"opera-stable-dev.* times in a row") as raised:
@@ -220,7 +215,7 @@ async def test_an_answer_looping_inside_a_string_is_stopped_and_asked_once_more(
 async def test_a_runaway_answered_right_the_second_time_is_planned(
     server: FakeOpenAIServer, tmp_path: Path
 ) -> None:
-    server.script([answer(looping_plan(12)).with_(pieces=120), answer(blog_plan())])
+    server.script([answer(string_loop()).with_(pieces=200), answer(blog_plan())])
     outcome = await create_plan(QUERY, planner(tmp_path))
     assert outcome.ref.status == "planned" and outcome.llm_calls == 2
     assert [s["tool"] for s in outcome.plan["steps"]] == ["createAuthor", "createBlog"]
@@ -230,10 +225,8 @@ async def test_a_runaway_answered_right_the_second_time_is_planned(
     assert second[:-1] == first
     note = second[-1]
     assert note["role"] == "user" and "stopped before it ended" in note["content"]
-    assert (
-        'createAuthor({"name": "Alice", "email": "alice@test.com"}) 3 times, and would have gone '
-        "on until the output limit." in note["content"]
-    )
+    assert "times in a row, and would have gone on until the output limit." in note["content"]
+    assert "as many times as it asks" in note["content"]
     assert "planner-runaway" not in note["content"]  # the prompt's header is not sent
 
 
@@ -257,7 +250,7 @@ async def test_an_answer_longer_than_the_step_limit_is_stopped(
 
 
 def test_cli_exit_3_for_an_answer_that_repeats_itself(cli_llm: Cli, llm: FakeOpenAIServer) -> None:
-    loop = answer(looping_plan(8)).with_(pieces=80)
+    loop = answer(string_loop()).with_(pieces=200)
     llm.script([loop, loop])
     done = cli_llm("plan", QUERY, "--json")
     assert done.code == 3, done.stderr

@@ -160,6 +160,7 @@ def _run_one(
         ),
     ],
 )
+@pytest.mark.usefixtures("json_plans")  # a model scripted to answer JSON
 def test_a_run_at_the_smallest_size(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -199,16 +200,16 @@ def test_a_runaway_answer_is_a_wrong_entry_not_the_end_of_the_run(
         "dependsOn": [],
         "confidence": 0.9,
     }
-    looping = {
-        "reasoning": "r",
-        "steps": [{**step, "id": f"f{n}"} for n in range(6)],
+    looping = {  # a model looping inside a string: no step ever ends
+        "reasoning": "r" + ' /FI "IMAGENAME ne opera-stable-dev"' * 80,
+        "steps": [{**step, "id": "f0"}],
         "outputSteps": ["f0"],
     }
     with FakeOpenAIServer(api_key="unused") as server:
         server.script(
             [
-                Reply.structured(looping).with_(pieces=60, finish_reason="length"),
-                Reply.structured(looping).with_(pieces=60, finish_reason="length"),
+                Reply.structured(looping).with_(pieces=200, finish_reason="length"),
+                Reply.structured(looping).with_(pieces=200, finish_reason="length"),
                 Reply.tool_call("math_factorial", {"number": 5}),
             ]
         )
@@ -218,7 +219,7 @@ def test_a_runaway_answer_is_a_wrong_entry_not_the_end_of_the_run(
     (row,) = [json.loads(line) for line in (tmp_path / "entries.jsonl").read_text().splitlines()]
     plan = row["toolplan"]
     assert plan["valid"] is False and plan["calls"] is None
-    assert plan["errorKind"] == "LLMOutputRepeating" and "3 times" in plan["error"]
+    assert plan["errorKind"] == "LLMOutputRepeating" and "times in a row" in plan["error"]
     assert 0 < plan["stoppedAfterTokens"] < 60 and plan["llmCalls"] == 2
     assert row["native"]["valid"] is True
     answers = json.loads((tmp_path / "summary.json").read_text())["categories"]["simple_python"][

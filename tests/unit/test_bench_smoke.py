@@ -11,6 +11,7 @@ import bench
 from bench import report
 from bench.dags import graham_bound, random_dag
 from bench.overhead import run_overhead
+from bench.reader import run_reader
 from bench.roundtrips import run_round_trips
 from bench.scale import _child, run_scale
 from bench.scenarios import SCENARIOS
@@ -45,6 +46,7 @@ async def test_every_measure_runs_at_its_smallest_size(tmp_path: Path) -> None:
         "scale": await run_scale(
             sizes=(10, 20), repeats={10: 1, 20: 1}, execute_steps=10, memory=False
         ),
+        "reader": await run_reader(sizes=(3,), repeats=1),
     }
     assert set(bench.MEASURES) <= set(results)
 

@@ -58,6 +58,7 @@ SAMPLES: dict[str, tuple[str, Callable[[Settings], Any], Any]] = {
         "json_schema",
     ),
     "TOOLPLAN_LLM_TIMEOUT": ("12.5", lambda s: s.planner.llm_timeout, 12.5),
+    "TOOLPLAN_PLANNING_DEADLINE": ("90", lambda s: s.planner.planning_deadline_seconds, 90.0),
     "TOOLPLAN_LLM_RETRIES": ("0", lambda s: s.planner.llm_retries, 0),
     "OPENAI_API_KEY": ("sk-x", lambda s: s.planner.openai_api_key, "sk-x"),
     "OPENAI_BASE_URL": ("http://h/v1", lambda s: s.planner.openai_base_url, "http://h/v1"),

@@ -294,7 +294,10 @@ def test_the_shipped_example_plan_prints_and_reads_back() -> None:
     data = json.loads(resources.files("toolplan.examples").joinpath("blog_chain.json").read_text())
     plan = parse_plan(data)
     text = render_python_plan(plan)
-    assert text.startswith("# Create the author first")
+    assert text.startswith(
+        "# Python cannot say: fallback (blog); timeout (blog); maxAttempts (blog); outputSteps"
+    )
+    assert "# Create the author first" in text
     back = parse_plan(parse_python_plan(text))
     # ids, tools and arguments come back; the fallback, timeout and attempts are comments
     assert [(s.id, s.tool, s.parameters) for s in back.steps] == [
@@ -306,7 +309,7 @@ def test_the_shipped_example_plan_prints_and_reads_back() -> None:
 def test_the_catalog_as_python_signatures() -> None:
     from langchain_core.tools import tool
 
-    from toolplan.planning.python_format import StatementScanner, render_signatures
+    from toolplan.planning.python_format import PythonAnswerReader, render_signatures
     from toolplan.tools import ToolCatalog, load_tool_modules
 
     blog = render_signatures(load_tool_modules(["blog"]).infos())
@@ -352,7 +355,7 @@ def test_the_catalog_as_python_signatures() -> None:
         '    """'
     )
 
-    scanner = StatementScanner({"forecast": ["city", "units", "days"]})
+    scanner = PythonAnswerReader(ToolCatalog([forecast]))
     assert scanner.feed('a = forecast(city="Oslo")\nb = forecast(') == [
         {"id": "a", "tool": "forecast", "parameters": {"city": "Oslo"}}
     ]

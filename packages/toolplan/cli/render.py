@@ -358,7 +358,7 @@ def print_tools(console: Console, infos: list[ToolInfo]) -> None:
     rows = []
     for info in infos:
         cells = {
-            "name": info.name,
+            "name": _named(info),
             "effect": effect_cell(info),
             "tags": ", ".join(info.tags),
             "arguments": ", ".join(info.parameters.get("properties", {})),
@@ -389,6 +389,13 @@ def print_tools(console: Console, infos: list[ToolInfo]) -> None:
     console.print("details of one tool: toolplan tools NAME", style="dim", highlight=False)
 
 
+def _named(info: ToolInfo) -> str:
+    """The tool's name, with the name a Python plan calls it by when that differs."""
+    if info.python_name == info.name:
+        return info.name
+    return f"{info.name} (Python: {info.python_name or 'none, it collides'})"
+
+
 def effect_cell(info: ToolInfo) -> str:
     """``reads blog``, ``writes blog`` or ``writes mail (commutes)``: what a call may do, to
     which resources."""
@@ -414,6 +421,9 @@ def print_tool(console: Console, info: ToolInfo) -> None:
     console.print(inspect.cleandoc(info.description) or "(no description)", highlight=False)
     console.print(f"source: {info.source or '-'}    tags: {', '.join(info.tags) or '-'}")
     console.print(f"effect: {info.effect.describe()}", highlight=False)
+    if info.python_name != info.name:
+        called = info.python_name or "none: its alias is another tool's too (rename one)"
+        console.print(f"in a Python plan: {called}", highlight=False)
     properties: dict[str, Any] = info.parameters.get("properties", {})
     required = set(info.parameters.get("required", []))
     table = Table(title="arguments", title_justify="left")

@@ -120,6 +120,7 @@ class _PlannerVariables(Variables):
     confidence_threshold: float | None = None
     structured_method: StructuredMethod | None = None
     llm_timeout: float | None = None
+    planning_deadline: float | None = None
     llm_retries: int | None = None
     openai_api_key: str | None = Field(None, validation_alias="OPENAI_API_KEY", repr=False)
     openai_base_url: str | None = Field(None, validation_alias="OPENAI_BASE_URL")
@@ -178,6 +179,11 @@ class PlannerSettings:
     streamed answer (``TOOLPLAN_LLM_TIMEOUT``). ``None``: :data:`REMOTE_LLM_TIMEOUT`, or
     :data:`LOCAL_LLM_TIMEOUT` when ``openai_base_url`` is a local address (a model on this
     machine or network reads a long prompt on a CPU first). See :attr:`llm_timeout_seconds`."""
+    planning_deadline: float | None = None
+    """Seconds one planning may take in all, every call, repair and retry included
+    (``TOOLPLAN_PLANNING_DEADLINE``): beside ``llm_timeout``, which only bounds silence, it stops
+    a model that writes a character every few seconds. ``None``: four times the LLM timeout, and
+    at least 600 (:attr:`planning_deadline_seconds`)."""
     llm_retries: int = 3
     """Retries of transient LLM errors: 429, 5xx, timeouts (``TOOLPLAN_LLM_RETRIES``)."""
     openai_api_key: str | None = field(default=None, repr=False)
@@ -217,6 +223,11 @@ class PlannerSettings:
                 f"TOOLPLAN_STRUCTURED_METHOD={self.structured_method!r}; "
                 "use function_calling or json_schema"
             )
+        if self.planning_deadline is not None and not self.planning_deadline > 0:
+            raise InvalidInput(
+                f"TOOLPLAN_PLANNING_DEADLINE={self.planning_deadline} must be a number of "
+                "seconds above 0"
+            )
         if self.rewrites not in ("format", "all", "none"):
             raise InvalidInput(
                 f"TOOLPLAN_PLANNER_REWRITES={self.rewrites!r}; use format (the default: only "
@@ -234,6 +245,14 @@ class PlannerSettings:
         if self.llm_timeout is not None:
             return self.llm_timeout
         return LOCAL_LLM_TIMEOUT if is_local_url(self.openai_base_url) else REMOTE_LLM_TIMEOUT
+
+    @property
+    def planning_deadline_seconds(self) -> float:
+        """The planning deadline in effect: ``planning_deadline``, else four times the LLM
+        timeout and at least 600 s."""
+        if self.planning_deadline is not None:
+            return self.planning_deadline
+        return max(600.0, 4 * self.llm_timeout_seconds)
 
 
 class _TemporalVariables(Variables):

@@ -15,12 +15,15 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from toolplan.errors import InvalidInput, PlanInvalid, ValidationIssue
 from toolplan.plan_format.limits import InputLimits, check_json, decode_utf8, parse_json_text
+
+if TYPE_CHECKING:
+    from toolplan.plan_format.python_tools import PythonTools
 
 __all__ = [
     "DEFAULT_MAX_ITEMS",
@@ -136,11 +139,20 @@ class Plan(BaseModel):
 
     reasoning: str | None = Field(default=None, description="Why the planner chose these steps.")
     steps: list[Step] = Field(description="The tool calls, in any order.")
+    _python_sources: dict[str, tuple[int, int, str]] = PrivateAttr(default_factory=dict)
+    """For a plan read from Python: each step's line, column and call as written (never
+    stored; problems found later are said in Python with it)."""
     output_steps: list[str] | None = Field(
         default=None,
         alias="outputSteps",
         description="Steps whose outputs are the plan's result (all steps when absent).",
     )
+
+    @property
+    def python_sources(self) -> dict[str, tuple[int, int, str]]:
+        """For a plan read from Python: where each step was written (line, column, call);
+        empty otherwise."""
+        return self._python_sources
 
     @property
     def step_ids(self) -> list[str]:
@@ -273,15 +285,18 @@ def load_plan(
     *,
     limits: InputLimits | None = None,
     signatures: Mapping[str, Sequence[str]] | None = None,
+    tools: PythonTools | None = None,
+    max_steps: int | None = None,
 ) -> Plan:
     """Load a plan from a file path, JSON text or bytes, a dict or a :class:`Plan`.
 
     A ``str`` that starts with ``{`` is parsed as JSON; any other ``str`` is a file path. A file
     whose name ends in ``.py`` holds the plan as Python statements, read and never run
-    (:mod:`toolplan.plan_format.python_form`; ``signatures``, each tool's parameter names in order,
-    reads positional arguments). This is the edge every entry point goes through: the input
-    limits (``limits``, default ``InputLimits()``) are checked here, before anything is
-    validated or stored.
+    (:mod:`toolplan.plan_format.python_plan`: ``tools`` are the tools it may call, by name or
+    alias, or ``signatures``, each tool's parameter names in order; reading stops past
+    ``max_steps``). This is the edge every entry point goes through: the input limits
+    (``limits``, default ``InputLimits()``) are checked here, before anything is validated or
+    stored.
     """
     limits = limits or InputLimits()
     if isinstance(source, Plan):
@@ -316,9 +331,14 @@ def load_plan(
         )
     text = decode_utf8(raw, f"plan file {origin}")
     if path.suffix == PYTHON_PLAN_SUFFIX:
-        from toolplan.plan_format.python_plan import parse_python_plan
+        from toolplan.plan_format.python_plan import read_python_plan
 
-        data = parse_python_plan(text, signatures=signatures)
+        reader = read_python_plan(
+            text, signatures=signatures, tools=tools, limits=limits, max_steps=max_steps
+        )
+        data = reader.steps_document()
         check_json(data, limits)
-        return parse_plan(data)
+        plan = parse_plan(data)
+        plan._python_sources = dict(reader.sources)
+        return plan
     return parse_plan(parse_json_text(text, origin, limits))

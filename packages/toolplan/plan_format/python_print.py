@@ -5,37 +5,58 @@ whose every field has a Python spelling. What has none (a ``fallback``, a ``time
 
 from __future__ import annotations
 
+import heapq
 import json
 import keyword
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from toolplan.errors import PlanInvalid, ValidationIssue
 from toolplan.plan_format.plan import Plan, Step
+from toolplan.plan_format.python_tools import python_name
 from toolplan.plan_format.templates import (
     INDEX,
     ITEM,
     Template,
     contains_template,
     exact_template,
+    references,
     template_spans,
 )
 
-__all__ = ["python_literal", "render_python_plan", "template_expression"]
+__all__ = [
+    "in_python",
+    "python_literal",
+    "python_message",
+    "render_python_plan",
+    "said_in_python",
+    "template_expression",
+    "unsayable",
+]
 
 _NOT_ID = re.compile(r"[^A-Za-z0-9_]")
 
 
 def render_python_plan(plan: Plan) -> str:
-    """``plan`` as Python statements (what :func:`parse_python_plan` reads back, for a plan whose
-    every field has a Python spelling); the rest is written as comments."""
+    """``plan`` as Python statements, in program order (a step after the steps whose output it
+    uses), each tool called by its Python name: what
+    :func:`~toolplan.plan_format.python_plan.parse_python_plan` reads back as the same plan
+    (steps, tools, parameters and edges). What Python cannot say (:func:`unsayable`) is written
+    as comments, and a first comment says what: reading the text back drops it."""
     names = _python_names(plan)
     lines: list[str] = []
+    lost = unsayable(plan)
+    if lost:
+        lines.append(
+            "# Python cannot say: " + "; ".join(lost) + " (comments below; read back, they are "
+            "dropped)"
+        )
     if plan.reasoning:
         lines.extend(f"# {line}".rstrip() for line in plan.reasoning.splitlines())
-    for step in plan.steps:
+    for step in _program_order(plan):
         writer = _Writer(names)
-        call = writer.call(step.tool, step.parameters)
+        call = writer.call(python_name(step.tool), step.parameters)
         name = names[step.id]
         if step.for_each is not None:
             source = (
@@ -49,7 +70,7 @@ def render_python_plan(plan: Plan) -> str:
                 else f"{writer.item_name} in {source}"
             )
             statement = f"{name} = [{call} for {loop}]"
-        elif name == step.id == _NOT_ID.sub("_", step.tool):
+        elif name == step.id == _NOT_ID.sub("_", python_name(step.tool)):
             statement = call  # a bare call: read back, its id is made from the tool's name
         else:
             statement = f"{name} = {call}"
@@ -62,6 +83,123 @@ def render_python_plan(plan: Plan) -> str:
     if plan.output_steps is not None:
         lines.append("# outputs: " + ", ".join(names.get(s, s) for s in plan.output_steps))
     return "\n".join(lines) + "\n"
+
+
+def python_message(message: str) -> str:
+    """A problem said in the Python form: each ``"{{step.path}}"`` in it written as the Python
+    that means it (``step["path"]``), quotes and all (a model that writes Python copies a
+    suggestion into its call as a string otherwise)."""
+    out: list[str] = []
+    position = 0
+    for start, end in template_spans(message):
+        expression = template_expression(message[start:end])
+        if expression is None:
+            continue  # not one template: left as written
+        if start > position and message[start - 1] == '"':
+            start -= 1
+        if end < len(message) and message[end] == '"':
+            end += 1
+        out += [message[position:start], expression]
+        position = end
+    return "".join(out) + message[position:]
+
+
+_STEP_PREFIX = re.compile(r"^step '([^']*)'(?: fallback)?:\s*")
+
+
+def in_python(issue: ValidationIssue, sources: Mapping[str, Sequence[Any]]) -> ValidationIssue:
+    """A validation problem of a plan read from Python, said in Python: where the step it is
+    about was written (``line 3, column 9``, and the call as written) instead of its id, and
+    its templates as expressions. ``sources`` holds each step's line, column and call
+    (:attr:`~toolplan.plan_format.python_plan.PythonReader.sources`)."""
+    message = issue.message
+    source = sources.get(issue.step) if issue.step is not None else None
+    if source is not None and not message.startswith("line "):
+        line, column, call = source[0], source[1], source[2]
+        fallback = (
+            " fallback"
+            if re.match(rf"^step '{re.escape(str(issue.step))}' fallback", message)
+            else ""
+        )
+        message = f"line {line}, column {column} ({call}{fallback}): " + _STEP_PREFIX.sub(
+            "", message
+        )
+    return ValidationIssue(issue.code, python_message(message), issue.step)
+
+
+def said_in_python(invalid: PlanInvalid, plan: Plan) -> PlanInvalid:
+    """``invalid`` (``plan``'s problems) said in Python when the plan was read from Python
+    (:func:`in_python`); as it is otherwise."""
+    sources = plan.python_sources
+    if not sources:
+        return invalid
+    return PlanInvalid([in_python(i, sources) for i in invalid.issues], omitted=invalid.omitted)
+
+
+def unsayable(plan: Plan) -> list[str]:
+    """What of ``plan`` has no Python spelling (empty when its Python form is the whole plan)."""
+    found: list[str] = []
+    steps = plan.steps
+    fields = (
+        ("dependsOn", lambda s: bool(s.depends_on)),
+        ("fallback", lambda s: s.fallback is not None),
+        ("timeout", lambda s: s.timeout is not None),
+        ("maxAttempts", lambda s: s.max_attempts is not None),
+        ("maxItems", lambda s: s.max_items is not None),
+        ("approval", lambda s: bool(s.approval)),
+    )
+    for label, has in fields:
+        named = [step.id for step in steps if has(step)]
+        if named:
+            found.append(f"{label} ({', '.join(named)})")
+    keyed = [
+        step.id
+        for step in steps
+        if not isinstance(step.parameters, dict)
+        or not all(k.isidentifier() and not keyword.iskeyword(k) for k in step.parameters)
+    ]
+    if keyed:
+        found.append(f"arguments whose names are not Python names ({', '.join(keyed)})")
+    names = _python_names(plan)
+    renamed = [f"{step} as {name}" for step, name in names.items() if step != name]
+    if renamed:
+        found.append("step ids that are not Python names: " + ", ".join(renamed))
+    if plan.output_steps is not None:
+        found.append("outputSteps")
+    return found
+
+
+def _program_order(plan: Plan) -> list[Step]:
+    """The steps in program order: as written, but after the steps whose output they use (a
+    JSON plan may name a step written later; Python cannot)."""
+    position = {step.id: index for index, step in enumerate(plan.steps)}
+    by_id = {step.id: step for step in plan.steps}
+    waiting: dict[str, int] = {}
+    dependents: dict[str, list[str]] = {step.id: [] for step in plan.steps}
+    for step in plan.steps:
+        before = {*step.depends_on, *references(step.parameters)}
+        if step.fallback is not None:
+            before |= references(step.fallback.parameters)
+        if isinstance(step.for_each, str):
+            before |= references(step.for_each)
+        if step.when is not None and not isinstance(step.when, bool):
+            before |= references(step.when if isinstance(step.when, str) else step.when.template)
+        before = {b for b in before if b in position and b != step.id}
+        waiting[step.id] = len(before)
+        for dep in before:
+            dependents[dep].append(step.id)
+    ready = [position[s.id] for s in plan.steps if waiting[s.id] == 0]
+    heapq.heapify(ready)
+    order: list[Step] = []
+    while ready:
+        step = plan.steps[heapq.heappop(ready)]
+        order.append(step)
+        for child in dependents[step.id]:
+            waiting[child] -= 1
+            if waiting[child] == 0:
+                heapq.heappush(ready, position[child])
+    seen = {step.id for step in order}
+    return order + [by_id[s.id] for s in plan.steps if s.id not in seen]  # a cycle: as written
 
 
 def template_expression(text: str) -> str | None:

@@ -76,6 +76,8 @@ class PlannerContext:
     max_tokens: int | None = None
     """The model's output-token limit per call, named when an answer is cut off; an answer cut
     off is asked for once more with twice the limit (:meth:`larger_model_call`)."""
+    deadline: float | None = None
+    """Seconds one planning may take in all (``TOOLPLAN_PLANNING_DEADLINE``); ``None``: any."""
     typed_schema_max_tools: int = DEFAULT_TYPED_SCHEMA_MAX_TOOLS
     """Catalogs with more tools (or 0) are planned with the generic schema."""
     schema_fallback: bool = False

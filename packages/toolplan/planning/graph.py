@@ -50,11 +50,13 @@ from toolplan.errors import InvalidInput, PlanInvalid, ValidationIssue
 from toolplan.plan_format.limits import check_json
 from toolplan.plan_format.meta import caller_meta
 from toolplan.plan_format.plan import Plan, parse_plan
+from toolplan.plan_format.python_print import in_python
 from toolplan.planning.call import StructuredRequest, call_model
 from toolplan.planning.context import PlannerContext
 from toolplan.planning.duplicates import merge_duplicates
 from toolplan.planning.fixes import apply_fixes
 from toolplan.planning.grounding import check_grounding
+from toolplan.planning.json_reader import JsonPlanReader
 from toolplan.planning.llm_errors import LLMOutputRepeating
 from toolplan.planning.number_conditions import check_conditions
 from toolplan.planning.parsing import PlanReading, message_payload, read_plan
@@ -67,7 +69,7 @@ from toolplan.planning.prompts import (
     render_system_prompt,
 )
 from toolplan.planning.python_format import (
-    StatementScanner,
+    PythonAnswerReader,
     json_answer,
     python_problem,
     read_python_answer,
@@ -137,6 +139,9 @@ class PlanningState(TypedDict, total=False):
     (:mod:`toolplan.planning.rewrites`)."""
     unreadable: list[str]
     """Steps whose parameters could not be read: their argument checks are not reported."""
+    sources: dict[str, list[Any]]
+    """A Python answer's steps: where each was written (line, column, call), so that the
+    problems found later are said in Python."""
     auto_fixed: list[str]
     """Certain fixes the planner applied to the answer (``"step: old -> new"``)."""
     merged_steps: dict[str, str]
@@ -206,7 +211,9 @@ def planner_messages(
     """System prompt (static while the catalog is), observations (coarse, often none), query.
     No ``schema``: the Python format's prompt, the catalog as signatures."""
     if schema is None:
-        system = prompt.render(catalog=render_signatures(ctx.catalog.infos()))
+        system = prompt.render(
+            catalog=render_signatures(ctx.catalog.infos(), tools=ctx.catalog.python_tools)
+        )
     else:
         system = render_system_prompt(prompt, ctx.catalog.infos(), schema.kind)
     messages: list[BaseMessage] = [SystemMessage(system)]
@@ -270,14 +277,25 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
         if ctx.early is not None:  # streamed execution: a read-only call may start now
             ctx.early.offer(step)
 
-    if ctx.early is not None:
-        ctx.early.new_answer()
+    def restarted() -> None:  # what was read as code was prose before a fenced block
+        if ctx.early is not None:
+            ctx.early.new_answer()
 
+    restarted()
     stream = AnswerStream(
         step_seen,
         enabled=ctx.stream,
         max_steps=ctx.max_steps,
-        statements=(lambda: StatementScanner(ctx.catalog.signatures)) if python else None,
+        statements=(
+            (
+                lambda: PythonAnswerReader(
+                    ctx.catalog, rewrites=ctx.rewrites, limits=ctx.limits, max_steps=ctx.max_steps
+                )
+            )
+            if python
+            else None
+        ),
+        on_restart=restarted,
     )
 
     about = {  # what the call is for: tracing shows it, a scripted model answers from it
@@ -315,7 +333,9 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
     )
     ctx.stream = stream.enabled  # an endpoint that could not stream is not asked to again
     payload: Any = message_payload(reply.answer.message)
-    reading = read_answer(payload, ctx)
+    # Read off the event loop: reading is linear and bounded, and still no other request waits
+    # on it (the API serves others from this loop).
+    reading = await asyncio.to_thread(read_answer, payload, ctx)
     told = "\n".join(filter(None, [state["query"], state.get("context")]))
     rewritten = (
         rewrite_answer(
@@ -347,6 +367,7 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
         else json.dumps(payload, ensure_ascii=False),
         "errors": errors,
         "unreadable": reading.unreadable,
+        "sources": {step: list(where) for step, where in reading.sources.items()},
         "changes": [change.to_json() for change in changes],
         "merged_steps": rewritten.merged if rewritten is not None else {},
         "batched_steps": rewritten.batched if rewritten is not None else {},
@@ -369,8 +390,10 @@ def read_answer(payload: Any, ctx: PlannerContext) -> PlanReading:
     one place an answer is read: a JSON plan, or the Python format's statements (read as
     written: Python has no wrapping, nulls or quoting to undo)."""
     if ctx.plan_format == "python" and not json_answer(payload):
-        return read_python_answer(payload, ctx.catalog, rewrites=ctx.rewrites)
-    return read_plan(payload, ctx.catalog, rewrites=ctx.rewrites)
+        return read_python_answer(
+            payload, ctx.catalog, rewrites=ctx.rewrites, limits=ctx.limits, max_steps=ctx.max_steps
+        )
+    return JsonPlanReader(ctx.catalog, rewrites=ctx.rewrites).read(payload)
 
 
 def _shown_step(step: dict[str, Any], ctx: PlannerContext) -> dict[str, Any]:
@@ -487,8 +510,9 @@ async def _judge(
         if not auto_fixed:
             # every problem of every step at once; the argument checks of a step whose
             # parameters could not be read would only repeat that problem
+            sources = state.get("sources") or {}
             found = [
-                issue.message
+                in_python(issue, sources).message if sources else issue.message
                 for issue in problems.issues
                 if not (issue.code == "arguments" and issue.step in unreadable)
             ]

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolplan.errors import InvalidInput, PlanDeclined, PlanningFailed, ToolplanError
+from toolplan.errors import (
+    InvalidInput,
+    LLMUnavailable,
+    PlanDeclined,
+    PlanningFailed,
+    ToolplanError,
+)
 from toolplan.plan_format.ids import require_id
 from toolplan.plan_format.limits import check_text
 from toolplan.planning.call import account
@@ -111,10 +118,20 @@ async def create_plan(
     state: Any = {}
     try:
         # the last values are the result; the ones before, what was spent so far
-        async for values in graph.astream(
-            inputs, config, context=PlanningGraphContext(planner=ctx), stream_mode="values"
-        ):
-            state = values
+        async with asyncio.timeout(ctx.deadline):
+            async for values in graph.astream(
+                inputs, config, context=PlanningGraphContext(planner=ctx), stream_mode="values"
+            ):
+                state = values
+    except TimeoutError:
+        error = LLMUnavailable(
+            f"planning took longer than {ctx.deadline:g} s, the planning deadline "
+            "(TOOLPLAN_PLANNING_DEADLINE), and was stopped; nothing was stored. Raise it for a "
+            "model that writes slowly"
+        )
+        if state.get("llm_calls"):
+            account(error, state["llm_calls"], state.get("usage"))
+        raise error from None
     except ToolplanError as error:
         if state.get("llm_calls"):
             account(error, state["llm_calls"], state.get("usage"))

@@ -19,14 +19,18 @@ import ast
 import json
 import keyword
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from toolplan.config.settings import PlannerRewrites
-from toolplan.errors import PlanInvalid, ValidationIssue
-from toolplan.plan_format.python_plan import parse_python_plan
-from toolplan.plan_format.python_print import python_literal, template_expression
-from toolplan.plan_format.templates import exact_template, template_spans
+from toolplan.errors import ValidationIssue
+from toolplan.plan_format.limits import InputLimits
+from toolplan.plan_format.python_plan import PythonReader
+from toolplan.plan_format.python_print import python_literal, python_message
+from toolplan.plan_format.python_source import Restart, SourceEvent, SourceSplitter, Statement
+from toolplan.plan_format.python_tools import PythonTools
+from toolplan.plan_format.templates import exact_template
 from toolplan.planning.parsing import PlanReading
 from toolplan.planning.rewrites import Change, rule_runs
 from toolplan.tools.catalog import ToolCatalog, ToolInfo
@@ -34,7 +38,7 @@ from toolplan.tools.returns import shown_shape
 from toolplan.validation.types import list_in_output
 
 __all__ = [
-    "StatementScanner",
+    "PythonAnswerReader",
     "json_answer",
     "python_problem",
     "read_python_answer",
@@ -42,7 +46,6 @@ __all__ = [
 ]
 
 _ANY_FENCE = re.compile(r"```[ \t]*\w*[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
-_FENCE = re.compile(r"```[ \t]*(?:python|py)?[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL | re.IGNORECASE)
 
 _TYPES = {
     "string": "str",
@@ -55,13 +58,22 @@ _TYPES = {
 }
 
 
-def render_signatures(infos: Iterable[ToolInfo]) -> str:
-    """The catalog as Python: one ``def`` per tool, with its description as the docstring and
-    the shape of what it returns, when declared."""
-    return "\n\n".join(_signature(info) for info in infos)
+def render_signatures(infos: Iterable[ToolInfo], *, tools: PythonTools | None = None) -> str:
+    """The catalog as Python: one ``def`` per tool, named as a plan calls it (its alias when
+    its name is not a Python name: ``tools``), with its description as the docstring and the
+    shape of what it returns, when declared. A tool whose alias collides with another's is
+    named in a comment only: no plan can call it."""
+    parts = []
+    for info in infos:
+        name = tools.alias(info.name) if tools is not None else info.name
+        if name is None:
+            parts.append(f"# {info.name!r} has no Python name: it would be another tool's")
+        else:
+            parts.append(_signature(info, name))
+    return "\n\n".join(parts)
 
 
-def _signature(info: ToolInfo) -> str:
+def _signature(info: ToolInfo, called: str) -> str:
     properties: Mapping[str, Any] = info.parameters.get("properties") or {}
     required = set(info.parameters.get("required") or [])
     arguments = []
@@ -84,7 +96,7 @@ def _signature(info: ToolInfo) -> str:
     if described:  # what each argument means, as a Google-style docstring says it
         doc = "\n\n".join(part for part in (doc, "    Args:\n" + "\n".join(described)) if part)
     doc = doc.replace('"""', "'''")
-    name = info.name if _callable_name(info.name) else json.dumps(info.name)
+    name = called if _callable_name(called) else json.dumps(called)
     closing = "\n    " if described else ""  # a docstring of several lines closes on its own
     body = f'    """{doc}{closing}"""' if doc else "    ..."
     return f"def {name}({', '.join(arguments)}){returns}:\n{body}"
@@ -110,13 +122,6 @@ def _callable_name(name: str) -> bool:
     return all(part.isidentifier() and not keyword.iskeyword(part) for part in name.split("."))
 
 
-def answer_code(text: str) -> str:
-    """The Python in the model's answer: the first fenced block when there is one, else the
-    text itself."""
-    fenced = _FENCE.search(text)
-    return fenced.group(1) if fenced else text
-
-
 def json_answer(payload: Any) -> bool:
     """Whether an answer to the Python format's request is a JSON plan after all: a tool call's
     arguments, or text that is one JSON object (a model or server that answers JSON whatever it
@@ -136,35 +141,148 @@ def json_answer(payload: Any) -> bool:
 
 
 def read_python_answer(
-    text: str | None, catalog: ToolCatalog, *, rewrites: PlannerRewrites = "format"
+    text: str | None,
+    catalog: ToolCatalog,
+    *,
+    rewrites: PlannerRewrites = "format",
+    limits: InputLimits | None = None,
+    max_steps: int | None = None,
 ) -> PlanReading:
-    """The model's Python answer as plan JSON, with every problem as an issue (naming its line
-    and column in ``text``). An answer with no call at all (comments only) is a plan with no
-    step, and its comments are the reasoning: the model saying no tool fits. The ``tool_names``
-    format rule runs unless ``rewrites`` is ``none``."""
-    if text is None or not text.strip():
-        return PlanReading(
-            None,
-            [ValidationIssue("python", "the answer was empty: write the plan as Python calls")],
+    """The model's whole Python answer as plan JSON, with every problem as an issue (naming its
+    line and column in ``text``): :class:`PythonAnswerReader` fed the answer at once."""
+    reader = PythonAnswerReader(catalog, rewrites=rewrites, limits=limits, max_steps=max_steps)
+    reader.feed(text or "")
+    return reader.finish()
+
+
+class PythonAnswerReader:
+    """Reads a model's Python answer, streamed or whole: :meth:`feed` it text as it comes (it
+    returns the steps of the statements each piece completes), then :meth:`finish` it for the
+    reading of the whole answer. Each character is looked at once and each statement parsed
+    once (:class:`~toolplan.plan_format.python_source.SourceSplitter`), so a streamed answer
+    costs what a whole one does.
+
+    It owns the format's rules: every fenced block of the answer is read, in order (the text
+    around them is prose; an answer with no fence is code); a tool called by a name spelled like
+    exactly one tool save for case and ``_`` is that tool (``tool_names``, unless ``rewrites``
+    is ``none``); a loop over a call's output that holds one list goes over that list
+    (``loop_lists``); an answer of comments only is a plan with no step, its comments the
+    reasoning (no tool fits)."""
+
+    def __init__(
+        self,
+        catalog: ToolCatalog,
+        *,
+        rewrites: PlannerRewrites = "format",
+        limits: InputLimits | None = None,
+        max_steps: int | None = None,
+    ) -> None:
+        self.catalog = catalog
+        self.rewrites = rewrites
+        self.reader = PythonReader(
+            catalog.python_tools, limits=limits or InputLimits(), max_steps=max_steps
         )
-    code = answer_code(text)
-    changes: list[Change] = []
-    if rule_runs("tool_names", rewrites):
-        code, changes = respell_tool_names(code, catalog.signatures)
-    try:
-        data = parse_python_plan(code, signatures=catalog.signatures)
-    except PlanInvalid as invalid:
-        return PlanReading(None, list(invalid.issues), changes=changes)
-    comments = [
+        self.splitter = SourceSplitter(fences=True, limits=self.reader.limits)
+        self.changes: list[Change] = []
+        self._respelled: set[str] = set()
+        self._comments: list[str] = []
+        self._calls_by_block: dict[int, list[str]] = {}
+        self._seen = False
+
+    @property
+    def restarts(self) -> int:
+        """How many times what was read turned out to be prose before a fenced block."""
+        return self.reader.restarts
+
+    def feed(self, chunk: str, *, final: bool = False) -> list[dict[str, Any]]:
+        """The steps of the statements ``chunk`` completes (with ``final``, the answer ended:
+        its last statement too, as :meth:`finish` reads it)."""
+        if chunk.strip():
+            self._seen = True
+        events = self.splitter.feed(chunk)
+        if final:
+            events += self.splitter.finish()
+        return self._read(events)
+
+    def _read(self, events: list[SourceEvent]) -> list[dict[str, Any]]:
+        new: list[dict[str, Any]] = []
+        for event in events:
+            if isinstance(event, Restart):
+                self._comments, self._calls_by_block = [], {}
+                self.changes = [c for c in self.changes if c.rule != "tool_names"]
+                self._respelled = set()
+                new = self.reader.take([event])
+                continue
+            if isinstance(event, Statement):
+                event = self._respell(event)
+                self._comments += _comment_lines(event.text)
+            before = len(self.reader.steps)
+            new += self.reader.take([event])
+            if isinstance(event, Statement) and event.block:
+                self._calls_by_block.setdefault(event.block, []).extend(
+                    _call_key(step) for step in self.reader.steps[before:]
+                )
+        return new
+
+    def _respell(self, statement: Statement) -> Statement:
+        if not rule_runs("tool_names", self.rewrites):
+            return statement
+        text, changes = respell_tool_names(statement.text, self.catalog.python_tools)
+        for change in changes:
+            if change.before not in self._respelled:
+                self._respelled.add(str(change.before))
+                self.changes.append(change)
+        return statement if text == statement.text else replace(statement, text=text)
+
+    def finish(self) -> PlanReading:
+        """The reading of the whole answer: its plan JSON, or every problem found."""
+        if not self._seen:
+            return PlanReading(
+                None,
+                [ValidationIssue("python", "the answer was empty: write the plan as Python calls")],
+            )
+        self._read(self.splitter.finish())
+        issues = [*self.reader.issues, *self._repeated_blocks()]
+        if issues:
+            return PlanReading(None, issues, changes=list(self.changes))
+        data: dict[str, Any] = {"steps": self.reader.steps}
+        if self._comments:
+            data["reasoning"] = " ".join(self._comments)
+        changes = list(self.changes)
+        if rule_runs("loop_lists", self.rewrites):
+            changes += read_loop_lists(data["steps"], self.catalog)
+        return PlanReading(data, changes=changes, sources=dict(self.reader.sources))
+
+    def _repeated_blocks(self) -> list[ValidationIssue]:
+        """A block that makes the very calls an earlier one made: the answer wrote its plan
+        twice, and which one it meant cannot be told."""
+        seen: dict[tuple[str, ...], int] = {}
+        issues = []
+        for block, calls in sorted(self._calls_by_block.items()):
+            key = tuple(calls)
+            if calls and key in seen:
+                issues.append(
+                    ValidationIssue(
+                        "python",
+                        f"the answer's block {block} makes the same calls as its block "
+                        f"{seen[key]}: its blocks conflict. Write the plan once",
+                    )
+                )
+            seen.setdefault(key, block)
+        return issues
+
+
+def _comment_lines(text: str) -> list[str]:
+    return [
         line.strip().lstrip("#").strip()
-        for line in code.splitlines()
-        if line.strip().startswith("#")
+        for line in text.splitlines()
+        if line.strip().startswith("#") and line.strip().lstrip("#").strip()
     ]
-    if comments:
-        data["reasoning"] = " ".join(comments)
-    if rule_runs("loop_lists", rewrites):
-        changes += read_loop_lists(data["steps"], catalog)
-    return PlanReading(data, changes=changes)
+
+
+def _call_key(step: dict[str, Any]) -> str:
+    call = [step.get(name) for name in ("tool", "parameters", "forEach", "when")]
+    return json.dumps(call, sort_keys=True, default=str)
 
 
 def read_loop_lists(steps: list[dict[str, Any]], catalog: ToolCatalog) -> list[Change]:
@@ -237,59 +355,6 @@ def _spelling(name: str) -> str:
 
 
 def python_problem(problem: str) -> str:
-    """A validator's problem as the Python format's repair says it: each ``"{{step.path}}"``
-    it suggests written as the Python that means it (``step["path"]``), quotes and all, since a
-    model that writes Python copies the suggestion into its call as a string."""
-    out: list[str] = []
-    position = 0
-    for start, end in template_spans(problem):
-        expression = template_expression(problem[start:end])
-        if expression is None:
-            continue  # not one template: left as written
-        if start > position and problem[start - 1] == '"':
-            start -= 1
-        if end < len(problem) and problem[end] == '"':
-            end += 1
-        out += [problem[position:start], expression]
-        position = end
-    return "".join(out) + problem[position:]
-
-
-class StatementScanner:
-    """Reads a streamed answer statement by statement: :meth:`feed` returns the steps of each
-    top-level statement completed since the last call (a statement is complete once a later line
-    starts at the left margin, or the answer ended)."""
-
-    def __init__(self, signatures: Mapping[str, Sequence[str]] | None = None) -> None:
-        self.signatures = signatures
-        self.text = ""
-        self.told = 0
-        """Steps already told."""
-
-    def feed(self, chunk: str, *, final: bool = False) -> list[dict[str, Any]]:
-        """The steps completed by ``chunk`` (by the end of the answer, with ``final``)."""
-        self.text += chunk
-        code = answer_code(self.text)
-        lines = code.split("\n")
-        if not final:
-            # the last line may still be written; a statement ends where a later one starts
-            complete = len(lines) - 1
-            while complete > 0 and not _starts_statement(lines[complete]):
-                complete -= 1
-            code = "\n".join(lines[:complete])
-        try:
-            data = parse_python_plan(code, signatures=self.signatures)
-        except PlanInvalid:
-            return []  # a statement being written, or a problem the whole answer will report
-        steps: list[dict[str, Any]] = data["steps"]
-        new = steps[self.told :]
-        self.told = len(steps)
-        return new
-
-
-def _starts_statement(line: str) -> bool:
-    """Whether ``line`` begins a new top-level statement (not a continuation, an ``else``, a
-    comment or a closing bracket)."""
-    if not line or line[0].isspace() or line.startswith(("#", ")", "]", "}")):
-        return False
-    return not line.startswith(("else", "elif"))
+    """A validator's problem as the Python format's repair says it
+    (:func:`~toolplan.plan_format.python_print.python_message`)."""
+    return python_message(problem)

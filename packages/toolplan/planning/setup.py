@@ -61,6 +61,7 @@ def build_planner_context(
         tool_stats=dict(store.tool_stats()),
         endpoint=planner.openai_base_url,
         max_tokens=max_tokens,
+        deadline=settings.planner.planning_deadline_seconds,
         typed_schema_max_tools=planner.typed_schema_max_tools,
         limits=settings.limits,
         estimates=settings.estimates,

@@ -9,10 +9,12 @@ partial parse would accept a cut-off answer), the usage of the stream's last chu
 servers send it when asked by ``stream_options.include_usage``, which toolplan's OpenAI models
 set: ``stream_usage``), the finish reason. Planning reads it as it reads any answer.
 
-An answer that runs away is stopped as soon as that is certain, not at the output limit: a step
-written :attr:`AnswerStream.repeats` times with the same tool and arguments (a model that loops),
-text that ends repeating one stretch over and over (a model that loops inside a string:
-:mod:`toolplan.planning.repetition`), or more steps than the plan's step limit.
+An answer that runs away is stopped as soon as that is certain, not at the output limit: text
+that ends repeating one stretch over and over with no statement ending in it (a model that loops
+inside a string or an expression: :mod:`toolplan.planning.repetition`), or more steps than the
+plan's step limit. Never on a count of identical calls: "roll the die three times" is three
+identical calls the user asked for, and a model looping over whole statements reaches the step
+limit.
 :class:`~toolplan.planning.llm_errors.LLMOutputRepeating` is raised then, with the tokens
 written, and the planner asks once more (a runaway at temperature 0 does not always run away
 again: in BFCL's ``parallel_81`` the retry planned right).
@@ -25,10 +27,8 @@ one piece, as without a stream.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -39,6 +39,7 @@ from langchain_core.messages.tool import InvalidToolCall, ToolCall
 from langchain_core.output_parsers.openai_tools import make_invalid_tool_call, parse_tool_call
 from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig
 
+from toolplan.planning.json_reader import JsonPlanReader
 from toolplan.planning.llm_errors import (
     LLMOutputRepeating,
     error_text,
@@ -46,8 +47,6 @@ from toolplan.planning.llm_errors import (
     status_code,
     unreachable,
 )
-from toolplan.planning.parsing import loads_lenient
-from toolplan.planning.partial import StepScanner
 from toolplan.planning.repetition import repeating_tail
 
 __all__ = [
@@ -81,16 +80,22 @@ class AnswerStream:
     """Whether to stream: turned off when the endpoint could not."""
     max_steps: int | None = None
     """The plan's step limit: an answer writing more steps than this is stopped."""
-    repeats: int = 3
-    """An answer writing one step (tool and arguments) this many times is stopped."""
     statements: Callable[[], StatementReader] | None = None
     """For an answer in Python (:mod:`toolplan.planning.python_format`): makes the reader of
     its statements, one per answer; ``None``: the answer is a JSON plan."""
+    on_restart: Callable[[], None] | None = None
+    """Told when what was read of a Python answer turned out to be prose before its first
+    fenced block: the steps told so far are void."""
 
 
 class StatementReader(Protocol):
     """Reads a streamed Python answer: the steps each chunk completes (all that are left with
     ``final``)."""
+
+    @property
+    def restarts(self) -> int:
+        """How many times what was read turned out to be prose (its steps void)."""
+        ...
 
     def feed(self, chunk: str, *, final: bool = False) -> list[dict[str, Any]]:
         """The steps of the statements ``chunk`` completes."""
@@ -212,9 +217,9 @@ class _Follow:
     steps: int = 0
 
     def __post_init__(self) -> None:
-        self._content, self._arguments = StepScanner(), StepScanner()
+        self._content, self._arguments = JsonPlanReader(), JsonPlanReader()
         self._statements = self.stream.statements() if self.stream.statements else None
-        self._written: Counter[str] = Counter()
+        self._restarts = 0
         self._checked = [0, 0]  # how long each text was when last looked at for a loop
 
     def finish(self) -> None:
@@ -223,13 +228,18 @@ class _Follow:
             self._told(self._statements.feed("", final=True))
 
     def _told(self, steps: list[dict[str, Any]]) -> None:
+        assert self._statements is not None
+        if self._statements.restarts != self._restarts:
+            self._restarts = self._statements.restarts
+            self.steps = 0
+            if self.stream.on_restart is not None:
+                self.stream.on_restart()
         for step in steps:
             self.steps += 1
             self.stream.on_step(step, self.steps, self.chunks)
             self._check(step)
 
     def __call__(self, chunk: Any) -> None:
-        found: list[str] = []
         text = chunk.content if isinstance(chunk.content, str) else ""
         arguments = "".join(
             part.get("args") or "" for part in getattr(chunk, "tool_call_chunks", None) or []
@@ -239,20 +249,15 @@ class _Follow:
         if not isinstance(chunk, AIMessageChunk):  # the whole answer at once: nothing to follow
             return
         from_content = self._content.feed(text)
+        found = self._arguments.feed(arguments)  # a tool call's arguments: a JSON plan
         if self._statements is not None:  # Python: statements, not JSON objects
             self._told(self._statements.feed(text))
         else:
-            found += from_content
-        found += self._arguments.feed(arguments)
-        for piece in found:
-            try:
-                step = loads_lenient(piece)
-            except (ValueError, RecursionError):
-                continue
-            if isinstance(step, dict):
-                self.steps += 1
-                self.stream.on_step(step, self.steps, self.chunks)
-                self._check(step)
+            found = from_content + found
+        for step in found:
+            self.steps += 1
+            self.stream.on_step(step, self.steps, self.chunks)
+            self._check(step)
         self._check_text()
 
     def _check_text(self) -> None:
@@ -263,6 +268,8 @@ class _Follow:
                 continue
             self._checked[at] = len(scanner.text)
             loop = repeating_tail(scanner.text)
+            if loop is not None and self._statements is not None and "\n" in loop.unit:
+                continue  # whole statements again: asked repeats, or the step limit stops them
             if loop is not None:
                 raise LLMOutputRepeating(
                     f"the model wrote {_stretch(loop.unit)} "
@@ -286,28 +293,10 @@ class _Follow:
                 steps=self.steps,
                 what=f"it wrote more than {limit} steps, the most a plan may have",
             )
-        key = _call_key(step)
-        self._written[key] += 1
-        if self._written[key] >= self.stream.repeats:
-            raise LLMOutputRepeating(
-                f"the model wrote the step {_shown(step)} {self._written[key]} times and was "
-                f"stopped after about {self.chunks} tokens: it was repeating itself, and would "
-                "have stopped only at the output limit; nothing was stored",
-                tokens=self.chunks,
-                steps=self.steps,
-                what=f"it wrote the step {_shown(step)} {self._written[key]} times{_ENDLESS}",
-            )
 
 
 _ENDLESS = ", and would have gone on until the output limit"
 """What a repeating answer would have done, told to the model when it is asked again."""
-
-
-def _call_key(step: dict[str, Any]) -> str:
-    """What makes two written steps the same call: the tool, its arguments, its map and its
-    condition (not the step id, nor ``dependsOn``)."""
-    call = [step.get(name) for name in ("tool", "parameters", "forEach", "when")]
-    return json.dumps(call, sort_keys=True, default=str)
 
 
 def _stretch(unit: str, limit: int = 80) -> str:
@@ -318,17 +307,6 @@ def _stretch(unit: str, limit: int = 80) -> str:
         unit = unit[space + 1 :] + unit[: space + 1]
     shown = unit if len(unit) <= limit else unit[: limit - 3] + "..."
     return f"'{shown}'" if shown.isprintable() else json.dumps(shown, ensure_ascii=False)
-
-
-def _shown(step: dict[str, Any]) -> str:
-    """``tool(args)`` for an error message, cut to a line."""
-    parameters = step.get("parameters")
-    if isinstance(parameters, str):  # the generic schema's arguments, as JSON text
-        with contextlib.suppress(ValueError):
-            parameters = json.loads(parameters)
-    arguments = json.dumps(parameters, ensure_ascii=False, default=str)
-    text = f"{step.get('tool')}({arguments})"
-    return text if len(text) <= 120 else text[:117] + "..."
 
 
 def _whole(message: Any) -> BaseMessage:

@@ -19,11 +19,12 @@ from typing import Any
 from toolplan._caches import register_cache
 from toolplan.config.settings import EstimateSettings
 from toolplan.engine.result import ExecutionResult
-from toolplan.errors import ExecutionGone, InvalidInput, StoreUnavailable, Unavailable
+from toolplan.errors import ExecutionGone, InvalidInput, PlanInvalid, StoreUnavailable, Unavailable
 from toolplan.plan_format.ids import is_valid_id, new_id, require_id
 from toolplan.plan_format.limits import InputLimits, check_text
 from toolplan.plan_format.meta import ESTIMATE_KEY, TOOL_SOURCES_KEY, VERSION_KEY, caller_meta
 from toolplan.plan_format.plan import DEFAULT_MAX_ITEMS, Plan, Step, load_plan, parse_plan
+from toolplan.plan_format.python_print import said_in_python
 from toolplan.runs.backend import DetachedBackend, backend_of
 from toolplan.runs.cancel import DEFAULT_CANCEL_WAIT, request_cancel
 from toolplan.runs.context import ExecutionBackend, ExecutionContext, WakeableBackend
@@ -143,10 +144,13 @@ def submit_plan(
     """
     limits = limits or InputLimits()
     check_text(query, "the query", limits)
-    plan = load_plan(source, limits=limits, signatures=catalog.signatures)
-    analysis = analyze(
-        plan, catalog, max_steps=max_steps, max_items=max_items, estimate=plan_estimator(store)
-    )
+    plan = load_plan(source, limits=limits, tools=catalog.python_tools, max_steps=max_steps)
+    try:
+        analysis = analyze(
+            plan, catalog, max_steps=max_steps, max_items=max_items, estimate=plan_estimator(store)
+        )
+    except PlanInvalid as invalid:
+        raise said_in_python(invalid, plan) from None
     return store_plan(
         plan,
         analysis,

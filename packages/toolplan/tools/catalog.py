@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
 
     from toolplan.plan_format.plan import Step
+    from toolplan.plan_format.python_tools import PythonTools
     from toolplan.tools.sources import ToolSources
 
 __all__ = [
@@ -108,6 +109,9 @@ class ToolInfo:
     commutative: bool = False
     """Its writes commute with the other commutative writes on its resources (tag
     ``commutative``): they run in parallel with each other."""
+    python_name: str | None = None
+    """The name a Python plan calls it by (an alias when its own is not a Python name:
+    :mod:`toolplan.plan_format.python_tools`); ``None`` when that alias is another tool's too."""
 
     @property
     def effect(self) -> Effect:
@@ -124,6 +128,7 @@ class ToolInfo:
             "examples": list(self.examples),
             "source": self.source,
             "returns": self.returns,
+            "pythonName": self.python_name,
             **self.effect.to_json(),
         }
         if self.stats is not None:
@@ -272,6 +277,8 @@ class ToolCatalog:
         self._tools: dict[str, BaseTool] = {}
         self._sources: dict[str, str] = {}
         self._infos: dict[str, ToolInfo] = {}
+        self._python: tuple[int, PythonTools] | None = None
+        self._called: tuple[int, dict[str, str]] | None = None
         self.origin: ToolSources | None = None
         """Where the tools were loaded from (set by :func:`~toolplan.tools.loading.load_catalog`);
         recorded with each plan stored against this catalog so it can run again without them."""
@@ -295,6 +302,7 @@ class ToolCatalog:
                 )
             self._tools[tool.name] = tool
             self._sources[tool.name] = source
+        self._infos.clear()  # a tool added may take an alias an earlier one had
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools
@@ -327,6 +335,28 @@ class ToolCatalog:
         else:
             hint = "run `toolplan tools` to list the known tools"
         return f"unknown tool {name!r}; {hint}"
+
+    @property
+    def python_tools(self) -> PythonTools:
+        """The tools as a Python plan calls them: by name or alias, with their parameters,
+        argument schemas and effects (:mod:`toolplan.plan_format.python_tools`)."""
+        if self._python is None or self._python[0] != len(self._tools):
+            from toolplan.plan_format.python_tools import PythonTool, PythonTools
+
+            tools = []
+            for name in self._tools:
+                info = self.info(name)
+                tools.append(
+                    PythonTool(
+                        name,
+                        tuple((info.parameters.get("properties") or {}).keys()),
+                        info.parameters,
+                        info.read_only,
+                        info.resources,
+                    )
+                )
+            self._python = (len(self._tools), PythonTools(tools))
+        return self._python[1]
 
     @property
     def signatures(self) -> Mapping[str, Sequence[str]]:
@@ -376,9 +406,18 @@ class ToolCatalog:
                 gated=requires_approval(tool),
                 resources=effect.resources,
                 commutative=effect.commutative,
+                python_name=self._python_name(name),
             )
             self._infos[name] = cached
         return cached
+
+    def _python_name(self, name: str) -> str | None:
+        from toolplan.plan_format.python_tools import aliases, python_name
+
+        if self._called is None or self._called[0] != len(self._tools):
+            self._called = (len(self._tools), aliases(self._tools)[0])
+        alias = python_name(name)
+        return alias if self._called[1].get(alias) == name else None
 
     def infos(self, *, tag: str | None = None) -> list[ToolInfo]:
         """Information on every tool, optionally only those tagged ``tag``."""

@@ -1,0 +1,346 @@
+"""The plan reader keeps what the model wrote (issue 50): nested calls, conversions, asked
+repeats, every fenced block, tool names that are not Python names, problems said in Python; and
+it is bounded: linear in the text, each value checked before it is built."""
+
+from __future__ import annotations
+
+import time
+import tracemalloc
+from typing import Any
+
+import pytest
+from langchain_core.tools import StructuredTool, tool
+
+from toolplan.errors import PlanInvalid
+from toolplan.plan_format.python_plan import parse_python_plan
+from toolplan.plan_format.python_tools import PythonTools, python_name
+from toolplan.planning.python_format import (
+    PythonAnswerReader,
+    read_python_answer,
+    render_signatures,
+)
+from toolplan.tools import ToolCatalog, tagged
+
+
+@tool
+def calculate_route(start: str, end: str) -> dict[str, Any]:
+    """The route between two places: its distance and time."""
+    return {"distance": 300, "time": 4}
+
+
+@tool
+def calculate_pace(distance: float, time: float) -> dict[str, Any]:
+    """Pace over a distance."""
+    return {"pace": distance / time}
+
+
+@tool
+def roll_die(sides: int) -> dict[str, Any]:
+    """Roll a die."""
+    return {"value": 1}
+
+
+@tool
+def encrypt_data(data: str) -> dict[str, Any]:
+    """Encrypt text."""
+    return {"cipher": data}
+
+
+@tool
+def calculate_bmi(weight: float, height: float) -> dict[str, Any]:
+    """Body mass index."""
+    return {"BMI": 22.5}
+
+
+@tool
+def repeat(times: int, text: str = "x") -> dict[str, Any]:
+    """Repeat text."""
+    return {"text": text * times}
+
+
+@tool
+def put(key: str, value: str) -> dict[str, Any]:
+    """Set a key."""
+    return {"key": key}
+
+
+@tool
+def get(key: str) -> dict[str, Any]:
+    """Read a key."""
+    return {"value": key}
+
+
+def _named(name: str) -> Any:
+    return StructuredTool.from_function(
+        lambda q="": {"q": q}, name=name, description=f"The tool {name}."
+    )
+
+
+tagged(calculate_route, "read-only", resource="maps")
+tagged(calculate_bmi, "read-only")
+tagged(get, "read-only", resource="kv")
+tagged(put, resource="kv")
+CATALOG = ToolCatalog(
+    [
+        calculate_route,
+        calculate_pace,
+        roll_die,
+        encrypt_data,
+        calculate_bmi,
+        repeat,
+        put,
+        get,
+        _named("Real-Time_Search"),
+        _named("weather.current"),
+        _named("get-weather"),
+    ]
+)
+
+
+def read(text: str, catalog: ToolCatalog = CATALOG) -> list[dict[str, Any]]:
+    reading = read_python_answer(text, catalog)
+    assert reading.data is not None, [i.message for i in reading.issues]
+    steps: list[dict[str, Any]] = reading.data["steps"]
+    return steps
+
+
+def problems(text: str, catalog: ToolCatalog = CATALOG) -> list[str]:
+    reading = read_python_answer(text, catalog)
+    assert reading.data is None, reading.data
+    return [issue.message for issue in reading.issues]
+
+
+# -- faithful reading -------------------------------------------------------------------------
+
+
+def test_identical_nested_reads_are_one_step() -> None:
+    steps = read(
+        'pace = calculate_pace(calculate_route(start="NY", end="Boston")["distance"], '
+        'calculate_route(start="NY", end="Boston")["time"])\n'
+    )
+    assert [s["tool"] for s in steps] == ["calculate_route", "calculate_pace"]
+    assert steps[1]["parameters"] == {
+        "distance": "{{calculate_route.distance}}",
+        "time": "{{calculate_route.time}}",
+    }
+
+
+def test_identical_calls_with_side_effects_are_kept_as_written() -> None:
+    steps = read("roll_die(sides=20)\nroll_die(sides=20)\nroll_die(sides=20)\n")
+    assert [s["id"] for s in steps] == ["roll_die", "roll_die_2", "roll_die_3"]
+
+
+def test_a_read_after_a_write_on_its_resource_is_a_read_of_its_own() -> None:
+    steps = read('a = get(key="k")\nput(key="k", value="v")\nb = get(key="k")\nc = get(key="k")\n')
+    # b reads after the put: another step; c is b again (nothing written between)
+    assert [s["id"] for s in steps] == ["a", "put", "b"]
+
+
+def test_conversions_are_read_as_the_language_means_them() -> None:
+    steps = read(
+        "bmi = calculate_bmi(weight=70, height=1.75)\n"
+        'encrypt_data(data=str(bmi["BMI"]))\n'
+        'repeat(times=int(bmi["BMI"]), text=str(42))\n'
+        'calculate_pace(distance=float(3), time=int("5"))\n'
+    )
+    assert steps[1]["parameters"] == {"data": "{{bmi.BMI}}"}  # as f"{bmi['BMI']}" is
+    assert steps[2]["parameters"] == {"times": "{{bmi.BMI}}", "text": "42"}
+    assert steps[3]["parameters"] == {"distance": 3.0, "time": 5}
+
+
+def test_a_conversion_the_argument_cannot_take_is_refused_saying_how() -> None:
+    [message] = problems(
+        'bmi = calculate_bmi(weight=70, height=1.75)\nencrypt_data(data=int(bmi["BMI"]))\n'
+    )
+    assert message.startswith("line 2, column 19:")
+    assert "int(bmi['BMI']) makes a int, but the argument takes string" in message
+    assert "pass bmi['BMI'] as it is" in message
+    [bad] = problems('repeat(times=int("five"))\n')
+    assert "invalid literal for int()" in bad
+
+
+def test_every_fenced_block_is_read_in_order() -> None:
+    answer = (
+        "First the route:\n```python\nroute = calculate_route(start='NY', end='Boston')\n```\n"
+        "Then roll:\n```python\nroll_die(sides=6)\n```\nAnd encrypt:\n```py\n"
+        "encrypt_data(data=f\"{route['distance']} km\")\n```\n"
+    )
+    steps = read(answer)
+    assert [s["tool"] for s in steps] == ["calculate_route", "roll_die", "encrypt_data"]
+
+
+def test_blocks_that_conflict_are_refused_saying_so() -> None:
+    twice = (
+        "```python\nroute = calculate_route(start='NY', end='LA')\n```\n"
+        "or rather\n```python\nroute = calculate_route(start='NY', end='SF')\n```\n"
+    )
+    [message] = problems(twice)
+    assert "its blocks conflict" in message and "block 1" in message
+    again = "```python\nroll_die(sides=6)\n```\n```python\nroll_die(sides=6)\n```\n"
+    [repeated] = problems(again)
+    assert "block 2 makes the same calls as its block 1" in repeated
+    [other] = problems("```python\nroll_die(sides=6)\n```\n```bash\nls\n```\n")
+    assert "block 2 is bash, not Python" in other
+
+
+def test_prose_before_the_first_block_is_not_read_as_code() -> None:
+    answer = (
+        "a = roll_die(sides=4)\nis what I would do, but:\n```python\na = roll_die(sides=6)\n```"
+    )
+    reader = PythonAnswerReader(CATALOG)
+    seen = []
+    for position in range(0, len(answer), 3):
+        seen += reader.feed(answer[position : position + 3])
+    seen += reader.feed("", final=True)
+    reading = reader.finish()
+    assert reader.restarts == 1
+    assert reading.data is not None and reading.data["steps"] == [
+        {"id": "a", "tool": "roll_die", "parameters": {"sides": 6}}
+    ]
+    assert seen[-1]["parameters"] == {"sides": 6}
+
+
+def test_tools_whose_names_are_not_python_are_called_by_their_alias() -> None:
+    assert python_name("Real-Time_Search") == "Real_Time_Search"
+    assert python_name("weather.current") == "weather_current"
+    assert python_name("2fa") == "_2fa" and python_name("class") == "class_"
+    steps = read(
+        'Real_Time_Search(q="laptops")\nweather_current(q="Oslo")\n'
+        'weather.current(q="Rome")\nget_weather(q="Bergen")\n'
+    )
+    assert [s["tool"] for s in steps] == [
+        "Real-Time_Search",
+        "weather.current",
+        "weather.current",
+        "get-weather",
+    ]
+    signatures = render_signatures(CATALOG.infos(), tools=CATALOG.python_tools)
+    assert "def Real_Time_Search(q" in signatures and 'def "Real' not in signatures
+    assert "def weather_current(q" in signatures
+
+
+def test_aliases_that_collide_are_refused_naming_both_tools() -> None:
+    catalog = ToolCatalog([_named("get-weather"), _named("get.weather")])
+    assert catalog.python_tools.collisions == {"get_weather": ("get-weather", "get.weather")}
+    [message] = problems('get_weather(q="x")\n', catalog)
+    assert "would name each of the tools 'get-weather', 'get.weather'" in message
+    assert read('get.weather(q="x")\n', catalog)[0]["tool"] == "get.weather"  # as written
+    own = PythonTools.from_signatures({"get_weather": ["q"], "get-weather": ["q"]})
+    assert own.tool("get_weather") is not None and own.tool("get_weather").name == "get_weather"  # type: ignore[union-attr]
+
+
+def test_a_refused_line_does_not_make_later_lines_fail_for_its_names() -> None:
+    messages = problems(
+        'route = calculate_route(start="NY", end="LA")\n'
+        'total = route["distance"] * 2\n'
+        "encrypt_data(data=str(total))\n"
+    )
+    assert len(messages) == 1 and "arithmetic" in messages[0]
+    assert not any("not defined" in m for m in messages)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("[roll_die(sides=s) for s in [4, 6] if s > 4]", "a comprehension's if has no meaning"),
+        ("route, d = calculate_route(start='a', end='b')", "unpacking"),
+        ("x = [roll_die(sides=s) for s in [1] for t in [2]]", "one list only"),
+        ("for s in [1]:\n    for t in [2]:\n        roll_die(sides=t)", "exactly one tool call"),
+        ("x = lambda: 1", "lambda"),
+        ("x = 1 if True else 2", "a conditional expression"),
+        ("x = {roll_die(sides=1)}", "a set"),
+        ("x = {k: 1 for k in 'ab'}", "a dict comprehension"),
+        ("while True:\n    roll_die(sides=1)", "a while loop"),
+        ("with open('f') as f:\n    pass", "with"),
+        ("try:\n    roll_die(sides=1)\nexcept Exception:\n    pass", "try"),
+        ("del x", "del"),
+        ("roll_die(*[1])", "*arguments"),
+        ("roll_die(**{'sides': 1})", "**arguments"),
+        ("x = roll_die(sides=1)\nx += 1", "augmented assignment"),
+        ("roll_die(sides=f'{1!r}')", "format specs"),
+        ("x = roll_die(sides=1)['a'][-1]", "a literal key or position, not -1"),
+        ("x = 'a' * 3", "joins text with +"),
+        ("x = 2 ** 3", "computes + - * /"),
+    ],
+)
+def test_each_construct_the_reader_refuses_is_refused_with_its_place(
+    text: str, expected: str
+) -> None:
+    messages = problems(text)
+    assert any(expected in message for message in messages), messages
+    assert all(message.startswith("line ") for message in messages), messages
+
+
+# -- bounded reading --------------------------------------------------------------------------
+
+
+def _bounded(text: str) -> list[str]:
+    """Read ``text``; its problems, in well under a second of CPU and 200 MB."""
+    tracemalloc.start()
+    started = time.process_time()
+    try:
+        with pytest.raises(PlanInvalid) as refused:
+            parse_python_plan(text, tools=CATALOG.python_tools, max_steps=50)
+    finally:
+        spent = time.process_time() - started
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+    assert spent < 1.0, f"{spent:.2f} s of CPU"
+    assert peak < 200 * 2**20, f"{peak / 2**20:.0f} MB"
+    messages = [issue.message for issue in refused.value.issues]
+    assert messages and all(m.startswith("line ") for m in messages), messages
+    return messages
+
+
+def test_squaring_on_and_on_is_refused_before_the_number_grows() -> None:
+    text = "a0 = 7\n" + "".join(f"a{i + 1} = a{i} * a{i}\n" for i in range(23))
+    text += "roll_die(sides=a23)\n"
+    assert any("digits" in m for m in _bounded(text))
+
+
+def test_doubling_text_is_refused_before_the_string_is_built() -> None:
+    text = 's0 = "xxxxxxxxxx"\n' + "".join(f"s{i + 1} = s{i} + s{i}\n" for i in range(27))
+    text += "encrypt_data(data=s27)\n"
+    assert any("characters" in m for m in _bounded(text))
+
+
+def test_a_name_holding_a_large_value_used_everywhere_is_refused() -> None:
+    text = 'big = "' + "x" * 90_000 + '"\n' + "".join("encrypt_data(data=big)\n" for _ in range(40))
+    assert any("add up to more than" in m for m in _bounded(text))
+
+
+def test_many_calls_stop_at_the_step_limit() -> None:
+    messages = _bounded("roll_die(sides=6)\n" * 16_000)
+    assert messages == [
+        "line 51, column 1: the plan has more than 50 steps, the limit (TOOLPLAN_MAX_STEPS, "
+        "--max-steps): split it, or raise the limit if this is intended"
+    ]
+
+
+def test_numbers_too_large_are_refused_with_their_place() -> None:
+    [message] = _bounded("calculate_pace(distance=" + "9" * 400 + " * 1.5, time=1)\n")
+    assert message.startswith("line 1, column 25:") and "digits" in message
+    [large] = _bounded("calculate_pace(distance=1e308 * 10, time=1)\n")
+    assert "finite" in large or "too large" in large
+
+
+def test_a_nul_byte_and_deep_nesting_are_refused_with_their_place() -> None:
+    [nul] = _bounded("roll_die(sides=1)\nroll_die(sides=\x002)\n")
+    assert nul.startswith("line 2, column 16:") and "NUL" in nul
+    [deep] = _bounded("roll_die(sides=" + "-" * 100_000 + "1)\n")
+    assert deep.startswith("line 1, column") and "nest more than 64 deep" in deep
+    [brackets] = _bounded("roll_die(sides=" + "[" * 70 + "]" * 70 + ")\n")
+    assert "nest more than 64 deep" in brackets
+
+
+def test_streamed_reading_is_linear() -> None:
+    text = "".join(f"r{i} = roll_die(sides={i + 1})\n" for i in range(100))
+    started = time.process_time()
+    reader = PythonAnswerReader(CATALOG, max_steps=200)
+    told = []
+    for position in range(0, len(text), 4):
+        told += reader.feed(text[position : position + 4])
+    told += reader.feed("", final=True)
+    spent = time.process_time() - started
+    assert len(told) == 100 and reader.finish().data is not None
+    assert spent < 0.5, f"{spent:.2f} s of CPU"  # the old scanner: 5.2 s (quadratic)
