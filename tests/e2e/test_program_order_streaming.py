@@ -42,6 +42,28 @@ def _last_status(cli: Cli) -> dict[tuple[str, str], str]:
     return last
 
 
+def _repaired_run(
+    cli: Cli, llm: FakeOpenAIServer, first: str, repaired: str, started: Any
+) -> dict[str, Any]:
+    """Plan streamed: ``first`` (its last line refused, so the model is asked again), held
+    until ``started()`` (what it started early has started), then ``repaired``; the run's
+    JSON result."""
+    stream_cli(cli)
+    broken = first + "z = no_such_tool(q=1)\n"
+    seen: dict[str, Any] = {}
+    llm.script(
+        [
+            streamed(broken, held_at(event_of(broken, "z = ") + 1, started, seen, cli)),
+            streamed(repaired),
+        ]
+    )
+    done = cli("run", QUERY, "--no-answer", "--json")
+    assert done.code == 0, done.stderr
+    assert seen["held"] is True
+    result: dict[str, Any] = done.json()
+    return result
+
+
 @ON_BOTH_STORES
 def test_a_read_written_after_a_side_effect_never_starts_early(
     cli_llm: Cli, llm: FakeOpenAIServer
@@ -93,21 +115,8 @@ def test_stream_honours_no_cache(cli_llm: Cli, llm: FakeOpenAIServer) -> None:
 def test_an_early_call_is_adopted_when_the_schema_reads_the_same_arguments(
     cli_llm: Cli, llm: FakeOpenAIServer, first: str, final: str
 ) -> None:
-    stream_cli(cli_llm)
-    broken = first + "z = no_such_tool(q=1)\n"  # refused: the model writes it again
     repaired = final + 'e = echo(value=a["value"])\n'
-    seen: dict[str, Any] = {}
-    started = lambda: len(_gets(cli_llm)) == 1  # noqa: E731
-    llm.script(
-        [
-            streamed(broken, held_at(event_of(broken, "z = ") + 1, started, seen, cli_llm)),
-            streamed(repaired),
-        ]
-    )
-    done = cli_llm("run", QUERY, "--no-answer", "--json")
-    assert done.code == 0, done.stderr
-    assert seen["held"] is True
-    result = done.json()
+    result = _repaired_run(cli_llm, llm, first, repaired, lambda: len(_gets(cli_llm)) == 1)
     assert [(e["step"], e["status"]) for e in result["earlyStarts"]] == [("a", "adopted")]
     assert len(_gets(cli_llm)) == 1  # the step took the early call's output: one call in all
 
@@ -118,21 +127,9 @@ def test_an_early_call_the_final_plan_orders_after_a_write_is_unused(
 ) -> None:
     """The first answer reads kv early; the repaired one writes kv before that same read: the
     early output is from before the write, so the step reads again, after it."""
-    stream_cli(cli_llm)
-    broken = 'a = get(key="k")\nz = no_such_tool(q=1)\n'
     repaired = 'w = put(key="k", value="new")\na = get(key="k")\n'
-    seen: dict[str, Any] = {}
-    started = lambda: len(_gets(cli_llm)) == 1  # noqa: E731
-    llm.script(
-        [
-            streamed(broken, held_at(event_of(broken, "z = ") + 1, started, seen, cli_llm)),
-            streamed(repaired),
-        ]
-    )
-    done = cli_llm("run", QUERY, "--no-answer", "--json")
-    assert done.code == 0, done.stderr
-    assert seen["held"] is True
-    result = done.json()
+    first = 'a = get(key="k")\n'
+    result = _repaired_run(cli_llm, llm, first, repaired, lambda: len(_gets(cli_llm)) == 1)
     steps = {step["id"]: step for step in result["steps"]}
     assert steps["a"]["output"] == {"key": "k", "value": "new"}
     assert [(e["step"], e["status"], e["savedMs"]) for e in result["earlyStarts"]] == [
@@ -147,27 +144,15 @@ def test_an_early_call_the_final_plan_orders_after_a_write_is_unused(
 def test_an_early_call_the_final_plan_dropped_is_cancelled_at_once(
     cli_llm: Cli, llm: FakeOpenAIServer
 ) -> None:
-    stream_cli(cli_llm)
-    broken = 'h = held_read(label="h")\nz = no_such_tool(q=1)\n'
-    repaired = "e = echo(value=1)\n"
-    seen: dict[str, Any] = {}
     started = lambda: any(c["event"] == "start" for c in cli_llm.calls())  # noqa: E731
-    llm.script(
-        [
-            streamed(broken, held_at(event_of(broken, "z = ") + 1, started, seen, cli_llm)),
-            streamed(repaired),
-        ]
-    )
-    done = cli_llm("run", QUERY, "--no-answer", "--json")
-    assert done.code == 0, done.stderr
-    assert seen["held"] is True
+    first, repaired = 'h = held_read(label="h")\n', "e = echo(value=1)\n"
+    result = _repaired_run(cli_llm, llm, first, repaired, started)
     # The held read was released (cancelled) before the plan's own call ran.
     assert [(c["event"], c["step"]) for c in cli_llm.calls()] == [
         ("start", "h"),
         ("released", "h"),
         ("call", "e"),
     ]
-    result = done.json()
     assert [(e["step"], e["status"]) for e in result["earlyStarts"]] == [("h", "cancelled")]
     assert _last_status(cli_llm)[(result["planId"], "h")] == "cancelled"
 
