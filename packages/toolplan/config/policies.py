@@ -1,43 +1,18 @@
-"""Execution policies: frozen objects, so a run's behaviour is fixed when it starts."""
+"""Execution policies: frozen objects, so a run's behaviour is fixed when it starts. The retry
+policy has a module of its own (:mod:`toolplan.config.retry`), re-exported here."""
 
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from toolplan.config.retry import RetryPolicy
 from toolplan.plan_format.plan import DEFAULT_MAX_ITEMS
 
 __all__ = ["DEFAULT_CONCURRENCY", "ExecutionOptions", "RetryPolicy", "TimeoutPolicy", "quantile"]
 
 DEFAULT_CONCURRENCY = 10
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Attempts and exponential backoff with jitter for transient tool errors.
-
-    A tool raising ``langchain_core.tools.ToolException`` reports a business error and is never
-    retried; any other exception (and a timeout) is retried up to ``max_attempts``.
-    """
-
-    max_attempts: int = 3
-    """Default attempts per step; a step's ``maxAttempts`` overrides it."""
-    initial_backoff: float = 0.5
-    """Seconds before the second attempt."""
-    backoff_factor: float = 2.0
-    max_backoff: float = 10.0
-    jitter: float = 0.25
-    """Each delay is scaled by a random factor in [1 - jitter, 1 + jitter]."""
-
-    def delay(self, failed_attempt: int, rng: random.Random | None = None) -> float:
-        """Seconds to wait after attempt number ``failed_attempt`` (1-based) failed."""
-        base = min(
-            self.max_backoff, self.initial_backoff * self.backoff_factor ** (failed_attempt - 1)
-        )
-        spread = (rng or random).uniform(1 - self.jitter, 1 + self.jitter) if self.jitter else 1.0
-        return max(0.0, base * spread)
 
 
 def quantile(values: Sequence[float], q: float) -> float:
