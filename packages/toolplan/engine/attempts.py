@@ -43,7 +43,6 @@ from toolplan.engine.toolcall import (
     without_surrogates,
 )
 from toolplan.errors import ExecutionBusy, TemplateError, ToolOutputInvalid, Unavailable
-from toolplan.plan_format.json_schema import inline_refs
 from toolplan.plan_format.plan import Plan, Step
 from toolplan.plan_format.templates import resolve
 from toolplan.store.protocol import Decision, ItemRecord, RecordStore, ResultCache, utc_now
@@ -226,7 +225,6 @@ class Caller:
         self.timeouts = dict(timeouts or {})
         """Effective timeouts by step (:func:`~toolplan.engine.timeouts.load_step_timeouts`);
         a step missing here gets its plan ``timeout`` or the default."""
-        self._schemas: dict[str, dict[str, Any]] = {}
         self.earlier = dict(earlier or {})
         """Succeeded side effects of earlier versions of the request, by call key
         (:func:`~toolplan.engine.effects.earlier_effects`): never repeated."""
@@ -301,11 +299,8 @@ class Caller:
 
     def arguments_schema(self, tool: str) -> dict[str, Any]:
         """The tool's argument schema with ``$ref``s inlined, for resolving templates as its
-        arguments' types expect."""
-        schema = self._schemas.get(tool)
-        if schema is None:
-            schema = self._schemas[tool] = inline_refs(self.catalog.info(tool).parameters)
-        return schema
+        arguments' types expect (the catalog keeps it)."""
+        return self.catalog.arguments_schema(tool)
 
     def gated(self, step: Step) -> bool:
         """Whether ``step``'s tool is called only once its call is approved (by a person, or by

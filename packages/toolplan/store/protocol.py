@@ -479,8 +479,8 @@ def cap_output(value: Any, limit_bytes: int) -> tuple[Any, bool]:
     grows without bound (MongoDB's 16 MB limit, and SQLite rows the CLI must print).
     """
     text = dumps(value)
-    if len(text.encode("utf-8")) <= limit_bytes:
-        return value, False
+    if len(text) * 4 <= limit_bytes or len(text.encode("utf-8")) <= limit_bytes:
+        return value, False  # (a character is at most 4 bytes: most outputs are not encoded)
     preview = text.encode("utf-8")[: max(0, limit_bytes - 200)].decode("utf-8", "ignore")
     return {"truncated": True, "originalBytes": len(text.encode("utf-8")), "preview": preview}, True
 

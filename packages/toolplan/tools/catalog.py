@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from toolplan.errors import AttemptFailed, InvalidInput, failure_kinds
+from toolplan.plan_format.json_schema import inline_refs
 from toolplan.store.protocol import ToolStats
 from toolplan.tools.effects import (
     COMMUTATIVE_TAG,
@@ -297,6 +298,7 @@ class ToolCatalog:
         self._tools: dict[str, BaseTool] = {}
         self._sources: dict[str, str] = {}
         self._infos: dict[str, ToolInfo] = {}
+        self._arguments: dict[str, dict[str, Any]] = {}
         self.origin: ToolSources | None = None
         """Where the tools were loaded from (set by :func:`~toolplan.tools.loading.load_catalog`);
         recorded with each plan stored against this catalog so it can run again without them."""
@@ -404,6 +406,14 @@ class ToolCatalog:
             )
             self._infos[name] = cached
         return cached
+
+    def arguments_schema(self, name: str) -> dict[str, Any]:
+        """The JSON schema of the tool's arguments with ``$ref``s inlined, as templates are
+        resolved against it (once per catalog, not once per execution)."""
+        schema = self._arguments.get(name)
+        if schema is None:
+            schema = self._arguments[name] = inline_refs(self.info(name).parameters)
+        return schema
 
     def infos(self, *, tag: str | None = None) -> list[ToolInfo]:
         """Information on every tool, optionally only those tagged ``tag``."""
