@@ -29,15 +29,16 @@ class TimeoutPolicy:
     """How a step's timeout follows from its tool's observed durations."""
 
     enabled: bool = True
-    """``TOOLPLAN_ADAPTIVE_TIMEOUTS=0`` turns history-based timeouts off (the default applies)."""
+    """``adaptive_timeouts = false`` (project config) turns history-based timeouts off (the
+    default applies)."""
     min_observations: int = 20
     """Observed durations a tool needs before history sets its timeout
-    (``TOOLPLAN_TIMEOUT_MIN_OBSERVATIONS``)."""
+    (``timeout_min_observations``)."""
     factor: float = 3.0
-    """The timeout is this many times the observed ``quantile`` (``TOOLPLAN_TIMEOUT_FACTOR``)."""
+    """The timeout is this many times the observed ``quantile`` (``timeout_factor``)."""
     quantile: float = 0.99
     history: int = 100
-    """Latest durations per tool that are read (``TOOLPLAN_TIMEOUT_HISTORY``): the window
+    """Latest durations per tool that are read (``timeout_history``): the window
     follows a tool that got slower or faster."""
     floor: float = 1.0
     """Seconds: no history-based timeout is shorter (scheduling noise on fast tools)."""
@@ -101,7 +102,7 @@ class ExecutionOptions:
     """Who ``approve_all`` approves as, in the decisions it records (default: the OS user)."""
     graph_checkpoints: bool = False
     """Also run the execution graph under the store's LangGraph checkpointer (thread = plan ID),
-    so LangGraph tooling sees each execution's node boundaries (``TOOLPLAN_GRAPH_CHECKPOINTS=1``).
+    so LangGraph tooling sees each execution's node boundaries (``graph_checkpoints = true``).
     Off by default: the step records are the source of truth for resuming either way, and the
     layer costs most of a short plan's fixed cost."""
 

@@ -65,6 +65,7 @@ __all__ = [
     "StepRecord",
     "StepStatus",
     "Store",
+    "StoreOptions",
     "TimeoutSource",
     "ToolStats",
     "WorkQueue",
@@ -470,6 +471,19 @@ def cache_fresh(stored: Any, current: Mapping[str, int]) -> bool:
 def lease_holder() -> tuple[str, int]:
     """The host and process ID a backend records with a lease it grants: the calling process's."""
     return socket.gethostname(), os.getpid()
+
+
+@dataclass(frozen=True)
+class StoreOptions:
+    """How the built-in stores wait, as the settings say (``toolplan.config.Settings``
+    ``store_options``: the variables below, read by the entry point that opens the store)."""
+
+    busy_timeout: float = 30.0
+    """Seconds a SQLite store waits for a lock another process holds, then gives up
+    (``TOOLPLAN_STORE_BUSY_TIMEOUT``)."""
+    mongo_timeout_ms: int = 5000
+    """Milliseconds a MongoDB store waits to select a server and to connect (reads wait three
+    times as long), unless the URI sets its own (``TOOLPLAN_MONGO_TIMEOUT_MS``)."""
 
 
 def cap_output(value: Any, limit_bytes: int) -> tuple[Any, bool]:

@@ -172,7 +172,7 @@ def tagged(
 
     Examples are ``{"query": ..., "parameters": {...}}`` objects; planners show them to the model.
     The tag ``read-only`` makes the tool's results cacheable: a call with the same arguments
-    within ``cache_ttl`` seconds (default ``TOOLPLAN_CACHE_TTL``, 300) is answered from the
+    within ``cache_ttl`` seconds (default: the project config's ``cache_ttl``, 300) is answered from the
     store's shared cache without calling the tool; ``cache_ttl=0``: never (a read whose answer
     changes by itself, a clock or a live price, is still ordered as a read).
 
