@@ -25,6 +25,7 @@ from toolplan.config.tuning import Tuning, warn_moved
 from toolplan.errors import InvalidInput
 from toolplan.plan_format.limits import InputLimits
 from toolplan.plan_format.plan import DEFAULT_MAX_STEPS
+from toolplan.project import TUNING_KEYS
 from toolplan.store import DEFAULT_STORE_URI, StoreOptions
 
 if TYPE_CHECKING:
@@ -384,20 +385,7 @@ class _SettingsVariables(Variables):
             raise InvalidInput(str(error)) from None
 
 
-_SETTINGS_KNOBS = (
-    "backoff",
-    "lease_seconds",
-    "cancel_poll",
-    "cache_ttl",
-    "output_limit_bytes",
-    "graph_checkpoints",
-    "adaptive_timeouts",
-    "timeout_min_observations",
-    "timeout_factor",
-    "timeout_history",
-    "estimate_default_ms",
-    "prices",
-)
+_SETTINGS_KNOBS = tuple(key for key in TUNING_KEYS if key in _SettingsVariables.model_fields)
 """The tuning knobs :class:`_SettingsVariables` has a field of the same name for."""
 
 
