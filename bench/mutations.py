@@ -35,6 +35,7 @@ _UNIT_ENGINE = (
     "tests/unit/test_scheduler.py",
     "tests/unit/test_items.py",
     "tests/unit/test_attempts.py",
+    "tests/unit/test_retries.py",
     "tests/unit/test_recorder.py",
     "tests/unit/test_engine.py",
     "tests/unit/test_approvals.py",
@@ -82,6 +83,7 @@ PLANNING = (
 
 _ENGINE = "packages/toolplan/engine/"
 _EXECUTION = "packages/toolplan/runs/"
+_RETRY = "packages/toolplan/config/retry.py"
 
 
 def _m(name: str, module: str, original: str, mutated: str, description: str) -> Mutation:
@@ -262,31 +264,45 @@ MUTATIONS: tuple[Mutation, ...] = (
     # -- retries and resume --------------------------------------------------------------------
     _m(
         "retry-permanent-failures",
-        _ENGINE + "attempts.py",
-        "if not failed.retryable or index == max_attempts - 1:",
-        "if index == max_attempts - 1:",
+        _RETRY,
+        "if attempts >= self.max_attempts or not self.retries(failure, tool):",
+        "if attempts >= self.max_attempts:",
         "a failure that is not transient (a business error) is retried: its side effect repeats",
     ),
     _m(
         "retry-one-too-many",
-        _ENGINE + "attempts.py",
-        "if not failed.retryable or index == max_attempts - 1:",
-        "if not failed.retryable or index == max_attempts:",
+        _RETRY,
+        "if attempts >= self.max_attempts or not self.retries(failure, tool):",
+        "if attempts > self.max_attempts or not self.retries(failure, tool):",
         "one attempt more than maxAttempts",
     ),
     _m(
         "retry-numbers-restart",
         _ENGINE + "attempts.py",
-        "number = prior + index + 1",
-        "number = index + 1",
+        "    number = prior\n    while True:",
+        "    number = 0\n    while True:",
         "after a resume, attempts are numbered from 1 again (idempotency metadata repeats)",
+    ),
+    _m(
+        "retry-resume-fresh-attempts",
+        _ENGINE + "attempts.py",
+        "delay = after(failed, number)",
+        "delay = after(failed, number - prior)",
+        "a resumed step gets a fresh set of attempts: 5 recorded, not 3, and handed to its fallback",
     ),
     _m(
         "retry-step-max-attempts-ignored",
         _ENGINE + "attempts.py",
-        "return self._steps[step_id].max_attempts or self.options.retry.max_attempts",
-        "return self.options.retry.max_attempts",
+        "policy = self.options.retry.for_call(self.catalog.get(step.tool), step.max_attempts)",
+        "policy = self.options.retry.for_call(self.catalog.get(step.tool))",
         "a step's own maxAttempts is ignored",
+    ),
+    _m(
+        "retry-tool-policy-ignored",
+        _RETRY,
+        "        if metadata.get(RETRY_ON_KEY) is not None:\n",
+        "        if False:\n",
+        "a tool's own retry_on is ignored: the run's decides for it",
     ),
     _m(
         "retry-fallback-timeout-default",

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from toolplan.engine.recorder import StepEvent
     from toolplan.engine.result import ExecutionResult
     from toolplan.errors import (
+        AttemptFailed,
         ExecutionBusy,
         ExecutionGone,
         InvalidInput,
@@ -78,6 +79,7 @@ _LAZY: dict[str, str] = {
     "AgentOutcome": "toolplan.agent.loop",
     "Analysis": "toolplan.validation",
     "AsyncToolplan": "toolplan.client",
+    "AttemptFailed": "toolplan.errors",
     "ExecutionBusy": "toolplan.errors",
     "ExecutionGone": "toolplan.errors",
     "ExecutionOptions": "toolplan.config.policies",
@@ -142,6 +144,7 @@ __all__ = [
     "AgentOutcome",
     "Analysis",
     "AsyncToolplan",
+    "AttemptFailed",
     "ExecutionBusy",
     "ExecutionGone",
     "ExecutionOptions",

@@ -117,7 +117,9 @@ class ClientParts:
         with self._lock:
             if self._store is None:
                 self._store = open_store(
-                    self._store_uri or self.settings.store_uri, create=self.create_store
+                    self._store_uri or self.settings.store_uri,
+                    create=self.create_store,
+                    options=self.settings.store_options,
                 )
             return self._store
 

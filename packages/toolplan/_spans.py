@@ -92,12 +92,20 @@ class SpanHandle:
             quietly(lambda: span.set_status(Status(StatusCode.ERROR, description)))
 
 
+_NO_SPAN = SpanHandle(None)
+"""The handle of a span that was not made: no OpenTelemetry SDK is installed."""
+
+
 @contextmanager
 def span_of(
     name: str, attributes: Attributes, *, kind: SpanKind = SpanKind.INTERNAL
 ) -> Iterator[SpanHandle]:
     """A span that is current inside the block; an exception leaving the block is recorded on
-    it (and propagates, as it would have)."""
+    it (and propagates, as it would have). With no SDK installed, nothing: no span is made,
+    so none is attached (every span would be a no-op, at a cost on each execution)."""
+    if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+        yield _NO_SPAN
+        return
     span = quietly(lambda: tracer().start_span(name, kind=kind, attributes=present(attributes)))
     token = None
     if span is not None:

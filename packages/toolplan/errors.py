@@ -16,12 +16,15 @@ Every message names the step, tool, template or field involved and says how to f
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
+from typing import Literal, cast, get_args
 
 __all__ = [
+    "AttemptFailed",
     "ExecutionBusy",
     "ExecutionGone",
+    "FailureKind",
     "InvalidInput",
     "LLMOutputRepeating",
     "LLMOutputTruncated",
@@ -45,6 +48,7 @@ __all__ = [
     "ToolsUnavailable",
     "Unavailable",
     "ValidationIssue",
+    "failure_kinds",
 ]
 
 
@@ -193,6 +197,47 @@ class TemplateError(ToolFailure):
     def __init__(self, message: str, *, template: str, step: str | None = None) -> None:
         super().__init__(message, step=step)
         self.template = template
+
+
+FailureKind = Literal["tool_error", "invalid_arguments", "invalid_output", "timeout", "exception"]
+"""Why one attempt of a tool call failed: the tool reported a business error (``ToolException``),
+rejected its resolved arguments, returned an output the record cannot hold
+(:class:`ToolOutputInvalid`), timed out, or raised anything else. By default only the last two
+are retried (:class:`toolplan.config.retry.RetryPolicy`): an invalid output came from a call that
+ran, and would come again."""
+
+
+def failure_kinds(given: Collection[str]) -> frozenset[FailureKind]:
+    """``given`` (a kind, or several) as a set of :data:`FailureKind`; ``ValueError`` naming
+    any unknown one and the known ones."""
+    names = {given} if isinstance(given, str) else set(given)
+    known = set(get_args(FailureKind))
+    unknown = sorted(names - known)
+    if unknown:
+        raise ValueError(
+            f"retry_on names unknown failure kind(s) {', '.join(map(repr, unknown))}; use any of "
+            f"{', '.join(sorted(known))}, or a function (failure, tool) -> bool"
+        )
+    return cast(frozenset[FailureKind], frozenset(names))
+
+
+class AttemptFailed(ToolFailure):
+    """One attempt of a tool call failed. ``kind`` says why (:data:`FailureKind`), ``error`` is
+    the exception the tool raised (``None`` for a timeout). Whether another attempt follows is
+    the retry policy's one decision (:meth:`toolplan.config.retry.RetryPolicy.after`), the same
+    for every backend; a ``retry_on`` predicate is given this object."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: FailureKind,
+        tool: str | None = None,
+        error: BaseException | None = None,
+    ) -> None:
+        super().__init__(message, tool=tool)
+        self.kind: FailureKind = kind
+        self.error = error
 
 
 class StepTimeout(ToolFailure):

@@ -7,6 +7,7 @@ A project is the nearest folder, from the current one upwards, that holds a ``to
     tools = ["blog", "my_tools"]    # tool modules; the project folder is importable
     mcp = "mcp.json"                # an mcpServers file, relative to the project folder
     store = "sqlite:///.toolplan/toolplan.db"   # relative SQLite paths: from the project folder
+    cache_ttl = 60                  # a tuning knob (TUNING_KEYS; toolplan.config.tuning)
 
 Without a project, the default store is ``.toolplan/toolplan.db`` in the nearest folder upwards
 that already has a ``.toolplan/`` folder, else in the current folder. So ``toolplan show`` in a
@@ -26,7 +27,7 @@ import stat
 import sys
 import tomllib
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.abc import MetaPathFinder
 from importlib.machinery import ModuleSpec, PathFinder
 from pathlib import Path
@@ -38,6 +39,7 @@ from toolplan.errors import InvalidInput
 __all__ = [
     "CONFIG_FILE",
     "DATA_DIR",
+    "TUNING_KEYS",
     "ProjectConfig",
     "default_store_uri",
     "find_project",
@@ -46,7 +48,30 @@ __all__ = [
 
 CONFIG_FILE = "toolplan.toml"
 DATA_DIR = ".toolplan"
-_KEYS = ("tools", "mcp", "store")
+TUNING_KEYS: tuple[str, ...] = (
+    "backoff",
+    "lease_seconds",
+    "cancel_poll",
+    "cache_ttl",
+    "output_limit_bytes",
+    "graph_checkpoints",
+    "adaptive_timeouts",
+    "timeout_min_observations",
+    "timeout_factor",
+    "timeout_history",
+    "estimate_default_ms",
+    "prices",
+    "temporal_heartbeat",
+    "typed_schema_max_tools",
+    "prompts_dir",
+    "llm_retries",
+)
+"""The tuning knobs a project may set beside its tools and store: values nobody but an
+operator tuning a deployment changes. :mod:`toolplan.config.tuning` checks their values and
+documents each (docs/operations.md, "Tuning")."""
+_PATH_KEYS = ("prices", "prompts_dir")
+"""Tuning knobs that name a file or folder: relative to the project folder."""
+_KEYS = ("tools", "mcp", "store", *TUNING_KEYS)
 
 
 @dataclass(frozen=True)
@@ -58,6 +83,8 @@ class ProjectConfig:
     tools: tuple[str, ...] | None = None
     mcp: str | None = None
     store: str | None = None
+    tuning: tuple[tuple[str, Any], ...] = field(default=())
+    """The tuning knobs it sets (:data:`TUNING_KEYS`), as written (paths made absolute)."""
 
     @property
     def folder(self) -> Path:
@@ -100,7 +127,19 @@ def _parse(path: Path, table: dict[str, Any]) -> ProjectConfig:
     store = table.get("store")
     if store and store.startswith("sqlite:///"):
         store = _absolute_sqlite(store, path.parent)
-    return ProjectConfig(path=path, tools=tools, mcp=mcp or None, store=store or None)
+    tuning = tuple(
+        (
+            key,
+            str((path.parent / value).resolve())
+            if key in _PATH_KEYS and isinstance(value, str)
+            else value,
+        )
+        for key, value in table.items()
+        if key in TUNING_KEYS
+    )
+    return ProjectConfig(
+        path=path, tools=tools, mcp=mcp or None, store=store or None, tuning=tuning
+    )
 
 
 def _absolute_sqlite(uri: str, base: Path) -> str:

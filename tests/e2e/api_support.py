@@ -167,7 +167,7 @@ def server_factory(tmp_path: Path) -> Iterator[ServerFactory]:
             execution=ExecutionOptions(retry=RetryPolicy(initial_backoff=0.001)),
         )
         if store is None:
-            store = open_store(settings.store_uri)
+            store = open_store(settings.store_uri, options=settings.store_options)
             stores.append(store)
         server = ApiServer(store, api or ApiSettings(), settings).start()
         started.append(server)

@@ -6,6 +6,7 @@ what they depend on and can be emptied."""
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -20,8 +21,10 @@ from toolplan.config import (
     clear_caches,
     limits_from_env,
 )
+from toolplan.config.tuning import MOVED_VARIABLES, SettingMoved, Tuning
 from toolplan.errors import InvalidInput
 from toolplan.plan_format.limits import InputLimits
+from toolplan.project import TUNING_KEYS
 
 ROOT = Path(__file__).parents[2]
 DOCUMENTED = "\n".join(
@@ -36,17 +39,7 @@ SAMPLES: dict[str, tuple[str, Callable[[Settings], Any], Any]] = {
     "TOOLPLAN_MAX_STEPS": ("7", lambda s: s.max_steps, 7),
     "TOOLPLAN_MAX_ITEMS": ("9", lambda s: s.execution.max_items, 9),
     "TOOLPLAN_TIMEOUT": ("2.5", lambda s: s.execution.default_timeout, 2.5),
-    "TOOLPLAN_BACKOFF": ("0.1", lambda s: s.execution.retry.initial_backoff, 0.1),
-    "TOOLPLAN_LEASE_SECONDS": ("9", lambda s: s.execution.lease_seconds, 9),
-    "TOOLPLAN_CANCEL_POLL": ("0.5", lambda s: s.execution.cancel_poll, 0.5),
-    "TOOLPLAN_CACHE_TTL": ("60", lambda s: s.execution.cache_ttl, 60),
-    "TOOLPLAN_ADAPTIVE_TIMEOUTS": ("0", lambda s: s.execution.timeouts.enabled, False),
-    "TOOLPLAN_TIMEOUT_MIN_OBSERVATIONS": ("5", lambda s: s.execution.timeouts.min_observations, 5),
-    "TOOLPLAN_TIMEOUT_FACTOR": ("2", lambda s: s.execution.timeouts.factor, 2),
-    "TOOLPLAN_TIMEOUT_HISTORY": ("50", lambda s: s.execution.timeouts.history, 50),
-    "TOOLPLAN_OUTPUT_LIMIT_BYTES": ("1234", lambda s: s.execution.output_limit_bytes, 1234),
     "TOOLPLAN_MCP": ("servers.json", lambda s: s.mcp_config, "servers.json"),
-    "TOOLPLAN_GRAPH_CHECKPOINTS": ("1", lambda s: s.execution.graph_checkpoints, True),
     "TOOLPLAN_MODEL": ("openai:gpt-4o", lambda s: s.planner.model, "openai:gpt-4o"),
     "TOOLPLAN_MAX_REPAIRS": ("4", lambda s: s.planner.max_repairs, 4),
     "TOOLPLAN_CONFIDENCE_THRESHOLD": ("0.7", lambda s: s.planner.confidence_threshold, 0.7),
@@ -59,31 +52,46 @@ SAMPLES: dict[str, tuple[str, Callable[[Settings], Any], Any]] = {
     ),
     "TOOLPLAN_LLM_TIMEOUT": ("12.5", lambda s: s.planner.llm_timeout, 12.5),
     "TOOLPLAN_PLANNING_DEADLINE": ("90", lambda s: s.planner.planning_deadline_seconds, 90.0),
-    "TOOLPLAN_LLM_RETRIES": ("0", lambda s: s.planner.llm_retries, 0),
     "OPENAI_API_KEY": ("sk-x", lambda s: s.planner.openai_api_key, "sk-x"),
     "OPENAI_BASE_URL": ("http://h/v1", lambda s: s.planner.openai_base_url, "http://h/v1"),
-    "TOOLPLAN_PROMPTS_DIR": ("/p", lambda s: s.planner.prompts_dir, "/p"),
     "TOOLPLAN_MAX_PLAN_BYTES": ("2000", lambda s: s.limits.max_plan_bytes, 2000),
     "TOOLPLAN_MAX_STRING_CHARS": ("300", lambda s: s.limits.max_string_chars, 300),
     "TOOLPLAN_MAX_DEPTH": ("8", lambda s: s.limits.max_depth, 8),
     "TOOLPLAN_MAX_NUMBER_DIGITS": ("20", lambda s: s.limits.max_number_digits, 20),
     "TOOLPLAN_LLM_MAX_TOKENS": ("900", lambda s: s.planner.llm_max_tokens, 900),
-    "TOOLPLAN_TYPED_SCHEMA_MAX_TOOLS": ("0", lambda s: s.planner.typed_schema_max_tools, 0),
     "TOOLPLAN_PLANNER_REWRITES": ("all", lambda s: s.planner.rewrites, "all"),
     "TOOLPLAN_TEMPORAL_ADDRESS": ("h:7233", lambda s: s.temporal.address, "h:7233"),
     "TOOLPLAN_TEMPORAL_NAMESPACE": ("ns", lambda s: s.temporal.namespace, "ns"),
     "TOOLPLAN_TEMPORAL_TASK_QUEUE": ("q", lambda s: s.temporal.task_queue, "q"),
-    "TOOLPLAN_TEMPORAL_HEARTBEAT": ("2", lambda s: s.temporal.heartbeat_seconds, 2),
     "TOOLPLAN_PLAN_REUSE": ("parametric", lambda s: s.plan_reuse, "parametric"),
-    "TOOLPLAN_ESTIMATE_DEFAULT_MS": ("250", lambda s: s.estimates.default_ms, 250),
-    "TOOLPLAN_PRICES": ("prices.json", lambda s: s.estimates.prices_file, "prices.json"),
+    "TOOLPLAN_STORE_BUSY_TIMEOUT": ("2.5", lambda s: s.store_options.busy_timeout, 2.5),
+    "TOOLPLAN_MONGO_TIMEOUT_MS": ("700", lambda s: s.store_options.mongo_timeout_ms, 700),
 }
-"""Every variable Settings reads: a valid value and where it lands."""
+"""Every variable users set, which Settings reads: a valid value and where it lands."""
+
+TUNED: dict[str, tuple[Any, Callable[[Settings], Any], Any]] = {
+    "backoff": (0.1, lambda s: s.execution.retry.initial_backoff, 0.1),
+    "lease_seconds": (9, lambda s: s.execution.lease_seconds, 9),
+    "cancel_poll": (0.5, lambda s: s.execution.cancel_poll, 0.5),
+    "cache_ttl": (60, lambda s: s.execution.cache_ttl, 60),
+    "output_limit_bytes": (1234, lambda s: s.execution.output_limit_bytes, 1234),
+    "graph_checkpoints": (True, lambda s: s.execution.graph_checkpoints, True),
+    "adaptive_timeouts": (False, lambda s: s.execution.timeouts.enabled, False),
+    "timeout_min_observations": (5, lambda s: s.execution.timeouts.min_observations, 5),
+    "timeout_factor": (2, lambda s: s.execution.timeouts.factor, 2),
+    "timeout_history": (50, lambda s: s.execution.timeouts.history, 50),
+    "estimate_default_ms": (250, lambda s: s.estimates.default_ms, 250),
+    "prices": ("prices.json", lambda s: Path(s.estimates.prices_file or "").name, "prices.json"),
+    "temporal_heartbeat": (2, lambda s: s.temporal.heartbeat_seconds, 2),
+    "typed_schema_max_tools": (0, lambda s: s.planner.typed_schema_max_tools, 0),
+    "prompts_dir": ("my_prompts", lambda s: Path(s.planner.prompts_dir or "").name, "my_prompts"),
+    "llm_retries": (0, lambda s: s.planner.llm_retries, 0),
+}
+"""Every tuning knob of the project config: a valid value and where it lands."""
 
 OTHER_HOMES = {
     "TOOLPLAN_API_TOKEN": "toolplan.api.settings.ApiSettings (the server's own settings)",
-    "TOOLPLAN_MONGO_TIMEOUT_MS": "toolplan.store._mongo_client (the MongoDB store's options)",
-    "TOOLPLAN_STORE_BUSY_TIMEOUT": "toolplan.store._sqlite_faults (the SQLite store's lock wait)",
+    "TOOLPLAN_TEMPORAL_HEARTBEAT": "the former variable of the tuning knob temporal_heartbeat",
     "TOOLPLAN_TEST_MONGODB_URI": "tests only",
     "TOOLPLAN_FUZZ_SEED": "tests only (replays a fuzz run)",
     "TOOLPLAN_DEBUG": "toolplan.cli.output (prints an internal error's traceback)",
@@ -105,10 +113,10 @@ def test_settings_read_every_documented_environment_variable() -> None:
         Settings.from_env({"TOOLPLAN_CONCURRENCY": "many"})
     with pytest.raises(InvalidInput, match="concurrency must be at least 1"):
         Settings.from_env({"TOOLPLAN_CONCURRENCY": "0"})
-    with pytest.raises(InvalidInput, match="TOOLPLAN_LLM_RETRIES='x'"):
-        Settings.from_env({"TOOLPLAN_LLM_RETRIES": "x"})
-    with pytest.raises(InvalidInput, match="TOOLPLAN_GRAPH_CHECKPOINTS='maybe'"):
-        Settings.from_env({"TOOLPLAN_GRAPH_CHECKPOINTS": "maybe"})
+    with pytest.raises(InvalidInput, match="TOOLPLAN_MAX_REPAIRS='x'"):
+        Settings.from_env({"TOOLPLAN_MAX_REPAIRS": "x"})
+    with pytest.raises(InvalidInput, match="TOOLPLAN_STREAM_EXECUTION='maybe'"):
+        Settings.from_env({"TOOLPLAN_STREAM_EXECUTION": "maybe"})
     with pytest.raises(InvalidInput, match="TOOLPLAN_LLM_MAX_TOKENS=0 must be at least 1"):
         Settings.from_env({"TOOLPLAN_LLM_MAX_TOKENS": "0"})
     with pytest.raises(InvalidInput, match="TOOLPLAN_PLAN_FORMAT='yaml'; use json or python"):
@@ -145,8 +153,8 @@ def test_every_bad_value_of_a_settings_class_is_named_at_once() -> None:
     assert _refused(Settings.from_env, bad) == (
         "TOOLPLAN_CONCURRENCY='many' is not a whole number; TOOLPLAN_TIMEOUT='long' is not a number"
     )
-    assert _refused(Settings.from_env, {"TOOLPLAN_ESTIMATE_DEFAULT_MS": "-1"}) == (
-        "TOOLPLAN_ESTIMATE_DEFAULT_MS='-1' must not be negative"
+    assert _refused(Settings.from_env, {"TOOLPLAN_STORE_BUSY_TIMEOUT": "-1"}) == (
+        "TOOLPLAN_STORE_BUSY_TIMEOUT='-1' must not be negative"
     )
     assert _refused(limits_from_env, {"TOOLPLAN_MAX_DEPTH": "0"}) == (
         "TOOLPLAN_MAX_DEPTH='0' must be at least 1"
@@ -162,11 +170,11 @@ def test_variables_are_read_by_their_exact_names_stripped_and_blank_is_unset() -
     stripped = Settings.from_env(
         {
             "TOOLPLAN_CONCURRENCY": " 3 ",
-            "TOOLPLAN_GRAPH_CHECKPOINTS": " off ",
+            "TOOLPLAN_STREAM_EXECUTION": " on ",
             "TOOLPLAN_MODEL": " ",
         }
     )
-    assert stripped.execution.concurrency == 3 and not stripped.execution.graph_checkpoints
+    assert stripped.execution.concurrency == 3 and stripped.planner.stream_execution
     assert stripped.planner.model == DEFAULT_MODEL
     assert Settings.from_env({"TOOLPLAN_PLAN_REUSE": " Parametric "}).plan_reuse == "parametric"
     assert Settings.from_env({"TOOLPLAN_MAX_PLAN_BYTES": "2_000"}).limits.max_plan_bytes == 2000
@@ -326,3 +334,77 @@ def test_the_chat_model_gets_the_timeout_in_effect() -> None:
     assert chat.request_timeout == 300.0
     hosted: Any = create_chat_model(Settings.from_env({"OPENAI_API_KEY": "sk-x"}).planner)
     assert hosted.request_timeout == 60.0
+
+
+# -- tuning knobs: keys of the project config -----------------------------------------------------
+
+
+def _toml(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else repr(value).replace("'", '"')
+
+
+def test_every_tuning_knob_is_a_key_of_the_project_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert (
+        set(TUNING_KEYS) == set(Tuning.model_fields) == set(TUNED) == set(MOVED_VARIABLES.values())
+    )
+    (tmp_path / "toolplan.toml").write_text(
+        "".join(f"{key} = {_toml(value)}\n" for key, (value, _, _) in TUNED.items())
+    )
+    monkeypatch.chdir(tmp_path)
+    settings = Settings.from_env({}, project=True)
+    for key, (_, read, expected) in TUNED.items():
+        assert read(settings) == expected, key
+        assert read(Settings.from_env({})) != expected, f"{key}'s sample is its default"
+    assert settings.estimates.prices_file == str(tmp_path / "prices.json")  # from its folder
+
+
+def test_the_tuning_table_documents_exactly_the_keys() -> None:
+    page = (ROOT / "docs" / "operations.md").read_text()
+    table = page.split("### Tuning (project config)", 1)[1].split("\n\n| key |", 1)[1]
+    table = table.split("\n\n", 1)[0]
+    documented = {
+        key
+        for line in table.splitlines()[2:]
+        for key in re.findall(r"`([a-z_]+)`", line.split("|")[1])
+    }
+    assert documented == set(TUNING_KEYS)
+
+
+def test_a_former_variable_still_sets_its_knob_over_the_project_and_says_where_it_moved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "toolplan.toml").write_text("backoff = 0.2\ntemporal_heartbeat = 4\n")
+    monkeypatch.chdir(tmp_path)
+    for variable, key in MOVED_VARIABLES.items():
+        value, read, expected = TUNED[key]
+        with pytest.warns(SettingMoved, match=f"^{variable} is a tuning knob .* `{key} = "):
+            settings = Settings.from_env(
+                {variable: str(int(value) if isinstance(value, bool) else value)}, project=True
+            )
+        assert read(settings) == expected, variable
+    with pytest.warns(SettingMoved, match="write `graph_checkpoints = true`"):
+        Settings.from_env({"TOOLPLAN_GRAPH_CHECKPOINTS": "1"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the variables users set never warn
+        Settings.from_env({name: value for name, (value, _, _) in SAMPLES.items()})
+
+
+def test_a_bad_tuning_value_names_the_key_the_value_and_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "toolplan.toml"
+    monkeypatch.chdir(tmp_path)
+    config.write_text('timeout_factor = 0.5\nbackoff = "soon"\n')
+    message = _refused(lambda env: Settings.from_env(env, project=True), {})
+    assert message.startswith(f"in the project config {str(config)!r}: ")
+    assert "backoff='soon': Input should be a valid number" in message
+    assert "timeout_factor=0.5: Input should be greater than or equal to 1" in message
+    config.write_text("timeout_history = 5\ntimeout_min_observations = 10\n")
+    assert "timeout_history (5) must be at least timeout_min_observations (10)" in _refused(
+        lambda env: Settings.from_env(env, project=True), {}
+    )
+    config.write_text("cache_tll = 5\n")
+    with pytest.raises(InvalidInput, match=r"unknown key\(s\) cache_tll .*cache_ttl"):
+        Settings.from_env({}, project=True)

@@ -21,6 +21,7 @@ from bench.memstore import MemoryStore
 from pymongo import MongoClient
 from pymongo.errors import AutoReconnect
 
+from toolplan.config import Settings
 from toolplan.errors import InvalidInput, StoreUnavailable
 from toolplan.store import Store, mongo, open_store
 from toolplan.store._mongo_client import database_name
@@ -96,15 +97,16 @@ def _closed_port() -> int:
 
 
 def test_mongodb_client_options(monkeypatch: pytest.MonkeyPatch) -> None:
-    options = client_options("mongodb://h:1/db", {})
+    options = client_options("mongodb://h:1/db")
     assert options["w"] == "majority" and options["appname"] == "toolplan"
     assert options["serverSelectionTimeoutMS"] == options["connectTimeoutMS"] == 5000
-    faster = client_options("mongodb://h/db?w=1&serverSelectionTimeoutMS=50", {TIMEOUT_ENV: "700"})
+    timeout = Settings.from_env({TIMEOUT_ENV: "700"}).store_options.mongo_timeout_ms
+    faster = client_options("mongodb://h/db?w=1&serverSelectionTimeoutMS=50", timeout)
     assert faster["w"] == "majority"  # claims and leases need acknowledged majority writes
     assert "serverSelectionTimeoutMS" not in faster  # the URI's own setting stands
     assert faster["connectTimeoutMS"] == 700
     with pytest.raises(InvalidInput, match=TIMEOUT_ENV):
-        client_options("mongodb://h/db", {TIMEOUT_ENV: "soon"})
+        Settings.from_env({TIMEOUT_ENV: "soon"})
 
 
 @pytest.mark.mongodb

@@ -10,12 +10,13 @@ from pathlib import Path
 import pytest
 from pymongo.errors import DocumentTooLarge, OperationFailure, ServerSelectionTimeoutError
 
+from toolplan.config import Settings
 from toolplan.errors import InvalidInput, StoreUnavailable
+from toolplan.store import open_store
 from toolplan.store._mongo_faults import translate as mongo_translate
 from toolplan.store._sqlite_faults import (
     BUSY_TIMEOUT_ENV,
     DEFAULT_BUSY_TIMEOUT,
-    busy_timeout_from_env,
     is_busy,
     retry_busy,
     translate,
@@ -41,13 +42,22 @@ def _error(run: object) -> sqlite3.Error:
     raise AssertionError("no sqlite3 error")
 
 
-def test_busy_timeout_setting() -> None:
+def busy_timeout_from_env(env: dict[str, str]) -> float:
+    """The lock wait the settings read and pass to the store (the store reads no variable)."""
+    return Settings.from_env(env).store_options.busy_timeout
+
+
+def test_busy_timeout_setting(tmp_path: Path) -> None:
     assert busy_timeout_from_env({}) == DEFAULT_BUSY_TIMEOUT
     assert busy_timeout_from_env({BUSY_TIMEOUT_ENV: "2.5"}) == 2.5
     assert busy_timeout_from_env({BUSY_TIMEOUT_ENV: "0"}) == 0
     for bad in ("soon", "-1", "nan", "inf"):
         with pytest.raises(InvalidInput, match=BUSY_TIMEOUT_ENV):
             busy_timeout_from_env({BUSY_TIMEOUT_ENV: bad})
+    options = Settings.from_env({BUSY_TIMEOUT_ENV: "2.5"}).store_options
+    store = open_store(f"sqlite:///{tmp_path / 's.db'}", options=options)
+    assert isinstance(store, SqliteStore) and store.busy_timeout == 2.5
+    store.close()
 
 
 def test_real_sqlite_errors_map_to_one_line_naming_the_store(tmp_path: Path) -> None:

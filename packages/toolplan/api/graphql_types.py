@@ -52,7 +52,7 @@ class EstimateType:
     )
     cost_usd: float | None = strawberry.field(
         description="Per-call costs the tools declare plus the planning calls at the price "
-        "table (TOOLPLAN_PRICES); null when nothing is known."
+        "table (prices, in the project config); null when nothing is known."
     )
     basis: str = strawberry.field(
         description="history (every step's tool observed), default (none) or mixed; followed "

@@ -4,12 +4,16 @@ environment and the command's flags: the one place a command reads the environme
 from __future__ import annotations
 
 import sys
+import warnings
 from pathlib import Path
+
+from rich.markup import escape
 
 from toolplan.cli import render
 from toolplan.cli.output import stderr
 from toolplan.client import Asker, AsyncToolplan
 from toolplan.config import Settings
+from toolplan.config.tuning import SettingMoved
 from toolplan.engine.recorder import EventListener
 from toolplan.planning.progress import PlanningListener
 from toolplan.store.protocol import PlanRecord, StepRecord
@@ -23,6 +27,24 @@ __all__ = [
     "say_recorded_tools",
     "shown_store_uri",
 ]
+
+
+def _settings_from_env() -> Settings:
+    """:meth:`Settings.from_env`, saying on a terminal which tuning knob a variable still sets
+    that now belongs in the project config (a script's output stays as it was)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", SettingMoved)
+        settings = Settings.from_env()
+    moved = {str(w.message) for w in caught if issubclass(w.category, SettingMoved)}
+    for other in caught:
+        if not issubclass(other.category, SettingMoved):
+            warnings.showwarning(
+                other.message, other.category, other.filename, other.lineno, other.file, other.line
+            )
+    if moved and sys.stderr.isatty():
+        for message in sorted(moved):
+            stderr.print(f"[yellow]warning:[/] {escape(message)}", highlight=False)
+    return settings
 
 
 def new_client(
@@ -44,7 +66,7 @@ def new_client(
     ``--model``). Its store and tools open on first use; the command closes it. Commands that
     only read or cancel pass ``create_store=False``: a store that does not exist is then an
     error (exit 2), never a new empty one."""
-    settings = Settings.from_env().with_overrides(
+    settings = _settings_from_env().with_overrides(
         store_uri=store,
         tool_modules=tools,
         concurrency=concurrency,

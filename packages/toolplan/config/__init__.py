@@ -1,6 +1,8 @@
 """Settings from environment variables, the project config and flags (:mod:`.settings`), read
-through pydantic-settings models (:mod:`.environment`). Only entry points read them: each builds
-its :class:`~toolplan.client.Toolplan` from :meth:`Settings.from_env`."""
+through pydantic-settings models (:mod:`.environment`); the project config's tuning knobs
+(:mod:`.tuning`); the frozen policies a run is given (:mod:`.policies`, :mod:`.retry`). Only entry
+points read settings: each builds its :class:`~toolplan.client.Toolplan` from
+:meth:`Settings.from_env`."""
 
 from toolplan.config.settings import (
     DEFAULT_MODEL,

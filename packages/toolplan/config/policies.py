@@ -1,43 +1,18 @@
-"""Execution policies: frozen objects, so a run's behaviour is fixed when it starts."""
+"""Execution policies: frozen objects, so a run's behaviour is fixed when it starts. The retry
+policy has a module of its own (:mod:`toolplan.config.retry`), re-exported here."""
 
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from toolplan.config.retry import RetryPolicy
 from toolplan.plan_format.plan import DEFAULT_MAX_ITEMS
 
 __all__ = ["DEFAULT_CONCURRENCY", "ExecutionOptions", "RetryPolicy", "TimeoutPolicy", "quantile"]
 
 DEFAULT_CONCURRENCY = 10
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Attempts and exponential backoff with jitter for transient tool errors.
-
-    A tool raising ``langchain_core.tools.ToolException`` reports a business error and is never
-    retried; any other exception (and a timeout) is retried up to ``max_attempts``.
-    """
-
-    max_attempts: int = 3
-    """Default attempts per step; a step's ``maxAttempts`` overrides it."""
-    initial_backoff: float = 0.5
-    """Seconds before the second attempt."""
-    backoff_factor: float = 2.0
-    max_backoff: float = 10.0
-    jitter: float = 0.25
-    """Each delay is scaled by a random factor in [1 - jitter, 1 + jitter]."""
-
-    def delay(self, failed_attempt: int, rng: random.Random | None = None) -> float:
-        """Seconds to wait after attempt number ``failed_attempt`` (1-based) failed."""
-        base = min(
-            self.max_backoff, self.initial_backoff * self.backoff_factor ** (failed_attempt - 1)
-        )
-        spread = (rng or random).uniform(1 - self.jitter, 1 + self.jitter) if self.jitter else 1.0
-        return max(0.0, base * spread)
 
 
 def quantile(values: Sequence[float], q: float) -> float:
@@ -54,15 +29,16 @@ class TimeoutPolicy:
     """How a step's timeout follows from its tool's observed durations."""
 
     enabled: bool = True
-    """``TOOLPLAN_ADAPTIVE_TIMEOUTS=0`` turns history-based timeouts off (the default applies)."""
+    """``adaptive_timeouts = false`` (project config) turns history-based timeouts off (the
+    default applies)."""
     min_observations: int = 20
     """Observed durations a tool needs before history sets its timeout
-    (``TOOLPLAN_TIMEOUT_MIN_OBSERVATIONS``)."""
+    (``timeout_min_observations``)."""
     factor: float = 3.0
-    """The timeout is this many times the observed ``quantile`` (``TOOLPLAN_TIMEOUT_FACTOR``)."""
+    """The timeout is this many times the observed ``quantile`` (``timeout_factor``)."""
     quantile: float = 0.99
     history: int = 100
-    """Latest durations per tool that are read (``TOOLPLAN_TIMEOUT_HISTORY``): the window
+    """Latest durations per tool that are read (``timeout_history``): the window
     follows a tool that got slower or faster."""
     floor: float = 1.0
     """Seconds: no history-based timeout is shorter (scheduling noise on fast tools)."""
@@ -126,7 +102,7 @@ class ExecutionOptions:
     """Who ``approve_all`` approves as, in the decisions it records (default: the OS user)."""
     graph_checkpoints: bool = False
     """Also run the execution graph under the store's LangGraph checkpointer (thread = plan ID),
-    so LangGraph tooling sees each execution's node boundaries (``TOOLPLAN_GRAPH_CHECKPOINTS=1``).
+    so LangGraph tooling sees each execution's node boundaries (``graph_checkpoints = true``).
     Off by default: the step records are the source of truth for resuming either way, and the
     layer costs most of a short plan's fixed cost."""
 

@@ -2,12 +2,15 @@
 
 Each settings class reads its variables through a pydantic-settings model beside it
 (:class:`toolplan.config.environment.Variables`). The environment wins over the project config
-(:mod:`toolplan.project`: ``tools``, ``mcp``, ``store``), which wins over the defaults; flags win
-over both (:meth:`Settings.with_overrides`).
+(:mod:`toolplan.project`: ``tools``, ``mcp``, ``store`` and the tuning knobs,
+:mod:`toolplan.config.tuning`), which wins over the defaults; flags win over both
+(:meth:`Settings.with_overrides`). Only entry points call them; what lies below is given its
+settings (the store its waits as :class:`~toolplan.store.StoreOptions`).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Annotated, Any, Literal, cast, get_args
@@ -18,10 +21,12 @@ from pydantic_settings import NoDecode, SettingsConfigDict
 from toolplan._caches import clear_caches, register_cache
 from toolplan.config.environment import Variables
 from toolplan.config.policies import ExecutionOptions, RetryPolicy, TimeoutPolicy
+from toolplan.config.tuning import Tuning, warn_moved
 from toolplan.errors import InvalidInput
 from toolplan.plan_format.limits import InputLimits
 from toolplan.plan_format.plan import DEFAULT_MAX_STEPS
-from toolplan.store import DEFAULT_STORE_URI
+from toolplan.project import TUNING_KEYS
+from toolplan.store import DEFAULT_STORE_URI, StoreOptions
 
 if TYPE_CHECKING:
     from toolplan.project import ProjectConfig
@@ -41,6 +46,7 @@ __all__ = [
     "is_local_url",
     "limits_from_env",
     "register_cache",
+    "store_options_from_env",
 ]
 
 DEFAULT_TOOL_MODULES: tuple[str, ...] = ("blog", "metrics", "weather")
@@ -104,6 +110,21 @@ class _LimitVariables(Variables):
     max_string_chars: _Limit | None = None
     max_depth: _Limit | None = None
     max_number_digits: _Limit | None = None
+
+
+class _StoreVariables(Variables):
+    """The variables of :class:`~toolplan.store.StoreOptions`: how long a store waits."""
+
+    busy_timeout: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = Field(
+        None, validation_alias="TOOLPLAN_STORE_BUSY_TIMEOUT"
+    )
+    mongo_timeout_ms: Annotated[int, Field(ge=1)] | None = None
+
+
+def store_options_from_env(env: Mapping[str, str] | None = None) -> StoreOptions:
+    """How long the stores wait (a lock, a server), with overrides from ``env`` (default
+    ``os.environ``): read here, once, and passed to the store, which never reads them itself."""
+    return StoreOptions(**_StoreVariables.read(env).given())
 
 
 def limits_from_env(env: Mapping[str, str] | None = None) -> InputLimits:
@@ -235,9 +256,17 @@ class PlannerSettings:
             )
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> PlannerSettings:
-        """The planner's settings from environment variables (default ``os.environ``)."""
-        return cls(**_PlannerVariables.read(env).given())
+    def from_env(
+        cls, env: Mapping[str, str] | None = None, *, tuning: Tuning | None = None
+    ) -> PlannerSettings:
+        """The planner's settings from environment variables (default ``os.environ``), over the
+        project config's ``tuning``."""
+        fallback = (tuning or Tuning()).values(
+            typed_schema_max_tools="typed_schema_max_tools",
+            prompts_dir="prompts_dir",
+            llm_retries="llm_retries",
+        )
+        return cls(**_PlannerVariables.read(env, fallback=fallback).given())
 
     @property
     def llm_timeout_seconds(self) -> float:
@@ -301,9 +330,13 @@ class TemporalSettings:
         return self.address is not None
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> TemporalSettings:
-        """The Temporal settings from environment variables (default ``os.environ``)."""
-        return cls(**_TemporalVariables.read(env).given())
+    def from_env(
+        cls, env: Mapping[str, str] | None = None, *, tuning: Tuning | None = None
+    ) -> TemporalSettings:
+        """The Temporal settings from environment variables (default ``os.environ``), over the
+        project config's ``tuning``."""
+        knobs = (tuning or Tuning()).values(heartbeat_seconds="temporal_heartbeat")
+        return cls(**{**knobs, **_TemporalVariables.read(env).given()})
 
 
 class _SettingsVariables(Variables):
@@ -371,6 +404,10 @@ class _SettingsVariables(Variables):
             raise InvalidInput(str(error)) from None
 
 
+_SETTINGS_KNOBS = tuple(key for key in TUNING_KEYS if key in _SettingsVariables.model_fields)
+"""The tuning knobs :class:`_SettingsVariables` has a field of the same name for."""
+
+
 def _from_project(config: ProjectConfig | None) -> dict[str, Any]:
     """What the project config sets, as the fields of :class:`_SettingsVariables` it fills
     when no variable does."""
@@ -384,29 +421,13 @@ def _from_project(config: ProjectConfig | None) -> dict[str, Any]:
 class Settings:
     """Everything a command needs to know about where things are and how to run them.
 
-    Environment variables: ``TOOLPLAN_STORE``, ``TOOLPLAN_TOOLS`` (comma-separated modules),
-    ``TOOLPLAN_CONCURRENCY``, ``TOOLPLAN_MAX_STEPS``, ``TOOLPLAN_MAX_ITEMS`` (the longest
-    ``forEach`` list of a step without ``maxItems``), ``TOOLPLAN_TIMEOUT`` (default step timeout,
-    seconds), ``TOOLPLAN_BACKOFF`` (first retry delay, seconds), ``TOOLPLAN_LEASE_SECONDS``,
-    ``TOOLPLAN_OUTPUT_LIMIT_BYTES`` (step outputs larger than this are stored truncated),
-    ``TOOLPLAN_MCP`` (an ``mcpServers`` JSON file whose servers add tools),
-    ``TOOLPLAN_GRAPH_CHECKPOINTS`` (``0``: no LangGraph checkpoint layer), ``TOOLPLAN_CANCEL_POLL``
-    (seconds between a running execution's checks for a cancel request), ``TOOLPLAN_CACHE_TTL``
-    (seconds a read-only tool's result is reused), the adaptive timeouts
-    (:class:`~toolplan.config.policies.TimeoutPolicy`): ``TOOLPLAN_ADAPTIVE_TIMEOUTS``,
-    ``TOOLPLAN_TIMEOUT_MIN_OBSERVATIONS``, ``TOOLPLAN_TIMEOUT_FACTOR``,
-    ``TOOLPLAN_TIMEOUT_HISTORY``, plan estimates (:class:`EstimateSettings`):
-    ``TOOLPLAN_ESTIMATE_DEFAULT_MS``, ``TOOLPLAN_PRICES``, and the planner's
-    (:class:`PlannerSettings`): ``TOOLPLAN_MODEL``, ``TOOLPLAN_MAX_REPAIRS``,
-    ``TOOLPLAN_CONFIDENCE_THRESHOLD``, ``TOOLPLAN_STRUCTURED_METHOD``, ``TOOLPLAN_LLM_TIMEOUT``,
-    ``TOOLPLAN_LLM_RETRIES``, ``TOOLPLAN_LLM_MAX_TOKENS``, ``TOOLPLAN_TYPED_SCHEMA_MAX_TOOLS``,
-    ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``TOOLPLAN_PROMPTS_DIR``, the input limits
-    ``TOOLPLAN_MAX_PLAN_BYTES``, ``TOOLPLAN_MAX_STRING_CHARS``, ``TOOLPLAN_MAX_DEPTH``,
-    ``TOOLPLAN_MAX_NUMBER_DIGITS`` (:class:`~toolplan.plan_format.limits.InputLimits`),
-    ``TOOLPLAN_PLAN_REUSE`` (off, exact, parametric), and Temporal's
-    (:class:`TemporalSettings`): ``TOOLPLAN_TEMPORAL_ADDRESS``, ``TOOLPLAN_TEMPORAL_NAMESPACE``,
-    ``TOOLPLAN_TEMPORAL_TASK_QUEUE``, ``TOOLPLAN_TEMPORAL_HEARTBEAT``.
-    Frozen and hashable: caches keyed by settings see a changed environment as new settings.
+    Read once per command by :meth:`from_env`: the variables users set (docs/operations.md,
+    "The variables you set": where the store, tools and MCP servers are, the model and its
+    endpoint, planning, running and input limits, Temporal, the store's waits), over the
+    project config (:mod:`toolplan.project`: tools, MCP servers, store, and the tuning knobs of
+    :mod:`toolplan.config.tuning`), over the defaults; flags win over all
+    (:meth:`with_overrides`). Frozen and hashable: caches keyed by settings see a changed
+    environment as new settings.
     """
 
     store_uri: str = DEFAULT_STORE_URI
@@ -430,7 +451,10 @@ class Settings:
     """Plan reuse before planning a query (``TOOLPLAN_PLAN_REUSE``): off, exact or parametric
     (:mod:`toolplan.planning.reuse`)."""
     estimates: EstimateSettings = field(default_factory=EstimateSettings)
-    """How plan estimates are made: ``TOOLPLAN_ESTIMATE_DEFAULT_MS``, ``TOOLPLAN_PRICES``."""
+    """How plan estimates are made: ``estimate_default_ms``, ``prices`` (project config)."""
+    store_options: StoreOptions = field(default_factory=StoreOptions)
+    """How long the store waits for a lock or a server (``TOOLPLAN_STORE_BUSY_TIMEOUT``,
+    ``TOOLPLAN_MONGO_TIMEOUT_MS``), passed to it when it is opened."""
 
     @classmethod
     def from_env(
@@ -443,7 +467,15 @@ class Settings:
         use_project = env is None if project is None else project
         config = find_project() if use_project else None
         make_importable(config)
-        read = _SettingsVariables.read(env, fallback=_from_project(config))
+        tuning = Tuning.of(config)
+        warn_moved(os.environ if env is None else env)
+        read = _SettingsVariables.read(
+            env,
+            fallback={
+                **_from_project(config),
+                **tuning.values(**{key: key for key in _SETTINGS_KNOBS}),
+            },
+        )
         store = read.store or (default_store_uri(config) if use_project else DEFAULT_STORE_URI)
         execution = read.execution()
         return cls(
@@ -452,11 +484,12 @@ class Settings:
             max_steps=read.max_steps or DEFAULT_MAX_STEPS,
             execution=execution,
             mcp_config=read.mcp,
-            planner=PlannerSettings.from_env(env),
+            planner=PlannerSettings.from_env(env, tuning=tuning),
             limits=limits_from_env(env),
+            store_options=store_options_from_env(env),
             tool_sources_given=bool(read.tools or read.mcp),
             project_file=str(config.path) if config else None,
-            temporal=TemporalSettings.from_env(env),
+            temporal=TemporalSettings.from_env(env, tuning=tuning),
             estimates=EstimateSettings(
                 concurrency=execution.concurrency,
                 **read.given(default_ms="estimate_default_ms", prices_file="prices"),

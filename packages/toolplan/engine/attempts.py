@@ -3,9 +3,10 @@ parameters resolved to its final record.
 
 :class:`Caller` holds what every call of one execution shares (the catalog, the recorder, timeouts,
 approvals, the idempotency metadata) and calls the tools. :class:`ToolCall` is one call to its
-end: resolve, then attempts retried for transient failures (numbered on from an earlier run's,
-with the policy's backoff), then the fallback once, then how it ended recorded, even when the run
-is being cancelled meanwhile. A step (:class:`~toolplan.engine.step.StepCall`) and an item
+end: resolve, then attempts, numbered on from an earlier run's and retried as the step's retry
+policy decides (:meth:`~toolplan.config.retry.RetryPolicy.after`, the one decision, which the
+Temporal activity asks too), then the fallback once, then how it ended recorded, even when the
+run is being cancelled meanwhile. A step (:class:`~toolplan.engine.step.StepCall`) and an item
 (:class:`~toolplan.engine.foreach.ItemCall`) differ only in where that is recorded and what a
 step checks before its first call (an earlier version's effect, an approval, the cache).
 """
@@ -26,6 +27,7 @@ from langchain_core.tools import BaseTool, ToolException
 from pydantic import ValidationError
 
 from toolplan.config.policies import ExecutionOptions
+from toolplan.config.retry import RetryPolicy
 from toolplan.engine.approval import covers, current_user, fingerprint, needs_approval
 from toolplan.engine.cache import cache_ttl_of
 from toolplan.engine.effects import EarlierEffect
@@ -41,7 +43,6 @@ from toolplan.engine.toolcall import (
     without_surrogates,
 )
 from toolplan.errors import ExecutionBusy, TemplateError, ToolOutputInvalid, Unavailable
-from toolplan.plan_format.json_schema import inline_refs
 from toolplan.plan_format.plan import Plan, Step
 from toolplan.plan_format.templates import resolve
 from toolplan.store.protocol import Decision, ItemRecord, RecordStore, ResultCache, utc_now
@@ -111,30 +112,28 @@ async def with_retries(
     attempt: Callable[[int, bool], Awaitable[T]],
     *,
     prior: int,
-    max_attempts: int,
+    after: Callable[[AttemptFailed, int], float | None],
     retrying: Callable[[int, AttemptFailed], None],
-    backoff: Callable[[int], float],
 ) -> T | GaveUp:
-    """``attempt(number, first)`` until it returns, at most ``max_attempts`` times.
+    """``attempt(number, first)`` until it returns or the retry policy gives up.
 
-    Numbers go on from ``prior`` (attempts an earlier run made). An :class:`AttemptFailed` that is
-    not :attr:`~AttemptFailed.retryable`, or the last attempt's, ends the loop as :class:`GaveUp`;
-    otherwise ``retrying(number, failure)`` is told and ``backoff(k)`` seconds are waited after the
-    ``k``-th failure (1-based) before the next attempt.
+    Numbers go on from ``prior`` (attempts an earlier run made). After an :class:`AttemptFailed`
+    of attempt ``number``, ``after(failure, number)`` decides
+    (:meth:`~toolplan.config.retry.RetryPolicy.after`): ``None`` ends the loop as
+    :class:`GaveUp`; otherwise ``retrying(number, failure)`` is told and that many seconds are
+    waited before the next attempt.
     """
-    if max_attempts < 1:
-        raise ValueError(f"max_attempts must be at least 1, not {max_attempts}")
-    index = 0
+    number = prior
     while True:
-        number = prior + index + 1
+        number += 1
         try:
-            return await attempt(number, index == 0)
+            return await attempt(number, number == prior + 1)
         except AttemptFailed as failed:
-            if not failed.retryable or index == max_attempts - 1:
+            delay = after(failed, number)
+            if delay is None:
                 return GaveUp(failed, number)
             retrying(number, failed)
-            index += 1
-            await asyncio.sleep(backoff(index))
+            await asyncio.sleep(delay)
 
 
 async def surviving_cancel(recording: Coroutine[Any, Any, T]) -> T:
@@ -226,7 +225,6 @@ class Caller:
         self.timeouts = dict(timeouts or {})
         """Effective timeouts by step (:func:`~toolplan.engine.timeouts.load_step_timeouts`);
         a step missing here gets its plan ``timeout`` or the default."""
-        self._schemas: dict[str, dict[str, Any]] = {}
         self.earlier = dict(earlier or {})
         """Succeeded side effects of earlier versions of the request, by call key
         (:func:`~toolplan.engine.effects.earlier_effects`): never repeated."""
@@ -237,6 +235,7 @@ class Caller:
         a slot."""
         self._ttls: dict[str, float | None] = {}
         self._effects: dict[str, Effect] = {}
+        self._policies: dict[str, RetryPolicy] = {}
         self.decisions: dict[str, Decision] = dict(decisions or {})
         """People's decisions on steps that waited for approval, from the step records: an
         approval lets its step call the tool with the arguments that were shown, no others."""
@@ -269,29 +268,39 @@ class Caller:
             return EffectiveTimeout(float(own), "plan")
         return EffectiveTimeout(self.options.default_timeout, "default")
 
+    def retry_policy(self, step_id: str) -> RetryPolicy:
+        """The retry policy of ``step_id``'s calls: the run's, under its tool's own and its
+        ``maxAttempts`` (:meth:`~toolplan.config.retry.RetryPolicy.for_call`), once per step."""
+        policy = self._policies.get(step_id)
+        if policy is None:
+            step = self._steps[step_id]
+            policy = self.options.retry.for_call(self.catalog.get(step.tool), step.max_attempts)
+            self._policies[step_id] = policy
+        return policy
+
     def max_attempts(self, step_id: str) -> int:
-        """Attempts ``step_id`` gets for transient errors."""
-        return self._steps[step_id].max_attempts or self.options.retry.max_attempts
+        """Attempts ``step_id`` gets in all, an earlier run's included."""
+        return self.retry_policy(step_id).max_attempts
 
-    def backoff(self, failures: int) -> float:
-        """Seconds to wait before the next attempt, after ``failures`` failed ones."""
-        return self.options.retry.delay(failures, self.rng)
+    def after(self, step_id: str, failure: AttemptFailed, attempts: int) -> float | None:
+        """After ``attempts`` attempts of ``step_id``, the last failing with ``failure``: seconds
+        to wait before the next one, or ``None``: no attempt follows (the one retry decision,
+        :meth:`~toolplan.config.retry.RetryPolicy.after`)."""
+        return self.retry_policy(step_id).after(
+            failure, self._steps[step_id].tool, attempts, self.rng
+        )
 
-    def final_error(self, step_id: str, failure: AttemptFailed, attempts_made: int) -> str:
-        """The error a step ends with after ``attempts_made`` attempts, the last of which failed
+    def final_error(self, step_id: str, failure: AttemptFailed, attempts: int) -> str:
+        """The error a step ends with after ``attempts`` attempts, the last of which failed
         with ``failure``."""
-        max_attempts = self.max_attempts(step_id)
-        if max_attempts > 1 and attempts_made == max_attempts and failure.kind != "tool_error":
-            return f"{failure} (after {max_attempts} attempts)"
+        if self.retry_policy(step_id).exhausted(failure, self._steps[step_id].tool, attempts):
+            return f"{failure} (after {attempts} attempts)"
         return str(failure)
 
     def arguments_schema(self, tool: str) -> dict[str, Any]:
         """The tool's argument schema with ``$ref``s inlined, for resolving templates as its
-        arguments' types expect."""
-        schema = self._schemas.get(tool)
-        if schema is None:
-            schema = self._schemas[tool] = inline_refs(self.catalog.info(tool).parameters)
-        return schema
+        arguments' types expect (the catalog keeps it)."""
+        return self.catalog.arguments_schema(tool)
 
     def gated(self, step: Step) -> bool:
         """Whether ``step``'s tool is called only once its call is approved (by a person, or by
@@ -347,22 +356,34 @@ class Caller:
                 output = await invoke_tool(tool, arguments, config, fast=self._fast_calls)
                 return normalize_output(output, tool=tool.name)
         except ToolOutputInvalid as error:  # the tool ran: calling it again repeats its effect
-            raise AttemptFailed(without_surrogates(error.message), kind="invalid_output") from None
+            raise AttemptFailed(
+                without_surrogates(error.message),
+                kind="invalid_output",
+                tool=tool.name,
+                error=error,
+            ) from None
         except ToolException as error:
             raise AttemptFailed(
                 without_surrogates(f"tool {tool.name!r} reported an error: {error}"),
                 kind="tool_error",
+                tool=tool.name,
+                error=error,
             ) from None
         except ValidationError as error:
             detail = "; ".join(
                 f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in error.errors()
             )
             raise AttemptFailed(
-                f"tool {tool.name!r} rejected its arguments: {detail}", kind="invalid_arguments"
+                f"tool {tool.name!r} rejected its arguments: {detail}",
+                kind="invalid_arguments",
+                tool=tool.name,
+                error=error,
             ) from None
         except TimeoutError:
             raise AttemptFailed(
-                f"tool {tool.name!r} timed out after {timeout:g}s and was cancelled", kind="timeout"
+                f"tool {tool.name!r} timed out after {timeout:g}s and was cancelled",
+                kind="timeout",
+                tool=tool.name,
             ) from None
         except (asyncio.CancelledError, Unavailable):
             raise
@@ -370,6 +391,8 @@ class Caller:
             raise AttemptFailed(
                 without_surrogates(f"tool {tool.name!r} raised {type(error).__name__}: {error}"),
                 kind="exception",
+                tool=tool.name,
+                error=error,
             ) from None
 
     async def call_tool(
@@ -518,15 +541,14 @@ class ToolCall(ABC, Generic[R]):
             result = await with_retries(
                 self.attempt,
                 prior=prior,
-                max_attempts=caller.max_attempts(step.id),
+                after=lambda failed, attempts: caller.after(step.id, failed, attempts),
                 retrying=lambda number, failed: caller.recorder.retrying(
                     step.id, step.tool, number, str(failed), item=self.item
                 ),
-                backoff=caller.backoff,
             )
             if not isinstance(result, GaveUp):
                 return result
-            error_text = caller.final_error(step.id, result.failure, result.attempt - prior)
+            error_text = caller.final_error(step.id, result.failure, result.attempt)
             return await self.give_up(result.attempt, error_text)
         except RUN_STOPPERS:
             raise

@@ -13,6 +13,9 @@ own), and every exception, ``ToolException`` included,
 raised unchanged. Tools the fast path does not cover (sync-only tools, tools handling their own
 errors, ``content_and_artifact`` tools, custom ``BaseTool`` subclasses) always go through
 ``ainvoke``. ``tests/unit/test_toolcall.py`` shows both paths give identical results and errors.
+
+A failed attempt is :class:`~toolplan.errors.AttemptFailed` (re-exported here with
+:data:`~toolplan.errors.FailureKind`); whether another follows is the retry policy's decision.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import inspect
 import json
 import re
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManager
 from langchain_core.runnables import RunnableConfig
@@ -37,7 +40,7 @@ from langchain_core.tools.base import (
 from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
-from toolplan.errors import ToolOutputInvalid
+from toolplan.errors import AttemptFailed, FailureKind, ToolOutputInvalid
 from toolplan.store.codec import Unstorable, storable
 
 __all__ = [
@@ -250,23 +253,3 @@ def normalize_output(value: Any, *, tool: str | None = None) -> Any:
 def _invalid(why: str, tool: str | None) -> ToolOutputInvalid:
     who = f"tool {tool!r} returned an output" if tool else "the output is one"
     return ToolOutputInvalid(f"{who} the record cannot hold: {why}", tool=tool)
-
-
-FailureKind = Literal["tool_error", "invalid_arguments", "invalid_output", "timeout", "exception"]
-"""Why a tool call failed: the tool reported a business error (``ToolException``), rejected its
-resolved arguments, returned an output the record cannot hold (:func:`normalize_output`), timed
-out, or raised anything else. Only the last two are retried: an invalid output came from a call
-that ran, and would come again."""
-
-
-class AttemptFailed(Exception):
-    """One attempt of a step's tool call failed; ``kind`` says whether another may follow."""
-
-    def __init__(self, message: str, *, kind: FailureKind) -> None:
-        super().__init__(message)
-        self.kind = kind
-
-    @property
-    def retryable(self) -> bool:
-        """Transient failures (a timeout, an unexpected exception) may succeed on a retry."""
-        return self.kind in ("timeout", "exception")

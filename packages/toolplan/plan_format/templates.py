@@ -24,6 +24,7 @@ Resolution rules:
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -296,12 +297,26 @@ _NON_TEXT_SCALARS = frozenset({"number", "integer", "boolean"})
 def exact_template(text: str) -> Template | None:
     """The template ``text`` is, with nothing around it (a value :func:`resolve` keeps as the
     referenced JSON value, not text); ``None`` for any other text."""
+    if len(text) <= _CACHED_TEXT:
+        return _exact_template(text)
+    return _exact_template.__wrapped__(text)
+
+
+_CACHED_TEXT = 256
+"""Texts up to this long are parsed once per process: a step's parameters are resolved on
+every call (the cache holds at most a few MB)."""
+
+
+@functools.lru_cache(maxsize=4096)
+def _exact_template(text: str) -> Template | None:
     if list(template_spans(text)) != [(0, len(text))]:
         return None
     return Template.parse(text)
 
 
 def _resolve_string(text: str, outputs: Mapping[str, Any]) -> Any:
+    if "{{" not in text:
+        return text
     exact = exact_template(text)
     if exact is not None:
         return exact.lookup(outputs)

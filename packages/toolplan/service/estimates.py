@@ -2,7 +2,7 @@
 
 ``durationMs`` is the critical path of the plan with each step weighted by the **mean** of its
 tool's latest observed durations (successful first attempts, the same history adaptive timeouts
-read), or ``TOOLPLAN_ESTIMATE_DEFAULT_MS`` for a tool never seen. Where the plan is wider than
+read), or ``estimate_default_ms`` (project config) for a tool never seen. Where the plan is wider than
 the concurrency limit, it is the eager schedule the engine would run at that limit (simulated;
 equal to the critical path when the limit does not bind). The mean, not the median: a critical
 path is a sum, and the expected sum is the sum of the means; for right-skewed latencies (a
@@ -16,7 +16,7 @@ names has run: the step counts as one call, and ``basis`` ends with ``, item cou
 
 ``costUsd`` sums the per-call cost each step's tool declares (``tagged(tool,
 cost_usd=0.002)``) and, for a plan written by an LLM, the planning calls' tokens at the model's
-price when a price table (``TOOLPLAN_PRICES``, a JSON file; never fetched from the network) lists
+price when a price table (``prices`` in the project config, a JSON file; never fetched from the network) lists
 it. Tools that declare no cost count as free. It is ``None`` when nothing is known: no step's tool
 declares a cost and no planning price applies.
 """
@@ -113,14 +113,15 @@ def load_prices(path: str) -> dict[str, ModelPrice]:
         stamp = file.stat().st_mtime_ns
     except OSError as error:
         raise InvalidInput(
-            f"TOOLPLAN_PRICES={path!r} cannot be read: {error.strerror or error}"
+            f"the price table {path!r} (prices, TOOLPLAN_PRICES) cannot be read: "
+            f"{error.strerror or error}"
         ) from None
     return _load_prices(str(file.resolve()), stamp)
 
 
 @lru_cache(maxsize=8)
 def _load_prices(path: str, _stamp: int) -> dict[str, ModelPrice]:
-    where = f"TOOLPLAN_PRICES={path!r}"
+    where = f"the price table {path!r} (prices, TOOLPLAN_PRICES)"
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as error:

@@ -20,6 +20,7 @@ from toolplan.store.protocol import (
     StepRecord,
     StepStatus,
     Store,
+    StoreOptions,
     WorkQueue,
     cap_output,
     utc_now,
@@ -43,6 +44,7 @@ __all__ = [
     "StepRecord",
     "StepStatus",
     "Store",
+    "StoreOptions",
     "WorkQueue",
     "cap_output",
     "open_store",
@@ -56,7 +58,9 @@ per command (:func:`toolplan.project.default_store_uri`): the project's, else th
 upwards that exists, else the current folder's."""
 
 
-def open_store(uri: str | None = None, *, create: bool = True) -> Store:
+def open_store(
+    uri: str | None = None, *, create: bool = True, options: StoreOptions | None = None
+) -> Store:
     """Open the store at ``uri`` (default: ``.toolplan/toolplan.db`` where
     :func:`toolplan.project.default_store_uri` finds it) with the backend registered
     for its scheme (:mod:`toolplan.store.registry`): ``sqlite:///path``, ``mongodb://...``, or any
@@ -70,10 +74,13 @@ def open_store(uri: str | None = None, *, create: bool = True) -> Store:
     folder that does not exist is :class:`~toolplan.errors.InvalidInput` naming the folder,
     except a default store's (``.toolplan/``, or the project config's ``store``), which is made.
 
+    ``options`` (:class:`StoreOptions`: how long to wait for a lock or a server) go to a
+    backend whose opener takes them; by default, their defaults.
+
     Raises :class:`~toolplan.errors.InvalidInput` for an unsupported URI and
     :class:`~toolplan.errors.StoreUnavailable` when the store cannot be reached.
     """
-    from toolplan.store.registry import opener_for, store_uri_for
+    from toolplan.store.registry import opener_for, store_uri_for, takes_options
 
     if not uri:
         from toolplan.project import default_store_uri, find_project
@@ -83,6 +90,8 @@ def open_store(uri: str | None = None, *, create: bool = True) -> Store:
     opener = opener_for(uri)
     if uri.startswith("sqlite:///") and uri != "sqlite:///:memory:":
         _check_sqlite_path(uri, create=create)
+    if options is not None and takes_options(opener):
+        return opener(uri, options=options)  # type: ignore[call-arg]
     return opener(uri)
 
 

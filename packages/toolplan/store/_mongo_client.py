@@ -3,8 +3,6 @@ turned into toolplan's errors with the URI's password hidden."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
@@ -37,28 +35,15 @@ DEFAULT_TIMEOUT_MS = 5000
 Document = dict[str, Any]
 
 
-def _timeout_ms(env: Mapping[str, str]) -> int:
-    raw = env.get(TIMEOUT_ENV, "").strip()
-    if not raw:
-        return DEFAULT_TIMEOUT_MS
-    try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-    if value <= 0:
-        raise InvalidInput(f"{TIMEOUT_ENV}={raw!r} is not a positive number of milliseconds")
-    return value
-
-
-def client_options(uri: str, env: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """Keyword arguments for ``MongoClient``: toolplan's defaults for what the URI leaves unset.
+def client_options(uri: str, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> dict[str, Any]:
+    """Keyword arguments for ``MongoClient``: toolplan's defaults for what the URI leaves unset,
+    ``timeout_ms`` (``TOOLPLAN_MONGO_TIMEOUT_MS``, which the settings read) among them.
 
     ``w="majority"`` is always applied: leases and claims are only safe with acknowledged,
     majority-committed writes.
     """
-    env = os.environ if env is None else env
     given = {key.lower() for key, _ in parse_qsl(urlsplit(uri).query)}
-    timeout = _timeout_ms(env)
+    timeout = timeout_ms
     defaults: dict[str, Any] = {
         "serverSelectionTimeoutMS": timeout,
         "connectTimeoutMS": timeout,
@@ -81,13 +66,13 @@ def database_name(uri: str) -> str:
 class MongoConnection:
     """A ``MongoClient`` and the database of one store URI; ``uri`` is safe to print."""
 
-    def __init__(self, uri: str, *, env: Mapping[str, str] | None = None) -> None:
+    def __init__(self, uri: str, *, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> None:
         from toolplan.store._uris import redact_uri
 
         self.uri = redact_uri(uri)
         self._password = urlsplit(uri).password
         try:
-            self.client: MongoClient[Document] = MongoClient(uri, **client_options(uri, env))
+            self.client: MongoClient[Document] = MongoClient(uri, **client_options(uri, timeout_ms))
         except (ConfigurationError, ValueError, TypeError) as error:
             # pymongo reports some malformed URIs (a bad port) and option values as ValueError.
             reason = self._scrub(fault_reason(error))

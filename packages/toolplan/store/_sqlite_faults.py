@@ -14,12 +14,11 @@ that is rolled back on error, or is a single idempotent statement, so a failed a
 from __future__ import annotations
 
 import functools
-import os
 import random
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Concatenate, ParamSpec, Protocol, TypeVar
 
 from toolplan.errors import InvalidInput, StoreUnavailable, ToolplanError
@@ -27,7 +26,6 @@ from toolplan.errors import InvalidInput, StoreUnavailable, ToolplanError
 __all__ = [
     "BUSY_TIMEOUT_ENV",
     "DEFAULT_BUSY_TIMEOUT",
-    "busy_timeout_from_env",
     "file_gone",
     "guarded",
     "is_busy",
@@ -36,7 +34,9 @@ __all__ = [
 ]
 
 BUSY_TIMEOUT_ENV = "TOOLPLAN_STORE_BUSY_TIMEOUT"
-"""Seconds a store operation waits for a lock held by another process before giving up (exit 3)."""
+"""The variable of the seconds a store operation waits for a lock held by another process
+before giving up (exit 3): read by the settings (:class:`toolplan.store.StoreOptions`), named
+in the message that says it ran out."""
 
 DEFAULT_BUSY_TIMEOUT = 30.0
 
@@ -59,20 +59,6 @@ _READONLY_DBMOVED = 1032
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
-
-def busy_timeout_from_env(env: Mapping[str, str] | None = None) -> float:
-    """``TOOLPLAN_STORE_BUSY_TIMEOUT`` in seconds (default 30); ``InvalidInput`` if malformed."""
-    raw = (os.environ if env is None else env).get(BUSY_TIMEOUT_ENV, "").strip()
-    if not raw:
-        return DEFAULT_BUSY_TIMEOUT
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not value >= 0 or value == float("inf"):
-        raise InvalidInput(f"{BUSY_TIMEOUT_ENV}={raw!r} is not a number of seconds (0 or more)")
-    return value
 
 
 def _code(error: sqlite3.Error) -> int:

@@ -94,6 +94,7 @@ from toolplan.store.protocol import (
     PlanSummary,
     RequestRecord,
     StepRecord,
+    StoreOptions,
     ToolStats,
     cap_output,
     decode_plan_cursor,
@@ -179,8 +180,10 @@ def _summary(plan: _Document, execution: _Document | None) -> PlanSummary:
 class MongoStore(MongoItems, MongoControls):
     """:class:`~toolplan.store.protocol.Store` on a MongoDB database (see the module docstring)."""
 
-    def __init__(self, uri: str, *, env: Mapping[str, str] | None = None) -> None:
-        self._connection = MongoConnection(uri, env=env)
+    def __init__(self, uri: str, *, options: StoreOptions | None = None) -> None:
+        self._connection = MongoConnection(
+            uri, timeout_ms=(options or StoreOptions()).mongo_timeout_ms
+        )
         self.uri = self._connection.uri
         self._client = self._connection.client
         self._db = self._connection.db

@@ -65,6 +65,7 @@ __all__ = [
     "StepRecord",
     "StepStatus",
     "Store",
+    "StoreOptions",
     "TimeoutSource",
     "ToolStats",
     "WorkQueue",
@@ -472,6 +473,19 @@ def lease_holder() -> tuple[str, int]:
     return socket.gethostname(), os.getpid()
 
 
+@dataclass(frozen=True)
+class StoreOptions:
+    """How the built-in stores wait, as the settings say (``toolplan.config.Settings``
+    ``store_options``: the variables below, read by the entry point that opens the store)."""
+
+    busy_timeout: float = 30.0
+    """Seconds a SQLite store waits for a lock another process holds, then gives up
+    (``TOOLPLAN_STORE_BUSY_TIMEOUT``)."""
+    mongo_timeout_ms: int = 5000
+    """Milliseconds a MongoDB store waits to select a server and to connect (reads wait three
+    times as long), unless the URI sets its own (``TOOLPLAN_MONGO_TIMEOUT_MS``)."""
+
+
 def cap_output(value: Any, limit_bytes: int) -> tuple[Any, bool]:
     """Cap a step output to ``limit_bytes`` of JSON; returns (value, truncated).
 
@@ -479,8 +493,8 @@ def cap_output(value: Any, limit_bytes: int) -> tuple[Any, bool]:
     grows without bound (MongoDB's 16 MB limit, and SQLite rows the CLI must print).
     """
     text = dumps(value)
-    if len(text.encode("utf-8")) <= limit_bytes:
-        return value, False
+    if len(text) * 4 <= limit_bytes or len(text.encode("utf-8")) <= limit_bytes:
+        return value, False  # (a character is at most 4 bytes: most outputs are not encoded)
     preview = text.encode("utf-8")[: max(0, limit_bytes - 200)].decode("utf-8", "ignore")
     return {"truncated": True, "originalBytes": len(text.encode("utf-8")), "preview": preview}, True
 

@@ -6,6 +6,10 @@ without touching toolplan::
     [project.entry-points."toolplan.stores"]
     redis = "my_package.store:RedisStore"      # any callable: opener(uri) -> Store
 
+An opener may also take a keyword ``options`` (:class:`StoreOptions`: how long to wait for a
+lock or a server, from the settings the entry point read); :func:`toolplan.store.open_store`
+passes them to openers that do. A store never reads the environment itself.
+
 The built-in ``sqlite``, ``mongodb`` and ``mongodb+srv`` schemes are declared the same way in
 toolplan's own metadata, with the same openers also known here for a source checkout that was
 never installed. :func:`register_store` adds one at run time (tests, embedding applications).
@@ -14,7 +18,9 @@ A new backend must pass :mod:`toolplan_conformance`.
 
 from __future__ import annotations
 
+import functools
 import importlib
+import inspect
 import threading
 from collections.abc import Callable
 from importlib.metadata import entry_points
@@ -23,16 +29,18 @@ from pathlib import Path
 from toolplan._caches import register_cache
 from toolplan.errors import InvalidInput
 from toolplan.store._uris import redact_uri
-from toolplan.store.protocol import Store
+from toolplan.store.protocol import Store, StoreOptions
 
 __all__ = [
     "ENTRY_POINT_GROUP",
     "SQLITE_SUFFIXES",
     "StoreOpener",
+    "StoreOptions",
     "opener_for",
     "register_store",
     "store_schemes",
     "store_uri_for",
+    "takes_options",
 ]
 
 ENTRY_POINT_GROUP = "toolplan.stores"
@@ -40,6 +48,16 @@ ENTRY_POINT_GROUP = "toolplan.stores"
 StoreOpener = Callable[[str], Store]
 """Opens the store at a URI: raises ``InvalidInput`` for a URI it cannot use and
 ``StoreUnavailable`` when the store cannot be reached."""
+
+
+@functools.lru_cache(maxsize=64)
+def takes_options(opener: StoreOpener) -> bool:
+    """Whether ``opener`` takes the keyword ``options`` (:class:`StoreOptions`)."""
+    try:
+        return "options" in inspect.signature(opener).parameters
+    except (TypeError, ValueError):
+        return False
+
 
 _BUILTIN: dict[str, str] = {
     "sqlite": "toolplan.store.sqlite:open_sqlite",

@@ -27,7 +27,7 @@ from toolplan.errors import InvalidInput, StoreUnavailable
 from toolplan.store._kept_saver import KeptCheckpointers
 from toolplan.store._sqlite_controls import SqliteControls
 from toolplan.store._sqlite_faults import (
-    busy_timeout_from_env,
+    DEFAULT_BUSY_TIMEOUT,
     file_gone,
     guarded,
     is_busy,
@@ -54,6 +54,7 @@ from toolplan.store.protocol import (
     PlanSummary,
     RequestRecord,
     StepRecord,
+    StoreOptions,
     ToolStats,
     decode_plan_cursor,
     encode_plan_cursor,
@@ -272,8 +273,9 @@ class SqliteStore(SqliteItems, SqliteControls):
     ) -> None:
         self.path = Path(path)
         self.uri = uri or f"sqlite:///{self.path}"
-        self.busy_timeout = busy_timeout_from_env() if busy_timeout is None else busy_timeout
-        """Seconds to wait for a lock another process holds (``TOOLPLAN_STORE_BUSY_TIMEOUT``)."""
+        self.busy_timeout = DEFAULT_BUSY_TIMEOUT if busy_timeout is None else busy_timeout
+        """Seconds to wait for a lock another process holds (``TOOLPLAN_STORE_BUSY_TIMEOUT``,
+        which the settings read: :class:`~toolplan.store.StoreOptions`)."""
         self._lock = threading.RLock()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -887,8 +889,9 @@ def _decision_from(text: str | None) -> Decision | None:
     return None if text is None else Decision.from_json(loads(text))
 
 
-def open_sqlite(uri: str) -> SqliteStore:
-    """The store of a ``sqlite:///path`` URI (the ``sqlite`` scheme's opener)."""
+def open_sqlite(uri: str, *, options: StoreOptions | None = None) -> SqliteStore:
+    """The store of a ``sqlite:///path`` URI (the ``sqlite`` scheme's opener), waiting for a
+    lock as long as ``options`` say."""
     if not uri.startswith("sqlite:///"):
         raise InvalidInput(f"a SQLite store URI looks like sqlite:///path/to/file.db, not {uri!r}")
     path = uri[len("sqlite:///") :]
@@ -899,4 +902,8 @@ def open_sqlite(uri: str) -> SqliteStore:
         )
     # Named by its absolute path, so messages say which file, wherever the command ran.
     absolute = Path(path).expanduser().resolve()
-    return SqliteStore(absolute, uri=f"sqlite:///{absolute}")
+    return SqliteStore(
+        absolute,
+        uri=f"sqlite:///{absolute}",
+        busy_timeout=None if options is None else options.busy_timeout,
+    )

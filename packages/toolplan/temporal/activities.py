@@ -14,12 +14,13 @@
   lease given back while the workflow waits for :data:`~toolplan.temporal.messages.DECIDED_SIGNAL`.
 
 Retries: a tool's failure raises an :class:`~temporalio.exceptions.ApplicationError` whose
-``type`` is the failure kind. ``ToolException`` and rejected arguments are non-retryable; other
-failures are retried by Temporal after the run's backoff (with jitter, as ``next_retry_delay``)
-until the step has failed ``maxAttempts`` times. The count of the tool's own failures travels in
-the activity's heartbeat details, which Temporal hands to the next attempt: an attempt lost with
-its worker (killed, partitioned: no heartbeat) or stopped by a store outage is retried without
-spending one. The idempotency key stays ``{planId}:{stepId}``.
+``type`` is the failure kind, non-retryable or with the delay before the next attempt as
+``next_retry_delay``: both from the step's retry policy
+(:meth:`toolplan.config.retry.RetryPolicy.after`), the one decision the in-process engine makes
+too. The count of attempts spent (an earlier run's included) travels in the activity's heartbeat
+details, which Temporal hands to the next attempt: an attempt lost with its worker (killed,
+partitioned: no heartbeat) or stopped by a store outage is retried without spending one. The
+idempotency key stays ``{planId}:{stepId}``.
 """
 
 from __future__ import annotations
@@ -308,9 +309,8 @@ class PlanActivities:
             if existing is not None and existing.status in TERMINAL_EXECUTION_STATUSES:
                 return PlanLayout(finished_status=existing.status)
             try:
-                plan, analysis, execution = await start_execution(
-                    store, await self._catalog_for(record), record
-                )
+                catalog = await self._catalog_for(record)
+                plan, analysis, execution = await start_execution(store, catalog, record)
             except ToolsUnavailable as error:
                 # This worker lacks the tools the plan was made with: retried (by this or
                 # another worker) until one has them; `toolplan show` says why it waits.
@@ -336,8 +336,9 @@ class PlanActivities:
                 )
         resume = ResumeState.of(current)
         options = run.options
+        execution_options = options.execution_options()
         timeouts = await load_step_timeouts(
-            store, plan, options.execution_options().timeouts, options.default_timeout
+            store, plan, execution_options.timeouts, options.default_timeout
         )
         return PlanLayout(
             order=list(analysis.order),
@@ -347,7 +348,9 @@ class PlanActivities:
                 step.id: StepSpec(
                     tool=step.tool,
                     timeout=timeouts[step.id].seconds,
-                    max_attempts=step.max_attempts or options.max_attempts,
+                    max_attempts=execution_options.retry.for_call(
+                        catalog.get(step.tool), step.max_attempts
+                    ).max_attempts,
                     fallback=step.fallback is not None,
                     timeout_source=timeouts[step.id].source,
                     conditional=step.when is not None,
@@ -367,7 +370,8 @@ class PlanActivities:
     async def run_step(self, call: StepCall) -> StepResult:
         """One attempt of one step; raises an ApplicationError when the tool call failed."""
         info = activity.info()
-        failures = int(info.heartbeat_details[0]) if info.heartbeat_details else 0
+        # Attempts spent so far, an earlier run's included: a lost worker's does not count.
+        failures = int(info.heartbeat_details[0]) if info.heartbeat_details else call.prior_attempts
         first = info.attempt == 1
         attempt = call.prior_attempts + info.attempt
         with _as_activity_errors():
@@ -384,15 +388,17 @@ class PlanActivities:
             except AttemptFailed as failure:
                 failures += 1
                 activity.heartbeat(failures)  # the next attempt starts from this count
-                final = not failure.retryable or failures >= runner.max_attempts(call.step_id)
-                message = runner.final_error(call.step_id, failure, failures)
-                delay = call.options.execution_options().retry.delay(failures)
+                # The same decision as in process (RetryPolicy.after): whether to retry, and when.
+                delay = runner.after(call.step_id, failure, failures)
                 raise ApplicationError(
                     str(failure),
-                    {"attempts": attempt, "error": message},
+                    {
+                        "attempts": attempt,
+                        "error": runner.final_error(call.step_id, failure, failures),
+                    },
                     type=failure.kind,
-                    non_retryable=final,
-                    next_retry_delay=None if final else timedelta(seconds=delay),
+                    non_retryable=delay is None,
+                    next_retry_delay=None if delay is None else timedelta(seconds=delay),
                 ) from None
             finally:
                 await asyncio.to_thread(recorder.close)

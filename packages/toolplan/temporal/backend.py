@@ -117,7 +117,11 @@ class TemporalBackend:
         ``queued``, as the lease queue does: a decision was recorded and the plan now waits
         for a worker, not for a person (``approve --enqueue`` with no worker exits 0)."""
         plan_id = record.plan_id
-        client = await connect(self.settings)  # an unreachable server leaves no record behind
+        # Options the workers cannot receive, and an unreachable server, leave no record behind.
+        run = PlanRun(
+            plan_id, RunOptions.of(ctx.options, heartbeat_seconds=self.settings.heartbeat_seconds)
+        )
+        client = await connect(self.settings)
         # The plan is checked against this process's catalog, like an in-process run; the
         # worker checks it again against its own.
         _, _, execution = await start_execution(ctx.store, ctx.catalog, record, status="queued")
@@ -127,9 +131,6 @@ class TemporalBackend:
             # Before the signal: a stored ``waiting`` means the workflow, if any, is idle until
             # signalled, so this cannot overwrite what it writes once it reads the decision.
             await asyncio.to_thread(ctx.store.set_execution_status, plan_id, "queued")
-        run = PlanRun(
-            plan_id, RunOptions.of(ctx.options, heartbeat_seconds=self.settings.heartbeat_seconds)
-        )
         signal = Decisions(
             uuid.uuid4().hex,
             {s.step_id: s.decision.kind for s in execution.steps if s.decision is not None},

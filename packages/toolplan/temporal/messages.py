@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from typing import get_args
 
 from toolplan.config.policies import ExecutionOptions, RetryPolicy, TimeoutPolicy
+from toolplan.config.retry import TRANSIENT
 from toolplan.engine.approval import current_user
+from toolplan.errors import InvalidInput
 from toolplan.runs.lease import ENGINE_HOLDER_PREFIX
 from toolplan.store.protocol import SkipReason
 
@@ -89,11 +91,22 @@ class RunOptions:
     approver: str | None = None
     """Who ``approve_all`` approves as: named where the run was started (a worker's OS user is
     not the person who said ``--approve-all``)."""
+    retry_on: list[str] | None = None
+    """The failure kinds the run's retry policy retries (``None``: its default)."""
 
     @classmethod
     def of(cls, options: ExecutionOptions, *, heartbeat_seconds: float) -> RunOptions:
-        """The workflow's copy of ``options``."""
+        """The workflow's copy of ``options``. A retry policy whose ``retry_on`` is a function
+        cannot cross to the workers: :class:`~toolplan.errors.InvalidInput` says what to do."""
         retry = options.retry
+        kinds = retry.kinds
+        if kinds is None:
+            raise InvalidInput(
+                "a RetryPolicy whose retry_on is a function cannot run on Temporal: the workers, "
+                "in other processes, cannot receive it. Give failure kinds "
+                "(retry_on={'timeout', 'exception'}), or declare the function on the tool, "
+                "which the workers load: toolplan.tagged(tool, retry_on=function)"
+            )
         return cls(
             concurrency=options.concurrency,
             fail_fast=options.fail_fast,
@@ -114,6 +127,7 @@ class RunOptions:
             timeout_history=options.timeouts.history,
             approve_all=options.approve_all,
             approver=(options.approver or current_user()) if options.approve_all else None,
+            retry_on=None if kinds == TRANSIENT else sorted(kinds),
         )
 
     def execution_options(self) -> ExecutionOptions:
@@ -128,6 +142,7 @@ class RunOptions:
                 backoff_factor=self.backoff_factor,
                 max_backoff=self.max_backoff,
                 jitter=self.jitter,
+                retry_on=TRANSIENT if self.retry_on is None else frozenset(self.retry_on),  # type: ignore[arg-type]
             ),
             output_limit_bytes=self.output_limit_bytes,
             cancel_poll=self.cancel_poll,

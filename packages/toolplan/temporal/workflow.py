@@ -59,7 +59,6 @@ with workflow.unsafe.imports_passed_through():
     )
 
 __all__ = [
-    "NON_RETRYABLE_KINDS",
     "TIMEOUT_GRACE_SECONDS",
     "PlanWorkflow",
     "step_retry_policy",
@@ -72,10 +71,6 @@ TIMEOUT_GRACE_SECONDS = 1.0
 inside the activity fires first, cancels the tool and records the attempt's error; Temporal's is
 the backstop for a worker whose event loop is stuck."""
 
-NON_RETRYABLE_KINDS = ["tool_error", "invalid_arguments", "InvalidInput"]
-"""Activity error types Temporal never retries: a tool's business error (``ToolException``),
-arguments the tool rejected, and a plan this worker cannot run."""
-
 _RECORD_RETRY = RetryPolicy(
     initial_interval=timedelta(milliseconds=200),
     backoff_coefficient=2.0,
@@ -87,15 +82,22 @@ outage pauses the plan, it never fails a step."""
 
 _RECORD_TIMEOUT = timedelta(seconds=60)
 
+_LOST_WORKER_RETRY = RetryPolicy(maximum_interval=timedelta(seconds=5))
+"""A fallback and a map's item: called once, their retries inside the activity; the activity
+itself runs again only when its worker is lost (or the store is down). A plan the worker cannot
+run fails non-retryable (``InvalidInput``)."""
+
 _MEMO_TOKENS = 64
 """The latest signal tokens the settled memo lists (a sender asks about its own, just sent)."""
 
 
 def step_retry_policy(run: PlanRun) -> RetryPolicy:
-    """Temporal's retry policy of a step activity: the run's exponential backoff, ToolException
-    and argument errors never retried. Attempts are not capped here: the activity counts the
-    tool's own failures (in its heartbeat details) and ends the step after ``maxAttempts`` of
-    them, so a lost worker or a store outage never spends one."""
+    """Temporal's retry policy of a step activity: the run's exponential backoff, for attempts
+    lost with their worker. Which failures are retried, and when, is not decided here: the
+    activity asks the step's :class:`toolplan.config.retry.RetryPolicy`, as the in-process
+    engine does, and raises its failure non-retryable or with that delay. Attempts are not
+    capped here either: the activity counts those spent (in its heartbeat details), so a lost
+    worker or a store outage never spends one."""
     options = run.options
     return RetryPolicy(
         initial_interval=timedelta(seconds=max(options.initial_backoff, 0.001)),
@@ -104,7 +106,6 @@ def step_retry_policy(run: PlanRun) -> RetryPolicy:
             seconds=max(options.max_backoff, options.initial_backoff, 0.001)
         ),
         maximum_attempts=0,
-        non_retryable_error_types=NON_RETRYABLE_KINDS,
     )
 
 
@@ -286,10 +287,7 @@ class PlanWorkflow:
                     "toolplan.give_up",
                     last,
                     result_type=StepResult,
-                    retry_policy=RetryPolicy(
-                        maximum_interval=timedelta(seconds=5),
-                        non_retryable_error_types=NON_RETRYABLE_KINDS,
-                    ),
+                    retry_policy=_LOST_WORKER_RETRY,
                     summary=f"{step_id}: fallback",
                     **timeouts,
                 )
@@ -332,10 +330,7 @@ class PlanWorkflow:
                 "toolplan.run_item",
                 replace(call, item=index, prior_attempts=prior[index]),
                 result_type=StepResult,
-                retry_policy=RetryPolicy(
-                    maximum_interval=timedelta(seconds=5),
-                    non_retryable_error_types=NON_RETRYABLE_KINDS,
-                ),
+                retry_policy=_LOST_WORKER_RETRY,
                 summary=f"{call.step_id}[{index}]: {spec.tool}",
                 **item_timeouts,
             )

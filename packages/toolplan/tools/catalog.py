@@ -10,11 +10,12 @@ from __future__ import annotations
 import difflib
 import importlib
 import inspect
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from toolplan.errors import InvalidInput
+from toolplan.errors import AttemptFailed, InvalidInput, failure_kinds
+from toolplan.plan_format.json_schema import inline_refs
 from toolplan.store.protocol import ToolStats
 from toolplan.tools.effects import (
     COMMUTATIVE_TAG,
@@ -38,9 +39,11 @@ __all__ = [
     "BUILTIN_TOOLSETS",
     "COMMUTATIVE_TAG",
     "DEFAULT_RESOURCE",
+    "MAX_ATTEMPTS_KEY",
     "READ_ONLY_TAG",
     "RESERVED_TOOL_NAMES",
     "RESOURCE_PREFIX",
+    "RETRY_ON_KEY",
     "ToolCatalog",
     "ToolInfo",
     "ToolStats",
@@ -63,6 +66,12 @@ RESERVED_TOOL_NAMES: frozenset[str] = frozenset({"execute_plan", "execute_tool_p
 
 APPROVAL_TAG = "approval"
 """The tag that makes every call of a tool wait for a person's approval."""
+
+MAX_ATTEMPTS_KEY = "max_attempts"
+"""Key in a tool's ``metadata`` holding its own attempts per call (``tagged(max_attempts=)``)."""
+RETRY_ON_KEY = "retry_on"
+"""Key in a tool's ``metadata`` holding which of its failures are retried: failure kinds or a
+predicate (``tagged(retry_on=)``; :class:`toolplan.config.retry.RetryPolicy`)."""
 
 
 def requires_approval(tool: BaseTool) -> bool:
@@ -157,6 +166,8 @@ def tagged(
     returns: Any = None,
     cost_usd: float | None = None,
     resource: str | Iterable[str] | None = None,
+    max_attempts: int | None = None,
+    retry_on: Collection[str] | Callable[[AttemptFailed, str], bool] | None = None,
 ) -> ToolT:
     """Add capability tags and usage examples to a tool (``toolplan tools --tag`` filters on them).
 
@@ -166,7 +177,7 @@ def tagged(
 
     Examples are ``{"query": ..., "parameters": {...}}`` objects; planners show them to the model.
     The tag ``read-only`` makes the tool's results cacheable: a call with the same arguments
-    within ``cache_ttl`` seconds (default ``TOOLPLAN_CACHE_TTL``, 300) is answered from the
+    within ``cache_ttl`` seconds (default: the project config's ``cache_ttl``, 300) is answered from the
     store's shared cache without calling the tool; ``cache_ttl=0``: never (a read whose answer
     changes by itself, a clock or a live price, is still ordered as a read).
 
@@ -180,6 +191,13 @@ def tagged(
     ``resource`` names what the tool reads or writes (one name or several), the same as the tags
     ``resource:NAME``: steps on one resource keep the plan's order around a write
     (:mod:`toolplan.tools.effects`). A tool that names none shares one default resource.
+
+    ``max_attempts`` and ``retry_on`` are the tool's own retry policy, over the run's
+    (:class:`toolplan.config.retry.RetryPolicy`; a step's ``maxAttempts`` still wins):
+    attempts per call, and which failures are retried: kinds (``{"timeout", "exception"}`` by
+    default) or a predicate ``retry_on(failure, tool) -> bool``, given the
+    :class:`~toolplan.errors.AttemptFailed` with the exception the tool raised. The in-process
+    engine and Temporal workers, which load the same tool, decide alike.
     """
     from langchain_core.tools import BaseTool
 
@@ -199,7 +217,15 @@ def tagged(
         raise ValueError(
             f"cache_ttl must be a number of seconds, 0 for never cached, got {cache_ttl!r}"
         )
+    if max_attempts is not None and (
+        isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1
+    ):
+        raise ValueError(f"max_attempts must be a whole number of at least 1, got {max_attempts!r}")
     metadata: dict[str, Any] = {}
+    if max_attempts is not None:
+        metadata[MAX_ATTEMPTS_KEY] = max_attempts
+    if retry_on is not None:
+        metadata[RETRY_ON_KEY] = retry_on if callable(retry_on) else failure_kinds(retry_on)
     examples = list(examples)
     if examples:
         metadata["examples"] = examples
@@ -279,6 +305,7 @@ class ToolCatalog:
         self._infos: dict[str, ToolInfo] = {}
         self._python: tuple[int, PythonTools] | None = None
         self._called: tuple[int, dict[str, str]] | None = None
+        self._arguments: dict[str, dict[str, Any]] = {}
         self.origin: ToolSources | None = None
         """Where the tools were loaded from (set by :func:`~toolplan.tools.loading.load_catalog`);
         recorded with each plan stored against this catalog so it can run again without them."""
@@ -418,6 +445,14 @@ class ToolCatalog:
             self._called = (len(self._tools), aliases(self._tools)[0])
         alias = python_name(name)
         return alias if self._called[1].get(alias) == name else None
+
+    def arguments_schema(self, name: str) -> dict[str, Any]:
+        """The JSON schema of the tool's arguments with ``$ref``s inlined, as templates are
+        resolved against it (once per catalog, not once per execution)."""
+        schema = self._arguments.get(name)
+        if schema is None:
+            schema = self._arguments[name] = inline_refs(self.info(name).parameters)
+        return schema
 
     def infos(self, *, tag: str | None = None) -> list[ToolInfo]:
         """Information on every tool, optionally only those tagged ``tag``."""
