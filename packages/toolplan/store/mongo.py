@@ -922,7 +922,7 @@ class MongoStore(MongoItems, MongoControls):
                     from langgraph.checkpoint.mongodb import MongoDBSaver
                 except ImportError:
                     raise InvalidInput(
-                        "LangGraph checkpoints in a MongoDB store (TOOLPLAN_GRAPH_CHECKPOINTS=1, "
+                        "LangGraph checkpoints in a MongoDB store (graph_checkpoints in the project config, "
                         "LangGraph Studio) need langgraph-checkpoint-mongodb: pip install "
                         "'toolplan[mongodb]'"
                     ) from None
