@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["ANALYSIS", "ENGINE", "MUTATIONS", "PLANNING", "TEMPLATES", "Mutation"]
+__all__ = ["ANALYSIS", "ENGINE", "MUTATIONS", "PLANNING", "STREAMING", "TEMPLATES", "Mutation"]
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,9 @@ _E2E_ENGINE = (
     "tests/e2e/test_workers.py",
     "tests/faults/test_sqlite_faults.py",
 )
-ENGINE = _UNIT_ENGINE + _E2E_ENGINE
+ENGINE = (
+    _UNIT_ENGINE + _E2E_ENGINE + ("tests/unit/test_ordering.py", "tests/e2e/test_program_order.py")
+)
 """Every test file that runs the engine, approvals, cancel or items: the modules under
 ``engine/`` and ``runs/`` are covered by all of them (a step's bug shows anywhere)."""
 
@@ -70,11 +72,18 @@ TEMPLATES = (
     "tests/e2e/test_regressions_issue42.py",
 )
 ANALYSIS = (
+    "tests/unit/test_ordering.py",
+    "tests/e2e/test_program_order.py",
     "tests/unit/test_regressions_issue42.py",
     "tests/unit/test_template_types.py",
     "tests/unit/test_analysis.py",
     "tests/unit/test_gated_reuse.py",
     "tests/e2e/test_gates.py",
+)
+STREAMING = (
+    "tests/unit/test_early_start.py",
+    "tests/e2e/test_program_order_streaming.py",
+    "tests/e2e/test_stream_execution.py",
 )
 PLANNING = (
     "tests/unit/test_regressions_issue42.py",
@@ -94,6 +103,8 @@ def _m(name: str, module: str, original: str, mutated: str, description: str) ->
         tests = ANALYSIS
     elif module.startswith("packages/toolplan/planning/"):
         tests = PLANNING
+    elif module.startswith("packages/toolplan/pipeline/"):
+        tests = STREAMING
     return Mutation(name, module, original, mutated, description, tests)
 
 
@@ -460,5 +471,72 @@ MUTATIONS: tuple[Mutation, ...] = (
         '_IGNORED = frozenset({"id", "description", "confidence"})',
         '_IGNORED = frozenset({"id", "description", "confidence", "forEach", "fallback", "timeout"})',
         "steps that differ only in forEach, fallback or timeout are merged as duplicates",
+    ),
+    # -- program order (issue 49) -----------------------------------------------------------
+    _m(
+        "order-edges-ignored",
+        _ENGINE + "scheduler.py",
+        "unended[step] = sum(1 for dep in earlier if not _ended(outcomes.get(dep)))",
+        "unended[step] = 0",
+        "the scheduler starts a step without waiting for the steps it is ordered after",
+    ),
+    _m(
+        "order-waiting-releases",
+        _ENGINE + "scheduler.py",
+        """        if result.status != "waiting":
+            release_followers(step)""",
+        """        release_followers(step)""",
+        "a write waiting for approval lets the reads ordered after it run before it happened",
+    ),
+    _m(
+        "order-failure-holds-forever",
+        _ENGINE + "scheduler.py",
+        'return outcome is not None and outcome.status != "waiting"',
+        'return outcome is not None and outcome.status == "succeeded"',
+        "a failed write never releases the steps ordered after it (they stay pending)",
+    ),
+    _m(
+        "order-write-skips-reads",
+        "packages/toolplan/validation/ordering.py",
+        "before = state.reads or state.writes",
+        "before = state.writes",
+        "a write waits for the last write only, not for the reads of its resource since",
+    ),
+    _m(
+        "order-reads-not-held",
+        "packages/toolplan/validation/ordering.py",
+        """            if what.read_only:
+                before = state.writes""",
+        """            if what.read_only:
+                before = []""",
+        "a read written after a write does not wait for it",
+    ),
+    _m(
+        "cache-write-not-told",
+        _ENGINE + "attempts.py",
+        "if not effect.read_only and self.written_to is not None:",
+        "if False and self.written_to is not None:",
+        "a write does not move its resources' versions: the cache serves reads from before it",
+    ),
+    _m(
+        "cache-stale-served",
+        "packages/toolplan/store/protocol.py",
+        "return all(stored.get(name) == version for name, version in current.items())",
+        "return True",
+        "a cached result is served whatever was written since",
+    ),
+    _m(
+        "early-read-after-write",
+        "packages/toolplan/pipeline/early_start.py",
+        "if not earlier.read_only and reads & set(earlier.resources):",
+        "if False:",
+        "a read written after a write on its resource starts early, before the write",
+    ),
+    _m(
+        "early-adopts-other-arguments",
+        "packages/toolplan/pipeline/early_start.py",
+        "return self._key(early.tool, parameters) == self._key(early.tool, early.parameters)",
+        "return True",
+        "an early call is adopted by a final step that makes another call",
     ),
 )
