@@ -141,6 +141,25 @@ def test_an_early_call_the_final_plan_orders_after_a_write_is_unused(
 
 
 @ON_BOTH_STORES
+def test_an_early_call_whose_final_step_has_other_arguments_is_unused(
+    cli_llm: Cli, llm: FakeOpenAIServer
+) -> None:
+    """The repaired answer keeps the step but reads another key, after a write (so it cannot
+    start early itself): the early output is unused, saves nothing, and the step's own call is
+    the only one that follows."""
+    repaired = 'w = put(key="x", value=1)\na = get(key="j")\n'
+    result = _repaired_run(
+        cli_llm, llm, 'a = get(key="k")\n', repaired, lambda: len(_gets(cli_llm)) == 1
+    )
+    assert [(e["step"], e["status"], e["savedMs"]) for e in result["earlyStarts"]] == [
+        ("a", "unused", 0.0)
+    ]
+    assert result["savedMs"] == 0
+    assert [c["key_arg"] for c in _gets(cli_llm)] == ["k", "j"]
+    assert _last_status(cli_llm)[(result["planId"], "a")] == "unused"
+
+
+@ON_BOTH_STORES
 def test_an_early_call_the_final_plan_dropped_is_cancelled_at_once(
     cli_llm: Cli, llm: FakeOpenAIServer
 ) -> None:
