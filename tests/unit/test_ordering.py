@@ -260,3 +260,10 @@ async def test_a_step_waiting_for_approval_holds_the_steps_ordered_after_it() ->
         order, {s: [] for s in order}, {"note": ["pay"]}, {}, {"pay": StepOutcome("succeeded")}
     )
     assert resumed["note"].status == "succeeded"
+
+
+async def test_on_resume_a_step_that_ended_earlier_releases_the_steps_ordered_after_it() -> None:
+    order = ["w", "r", "x"]
+    finished = {"w": StepOutcome("failed", error="boom"), "x": StepOutcome("skipped")}
+    _, outcomes = await _run(order, {s: [] for s in order}, {"r": ["w", "x"]}, {}, finished)
+    assert outcomes["r"].status == "succeeded"  # it ran: what it waits for ended in an earlier run
