@@ -60,9 +60,9 @@ if TYPE_CHECKING:
         ValidationIssue,
     )
     from toolplan.pipeline.flow import RunOutcome
+    from toolplan.pipeline.planning import PlanningOutcome
     from toolplan.plan_format.plan import Plan, Step, load_plan
     from toolplan.planning.offline import TestModel
-    from toolplan.planning.planner import PlanningOutcome
     from toolplan.planning.scripted import FunctionModel, ModelRequest
     from toolplan.service.operations import PlanRef
     from toolplan.store import Store, open_store
@@ -99,7 +99,7 @@ _LAZY: dict[str, str] = {
     "PlanNeedsReview": "toolplan.errors",
     "PlanRef": "toolplan.service.operations",
     "PlanningFailed": "toolplan.errors",
-    "PlanningOutcome": "toolplan.planning.planner",
+    "PlanningOutcome": "toolplan.pipeline.planning",
     "RetryPolicy": "toolplan.config.policies",
     "RunOutcome": "toolplan.pipeline.flow",
     "Step": "toolplan.plan_format.plan",

@@ -41,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, InstanceOf
 from pydantic.json_schema import SkipJsonSchema
 from typing_extensions import TypedDict
 
+from toolplan._graph_context import bind_context, context_resolver
 from toolplan.agent.respond import DEFAULT_RESPOND_BUDGET, decide, replan_context
 from toolplan.config.settings import ReuseMode
 from toolplan.engine.result import ExecutionResult
@@ -50,7 +51,7 @@ from toolplan.planning.context import PlannerContext
 from toolplan.planning.planner import PlanDeclined
 from toolplan.planning.prompts import load_prompt
 from toolplan.runs.context import ExecutionContext
-from toolplan.runs.graph import DECIDED, approval_node, bind_context, context_resolver
+from toolplan.runs.graph import DECIDED, approval_node
 from toolplan.service.operations import ANSWERS, PlanRef
 from toolplan.store.lookup import find_plan
 
