@@ -52,8 +52,9 @@ from toolplan.planning.planner import PlanDeclined
 from toolplan.planning.prompts import load_prompt
 from toolplan.runs.context import ExecutionContext
 from toolplan.runs.graph import DECIDED, approval_node
-from toolplan.service.operations import ANSWERS, PlanRef
+from toolplan.service.operations import PlanRef
 from toolplan.store.lookup import find_plan
+from toolplan.store.records import ANSWERS, AgentAnswer
 
 __all__ = [
     "DEFAULT_MAX_REPLANS",
@@ -413,7 +414,7 @@ async def _keep_answer(
 ) -> None:
     """Store the answer of the request, for the last executed version (``toolplan show REQ``);
     ``usage`` is what the calls that gave this answer spent."""
-    record = {
+    record: AgentAnswer = {
         "requestId": state["request_id"],
         "planId": state["plan_id"],
         "answer": answer,
@@ -422,7 +423,7 @@ async def _keep_answer(
         "usage": usage,
     }
     await asyncio.to_thread(
-        ctx.execution.store.put_record, ANSWERS, record, idempotency_key=state["plan_id"]
+        ANSWERS.put, ctx.execution.store, record, idempotency_key=state["plan_id"]
     )
 
 

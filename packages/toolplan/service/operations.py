@@ -38,6 +38,7 @@ from toolplan.store.protocol import (
     Store,
     utc_now,
 )
+from toolplan.store.records import ANSWERS
 from toolplan.tools.catalog import ToolCatalog, ToolInfo
 from toolplan.validation import Analysis, analyze, check_tools
 
@@ -371,15 +372,11 @@ def describe(store: Store, identifier: str, *, items: bool = True) -> dict[str, 
     raise InvalidInput(f"{identifier!r} is neither a plan ID (plan_...) nor a request ID (req_...)")
 
 
-ANSWERS = "toolplan_answers"
-"""Record collection of the agent loop's answers, one per answered request version."""
-
-
 def answers_for(store: Store, request_id: str) -> list[dict[str, Any]]:
     """The stored answers of a request, oldest first (``toolplan show REQ``)."""
     return [
         {k: v for k, v in record.items() if k != "_id"}
-        for record in store.find_records(ANSWERS, {"requestId": request_id})
+        for record in ANSWERS.find(store, {"requestId": request_id})
     ]
 
 

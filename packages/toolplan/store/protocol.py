@@ -696,7 +696,10 @@ class WorkQueue(_Role, Protocol):
 
 @runtime_checkable
 class RecordStore(_Role, Protocol):
-    """Documents kept by the built-in toolsets, found through the tool call's run config."""
+    """Documents in named collections: the built-in toolsets' records (found through the tool
+    call's run config), and toolplan's own, each collection under a typed role
+    (:mod:`toolplan.store.records`: the calls started early, the reuse index, the agent's
+    answers)."""
 
     def put_record(
         self,
