@@ -35,7 +35,6 @@ __all__ = [
     "PlanInvalid",
     "PlanNeedsReview",
     "PlanningFailed",
-    "StepTimeout",
     "StoreUnavailable",
     "TemplateError",
     "TemporalUnavailable",
@@ -193,10 +192,6 @@ class TemplateError(ToolFailure):
     def __init__(self, message: str, *, template: str, step: str | None = None) -> None:
         super().__init__(message, step=step)
         self.template = template
-
-
-class StepTimeout(ToolFailure):
-    """A tool call exceeded its step's timeout and was cancelled."""
 
 
 class ToolOutputInvalid(ToolFailure):

@@ -26,7 +26,7 @@ import os
 import socket
 from collections.abc import Collection, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
@@ -116,7 +116,6 @@ ListedStatus = Literal[
 """What :meth:`PlanRepository.recent_plans` filters on: the execution's status, or the plan's
 (``planned``, ``needs_review``) when it was never executed."""
 
-PLAN_STATUSES: frozenset[str] = frozenset({"planned", "needs_review"})
 EXECUTION_STATUSES: frozenset[str] = frozenset(
     {"queued", "running", "waiting", "succeeded", "partial", "failed", "cancelled"}
 )
@@ -430,11 +429,6 @@ class ExecutionRecord:
             if record.step_id == step_id:
                 return record
         raise KeyError(step_id)
-
-    def with_step(self, record: StepRecord) -> ExecutionRecord:
-        """A copy with one step record replaced."""
-        steps = [record if s.step_id == record.step_id else s for s in self.steps]
-        return replace(self, steps=steps)
 
 
 @dataclass(frozen=True)
