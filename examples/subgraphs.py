@@ -25,7 +25,7 @@ from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
 
 from toolplan.planning.context import PlannerContext
-from toolplan.planning.graph import build_planning_graph
+from toolplan.pipeline.planning import build_planner_graph
 from toolplan.runs.context import ExecutionContext
 from toolplan.runs.graph import build_execution_graph
 
@@ -62,9 +62,9 @@ def summarize(state: AppState) -> AppState:
 
 
 def build_app() -> Any:
-    """plan (the planner graph) → execute (the executor graph) → summarize (yours)."""
+    """plan (the planner graph, which stores the plan it made) → execute (the executor graph) → summarize (yours)."""
     builder = StateGraph(AppState, context_schema=AppContext)
-    builder.add_node("plan", build_planning_graph().compile())
+    builder.add_node("plan", build_planner_graph().compile())
     builder.add_node("execute", build_execution_graph().compile())
     builder.add_node("summarize", summarize)
     builder.add_edge(START, "plan")

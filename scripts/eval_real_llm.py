@@ -557,7 +557,7 @@ def schema_sizes(out: Path, env: dict[str, str], log: Path, sizes: list[int]) ->
 
     from toolplan.client import Toolplan
     from toolplan.config import Settings
-    from toolplan.planning.planner import create_plan
+    from toolplan.pipeline.planning import create_plan
     from toolplan.planning.schema import generic_plan_schema, typed_plan_schema
 
     rows = []

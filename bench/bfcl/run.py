@@ -2,7 +2,7 @@
 
 Per entry, two model calls:
 
-* **toolplan** — the real planner (:func:`toolplan.planning.planner.create_plan`: one planning
+* **toolplan** — the real planner (:func:`toolplan.pipeline.planning.create_plan`: one planning
   call plus its bounded repairs, the prompts and schema as they stand) over a catalog built from
   the entry's function docs, with a fresh in-memory store; nothing is executed. The plan's steps,
   in order, are the answer: ``[{tool: parameters}]`` with BFCL's names. A plan that could not
@@ -85,8 +85,8 @@ async def _plan(entry: Entry, box: Toolbox, settings: Settings) -> Attempt:
     from bench.memstore import MemoryStore
     from toolplan.client import Toolplan
     from toolplan.errors import LLMUnavailable, ToolplanError
+    from toolplan.pipeline.planning import create_plan
     from toolplan.planning.llm_errors import LLMOutputTruncated
-    from toolplan.planning.planner import create_plan
 
     started = time.perf_counter()
     store = MemoryStore()  # a fresh store: no plan history leaks from one entry into the next

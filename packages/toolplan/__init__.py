@@ -49,7 +49,6 @@ if TYPE_CHECKING:
         PlanInvalid,
         PlanNeedsReview,
         PlanningFailed,
-        StepTimeout,
         StoreUnavailable,
         TemplateError,
         TemporalUnavailable,
@@ -61,9 +60,9 @@ if TYPE_CHECKING:
         ValidationIssue,
     )
     from toolplan.pipeline.flow import RunOutcome
+    from toolplan.pipeline.planning import PlanningOutcome
     from toolplan.plan_format.plan import Plan, Step, load_plan
     from toolplan.planning.offline import TestModel
-    from toolplan.planning.planner import PlanningOutcome
     from toolplan.planning.scripted import FunctionModel, ModelRequest
     from toolplan.service.operations import PlanRef
     from toolplan.store import Store, open_store
@@ -101,13 +100,12 @@ _LAZY: dict[str, str] = {
     "PlanNeedsReview": "toolplan.errors",
     "PlanRef": "toolplan.service.operations",
     "PlanningFailed": "toolplan.errors",
-    "PlanningOutcome": "toolplan.planning.planner",
+    "PlanningOutcome": "toolplan.pipeline.planning",
     "RetryPolicy": "toolplan.config.policies",
     "RunOutcome": "toolplan.pipeline.flow",
     "Step": "toolplan.plan_format.plan",
     "StepEvent": "toolplan.engine.recorder",
     "StepRecord": "toolplan.store.protocol",
-    "StepTimeout": "toolplan.errors",
     "Store": "toolplan.store",
     "StoreUnavailable": "toolplan.errors",
     "TemplateError": "toolplan.errors",
@@ -172,7 +170,6 @@ __all__ = [
     "Step",
     "StepEvent",
     "StepRecord",
-    "StepTimeout",
     "Store",
     "StoreUnavailable",
     "TemplateError",

@@ -35,7 +35,7 @@ from toolplan.validation import Analysis, analyze
 if TYPE_CHECKING:
     from toolplan.agent.loop import AgentOutcome
     from toolplan.pipeline.flow import Planned, PlanSource, ReviewPolicy, RunOutcome
-    from toolplan.planning.planner import PlanningOutcome
+    from toolplan.pipeline.planning import PlanningOutcome
     from toolplan.planning.progress import PlanningListener
     from toolplan.service.diagram import DiagramFormat
     from toolplan.tools.sources import ToolSources
@@ -147,8 +147,8 @@ class ClientCalls(ClientParts):
         confidence_threshold: float | None = None,
         on_planning: PlanningListener | None = None,
     ) -> PlanningOutcome:
+        from toolplan.pipeline.planning import create_plan
         from toolplan.plan_format.limits import check_text
-        from toolplan.planning.planner import create_plan
 
         check_text(query, "the query", self.settings.limits)  # before any model setup
         planner = await asyncio.to_thread(

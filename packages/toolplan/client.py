@@ -40,7 +40,7 @@ from toolplan.validation import Analysis
 if TYPE_CHECKING:
     from toolplan.agent.loop import AgentOutcome
     from toolplan.pipeline.flow import Planned, PlanSource, ReviewPolicy, RunOutcome
-    from toolplan.planning.planner import PlanningOutcome
+    from toolplan.pipeline.planning import PlanningOutcome
     from toolplan.planning.progress import PlanningListener
     from toolplan.service.diagram import DiagramFormat
 

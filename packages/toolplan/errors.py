@@ -38,7 +38,6 @@ __all__ = [
     "PlanInvalid",
     "PlanNeedsReview",
     "PlanningFailed",
-    "StepTimeout",
     "StoreUnavailable",
     "TemplateError",
     "TemporalUnavailable",
@@ -238,10 +237,6 @@ class AttemptFailed(ToolFailure):
         super().__init__(message, tool=tool)
         self.kind: FailureKind = kind
         self.error = error
-
-
-class StepTimeout(ToolFailure):
-    """A tool call exceeded its step's timeout and was cancelled."""
 
 
 class ToolOutputInvalid(ToolFailure):

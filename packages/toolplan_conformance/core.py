@@ -1,7 +1,7 @@
 """Conformance tests of the roles of :class:`~toolplan.store.Store`: requests and plans (round
 trips, immutability, a plan and its new request stored whole or not at all), executions and atomic
 step transitions, the lease state machine and the work queue under concurrent claims, toolset
-records and the LangGraph checkpointer.
+records, toolplan's own records under their roles, and the LangGraph checkpointer.
 
 ``from toolplan_conformance import *`` collects these with the rest of the suite; the fixtures
 are ``store_uri`` and ``store`` (see :mod:`toolplan_conformance`).
@@ -23,6 +23,14 @@ from toolplan.store import (
     utc_now,
 )
 from toolplan.store.protocol import ItemRecord, cap_output, lease_holder
+from toolplan.store.records import (
+    ANSWERS,
+    EARLY_CALLS,
+    PLAN_INDEX,
+    AgentAnswer,
+    EarlyCall,
+    PlanIndexEntry,
+)
 from toolplan_conformance.connections import in_threads, other_store
 from toolplan_conformance.records import (
     new_plan,
@@ -604,6 +612,58 @@ def test_concurrent_put_record_with_one_key_stores_one_record(store: Store, stor
     )
     assert len({r["_id"] for r in results}) == 1
     assert len(store.find_records("authors", {})) == 1
+
+
+def test_toolplans_own_records_keep_their_roles(store: Store, store_uri: str) -> None:
+    """What toolplan keeps in the records, each under its typed role (:mod:`toolplan.store.records`):
+    the reuse index (entries by lookup key, one per plan), the calls started early (states of a
+    call by scope, a recalled output claimed once among racing plannings), the agent's answers
+    (by request); each in its own collection, under the names stored before they had types."""
+    entry: PlanIndexEntry = {
+        "fingerprint": "fp",
+        "key": "weather in paris",
+        "planId": "plan_1",
+        "query": "Weather in Paris?",
+        "pattern": "weather in (.+)",
+        "prefix": "weather in ",
+        "suffix": None,
+    }
+    indexed = PLAN_INDEX.put(store, entry, idempotency_key="plan_1", lookup_keys=["exact:fp"])
+    assert {k: v for k, v in indexed.items() if k != "_id"} == entry
+    assert PLAN_INDEX.put(store, {**entry, "query": "x"}, idempotency_key="plan_1") == indexed
+    assert PLAN_INDEX.find(store, {"fingerprint": "fp"}, lookup_keys=["exact:fp"]) == [indexed]
+
+    call: EarlyCall = {"scope": "req_x", "planId": "plan_a", "step": "w", "call": "k"}
+    running = EARLY_CALLS.put(store, {**call, "status": "running"}, lookup_keys=["req_x"])
+    done = EARLY_CALLS.put(
+        store, {**call, "status": "succeeded", "output": {"t": 21}}, lookup_keys=["req_x"]
+    )
+    assert EARLY_CALLS.find(store, {"scope": "req_x"}, lookup_keys=["req_x"]) == [running, done]
+    claims = in_threads(
+        store_uri,
+        4,
+        lambda other, i: EARLY_CALLS.put(
+            other,
+            {**call, "status": "adopted", "adoptedBy": f"plan_{i}"},
+            idempotency_key="claim:plan_a:k",
+            lookup_keys=["req_x"],
+        ),
+    )
+    assert len({claim["adoptedBy"] for claim in claims}) == 1
+
+    answer: AgentAnswer = {
+        "requestId": "req_1",
+        "planId": "plan_1",
+        "answer": "21 °C",
+        "plans": [{"planId": "plan_1"}],
+        "llmCalls": 2,
+        "usage": None,
+    }
+    kept = ANSWERS.put(store, answer, idempotency_key="plan_1")
+    assert ANSWERS.find(store, {"requestId": "req_1"}) == [kept]
+    names = {PLAN_INDEX.name, EARLY_CALLS.name, ANSWERS.name}
+    assert names == {"toolplan_plan_index", "toolplan_early_steps", "toolplan_answers"}
+    assert store.find_records("toolplan_answers", {}) == [kept]  # the data as stored before
 
 
 # -- checkpoints ----------------------------------------------------------------------------------

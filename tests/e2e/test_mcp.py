@@ -26,8 +26,8 @@ from toolplan.config import Settings
 from toolplan.config.policies import ExecutionOptions, RetryPolicy
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import InvalidInput
+from toolplan.pipeline.planning import create_plan
 from toolplan.planning.graph import PlannerContext
-from toolplan.planning.planner import create_plan
 from toolplan.runs.runner import ExecutionContext
 from toolplan.service.operations import execute_stored_plan, submit_plan
 from toolplan.store.sqlite import SqliteStore

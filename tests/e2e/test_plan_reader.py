@@ -17,8 +17,9 @@ from tests.e2e.conftest import Cli
 from tests.support.fake_openai import FakeOpenAIServer, Reply
 from toolplan.client import Toolplan
 from toolplan.config import Settings
+from toolplan.pipeline.planning import create_plan
 from toolplan.planning.context import PlannerContext
-from toolplan.planning.planner import PlanningFailed, create_plan
+from toolplan.planning.planner import PlanningFailed
 
 pytestmark = [pytest.mark.e2e]
 

@@ -18,7 +18,8 @@ from tests.support.fake_openai import FakeOpenAIServer, Reply
 from tests.support.plans import QUERY, blog_plan, broken_blog_plan
 from toolplan.errors import InvalidInput
 from toolplan.pipeline.batch import load_queries, run_batch
-from toolplan.planning.planner import PlanDeclined, PlanningFailed, create_plan
+from toolplan.pipeline.planning import create_plan
+from toolplan.planning.planner import PlanDeclined, PlanningFailed
 
 # These tests are about the JSON format's declines: the plan format is JSON.
 pytestmark = pytest.mark.usefixtures("json_plans")

@@ -17,8 +17,9 @@ from tests.e2e.conftest import Cli, as_model_endpoint, planner_context
 from tests.support.fake_openai import FakeOpenAIServer, Reply
 from tests.support.plans import QUERY, blog_plan, broken_blog_plan, llm_step
 from toolplan.errors import LLMUnavailable
-from toolplan.planning.graph import PlanningGraphContext, build_planning_graph
-from toolplan.planning.planner import PlanningFailed, create_plan
+from toolplan.pipeline.planning import build_planner_graph, create_plan
+from toolplan.planning.graph import PlanningGraphContext
+from toolplan.planning.planner import PlanningFailed
 from toolplan.tools import load_tool_modules
 
 # These tests are about the JSON format's requests to an OpenAI server (tool calls, JSON schema): the plan format is JSON.
@@ -128,7 +129,7 @@ async def test_streamed_planning_counts_usage(
     monkeypatch.setenv("TOOLPLAN_STRUCTURED_METHOD", method)
     llm.script([Reply.structured(blog_plan(), usage=(70, 30))])
     ctx = planner_context(tmp_path)
-    graph = build_planning_graph().compile()
+    graph = build_planner_graph().compile()
     final: dict[str, Any] = {}
     async for mode, chunk in graph.astream(
         {"query": QUERY},

@@ -19,8 +19,8 @@ from tests.support.fake_openai import FakeOpenAIServer, Reply
 from tests.support.plans import QUERY, broken_blog_plan
 from toolplan.client import Toolplan
 from toolplan.config import Settings
+from toolplan.pipeline.planning import create_plan
 from toolplan.planning.context import PlannerContext
-from toolplan.planning.planner import create_plan
 from toolplan.tools.catalog import ToolCatalog, tagged
 
 # These tests are about how the JSON format reads OpenAI servers' answers: the plan format is JSON.

@@ -18,8 +18,9 @@ from tests.e2e.conftest import ON_BOTH_STORES, Cli
 from tests.support.fake_openai import FakeOpenAIServer, Reply
 from toolplan.client import Toolplan
 from toolplan.config import Settings
+from toolplan.pipeline.planning import create_plan
 from toolplan.planning.context import PlannerContext
-from toolplan.planning.planner import PlanningFailed, create_plan
+from toolplan.planning.planner import PlanningFailed
 from toolplan.planning.progress import PlanningEvent
 
 pytestmark = [pytest.mark.e2e]

@@ -22,8 +22,9 @@ from tests.support.plans import QUERY, blog_plan, llm_step
 from toolplan.client import Toolplan
 from toolplan.config import Settings
 from toolplan.errors import LLMUnavailable
+from toolplan.pipeline.planning import create_plan
 from toolplan.planning.graph import PlannerContext
-from toolplan.planning.planner import PlanningFailed, create_plan
+from toolplan.planning.planner import PlanningFailed
 
 # These tests are about real models' JSON answers, replayed: the plan format is JSON.
 pytestmark = pytest.mark.usefixtures("json_plans")

@@ -21,9 +21,9 @@ from tests.support.plans import QUERY, blog_plan, broken_blog_plan, llm_step
 from toolplan.client import Toolplan
 from toolplan.config import Settings
 from toolplan.errors import LLMUnavailable
+from toolplan.pipeline.planning import PlanningOutcome, create_plan
 from toolplan.planning.context import PlannerContext
 from toolplan.planning.llm_errors import LLMOutputRepeating
-from toolplan.planning.planner import PlanningOutcome, create_plan
 from toolplan.planning.progress import PlanningEvent
 
 # These tests are about the JSON format's answers, streamed: the plan format is JSON.

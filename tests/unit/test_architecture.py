@@ -9,7 +9,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).parents[2]
 PACKAGE = ROOT / "packages" / "toolplan"
-BASE = {"errors", "_caches", "_blocking", "_lazy", "_tokens", "_spans"}
+BASE = {"errors", "_caches", "_blocking", "_lazy", "_tokens", "_spans", "_graph_context"}
 
 
 def table_rows() -> list[tuple[str, str]]:

@@ -277,7 +277,7 @@ def test_default_graph_contexts_follow_the_environment(
 
 
 def test_tool_statistics_are_cached_per_store_object(tmp_path: Path) -> None:
-    from toolplan.service.operations import _recent_tool_stats
+    from toolplan.service.estimates import _recent_tool_stats
     from toolplan.store.sqlite import SqliteStore
     from toolplan.tools.catalog import ToolStats
 

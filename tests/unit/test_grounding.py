@@ -11,12 +11,19 @@ from langchain_core.tools import tool
 from typing_extensions import TypedDict
 
 from toolplan.builtin_tools import blog, metrics, weather
-from toolplan.plan_format.plan import parse_plan
+from toolplan.errors import ValidationIssue
+from toolplan.plan_format.plan import Plan, parse_plan
 from toolplan.planning.grounding import Grounds, check_grounding
-from toolplan.planning.id_by_name import check_ids_by_name
+from toolplan.planning.id_by_name import find_ids_by_name
 from toolplan.planning.reuse import match_plan
 from toolplan.store.protocol import PlanRecord
 from toolplan.tools.catalog import ToolCatalog
+
+
+def ids_by_name(plan: Plan, catalog: ToolCatalog) -> list[ValidationIssue]:
+    """The issue of each id argument given the name of something the plan creates."""
+    return [found.issue for found in find_ids_by_name(plan, catalog)]
+
 
 CATALOG = ToolCatalog([*weather.TOOLS, *metrics.TOOLS, *blog.TOOLS])
 BERLIN_MADRID = "What's the weather in Berlin and Madrid, and which one is warmer?"
@@ -281,11 +288,11 @@ def test_id_hints_never_close_a_cycle_or_name_another_kind() -> None:
         ("post", "createBlog", {"authorId": "alice", "title": "Hello", "content": "x"}),
         ("comment", "createComment", {"blogId": "{{post._id}}", "text": "Hi", "author": "alice"}),
     ]
-    assert check_ids_by_name(plan(*steps), CATALOG) == []
+    assert ids_by_name(plan(*steps), CATALOG) == []
     assert check_grounding(plan(*steps), CATALOG, "Alice posts Hello; comment Hi as alice") == []
     # with the author created too, the hint names the author, listed after the comment or not
     author = ("author", "createAuthor", {"name": "Alice", "email": "alice@test.com"})
-    (issue,) = check_ids_by_name(plan(*steps, author), CATALOG)
+    (issue,) = ids_by_name(plan(*steps, author), CATALOG)
     assert issue.step == "post" and issue.message.endswith('"{{author._id}}"')
     # another kind, no cycle: a getAuthor given a comment's text is not pointed at the comment
     other = [
@@ -294,7 +301,7 @@ def test_id_hints_never_close_a_cycle_or_name_another_kind() -> None:
         ("who", "getAuthor", {"authorId": "great"}),
         author,
     ]
-    assert check_ids_by_name(plan(*other), CATALOG) == []
+    assert ids_by_name(plan(*other), CATALOG) == []
 
 
 def _record(query: str, steps: list[tuple[Any, ...]]) -> PlanRecord:

@@ -9,9 +9,15 @@ from langchain_core.tools import tool
 from typing_extensions import TypedDict
 
 from toolplan.builtin_tools import blog
-from toolplan.plan_format.plan import parse_plan
-from toolplan.planning.id_by_name import check_ids_by_name, is_id_argument
+from toolplan.errors import ValidationIssue
+from toolplan.plan_format.plan import Plan, parse_plan
+from toolplan.planning.id_by_name import find_ids_by_name, is_id_argument
 from toolplan.tools.catalog import ToolCatalog
+
+
+def ids_by_name(plan: Plan, catalog: ToolCatalog) -> list[ValidationIssue]:
+    """The issue of each id argument given the name of something the plan creates."""
+    return [found.issue for found in find_ids_by_name(plan, catalog)]
 
 
 def plan(*steps: tuple[str, str, dict[str, Any]]) -> Any:
@@ -35,7 +41,7 @@ def test_id_argument_names() -> None:
 
 
 def test_a_name_where_the_id_of_a_created_thing_belongs_is_found_with_the_fix() -> None:
-    issues = check_ids_by_name(
+    issues = ids_by_name(
         plan(
             LEO,
             ("get", "getAuthor", {"authorId": " leo "}),
@@ -57,7 +63,7 @@ def test_a_name_where_the_id_of_a_created_thing_belongs_is_found_with_the_fix() 
 
 
 def test_templates_unrelated_literals_and_ids_the_caller_chose_are_left_alone() -> None:
-    assert not check_ids_by_name(
+    assert not ids_by_name(
         plan(
             LEO,
             ("get", "getAuthor", {"authorId": "{{author._id}}"}),
@@ -90,7 +96,7 @@ def test_templates_unrelated_literals_and_ids_the_caller_chose_are_left_alone() 
     catalog = ToolCatalog([create_user, get_user, note, read_note])
     assert catalog.info("create_user").returns is not None  # it does declare its id
     # the id the caller chose is an id argument: passing it again is right
-    assert not check_ids_by_name(
+    assert not ids_by_name(
         plan(
             ("u", "create_user", {"id": "bob", "name": "Bob"}),
             ("g", "get_user", {"user_id": "bob"}),
@@ -98,6 +104,6 @@ def test_templates_unrelated_literals_and_ids_the_caller_chose_are_left_alone() 
         catalog,
     )
     # a tool that declares no id in what it returns gives no template to suggest
-    assert not check_ids_by_name(
+    assert not ids_by_name(
         plan(("n", "note", {"text": "hi"}), ("r", "read_note", {"note_id": "hi"})), catalog
     )

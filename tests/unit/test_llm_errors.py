@@ -15,9 +15,9 @@ import pytest
 
 from tests.support.fake_models import ToolCallingFake
 from toolplan.errors import LLMUnavailable
+from toolplan.pipeline.planning import create_plan
 from toolplan.planning.graph import PlannerContext
 from toolplan.planning.llm_errors import llm_errors, schema_rejected, status_code
-from toolplan.planning.planner import create_plan
 from toolplan.store.sqlite import SqliteStore
 from toolplan.tools import load_tool_modules
 

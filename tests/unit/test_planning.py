@@ -12,13 +12,14 @@ from langchain_core.messages import AIMessage
 from tests.support.fake_models import ToolCallingFake
 from tests.support.plans import QUERY, blog_plan, broken_blog_plan
 from toolplan.errors import InvalidInput, NotFound
+from toolplan.pipeline.planning import build_planner_graph, create_plan
 from toolplan.planning.graph import (
     PlannerContext,
     analyze_dependencies,
     build_planning_graph,
 )
 from toolplan.planning.parsing import to_plan_data
-from toolplan.planning.planner import PlanningFailed, create_plan
+from toolplan.planning.planner import PlanningFailed
 from toolplan.planning.prompts import load_prompt, render_system_prompt
 from toolplan.planning.schema import generic_plan_schema
 from toolplan.store.sqlite import SqliteStore
@@ -152,8 +153,10 @@ async def test_prompt_carries_catalog_query_and_format(store: SqliteStore) -> No
 
 def test_planner_graph_nodes_are_visible() -> None:
     graph = build_planning_graph().compile()
-    assert {"select_tools", "analyze_dependencies", "persist", "give_up"} <= set(
-        graph.get_graph().nodes
+    assert {"select_tools", "analyze_dependencies", "give_up"} <= set(graph.get_graph().nodes)
+    stored = build_planner_graph().compile()  # Studio's: the plan stored at the end
+    assert {"check", "select_tools", "analyze_dependencies", "persist"} <= set(
+        stored.get_graph().nodes
     )
 
 
@@ -162,7 +165,7 @@ async def test_analysis_node_reports_validation_errors(store: SqliteStore) -> No
     data, issues = to_plan_data(broken_blog_plan())
     assert issues == [] and data is not None
     state = await analyze_dependencies({"candidate": data}, ctx)
-    assert state["plan"] is None and any("createAuthr" in e for e in state["errors"])
+    assert state["result"] is None and any("createAuthr" in e for e in state["errors"])
 
 
 def test_llm_schema_conversion_is_lenient_but_reports_bad_json() -> None:

@@ -11,13 +11,14 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage
 
-import toolplan.planning.graph
+import toolplan.pipeline.planning
 from tests.support.fake_models import ToolCallingFake
 from tests.support.plans import QUERY, blog_plan, broken_blog_plan
 from toolplan.errors import LLMUnavailable, StoreUnavailable, ToolplanError
+from toolplan.pipeline.planning import create_plan
 from toolplan.planning.context import PlannerContext
 from toolplan.planning.llm_errors import LLMOutputTruncated
-from toolplan.planning.planner import PlanningFailed, create_plan
+from toolplan.planning.planner import PlanningFailed
 from toolplan.store.sqlite import SqliteStore
 from toolplan.tools import load_tool_modules
 
@@ -112,7 +113,7 @@ async def test_a_store_failure_after_planning_carries_its_cost(
     def down(*args: Any, **kwargs: Any) -> Any:
         raise StoreUnavailable("the store went away")
 
-    monkeypatch.setattr(toolplan.planning.graph, "store_plan", down)
+    monkeypatch.setattr(toolplan.pipeline.planning, "store_plan", down)
     error = await failure(context(tmp_path, reply(blog_plan(), (70, 30))))
     assert isinstance(error, StoreUnavailable)
     assert error.details == {"llmCalls": 1, "usage": {"inputTokens": 70, "outputTokens": 30}}

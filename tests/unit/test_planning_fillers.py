@@ -13,11 +13,11 @@ from langchain_core.messages import AIMessage
 from pydantic import BaseModel
 
 from tests.support.fake_models import ToolCallingFake
+from toolplan.pipeline.planning import create_plan
 from toolplan.plan_format.plan import parse_plan
 from toolplan.planning.fillers import drop_fillers
 from toolplan.planning.graph import PlannerContext
 from toolplan.planning.parsing import read_plan
-from toolplan.planning.planner import create_plan
 from toolplan.store.sqlite import SqliteStore
 from toolplan.tools.catalog import ToolCatalog
 from toolplan.validation import analyze

@@ -12,6 +12,7 @@ from langchain_core.messages import AIMessage
 from tests.support.fake_models import ToolCallingFake
 from tests.support.plans import QUERY, blog_plan
 from toolplan.config import PlannerSettings
+from toolplan.pipeline.planning import create_plan
 from toolplan.planning.context import PlannerContext
 from toolplan.planning.llm_errors import LLMOutputTruncated
 from toolplan.planning.model import (
@@ -20,7 +21,6 @@ from toolplan.planning.model import (
     retry_max_tokens,
     with_max_tokens,
 )
-from toolplan.planning.planner import create_plan
 from toolplan.store.sqlite import SqliteStore
 from toolplan.tools import load_tool_modules
 

@@ -13,9 +13,9 @@ from rich.console import Console
 from tests.support.fake_models import ToolCallingFake
 from tests.support.plans import QUERY, blog_plan, broken_blog_plan
 from toolplan.cli.render import PlanningPrinter, planning_line
+from toolplan.pipeline.planning import create_plan
 from toolplan.planning.context import PlannerContext
 from toolplan.planning.graph import PlanningGraphContext, build_planning_graph
-from toolplan.planning.planner import create_plan
 from toolplan.planning.progress import PlanningEvent
 from toolplan.store.sqlite import SqliteStore
 from toolplan.tools import load_tool_modules

@@ -13,9 +13,9 @@ from langchain_core.messages import AIMessage
 from tests.support.fake_models import ToolCallingFake
 from tests.support.plans import llm_step
 from toolplan.errors import PlanInvalid
+from toolplan.pipeline.planning import create_plan
 from toolplan.plan_format.plan import parse_plan
 from toolplan.planning.context import PlannerContext
-from toolplan.planning.planner import create_plan
 from toolplan.planning.schema import generic_plan_schema, typed_plan_schema
 from toolplan.store.sqlite import SqliteStore
 from toolplan.tools import load_tool_modules

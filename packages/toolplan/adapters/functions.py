@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
     from toolplan.agent.loop import AgentOutcome
-    from toolplan.planning.planner import PlanningOutcome
+    from toolplan.pipeline.planning import PlanningOutcome
 
 __all__ = [
     "answer_query",

@@ -16,8 +16,8 @@ from toolplan._caches import register_cache
 from toolplan.agent.graph import AgentContext, build_agent_graph
 from toolplan.client import AsyncToolplan
 from toolplan.config import Settings
+from toolplan.pipeline.planning import build_planner_graph
 from toolplan.planning.context import PlannerContext
-from toolplan.planning.graph import build_planning_graph
 from toolplan.runs.context import ExecutionContext
 from toolplan.runs.graph import build_execution_graph
 
@@ -59,8 +59,8 @@ def agent_context() -> AgentContext:
 
 
 def planner_graph() -> Any:
-    """The ``planner`` graph, for Studio."""
-    return build_planning_graph(planner_context).compile(name="planner")
+    """The ``planner`` graph, for Studio: planning, then the plan stored."""
+    return build_planner_graph(planner_context).compile(name="planner")
 
 
 def executor_graph() -> Any:

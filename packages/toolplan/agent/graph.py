@@ -41,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, InstanceOf
 from pydantic.json_schema import SkipJsonSchema
 from typing_extensions import TypedDict
 
+from toolplan._graph_context import bind_context, context_resolver
 from toolplan.agent.respond import DEFAULT_RESPOND_BUDGET, decide, replan_context
 from toolplan.config.settings import ReuseMode
 from toolplan.engine.result import ExecutionResult
@@ -50,9 +51,10 @@ from toolplan.planning.context import PlannerContext
 from toolplan.planning.planner import PlanDeclined
 from toolplan.planning.prompts import load_prompt
 from toolplan.runs.context import ExecutionContext
-from toolplan.runs.graph import DECIDED, approval_node, bind_context, context_resolver
-from toolplan.service.operations import ANSWERS, PlanRef
+from toolplan.runs.graph import DECIDED, approval_node
+from toolplan.service.operations import PlanRef
 from toolplan.store.lookup import find_plan
+from toolplan.store.records import ANSWERS, AgentAnswer
 
 __all__ = [
     "DEFAULT_MAX_REPLANS",
@@ -412,7 +414,7 @@ async def _keep_answer(
 ) -> None:
     """Store the answer of the request, for the last executed version (``toolplan show REQ``);
     ``usage`` is what the calls that gave this answer spent."""
-    record = {
+    record: AgentAnswer = {
         "requestId": state["request_id"],
         "planId": state["plan_id"],
         "answer": answer,
@@ -421,7 +423,7 @@ async def _keep_answer(
         "usage": usage,
     }
     await asyncio.to_thread(
-        ctx.execution.store.put_record, ANSWERS, record, idempotency_key=state["plan_id"]
+        ANSWERS.put, ctx.execution.store, record, idempotency_key=state["plan_id"]
     )
 
 

@@ -96,10 +96,6 @@ class EventHub(Generic[E]):
         for plan_id in list(self._open):
             self.close(plan_id)
 
-    def is_running(self, plan_id: str) -> bool:
-        """Whether a run of ``plan_id`` in this process has started and not ended."""
-        return plan_id in self._open
-
     def knows(self, plan_id: str) -> bool:
         """Whether ``plan_id`` runs here now, or ran here recently (its events are kept)."""
         return plan_id in self._open or plan_id in self._history

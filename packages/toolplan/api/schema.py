@@ -123,7 +123,7 @@ class Mutation:
     async def create_plan_with_request_id(
         self, info: Info, query: str, request_id: str | None = None
     ) -> PlanRefType:
-        from toolplan.planning.planner import create_plan
+        from toolplan.pipeline.planning import create_plan
 
         check_text(query, "the query", info.context.settings.limits)
         if request_id is not None:

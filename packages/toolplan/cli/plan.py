@@ -22,7 +22,7 @@ from toolplan.cli.output import emit_json, guard, run_async, stdout
 from toolplan.cli.session import new_client, planning_progress
 
 if TYPE_CHECKING:
-    from toolplan.planning.planner import PlanningOutcome
+    from toolplan.pipeline.planning import PlanningOutcome
 
 __all__ = ["plan"]
 

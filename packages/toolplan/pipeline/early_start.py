@@ -24,7 +24,7 @@ Durable and honest:
 - the plan ID is chosen before planning (:attr:`EarlyStarts.plan_id`) and the final plan is
   stored under it;
 - each early call is recorded as it starts and ends (the store's records,
-  :data:`EARLY_COLLECTION`: step, tool, call key, status, output or error), and when the plan is
+  :data:`~toolplan.store.records.EARLY_CALLS`: step, tool, call key, status, output or error), and when the plan is
   stored each one is settled (:meth:`EarlyStarts.settle`): ``adopted`` by the final plan (its
   execution takes the call's output instead of calling the tool again: :meth:`EarlyStarts.
   adopting`), ``cancelled`` (still running, and not in the final plan: the call is cancelled at
@@ -71,6 +71,7 @@ from toolplan.plan_format.plan import Plan
 from toolplan.plan_format.templates import contains_template, references, resolve
 from toolplan.planning.progress import PlanningEvent, PlanningListener, notify
 from toolplan.store.protocol import Store, utc_now
+from toolplan.store.records import EARLY_CALLS, EarlyCall
 from toolplan.tools.catalog import ToolCatalog
 from toolplan.tools.effects import Effect
 from toolplan.validation.dag import check_arguments, effect_order
@@ -86,9 +87,9 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-EARLY_COLLECTION = "toolplan_early_steps"
-"""The store's records of early calls (:class:`~toolplan.store.protocol.RecordStore`): one per
-change of state, never updated in place."""
+EARLY_COLLECTION = EARLY_CALLS.name
+"""The store's collection of early calls (:data:`~toolplan.store.records.EARLY_CALLS`): one record
+per change of state, never updated in place."""
 
 EARLY_META_KEY = "earlyStarts"
 """The stored plan's ``meta`` key listing the steps started early and how each was settled."""
@@ -132,7 +133,7 @@ class _Early:
     finished: float | None = None
     recalled_from: str | None = None
     """The early record of an earlier, interrupted planning whose output this call took."""
-    recalled: Mapping[str, Any] | None = None
+    recalled: EarlyCall | None = None
     """That record (settled ``unused`` with this call, should the final plan not adopt it)."""
     settled: EarlyStatus | None = None
     arguments: Any = None
@@ -160,7 +161,7 @@ class EarlyStarts:
     """This answer's early steps by step ID (a repair's answer starts afresh)."""
     _calls: list[_Early] = field(default_factory=list, repr=False)
     _by_key: dict[str, _Early] = field(default_factory=dict, repr=False)
-    _recalled: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
+    _recalled: dict[str, EarlyCall] = field(default_factory=dict, repr=False)
     _statements: list[Effect | None] = field(default_factory=list, repr=False)
     """The effect of each statement of this answer so far (``None``: a tool the catalog lacks)."""
     _began: float = field(default_factory=time.monotonic, repr=False)
@@ -194,14 +195,11 @@ class EarlyStarts:
         recorded ``cancelled``. A planning that ended, even without a plan, settled its calls:
         they are never reused."""
         records = await asyncio.to_thread(
-            self.store.find_records,
-            EARLY_COLLECTION,
-            {"scope": self.scope},
-            lookup_keys=[self.scope],
+            EARLY_CALLS.find, self.store, {"scope": self.scope}, lookup_keys=[self.scope]
         )
         now = time.time()
         settled = {str(r.get("planId")) for r in records if r.get("status") in _SETTLED}
-        last: dict[tuple[str, str], dict[str, Any]] = {}
+        last: dict[tuple[str, str], EarlyCall] = {}
         for record in records:  # oldest first: the last record of a call says where it is
             plan_id = str(record.get("planId"))
             if plan_id not in settled and plan_id != self.plan_id:
@@ -224,28 +222,24 @@ class EarlyStarts:
             else:
                 await asyncio.to_thread(self._settle_dead, record, "unused")
 
-    def _settle_dead(self, record: Mapping[str, Any], status: EarlyStatus) -> None:
+    def _settle_dead(self, record: EarlyCall, status: EarlyStatus) -> None:
         """Record how an early call of an interrupted planning ended (``settledBy`` this one)."""
-        settled = {
-            key: record.get(key) for key in ("scope", "planId", "requestId", "step", "tool", "call")
-        }
-        settled.update(status=status, at=time.time(), recordedAt=utc_now(), settledBy=self.plan_id)
+        settled = _next_state(record, status)
+        settled["settledBy"] = self.plan_id
         try:
-            self.store.put_record(EARLY_COLLECTION, settled, lookup_keys=[self.scope])
+            EARLY_CALLS.put(self.store, settled, lookup_keys=[self.scope])
         except Exception as error:  # the record is for resume and audit, not the call
             _log.warning(
                 "an early call of %r could not be settled: %s", record.get("planId"), error
             )
 
-    def _claim(self, record: Mapping[str, Any]) -> bool:
+    def _claim(self, record: EarlyCall) -> bool:
         """Take a recalled output for this planning, once: an idempotent record under the dead
         planning's call; ``False`` when another planning claimed it first."""
-        claim = {
-            key: record.get(key) for key in ("scope", "planId", "requestId", "step", "tool", "call")
-        }
-        claim.update(status="adopted", at=time.time(), recordedAt=utc_now(), adoptedBy=self.plan_id)
-        stored = self.store.put_record(
-            EARLY_COLLECTION,
+        claim = _next_state(record, "adopted")
+        claim["adoptedBy"] = self.plan_id
+        stored = EARLY_CALLS.put(
+            self.store,
             claim,
             idempotency_key=f"claim:{record.get('planId')}:{record.get('call')}",
             lookup_keys=[self.scope],
@@ -604,7 +598,7 @@ class EarlyStarts:
         return task
 
     def _put(self, early: _Early, status: EarlyStatus, arguments: Any) -> None:
-        record: dict[str, Any] = {
+        record: EarlyCall = {
             "scope": self.scope,
             "planId": self.plan_id,
             "requestId": self.request_id,
@@ -624,7 +618,7 @@ class EarlyStarts:
         if early.recalled_from is not None:
             record["recalledFrom"] = early.recalled_from
         try:
-            self.store.put_record(EARLY_COLLECTION, record, lookup_keys=[self.scope])
+            EARLY_CALLS.put(self.store, record, lookup_keys=[self.scope])
         except Exception as error:  # the record is for resume and audit, not the call
             _log.warning("the early call of %r could not be recorded: %s", early.step_id, error)
 
@@ -646,6 +640,22 @@ class EarlyStarts:
             early=what,
             duration_ms=ms,
         )
+
+
+def _next_state(record: EarlyCall, status: EarlyStatus) -> EarlyCall:
+    """A new record of the call ``record`` is about (its scope, plan, request, step, tool and
+    key), now in ``status``."""
+    return {
+        "scope": record.get("scope", ""),
+        "planId": record.get("planId", ""),
+        "requestId": record.get("requestId"),
+        "step": record.get("step", ""),
+        "tool": record.get("tool", ""),
+        "call": record.get("call"),
+        "status": status,
+        "at": time.time(),
+        "recordedAt": utc_now(),
+    }
 
 
 def _waits_for(step: Mapping[str, Any]) -> set[str]:

@@ -5,7 +5,7 @@ meta-tool and ``toolplan batch --execute`` all call :func:`plan_then_execute`; a
 (answer, replan) is meant to be one more caller, not another copy. The steps are always the same:
 
 1. obtain a stored plan (:func:`obtain_plan`): validate and store a document, or plan a query
-   with the LLM (planning stores the plan itself);
+   with the LLM and keep what the planner returns (:func:`toolplan.pipeline.planning.create_plan`);
 2. the "needs review" gate (:func:`toolplan.store.lookup.require_approval`): refuse, or skip, a plan
    stored as ``needs_review`` unless approved;
 3. execute it with the context's execution backend (:func:`toolplan.service.operations.execute_stored_plan`).
@@ -36,8 +36,8 @@ from toolplan.tools.catalog import ToolCatalog
 
 if TYPE_CHECKING:
     from toolplan.pipeline.early_start import EarlyStarts
+    from toolplan.pipeline.planning import PlanningOutcome
     from toolplan.planning.context import PlannerContext
-    from toolplan.planning.planner import PlanningOutcome
 
 __all__ = [
     "FromDocument",
@@ -211,7 +211,7 @@ async def obtain_plan(
             reused = await _reuse(source, store, catalog, max_steps, limits, estimates, started)
             if reused is not None:
                 return reused
-        from toolplan.planning.planner import create_plan
+        from toolplan.pipeline.planning import create_plan
 
         early = (
             await _early_starts(source, planner, store, catalog, early_starts, recall_early)

@@ -42,7 +42,7 @@ RESERVED_META_KEYS: frozenset[str] = frozenset(
     {
         TOOL_SOURCES_KEY,
         ESTIMATE_KEY,
-        # the planning record (planning/graph.py `persist`); model and usage price the estimate
+        # the planning record (planning/result.py `PlanningRecord`); model and usage price the estimate
         "model",
         "llmCalls",
         "usage",

@@ -1,9 +1,14 @@
 """The planning graph (LangGraph StateGraph):
 
-    select_tools (LLM) → analyze_dependencies ─┬─ valid ──────────► persist → END
+    select_tools (LLM) → analyze_dependencies ─┬─ valid ──────────► END (the plan, as ``result``)
                 ▲                              ├─ invalid, repairs left ─┘ (back to select_tools)
                 │                              ├─ no steps: no tool fits ─► END (status "declined")
                 └──────────────────────────────┘  invalid, none left ─► END (status "invalid")
+
+Planning stores nothing: its result is a validated :class:`~toolplan.planning.result.PlanningResult`
+(the :class:`~toolplan.plan_format.plan.Plan`, its analysis, how it was made). A graph that keeps
+the plan adds its own nodes around these (:class:`Keeping`: :mod:`toolplan.pipeline.planning`
+stores it, for ``toolplan run``/``plan``, the API and LangGraph Studio's ``planner`` graph).
 
 The model writes the whole plan in one structured-output call, in the catalog-typed schema (or the
 generic one: :mod:`toolplan.planning.schema`). Its answer is read leniently where that is safe
@@ -11,15 +16,15 @@ generic one: :mod:`toolplan.planning.schema`). Its answer is read leniently wher
 pipeline that ``TOOLPLAN_PLANNER_REWRITES`` lets run (:mod:`toolplan.planning.rewrites`: the
 format ones by default), each change recorded; the dependency-analysis node is the engine's validator
 (:func:`toolplan.validation.dag.analyze`), and every problem of every step goes back to the model in one
-repair round. Invalid plans are never stored. An answer with no steps at all is the model saying
+repair round. An answer with no steps at all is the model saying
 that no tool does what the request asks (the prompt tells it to answer so, and why, in
-``reasoning``): the planner declines the request instead of asking for a plan again, and nothing
-is stored either.
+``reasoning``): the planner declines the request instead of asking for a plan again.
 
 While the model works, ``select_tools`` tells the planner context's listener and LangGraph's
 custom stream what it is doing: planning, each step as soon as the streamed answer has it
 (:mod:`toolplan.planning.streaming`), repairing, asking again with a larger output limit, an
-answer back (:mod:`toolplan.planning.progress`).
+answer back, and once the plan is final what the rewrite rules changed in it
+(:mod:`toolplan.planning.progress`).
 
 The system prompt depends only on the catalog and the schema kind, so it is byte-identical from
 one call to the next and servers' prompt caches hit; observed tool statistics follow it in a
@@ -32,8 +37,8 @@ import asyncio
 import functools
 import json
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import replace
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NotRequired
 
@@ -45,10 +50,10 @@ from pydantic.json_schema import SkipJsonSchema
 from typing_extensions import TypedDict
 
 from toolplan._caches import register_cache
+from toolplan._graph_context import bind_context, context_resolver
 from toolplan.config import PlannerSettings
 from toolplan.errors import InvalidInput, PlanInvalid, ValidationIssue
 from toolplan.plan_format.limits import check_json
-from toolplan.plan_format.meta import caller_meta
 from toolplan.plan_format.plan import Plan, parse_plan
 from toolplan.plan_format.python_print import in_python
 from toolplan.planning.call import StructuredRequest, call_model
@@ -75,20 +80,22 @@ from toolplan.planning.python_format import (
     read_python_answer,
     render_signatures,
 )
+from toolplan.planning.result import PlanningRecord, PlanningResult
 from toolplan.planning.rewrites import Change, rewrite_answer, rule_runs, step_changes
 from toolplan.planning.schema import (
     PlanSchema,
 )
 from toolplan.planning.streaming import AnswerStream
 from toolplan.planning.unasked import check_unasked, drop_unasked
-from toolplan.runs.graph import bind_context, context_resolver
-from toolplan.service.operations import plan_estimator, store_plan
+from toolplan.service.estimates import plan_estimator
 from toolplan.validation import Analysis, analyze
 
 __all__ = [
+    "Keeping",
     "PlannerContext",
     "PlanningGraphContext",
     "PlanningInput",
+    "PlanningProgress",
     "PlanningState",
     "build_planning_graph",
 ]
@@ -99,30 +106,18 @@ class PlanningInput(TypedDict):
 
     query: str
     """What the user wants done, in natural language."""
-    request_id: NotRequired[str]
-    """Add the plan as a new version of this existing request (``req_...``)."""
-    new_request: NotRequired[bool]
-    """``request_id`` may be new (a client's own ID): a request not stored yet is created."""
     context: NotRequired[str]
     """More for the model after the query: a replan's previous plan, results and failures."""
-    meta: NotRequired[dict[str, Any]]
-    """Labels stored with the plan (e.g. ``replanOf``); keys toolplan sets itself
-    (``toolSources``, the planning record) are refused: :mod:`toolplan.plan_format.meta`."""
 
 
-class PlanningState(TypedDict, total=False):
-    """State of the planner graph; the output includes the stored IDs, the plan and any errors."""
+class PlanningProgress(TypedDict, total=False):
+    """What the planner graph's state holds besides its result: the answer being judged, the
+    problems found, what planning spent."""
 
     query: str
-    request_id: str
-    new_request: bool
     context: str
-    meta: dict[str, Any]
-    plan_id: str
-    plan: dict[str, Any] | None
-    analysis: dict[str, Any] | None
     status: str
-    """``planned``, ``needs_review``, ``invalid`` or ``declined`` (nothing stored)."""
+    """``planned``, ``needs_review``, ``invalid`` or ``declined``."""
     declined: str
     """Why the model planned no step (its ``reasoning``): no tool does what was asked."""
     errors: list[str]
@@ -134,8 +129,8 @@ class PlanningState(TypedDict, total=False):
     model's own steps."""
     raw_candidate: str | None
     """The last answer's text, shown to the model in a repair."""
-    changes: list[dict[str, Any]]
-    """Every change the rewrite rules made to the last answer: ``{rule, step, before, after}``
+    changes: list[Change]
+    """Every change the rewrite rules made to the last answer
     (:mod:`toolplan.planning.rewrites`)."""
     unreadable: list[str]
     """Steps whose parameters could not be read: their argument checks are not reported."""
@@ -166,9 +161,13 @@ class PlanningState(TypedDict, total=False):
     plan_schema: str
     """``typed`` or ``generic``: the schema the last answer was requested in."""
     started_at: float
-    planning_ms: float
-    estimate: dict[str, Any] | None
-    """The stored plan's estimate: ``{"durationMs", "costUsd", "basis"}``."""
+
+
+class PlanningState(PlanningProgress, total=False):
+    """State of the planner graph; the output has the plan (``result``) or why there is none."""
+
+    result: PlanningResult | None
+    """The validated plan, its analysis and how it was made, once planning succeeded."""
 
 
 class PlanningGraphContext(BaseModel):
@@ -231,7 +230,6 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
     started_at = state.get("started_at") or time.time()  # before the first call: it is planning
     if not isinstance(state.get("query"), str) or not state["query"].strip():
         raise InvalidInput('the planner needs a request as input: {"query": "what to do"}')
-    caller_meta(state.get("meta"))  # refused before the model is called, not after
     prompt, repair_prompt, runaway_prompt = await asyncio.to_thread(
         lambda: _prompts(prompts_dir(ctx.prompts_dir))
     )
@@ -368,7 +366,7 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
         "errors": errors,
         "unreadable": reading.unreadable,
         "sources": {step: list(where) for step, where in reading.sources.items()},
-        "changes": [change.to_json() for change in changes],
+        "changes": changes,
         "merged_steps": rewritten.merged if rewritten is not None else {},
         "batched_steps": rewritten.batched if rewritten is not None else {},
         "dropped_conditions": rewritten.dropped_conditions if rewritten is not None else [],
@@ -420,42 +418,51 @@ def _merge_duplicates(
 
 async def analyze_dependencies(state: PlanningState, ctx: PlannerContext) -> PlanningState:
     """Validate the candidate with the engine's validator and compute its structure, with the
-    critical-path estimates the stored analysis has (so ``persist`` does not analyse again).
+    critical-path estimates a stored plan's analysis has (so whoever stores it does not analyse
+    again); a valid plan is planning's ``result``.
 
     A candidate the heuristic rewrite rules changed and that is still invalid is judged again
     as the model wrote it (format rules only): valid so, it is taken as written; invalid, its
     problems are the ones the model hears, named as in its own answer."""
     candidate = state.get("candidate")
     if candidate is None:
-        return {"plan": None, "analysis": None}
+        return {"result": None}
     reading_errors = list(state.get("errors") or [])
     if not reading_errors and candidate.get("steps") == []:
         reasoning = candidate.get("reasoning")
-        return {
-            "declined": reasoning.strip() if isinstance(reasoning, str) else "",
-            "plan": None,
-            "analysis": None,
-        }
-    judged = await _judge(candidate, state, ctx, reading_errors, rewrite=True)
+        return {"declined": reasoning.strip() if isinstance(reasoning, str) else "", "result": None}
+    judged, valid = await _judge(candidate, state, ctx, reading_errors, rewrite=True)
     as_read = state.get("as_read")
-    if judged.get("errors") and as_read is not None and as_read != candidate:
-        written = await _judge(as_read, state, ctx, reading_errors, rewrite=False)
-        if not written.get("errors"):  # the heuristics broke a plan that was right as written
-            formats = [c for c in state.get("changes") or [] if _is_format(c)]
-            return {
+    if valid is None and as_read is not None and as_read != candidate:
+        written, valid = await _judge(as_read, state, ctx, reading_errors, rewrite=False)
+        judged = written
+        if valid is not None:  # the heuristics broke a plan that was right as written
+            judged = {
                 **written,
-                "changes": formats,
+                "changes": [c for c in state.get("changes") or [] if c.kind == "format"],
                 "merged_steps": {},
                 "batched_steps": {},
                 "dropped_conditions": [],
                 "unstated_arguments": {},
             }
-        return written
-    return judged
-
-
-def _is_format(change: Mapping[str, Any]) -> bool:
-    return Change(**change).kind == "format"
+    if valid is None:
+        return {**judged, "result": None}
+    result = _result({**state, **judged}, *valid, ctx)
+    notify(
+        PlanningEvent(
+            "rewritten",
+            ctx.model_name,
+            attempt=result.record.repairs + 1,
+            attempts=ctx.max_repairs + 1,
+            elapsed_ms=result.record.planning_ms,
+            llm_calls=result.record.llm_calls,
+            usage=dict(result.record.usage),
+            changes=[change.to_json() for change in result.record.changes],
+        ),
+        ctx.listener,
+        get_stream_writer(),
+    )
+    return {**judged, "result": result, "status": result.status}
 
 
 async def _judge(
@@ -465,9 +472,10 @@ async def _judge(
     reading_errors: list[str],
     *,
     rewrite: bool,
-) -> PlanningState:
+) -> tuple[PlanningState, tuple[Plan, Analysis] | None]:
     """``candidate`` validated, then the planner's own checks; with ``rewrite``, the heuristic
-    rules that act on the validator's findings (``fixes``, ``unasked``) when they run."""
+    rules that act on the validator's findings (``fixes``, ``unasked``) when they run. Returns
+    the state's update and, when it passed, the plan and its analysis."""
     reading_errors = list(reading_errors)
     unreadable = set(state.get("unreadable") or [])
     changes = list(state.get("changes") or [])
@@ -503,7 +511,7 @@ async def _judge(
         if fixed is not None:
             try:
                 plan, analysis = await validated(fixed[0])
-                changes += [c.to_json() for c in step_changes("fixes", candidate, fixed[0])]
+                changes += step_changes("fixes", candidate, fixed[0])
                 candidate, auto_fixed = fixed
             except PlanInvalid as still:
                 problems = still
@@ -516,7 +524,7 @@ async def _judge(
                 for issue in problems.issues
                 if not (issue.code == "arguments" and issue.step in unreadable)
             ]
-            return {"errors": reading_errors + found, "plan": None, "analysis": None}
+            return {"errors": reading_errors + found}, None
 
     # planner-only checks: valid by every schema, and wrong when run (an id passed by name, a
     # value made up where a tool's output belongs); on structural evidence only, in any
@@ -550,27 +558,24 @@ async def _judge(
             before = plan.to_json()
             plan, analysis = await validated(smaller)
             unasked, merged = dropped[1], {**merged, **more}
-            changes += [
-                c.to_json()
-                for c in step_changes("unasked", before, dropped[0].to_json())
-                + step_changes("duplicates", dropped[0].to_json(), smaller, joined=more)
-            ]
+            changes += step_changes("unasked", before, dropped[0].to_json()) + step_changes(
+                "duplicates", dropped[0].to_json(), smaller, joined=more
+            )
             issues = planner_checks(plan)
             unasked_issues = unasked_checks(plan, issues)
         except PlanInvalid:  # pragma: no cover - dropping steps nobody uses keeps a plan valid
             pass  # the model hears about the unasked steps instead
     reading_errors += [issue.message for issue in issues + unasked_issues]
     if reading_errors:
-        return {"errors": reading_errors, "plan": None, "analysis": None}
-    return {
+        return {"errors": reading_errors}, None
+    judged: PlanningState = {
         "errors": [],
-        "plan": plan.to_json(),
-        "analysis": analysis.to_json(),
         "auto_fixed": auto_fixed,
         "unasked_steps": unasked,
         "merged_steps": merged,
         "changes": changes,
     }
+    return judged, (plan, analysis)
 
 
 def _stored_step_ids(
@@ -592,130 +597,118 @@ def _stored_step_ids(
     return out
 
 
-async def persist(state: PlanningState, ctx: PlannerContext) -> PlanningState:
-    """Store the request (if new) and the plan with its planning record, as validated and
-    analysed by ``analyze_dependencies`` (not again)."""
-    plan, analysis = parse_plan(state["plan"]), state.get("analysis")
-    if analysis is None:  # pragma: no cover - analyze_dependencies always sets it
-        raise RuntimeError("persist reached without an analysis")
+def _result(
+    state: PlanningState, plan: Plan, analysis: Analysis, ctx: PlannerContext
+) -> PlanningResult:
+    """The valid ``plan``, its analysis and the planning record; ``needs_review`` when a step's
+    confidence is below the context's threshold."""
     confidence = plan.min_confidence
     low = confidence is not None and confidence < ctx.confidence_threshold
-    status = "needs_review" if low else "planned"
-    planning_ms = round((time.time() - state.get("started_at", time.time())) * 1000, 1)
-    record_meta: dict[str, Any] = {
-        "model": state.get("model"),
-        "llmCalls": state.get("llm_calls", 0),
-        "usage": state.get("usage"),
-        "planningMs": planning_ms,
-        "promptVersion": state.get("prompt_version"),
-        "planSchema": state.get("plan_schema"),
-        "confidence": confidence,
-        "repairs": state.get("repairs", 0),
-        "reasoning": plan.reasoning,
-    }
-    record_meta["changes"] = list(state.get("changes") or [])
-    if state.get("merged_steps"):
-        record_meta["mergedSteps"] = state["merged_steps"]
-    if state.get("auto_fixed"):
-        record_meta["autoFixed"] = state["auto_fixed"]
-    if state.get("dropped_conditions"):
-        record_meta["droppedConditions"] = state["dropped_conditions"]
-    if state.get("unasked_steps"):
-        record_meta["unaskedSteps"] = state["unasked_steps"]
-    if state.get("batched_steps"):
-        record_meta["batchedSteps"] = state["batched_steps"]
-    unstated = _stored_step_ids(state, state.get("unstated_arguments") or {})
-    if unstated:
-        record_meta["unstatedArguments"] = unstated
-    if ctx.early is not None:
-        record_meta["earlyStarts"] = ctx.early.settle(plan)
-        record_meta["earlySavedMs"] = ctx.early.saved_ms
-    ref = await asyncio.to_thread(
-        store_plan,
-        plan,
-        Analysis.from_json(analysis),
-        store=ctx.store,
-        catalog=ctx.catalog,
-        query=state["query"],
-        request_id=state.get("request_id"),
-        new_request=state.get("new_request", False),
-        status=status,  # type: ignore[arg-type]
-        meta=state.get("meta"),
-        record_meta=record_meta,
-        estimates=ctx.estimates,
-        reusable=True,
-        plan_id=ctx.early.plan_id if ctx.early is not None else None,
+    extra: dict[str, Any] = {}
+    for key, found in (
+        ("mergedSteps", state.get("merged_steps")),
+        ("autoFixed", state.get("auto_fixed")),
+        ("droppedConditions", state.get("dropped_conditions")),
+        ("unaskedSteps", state.get("unasked_steps")),
+        ("batchedSteps", state.get("batched_steps")),
+        ("unstatedArguments", _stored_step_ids(state, state.get("unstated_arguments") or {})),
+    ):
+        if found:
+            extra[key] = found
+    record = PlanningRecord(
+        model=state.get("model") or ctx.model_name,
+        llm_calls=state.get("llm_calls", 0),
+        usage=dict(state.get("usage") or {"inputTokens": 0, "outputTokens": 0}),
+        planning_ms=round((time.time() - state.get("started_at", time.time())) * 1000, 1),
+        prompt_version=state.get("prompt_version"),
+        plan_schema=state.get("plan_schema"),
+        repairs=state.get("repairs", 0),
+        changes=tuple(state.get("changes") or ()),
+        extra=extra,
     )
-    notify(
-        PlanningEvent(
-            "rewritten",
-            ctx.model_name,
-            attempt=state.get("repairs", 0) + 1,
-            attempts=ctx.max_repairs + 1,
-            elapsed_ms=planning_ms,
-            llm_calls=state.get("llm_calls", 0),
-            usage=dict(state.get("usage") or {"inputTokens": 0, "outputTokens": 0}),
-            changes=record_meta["changes"],
-        ),
-        ctx.listener,
-        get_stream_writer(),
-    )
-    return {
-        "request_id": ref.request_id,
-        "plan_id": ref.plan_id,
-        "status": status,
-        "planning_ms": planning_ms,
-        "estimate": ref.estimate.to_json() if ref.estimate else None,
-    }
+    return PlanningResult(plan, analysis, record, "needs_review" if low else "planned")
+
+
+PlanningNode = Callable[[Any, PlannerContext], Awaitable[Any]]
+"""A node of the planning graph: ``node(state, ctx)``, returning the state's update."""
+
+
+@dataclass(frozen=True)
+class Keeping:
+    """What a graph that keeps its plan adds around planning (:mod:`toolplan.pipeline.planning`
+    stores it). Planning itself stores nothing and knows nothing of where the plan goes."""
+
+    check: PlanningNode
+    """Runs first, before the model is paid for: refuses an input the plan could not be kept
+    with (labels toolplan reserves, a request that does not exist)."""
+    keep: PlanningNode
+    """Runs on a valid plan (``state["result"]``), last."""
+    state: type[Any] = PlanningState
+    """The graph's state: :class:`PlanningState` and what keeping adds to it."""
+    input: type[Any] = PlanningInput
+    """The graph's input: :class:`PlanningInput` and what keeping adds to it."""
+    output: type[Any] = PlanningState
+    """What the graph returns."""
 
 
 async def _after_analysis(state: PlanningState, ctx: PlannerContext) -> str:
     if state.get("declined") is not None:
         return "decline"
-    if not state.get("errors"):
-        return "persist"
+    if state.get("result") is not None:
+        return "keep"
     if state.get("repairs", 0) < ctx.max_repairs:
         return "select_tools"
     return "give_up"
 
 
 async def give_up(state: PlanningState) -> PlanningState:
-    """The plan is still invalid after the last repair: nothing is stored."""
-    return {"status": "invalid", "plan": None}
+    """The plan is still invalid after the last repair."""
+    return {"status": "invalid", "result": None}
 
 
 async def decline(state: PlanningState) -> PlanningState:
-    """The model planned no step: no tool does what was asked. Nothing is stored."""
-    return {"status": "declined", "plan": None}
+    """The model planned no step: no tool does what was asked."""
+    return {"status": "declined", "result": None}
 
 
 def build_planning_graph(
     default_context: Callable[[], PlannerContext] | None = None,
-) -> StateGraph[PlanningState, PlanningGraphContext, PlanningInput, PlanningState]:
+    *,
+    keeping: Keeping | None = None,
+) -> StateGraph[Any, PlanningGraphContext, Any, Any]:
     """The uncompiled planning graph. Its runtime context is a :class:`PlanningGraphContext`;
-    invoked without one (LangGraph Studio), the nodes use ``default_context()``."""
+    invoked without one (LangGraph Studio), the nodes use ``default_context()``. With
+    ``keeping``, its ``check`` node runs first and its ``keep`` node on the valid plan."""
     resolve = context_resolver("planner", default_context, graph="planner")
-    builder: StateGraph[PlanningState, PlanningGraphContext, PlanningInput, PlanningState] = (
-        StateGraph(
-            PlanningState,
-            context_schema=PlanningGraphContext,
-            input_schema=PlanningInput,
-            output_schema=PlanningState,
-        )
+    builder: StateGraph[Any, PlanningGraphContext, Any, Any] = StateGraph(
+        keeping.state if keeping is not None else PlanningState,
+        context_schema=PlanningGraphContext,
+        input_schema=keeping.input if keeping is not None else PlanningInput,
+        output_schema=keeping.output if keeping is not None else PlanningState,
     )
     builder.add_node("select_tools", bind_context(select_tools, resolve))
     builder.add_node("analyze_dependencies", bind_context(analyze_dependencies, resolve))
-    builder.add_node("persist", bind_context(persist, resolve))
     builder.add_node("give_up", give_up)
     builder.add_node("decline", decline)
-    builder.add_edge(START, "select_tools")
+    if keeping is not None:
+        builder.add_node("check", bind_context(keeping.check, resolve))
+        builder.add_node("persist", bind_context(keeping.keep, resolve))
+        builder.add_edge(START, "check")
+        builder.add_edge("check", "select_tools")
+        builder.add_edge("persist", END)
+    else:
+        builder.add_edge(START, "select_tools")
     builder.add_edge("select_tools", "analyze_dependencies")
     builder.add_conditional_edges(
         "analyze_dependencies",
         bind_context(_after_analysis, resolve),
-        ["persist", "select_tools", "give_up", "decline"],
+        {
+            "keep": "persist" if keeping is not None else END,
+            "select_tools": "select_tools",
+            "give_up": "give_up",
+            "decline": "decline",
+        },
     )
-    builder.add_edge("persist", END)
     builder.add_edge("give_up", END)
     builder.add_edge("decline", END)
     return builder

@@ -405,7 +405,7 @@ def check_grounding(
     plan: Plan, catalog: ToolCatalog, request: str, *, context: str | None = None
 ) -> list[ValidationIssue]:
     """One issue per argument whose literal a tool's output should supply (with the template
-    to write), ids passed by name included (:func:`~toolplan.planning.id_by_name.check_ids_by_name`).
+    to write), ids passed by name included (:func:`~toolplan.planning.id_by_name.find_ids_by_name`).
     ``request`` is the query; ``context`` what else the planner was told (a replan's results)."""
     by_name = find_ids_by_name(plan, catalog)
     grounds = Grounds("\n".join(part for part in (request, context) if part))

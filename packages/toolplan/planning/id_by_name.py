@@ -32,7 +32,7 @@ from toolplan.plan_format.plan import Plan, Step
 from toolplan.tools.catalog import ToolCatalog
 from toolplan.validation.edges import descendants
 
-__all__ = ["IdByName", "check_ids_by_name", "find_ids_by_name", "id_kind", "is_id_argument"]
+__all__ = ["IdByName", "find_ids_by_name", "id_kind", "is_id_argument"]
 
 _CAMEL_ID = re.compile(r"[a-z0-9]I[dD]$")
 
@@ -135,8 +135,3 @@ def find_ids_by_name(plan: Plan, catalog: ToolCatalog) -> list[IdByName]:
                 found.append(IdByName(step.id, name, issue))
                 break
     return found
-
-
-def check_ids_by_name(plan: Plan, catalog: ToolCatalog) -> list[ValidationIssue]:
-    """One issue per id argument that is given the name of something this plan creates."""
-    return [found.issue for found in find_ids_by_name(plan, catalog)]

@@ -44,15 +44,11 @@ from toolplan.store.protocol import (
 )
 
 __all__ = [
-    "DEFAULT_CANCEL_POLL",
     "DEFAULT_CANCEL_WAIT",
     "end_cancelled",
     "request_cancel",
     "run_until_cancelled",
 ]
-
-DEFAULT_CANCEL_POLL = 0.25
-"""Seconds between two checks for a cancel request by a running execution."""
 
 DEFAULT_CANCEL_WAIT = 10.0
 """Seconds :func:`request_cancel` waits for a running execution to end, by default."""

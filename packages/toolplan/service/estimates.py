@@ -27,6 +27,8 @@ import heapq
 import json
 import math
 import statistics
+import time
+import weakref
 from collections import deque
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -34,9 +36,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal, Protocol, cast
 
+from toolplan._caches import register_cache
 from toolplan.config.settings import EstimateSettings
 from toolplan.errors import InvalidInput
 from toolplan.plan_format.plan import Plan, Step
+from toolplan.store.protocol import Store
 from toolplan.tools.catalog import ToolCatalog
 from toolplan.validation.dag import Analysis
 
@@ -47,6 +51,7 @@ __all__ = [
     "ModelPrice",
     "estimate_plan",
     "load_prices",
+    "plan_estimator",
     "planning_cost",
     "schedule_length",
 ]
@@ -258,3 +263,35 @@ def estimate_plan(
     if known or planning is not None:
         cost = round(sum(known) + (planning or 0.0), 8)
     return Estimate(round(duration, 1), cost, basis)
+
+
+_STATS_TTL_SECONDS = 60.0
+_stats_cache: weakref.WeakKeyDictionary[Store, tuple[float, dict[str, Any]]] = (
+    weakref.WeakKeyDictionary()
+)
+register_cache(_stats_cache.clear)
+
+
+def _recent_tool_stats(store: Store) -> dict[str, Any]:
+    """Tool statistics, recomputed at most once a minute per store object: the aggregate scans
+    every step record, and critical-path estimates do not need up-to-the-second figures. Keyed
+    by the store itself, not its URI: two stores may print the same URI (passwords are hidden,
+    every in-memory store is ``memory://``)."""
+    now = time.monotonic()
+    cached = _stats_cache.get(store)
+    if cached is None or now - cached[0] > _STATS_TTL_SECONDS:
+        cached = (now, dict(store.tool_stats()))
+        _stats_cache[store] = cached
+    return cached[1]
+
+
+def plan_estimator(store: Store) -> Any:
+    """Step-duration estimates for :func:`~toolplan.validation.dag.analyze`'s critical path: each
+    tool's recent average duration in ``store`` (1 ms for a tool never seen)."""
+    stats = _recent_tool_stats(store)
+
+    def estimate(step: Step) -> float:
+        seen = stats.get(step.tool)
+        return (seen.avg_duration_ms or 1.0) if seen else 1.0
+
+    return estimate

@@ -8,28 +8,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
-import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from toolplan._caches import register_cache
 from toolplan.config.settings import EstimateSettings
 from toolplan.engine.result import ExecutionResult
 from toolplan.errors import ExecutionGone, InvalidInput, PlanInvalid, StoreUnavailable, Unavailable
 from toolplan.plan_format.ids import is_valid_id, new_id, require_id
 from toolplan.plan_format.limits import InputLimits, check_text
 from toolplan.plan_format.meta import ESTIMATE_KEY, TOOL_SOURCES_KEY, VERSION_KEY, caller_meta
-from toolplan.plan_format.plan import DEFAULT_MAX_ITEMS, Plan, Step, load_plan, parse_plan
+from toolplan.plan_format.plan import DEFAULT_MAX_ITEMS, Plan, load_plan, parse_plan
 from toolplan.plan_format.python_print import said_in_python
 from toolplan.runs.backend import DetachedBackend, backend_of
 from toolplan.runs.cancel import DEFAULT_CANCEL_WAIT, request_cancel
 from toolplan.runs.context import ExecutionBackend, ExecutionContext, WakeableBackend
 from toolplan.runs.queue import enqueue_plan
-from toolplan.service.estimates import Estimate, estimate_plan
+from toolplan.service.estimates import Estimate, estimate_plan, plan_estimator
 from toolplan.service.plan_index import index_plan
 from toolplan.store.lookup import find_plan, find_request, require_approval
 from toolplan.store.protocol import (
@@ -41,6 +38,7 @@ from toolplan.store.protocol import (
     Store,
     utc_now,
 )
+from toolplan.store.records import ANSWERS
 from toolplan.tools.catalog import ToolCatalog, ToolInfo
 from toolplan.validation import Analysis, analyze, check_tools
 
@@ -52,7 +50,6 @@ __all__ = [
     "execute_stored_plan",
     "finished_status",
     "list_tools",
-    "plan_estimator",
     "store_plan",
     "stored_result",
     "submit_plan",
@@ -81,40 +78,6 @@ class PlanRef:
         if self.estimate is not None:
             data["estimate"] = self.estimate.to_json()
         return data
-
-
-"""Where a plan's estimate is stored in its ``meta``."""
-
-_STATS_TTL_SECONDS = 60.0
-_stats_cache: weakref.WeakKeyDictionary[Store, tuple[float, dict[str, Any]]] = (
-    weakref.WeakKeyDictionary()
-)
-register_cache(_stats_cache.clear)
-
-
-def _recent_tool_stats(store: Store) -> dict[str, Any]:
-    """Tool statistics, recomputed at most once a minute per store object: the aggregate scans
-    every step record, and critical-path estimates do not need up-to-the-second figures. Keyed
-    by the store itself, not its URI: two stores may print the same URI (passwords are hidden,
-    every in-memory store is ``memory://``)."""
-    now = time.monotonic()
-    cached = _stats_cache.get(store)
-    if cached is None or now - cached[0] > _STATS_TTL_SECONDS:
-        cached = (now, dict(store.tool_stats()))
-        _stats_cache[store] = cached
-    return cached[1]
-
-
-def plan_estimator(store: Store) -> Any:
-    """Step-duration estimates for :func:`~toolplan.validation.dag.analyze`'s critical path: each
-    tool's recent average duration in ``store`` (1 ms for a tool never seen)."""
-    stats = _recent_tool_stats(store)
-
-    def estimate(step: Step) -> float:
-        seen = stats.get(step.tool)
-        return (seen.avg_duration_ms or 1.0) if seen else 1.0
-
-    return estimate
 
 
 def submit_plan(
@@ -409,15 +372,11 @@ def describe(store: Store, identifier: str, *, items: bool = True) -> dict[str, 
     raise InvalidInput(f"{identifier!r} is neither a plan ID (plan_...) nor a request ID (req_...)")
 
 
-ANSWERS = "toolplan_answers"
-"""Record collection of the agent loop's answers, one per answered request version."""
-
-
 def answers_for(store: Store, request_id: str) -> list[dict[str, Any]]:
     """The stored answers of a request, oldest first (``toolplan show REQ``)."""
     return [
         {k: v for k, v in record.items() if k != "_id"}
-        for record in store.find_records(ANSWERS, {"requestId": request_id})
+        for record in ANSWERS.find(store, {"requestId": request_id})
     ]
 
 

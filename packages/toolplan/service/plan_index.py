@@ -14,6 +14,7 @@ from typing import Any
 
 from toolplan.plan_format.templates import strings_in
 from toolplan.store.protocol import PlanRecord, Store
+from toolplan.store.records import PLAN_INDEX, PlanIndexEntry
 from toolplan.tools.catalog import ToolCatalog
 
 __all__ = [
@@ -30,8 +31,9 @@ __all__ = [
     "whole_word",
 ]
 
-INDEX = "toolplan_plan_index"
-"""The record collection of planned plans, by catalog fingerprint and normalised query."""
+INDEX = PLAN_INDEX.name
+"""The record collection of planned plans, by catalog fingerprint and normalised query
+(:data:`~toolplan.store.records.PLAN_INDEX`)."""
 
 _NUL = "\x00"
 
@@ -223,8 +225,8 @@ def index_plan(store: Store, record: PlanRecord, catalog: ToolCatalog) -> None:
     keys = [_lookup_key("exact", fingerprint, key)]
     if pattern is not None:
         keys.append(_ends_key(fingerprint, pattern.prefix, pattern.suffix))
-    store.put_record(
-        INDEX,
+    PLAN_INDEX.put(
+        store,
         {
             "fingerprint": fingerprint,
             "key": key,
@@ -239,7 +241,7 @@ def index_plan(store: Store, record: PlanRecord, catalog: ToolCatalog) -> None:
     )
 
 
-def _may_match(entry: dict[str, Any], text: str, key: str) -> bool:
+def _may_match(entry: PlanIndexEntry, text: str, key: str) -> bool:
     """Whether ``text`` matches an index entry's slot pattern: the fixed ends first (cheap, and
     most entries fail there), then the pattern itself."""
     pattern, prefix, suffix = entry.get("pattern"), entry.get("prefix"), entry.get("suffix")
@@ -264,8 +266,8 @@ def indexed_plans(
     fingerprint = catalog_fingerprint(catalog)
     exact_key = _lookup_key("exact", fingerprint, key)
     if exact:
-        entries = store.find_records(
-            INDEX, {"fingerprint": fingerprint, "key": key}, lookup_keys=[exact_key]
+        entries = PLAN_INDEX.find(
+            store, {"fingerprint": fingerprint, "key": key}, lookup_keys=[exact_key]
         )
     else:
         text = tidy_query(query)
@@ -273,7 +275,7 @@ def indexed_plans(
         keys = {exact_key} | {_ends_key(fingerprint, p, s) for p in prefixes for s in suffixes}
         entries = [
             entry
-            for entry in store.find_records(INDEX, {"fingerprint": fingerprint}, lookup_keys=keys)
+            for entry in PLAN_INDEX.find(store, {"fingerprint": fingerprint}, lookup_keys=keys)
             if entry.get("key") == key or _may_match(entry, text, key)
         ]
         # exact matches first, then the newest

@@ -26,7 +26,7 @@ import os
 import socket
 from collections.abc import Collection, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
@@ -117,7 +117,6 @@ ListedStatus = Literal[
 """What :meth:`PlanRepository.recent_plans` filters on: the execution's status, or the plan's
 (``planned``, ``needs_review``) when it was never executed."""
 
-PLAN_STATUSES: frozenset[str] = frozenset({"planned", "needs_review"})
 EXECUTION_STATUSES: frozenset[str] = frozenset(
     {"queued", "running", "waiting", "succeeded", "partial", "failed", "cancelled"}
 )
@@ -432,11 +431,6 @@ class ExecutionRecord:
                 return record
         raise KeyError(step_id)
 
-    def with_step(self, record: StepRecord) -> ExecutionRecord:
-        """A copy with one step record replaced."""
-        steps = [record if s.step_id == record.step_id else s for s in self.steps]
-        return replace(self, steps=steps)
-
 
 @dataclass(frozen=True)
 class CachedResult:
@@ -710,7 +704,10 @@ class WorkQueue(_Role, Protocol):
 
 @runtime_checkable
 class RecordStore(_Role, Protocol):
-    """Documents kept by the built-in toolsets, found through the tool call's run config."""
+    """Documents in named collections: the built-in toolsets' records (found through the tool
+    call's run config), and toolplan's own, each collection under a typed role
+    (:mod:`toolplan.store.records`: the calls started early, the reuse index, the agent's
+    answers)."""
 
     def put_record(
         self,
