@@ -328,10 +328,18 @@ def _contestant(answers: list[dict[str, Any]], gold: dict[str, list[Any]]) -> di
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Per split, on all samples and on the samples whose gold toolplan's validator accepts:
-    each contestant's metrics, NESTFUL's scorer's figures, median seconds and tokens."""
+    each contestant's metrics, NESTFUL's scorer's figures, median seconds and tokens. Only the
+    samples that every contestant of the run answered count (a run may be cut short)."""
     samples = {r["id"]: r for r in rows if r["type"] == "sample"}
-    gold = {i: r["gold"] for i, r in samples.items()}
     answers = [r for r in rows if r["type"] == "answer" and r["id"] in samples]
+    # a run cut short in the middle of a chunk: only the samples every contestant answered
+    present = {a["contestant"] for a in answers}
+    answered: dict[str, set[str]] = {}
+    for a in answers:
+        answered.setdefault(a["id"], set()).add(a["contestant"])
+    samples = {i: r for i, r in samples.items() if answered.get(i) == present}
+    answers = [a for a in answers if a["id"] in samples]
+    gold = {i: r["gold"] for i, r in samples.items()}
     out: dict[str, Any] = {}
     for split in dict.fromkeys(r["split"] for r in samples.values()):
         mine = [a for a in answers if a["split"] == split]

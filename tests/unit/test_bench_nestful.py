@@ -296,3 +296,39 @@ def test_our_metrics_agree_with_nestfuls_except_where_documented() -> None:
         "noAnswer": 3,
     }
     assert official["group"]["full"] == pytest.approx(total["fullShare"], abs=5e-4)
+
+
+def test_a_summary_counts_only_the_samples_every_contestant_answered() -> None:
+    """A run cut short in the middle of a chunk leaves samples some contestants never saw:
+    comparing on those would not be the same test."""
+    from bench.nestful.run import summarize
+
+    gold = BUS["output"]
+    right = list(gold[:-1])
+
+    def sample_row(i: str) -> dict[str, Any]:
+        return {"type": "sample", "id": i, "split": "sgd", "gold": gold, "validGold": True}
+
+    def answer(i: str, who: str, calls: Any) -> dict[str, Any]:
+        usage = {"inputTokens": 1, "outputTokens": 1}
+        return {
+            "type": "answer",
+            "id": i,
+            "split": "sgd",
+            "contestant": who,
+            "answer": calls,
+            "seconds": 1.0,
+            "usage": usage,
+        }
+
+    rows = [
+        sample_row("sgd-0"),
+        sample_row("sgd-1"),
+        answer("sgd-0", "python", right),
+        answer("sgd-0", "nestful", None),
+        answer("sgd-1", "python", right),  # nestful never answered sgd-1
+    ]
+    table = summarize(rows)["sgd"]
+    assert table["samples"] == 1 and table["validGoldSamples"] == 1
+    assert table["all"]["python"]["full"] == 1 and table["all"]["python"]["samples"] == 1
+    assert table["all"]["nestful"]["noAnswer"] == 1
