@@ -92,6 +92,32 @@ class Attempt:
     """usage, llmCalls, the raw reply, or the error that prevented an answer."""
 
 
+class _Trace:
+    """A planning listener that keeps what each answer held as the model wrote it (the tools
+    of its steps, before validation and rewrites) and why it was sent back: how a plan came to
+    lose a call, or to be no plan, shows there. Passive: it changes nothing in planning."""
+
+    def __init__(self) -> None:
+        self.attempts: list[dict[str, Any]] = []
+
+    def _attempt(self, number: int) -> dict[str, Any]:
+        while len(self.attempts) < number:
+            self.attempts.append({"steps": []})
+        return self.attempts[number - 1]
+
+    def __call__(self, event: Any) -> None:
+        if event.kind == "step" and event.step is not None:
+            steps = self._attempt(event.attempt)["steps"]
+            if len(steps) < (event.steps or 0):
+                steps.append(str(event.step.get("tool")))
+        elif event.kind == "repairing":
+            # told as the repair starts: the problems are the previous answer's
+            self._attempt(event.attempt - 1)["problem"] = event.problem
+            self._attempt(event.attempt - 1)["problems"] = event.problems
+        elif event.kind == "answered":
+            self._attempt(event.attempt)["read"] = event.steps
+
+
 _PLANNER_CHANGES = ("mergedSteps", "batchedSteps", "unaskedSteps", "unstatedArguments", "autoFixed")
 
 
@@ -104,8 +130,11 @@ async def _plan(sample: Sample, box: Toolbox, settings: Settings, name: Contesta
 
     started = time.perf_counter()
     store = MemoryStore()  # fresh: no plan history leaks from one sample into the next
+    trace = _Trace()
     try:
-        ctx = Toolplan(settings=settings, store=store, tools=box.catalog()).planner_context()
+        ctx = Toolplan(settings=settings, store=store, tools=box.catalog()).planner_context(
+            listener=trace
+        )
         outcome = await create_plan(sample.query, ctx)
         record = store.get_plan(outcome.ref.plan_id)
         changed = {
@@ -116,15 +145,16 @@ async def _plan(sample: Sample, box: Toolbox, settings: Settings, name: Contesta
     except LLMUnavailable as error:
         if not isinstance(error, LLMOutputTruncated):
             raise  # the server, not the model: a run without a model measures nothing
-        return _unplanned(name, error, started)
+        return _unplanned(name, error, started, trace)
     except ToolplanError as error:
-        return _unplanned(name, error, started)
+        return _unplanned(name, error, started, trace)
     finally:
         store.close()
     detail: dict[str, Any] = {
         "llmCalls": outcome.llm_calls,
         "usage": outcome.usage,
         "plan": outcome.plan,
+        "trace": trace.attempts,
         **changed,
     }
     if outcome.changes:
@@ -132,11 +162,12 @@ async def _plan(sample: Sample, box: Toolbox, settings: Settings, name: Contesta
     return Attempt(name, plan_calls(outcome.plan, box), time.perf_counter() - started, detail)
 
 
-def _unplanned(name: Contestant, error: ToolplanError, started: float) -> Attempt:
+def _unplanned(name: Contestant, error: ToolplanError, started: float, trace: _Trace) -> Attempt:
     detail: dict[str, Any] = {
         "error": error.message,
         "errorKind": type(error).__name__,
         "llmCalls": error.details.get("llmCalls", getattr(error, "llm_calls", None)),
+        "trace": trace.attempts,
     }
     usage = error.details.get("usage", getattr(error, "usage", None))
     if usage:

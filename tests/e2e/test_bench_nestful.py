@@ -152,6 +152,9 @@ def test_a_run_on_two_samples(tmp_path: Path) -> None:
     assert marks["sgd-1", "json"] == (False, 0.0, True)
     declined = next(r for r in rows if r.get("contestant") == "json" and r["id"] == "sgd-1")
     assert declined["errorKind"] == "PlanDeclined"
+    planned = next(r for r in rows if r.get("contestant") == "python" and r["id"] == "sgd-0")
+    # what the model wrote, as it wrote it (the planner's listener)
+    assert planned["trace"] == [{"steps": ["Buses_FindBus", "Buses_BuyBusTicket"], "read": 2}]
 
     summary = json.loads((out / "summary.json").read_text())
     assert summary["meta"]["data"] == "nestful-wrapper==0.1.7"
