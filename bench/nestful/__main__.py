@@ -107,6 +107,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, help="write rows.jsonl, summary.json, summary.md")
     parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="go on with an interrupted run: keep --out's rows.jsonl and ask only what it lacks "
+        "(give the same arguments)",
+    )
+    parser.add_argument(
         "--summarize",
         type=Path,
         metavar="JSONL",
@@ -150,9 +156,14 @@ def main(argv: list[str] | None = None) -> int:
         f"({meta['structuredMethod']}), contestants {', '.join(groups)}"
     )
     rows_file = None
+    earlier: list[dict[str, Any]] = []
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
-        rows_file = (args.out / "rows.jsonl").open("w")
+        kept = args.out / "rows.jsonl"
+        if args.resume and kept.is_file():
+            earlier = [json.loads(line) for line in kept.read_text().splitlines() if line]
+            _log(f"resuming: {len(earlier)} rows kept from {kept}")
+        rows_file = kept.open("a" if args.resume else "w")
 
     def on_row(row: dict[str, Any]) -> None:
         if row["type"] == "answer":
@@ -166,8 +177,10 @@ def main(argv: list[str] | None = None) -> int:
             rows_file.flush()
 
     try:
-        rows = asyncio.run(
-            run_samples(samples, settings, groups=groups, chunk=args.chunk, on_row=on_row)
+        rows = earlier + asyncio.run(
+            run_samples(
+                samples, settings, groups=groups, chunk=args.chunk, on_row=on_row, done=earlier
+            )
         )
     except ToolplanError as error:
         _log(f"error: {error.message}")

@@ -63,6 +63,14 @@ CONTESTANTS: tuple[Contestant, ...] = (
 )
 """The answers scored per sample: each call of :data:`GROUPS` read one or two ways."""
 
+READINGS: dict[str, tuple[Contestant, ...]] = {
+    "python": ("python",),
+    "json": ("json",),
+    "nestful": ("nestful", "nestful-lenient"),
+    "native": ("native", "native-lenient"),
+}
+"""The contestants each call of :data:`GROUPS` is read as."""
+
 TITLES: dict[str, str] = {
     "python": "toolplan, Python plan (default)",
     "json": "toolplan, JSON plan",
@@ -272,10 +280,14 @@ async def run_samples(
     groups: Iterable[str] = GROUPS,
     chunk: int = 10,
     on_row: Callable[[dict[str, Any]], None] | None = None,
+    done: Iterable[dict[str, Any]] = (),
 ) -> list[dict[str, Any]]:
     """Answer and score every sample, one request at a time (a local server has one slot),
     the groups taking turns by chunks of ``chunk`` samples in a rotating order; returns the
-    rows (one ``sample`` row per sample, one ``answer`` row per contestant and sample)."""
+    rows (one ``sample`` row per sample, one ``answer`` row per contestant and sample).
+
+    ``done`` are rows of an earlier, interrupted run with the same arguments: what they hold
+    is not asked again (the chunks and their order are the same), and they are not returned."""
     from toolplan.planning.model import create_chat_model
 
     chosen = [g for g in GROUPS if g in set(groups)]
@@ -292,6 +304,12 @@ async def run_samples(
         "json": replace(settings, planner=replace(settings.planner, plan_format="json")),
     }
     rows: list[dict[str, Any]] = []
+    earlier = list(done)
+    seen = {r["id"] for r in earlier if r["type"] == "sample"}
+    answered = {(r["id"], r["contestant"]) for r in earlier if r["type"] == "answer"}
+
+    def finished(sample: Sample, group: str) -> bool:
+        return all((sample.id, c) in answered for c in READINGS[group])
 
     def emit(row: dict[str, Any]) -> None:
         rows.append(row)
@@ -302,10 +320,13 @@ async def run_samples(
         part = samples[start : start + max(1, chunk)]
         boxes = {s.id: Toolbox.of(s.tools) for s in part}
         for sample in part:
-            emit(sample_row(sample, boxes[sample.id]))
+            if sample.id not in seen:
+                emit(sample_row(sample, boxes[sample.id]))
         turn = number % len(chosen) if chosen else 0
         for group in chosen[turn:] + chosen[:turn]:
             for sample in part:
+                if finished(sample, group):
+                    continue
                 box = boxes[sample.id]
                 if group in ("python", "json"):
                     attempts = [await _plan(sample, box, formats[group], group)]

@@ -100,6 +100,7 @@ def test_a_run_on_two_samples(tmp_path: Path) -> None:
         return Reply.content(f"```python\n{PYTHON_PLANS[sample['input']]}```")
 
     out = tmp_path / "out"
+    argv = [sys.executable, "-m", "bench.nestful", "--splits", "sgd", "--chunk", "1"]
     with FakeOpenAIServer(api_key="unused") as server:
         server.script([answer] * 12)
         env = {
@@ -114,26 +115,32 @@ def test_a_run_on_two_samples(tmp_path: Path) -> None:
         }
         env.pop("TOOLPLAN_PLAN_FORMAT", None)
         done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "bench.nestful",
-                "--splits",
-                "sgd",
-                "--chunk",
-                "1",
-                "--out",
-                out,
-            ],
+            [*argv, "--out", out], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr
+        # an interrupted run, its last request never answered, goes on where it stopped
+        whole = (out / "rows.jsonl").read_text().splitlines()
+        (out / "rows.jsonl").write_text("\n".join(whole[:-1]) + "\n")
+        again = subprocess.run(
+            [*argv, "--out", out, "--resume"],
             cwd=REPO,
             env=env,
             capture_output=True,
             text=True,
             timeout=120,
         )
-    assert done.returncode == 0, done.stderr
+    assert again.returncode == 0, again.stderr
+    resumed = (out / "rows.jsonl").read_text().splitlines()
+    assert resumed[:-1] == whole[:-1] and len(resumed) == len(whole)
+    last, lost = json.loads(resumed[-1]), json.loads(whole[-1])
+    assert (last["id"], last["contestant"], last["answer"]) == (
+        lost["id"],
+        lost["contestant"],
+        lost["answer"],
+    )
     # chunks of one sample; the second chunk starts where the first one's order went on
-    assert asked == ["python", "json", "nestful", "native", "json", "nestful", "native", "python"]
+    first_run = ["python", "json", "nestful", "native", "json", "nestful", "native", "python"]
+    assert asked == [*first_run, "python"]  # the resumed run asked only what was missing
 
     rows = [json.loads(line) for line in (out / "rows.jsonl").read_text().splitlines()]
     samples = [r for r in rows if r["type"] == "sample"]
@@ -166,4 +173,4 @@ def test_a_run_on_two_samples(tmp_path: Path) -> None:
     text = (out / "summary.md").read_text()
     assert "| toolplan, Python plan (default) | 2/2 (100.0%) | 1.000 |" in text
     assert "**sgd**, gold valid for toolplan (2):" in text
-    assert done.stdout == text + "\n"
+    assert again.stdout == text + "\n"  # the summary of the whole run, resumed part included
