@@ -8,8 +8,8 @@ request (the query, and a replan's context with the earlier results), or comes f
 through a template; this check refuses the literals that are neither and that a step's tool
 output would supply, and names the template to write instead.
 
-Four rules, each narrow, because a literal from the request is the normal case (every BFCL
-answer is one: ``python -m bench.grounding`` measures the false refusals on them):
+Four rules, each narrow, because a literal from the request is the normal case (BENCHMARKS.md
+measures the false refusals on public function-calling answers, whose values all are):
 
 * **A literal object where an output fits.** An argument that is a literal object (or a list of
   them), with a value that is not in the request, where the step depends on a step whose declared

@@ -1,8 +1,8 @@
 """Text that repeats itself: the end of an answer the model is writing in a loop.
 
 A small model at temperature 0 can fall into a loop inside one string of its plan, as
-Qwen2.5-Coder-1.5B did on BFCL's ``live_simple_147-95-4`` ("remove the timer.exe ... using the
-taskkill command"): its ``command`` argument went on with ``/FI "IMAGENAME ne opera-stable-dev"
+Qwen2.5-Coder-1.5B did on a request to "remove the timer.exe ... using the taskkill command":
+its ``command`` argument went on with ``/FI "IMAGENAME ne opera-stable-dev"
 /FI "IMAGENAME ne opera-beta-stable-dev"`` for 6,400 tokens, and, asked again with twice the
 limit, would have for 12,800 more. No step is ever complete, so the stop for a repeated step
 (:mod:`toolplan.planning.streaming`) cannot see it; :func:`repeating_tail` can, once the same
@@ -11,8 +11,8 @@ over at least :data:`MIN_SPAN` characters.
 
 Nothing in a plan repeats like that: steps differ at least by their ids, and a string that
 really is one character over and over (a rule of ``=``) is far shorter. Replayed on 1,744 texts
-from our runs (the model's raw answers on the query sets, the calls and replies of the BFCL
-rows), it stops that runaway and nothing else; the longest other repeat is 446 characters, 4
+from our runs (the model's raw answers on the query sets and on public function-calling
+requests; BENCHMARKS.md), it stops that runaway and nothing else; the longest other repeat is 446 characters, 4
 times (two identical calls, which a raw answer would have told apart by their step ids)."""
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ identical calls the user asked for, and a model looping over whole statements re
 limit.
 :class:`~toolplan.planning.llm_errors.LLMOutputRepeating` is raised then, with the tokens
 written, and the planner asks once more (a runaway at temperature 0 does not always run away
-again: in BFCL's ``parallel_81`` the retry planned right).
+again: asked once more, a small model we measured planned right).
 
 A server that cannot stream (it refuses the request, or sends no chunk) is asked plainly
 instead, and :attr:`AnswerStream.enabled` turns off so the next calls do not try again. A model
