@@ -1,7 +1,8 @@
 """NESTFUL sequences and toolplan plans, each into the other.
 
 - :func:`gold_plan`: a gold sequence as a toolplan plan document: one step per call, its label
-  as the step id, ``"$var1.distance$"`` as ``"{{var1.distance}}"`` (a reference inside a longer
+  as the step id, ``"$var1.distance$"`` as ``"{{var1.distance}}"`` (``$var1.Exchange Rate$`` as
+  ``{{var1["Exchange Rate"]}}``; a reference inside a longer
   string becomes a template inside it), ``var_result``'s references as ``outputSteps``;
 - :func:`gold_issues`: what toolplan's validator (:func:`toolplan.validation.dag.analyze`) says
   about that plan against the sample's catalog. Results are reported twice: on every sample,
@@ -12,6 +13,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,10 +21,14 @@ from bench.nestful.sequence import RESULT_CALL, Call, read_calls, references_in
 from bench.nestful.tools import Toolbox
 from toolplan.errors import PlanInvalid
 from toolplan.plan_format.plan import parse_plan
-from toolplan.plan_format.templates import Template, map_strings, template_spans
+from toolplan.plan_format.templates import Template, map_strings, reference_text, template_spans
 from toolplan.validation.dag import analyze
 
 __all__ = ["gold_issues", "gold_plan", "plan_calls"]
+
+
+_SEGMENT = re.compile(r"\.([^.\[]+)|\[(\d+)\]")
+"""One step of a NESTFUL path: ``.key`` (a key may hold spaces: ``.Exchange Rate``) or ``[0]``."""
 
 
 def _step_ids(calls: list[Call]) -> dict[str, str]:
@@ -39,7 +45,8 @@ def _templates(value: Any, ids: Mapping[str, str]) -> Any:
     def change(text: str) -> str:
         out, position = [], 0
         for ref in references_in(text, ids):
-            out += [text[position : ref.start], "{{" + ids[ref.label] + ref.path + "}}"]
+            path = [int(i) if i else key for key, i in _SEGMENT.findall(ref.path)]
+            out += [text[position : ref.start], "{{" + reference_text(ids[ref.label], path) + "}}"]
             position = ref.end
         return "".join(out) + text[position:]
 

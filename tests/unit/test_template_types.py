@@ -243,3 +243,37 @@ def test_a_number_or_boolean_where_only_text_goes_is_not_a_problem() -> None:
         )
         == []
     )
+
+
+def test_a_declared_key_with_a_space_is_checked_and_suggested_quoted() -> None:
+    def exchange_rate(base: str, target: str) -> dict[str, Any]:
+        """The rate between two currencies."""
+        return {"Exchange Rate": 1.08}
+
+    def multiply(numbers: str) -> float:
+        """Evaluate a product."""
+        return 0.0
+
+    catalog = ToolCatalog(
+        [
+            tagged(
+                tool(exchange_rate),
+                returns={
+                    "type": "object",
+                    "properties": {"Exchange Rate": {"type": "number"}},
+                },
+            ),
+            tool(multiply),
+        ]
+    )
+    rate = step("rate", "exchange_rate", base="USD", target="EUR")
+    assert (
+        problems(
+            rate, step("m", "multiply", numbers='5 * {{rate["Exchange Rate"]}}'), catalog=catalog
+        )
+        == []
+    )
+    (found,) = problems(
+        rate, step("m", "multiply", numbers="5 * {{rate.Exchange}}"), catalog=catalog
+    )
+    assert '{{rate["Exchange Rate"]}}' in found

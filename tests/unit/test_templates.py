@@ -7,7 +7,15 @@ from typing import Any
 import pytest
 
 from toolplan.errors import TemplateError
-from toolplan.plan_format.templates import find_templates, malformed_templates, references, resolve
+from toolplan.plan_format.templates import (
+    Template,
+    find_templates,
+    key_writable,
+    malformed_templates,
+    reference_text,
+    references,
+    resolve,
+)
 
 OUTPUTS: dict[str, Any] = {
     "author": {"_id": "a1", "name": "Alice", "age": 30, "active": True, "tags": ["x", "y"]},
@@ -17,6 +25,7 @@ OUTPUTS: dict[str, Any] = {
     "nothing": None,
     "flag": False,
     "nested": {"a": {"b": [{"c": {"d": 3.5}}]}},
+    "rate": {"Exchange Rate": 1.08, "weather.current": {"temp c": [21]}},
 }
 
 CASES = [
@@ -152,3 +161,34 @@ def test_rename_sources_renames_step_templates_only_and_keeps_their_spelling() -
         "b": ["{{new}}", 3, {"old": "{{other.old}}"}],
     }
     assert value["b"][0] == "{{old}}"  # a copy
+
+
+def test_a_key_with_spaces_or_dots_is_named_quoted() -> None:
+    # APIs return keys like "Exchange Rate" (NESTFUL's executable split): a plan must name them
+    assert resolve({"p": '{{rate["Exchange Rate"]}}'}, OUTPUTS) == {"p": 1.08}
+    text = '{{ rate["weather.current"]["temp c"][0] }}'
+    assert resolve({"p": text}, OUTPUTS) == {"p": 21}
+    assert Template.parse(text) == Template(text, "rate", ("weather.current", "temp c", 0))
+    assert references({"p": f"x {text}"}) == {"rate"}
+    with pytest.raises(TemplateError) as caught:
+        resolve({"p": '{{rate["weather.current"].humidity}}'}, OUTPUTS)
+    assert 'missing key \'humidity\' in the output of \'rate["weather.current"]\'' in str(
+        caught.value
+    )
+
+
+def test_reference_text_quotes_a_key_only_when_it_must() -> None:
+    assert reference_text("author", ("_id",)) == "author._id"
+    assert reference_text("list", (0, "items", 1)) == "list[0].items[1]"
+    assert reference_text("rate", ("Exchange Rate",)) == 'rate["Exchange Rate"]'
+    for path in [("_id",), ("Exchange Rate", 0), ("a.b", "c d", "e")]:
+        written = "{{" + reference_text("s", path) + "}}"
+        assert Template.parse(written) == Template(written, "s", path)
+    assert not key_writable('say "hi"') and not key_writable("a{b}") and not key_writable("")
+    with pytest.raises(ValueError, match="cannot be named"):
+        reference_text("s", ("x[0]",))
+
+
+@pytest.mark.parametrize("text", ['{{a[""]}}', '{{a["b"c"]}}', "{{a['b']}}", '{{a["{x}"]}}'])
+def test_malformed_quoted_keys_are_detected(text: str) -> None:
+    assert malformed_templates({"p": f"pre {text}"}) == [text]

@@ -16,6 +16,7 @@ from langchain_core.runnables import RunnableConfig
 
 from toolplan.agent.budget import truncate_tokens
 from toolplan.engine.result import ExecutionResult
+from toolplan.plan_format.templates import key_writable, reference_text
 from toolplan.planning.call import StructuredRequest, call_model
 from toolplan.planning.context import PlannerContext
 from toolplan.planning.llm_errors import LLMOutputTruncated
@@ -137,7 +138,9 @@ def _paths(step_id: str, output: Any) -> str:
     """The templates a later step could use for ``output``'s top-level fields
     (``{{author._id}}``, ``{{author.name}}``), or the whole output's (``{{author}}``)."""
     if isinstance(output, dict) and output:
-        return ", ".join("{{" + f"{step_id}.{key}" + "}}" for key in list(output)[:8])
+        keys = [key for key in output if isinstance(key, str) and key_writable(key)][:8]
+        if keys:
+            return ", ".join("{{" + reference_text(step_id, (key,)) + "}}" for key in keys)
     return "{{" + step_id + "}}"
 
 

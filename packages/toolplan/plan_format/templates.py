@@ -5,8 +5,11 @@ Grammar::
     template := "{{" ws? source segment* ws? "}}"
     source   := step-id | "$item" | "$index"
     step-id  := [A-Za-z_][A-Za-z0-9_-]*
-    segment  := "." key | "[" digits "]"
+    segment  := "." key | "[" digits "]" | '["' quoted '"]'
     key      := one or more characters other than . [ ] { } and whitespace   (so ``_id`` works)
+    quoted   := one or more characters other than " \\ [ ] { }   (``{{rate["Exchange Rate"]}}``)
+
+:func:`reference_text` writes a path back in this grammar, quoting a key only when it must.
 
 Resolution rules:
 
@@ -42,9 +45,11 @@ __all__ = [
     "contains_template",
     "exact_template",
     "find_templates",
+    "key_writable",
     "leaves",
     "malformed_templates",
     "map_strings",
+    "reference_text",
     "references",
     "rename_sources",
     "resolve",
@@ -61,8 +66,14 @@ LOOP_NAMES = frozenset({ITEM, INDEX})
 """Template sources that name a ``forEach`` item rather than a step."""
 
 _STEP_ID = r"[A-Za-z_][A-Za-z0-9_\-]*"
-_REFERENCE = re.compile(rf"^\s*({_STEP_ID}|\$item|\$index)((?:\.[^.\[\]{{}}\s]+|\[\d+\])*)\s*$")
-_SEGMENT = re.compile(r"\.([^.\[\]{}\s]+)|\[(\d+)\]")
+_KEY = r"[^.\[\]{}\s]+"
+_QUOTED = r'[^"\\\[\]{}]+'
+_REFERENCE = re.compile(
+    rf'^\s*({_STEP_ID}|\$item|\$index)((?:\.{_KEY}|\[\d+\]|\["{_QUOTED}"\])*)\s*$'
+)
+_SEGMENT = re.compile(rf'\.({_KEY})|\[(\d+)\]|\["({_QUOTED})"\]')
+_PLAIN_KEY = re.compile(rf"{_KEY}")
+_QUOTED_KEY = re.compile(_QUOTED)
 
 PathSegment = str | int
 
@@ -85,6 +96,29 @@ def template_spans(text: str) -> Iterator[tuple[int, int]]:
         yield start, position
 
 
+def key_writable(key: str) -> bool:
+    """Whether a template can name ``key``: plainly (``.distance``) or quoted
+    (``["Exchange Rate"]``); a key holding ``"``, a backslash, brackets or braces cannot be."""
+    return bool(_PLAIN_KEY.fullmatch(key) or _QUOTED_KEY.fullmatch(key))
+
+
+def reference_text(source: str, path: tuple[PathSegment, ...] | list[PathSegment] = ()) -> str:
+    """``source`` and ``path`` as a template's inside: ``route.distance``, ``items[0]``,
+    ``rate["Exchange Rate"]`` (a key quoted only when it must be); ``ValueError`` for a key no
+    template can name (:func:`key_writable`)."""
+    out = [source]
+    for segment in path:
+        if isinstance(segment, int):
+            out.append(f"[{segment}]")
+        elif _PLAIN_KEY.fullmatch(segment):
+            out.append(f".{segment}")
+        elif _QUOTED_KEY.fullmatch(segment):
+            out.append(f'["{segment}"]')
+        else:
+            raise ValueError(f"the key {segment!r} cannot be named in a template")
+    return "".join(out)
+
+
 @dataclass(frozen=True)
 class Template:
     """One parsed template: the text as written, the step it references and the path into it."""
@@ -101,8 +135,8 @@ class Template:
         if match is None:
             return None
         path: list[PathSegment] = []
-        for key, index in _SEGMENT.findall(match.group(2)):
-            path.append(int(index) if index else key)
+        for key, index, quoted in _SEGMENT.findall(match.group(2)):
+            path.append(int(index) if index else key or quoted)
         return cls(text=text, step=match.group(1), path=tuple(path))
 
     @property
@@ -119,10 +153,9 @@ class Template:
                 template=self.text,
             )
         current = outputs[self.step]
-        walked = self.step
-        for segment in self.path:
+        for depth, segment in enumerate(self.path):
+            walked = reference_text(self.step, self.path[:depth])
             current = _step_into(current, segment, walked, self.text)
-            walked += f"[{segment}]" if isinstance(segment, int) else f".{segment}"
         return current
 
 

@@ -25,7 +25,13 @@ from typing import Any
 from toolplan.errors import ValidationIssue
 from toolplan.plan_format.json_schema import accepted_types, inline_refs
 from toolplan.plan_format.plan import Plan, Step
-from toolplan.plan_format.templates import ITEM, PathSegment, Template, find_templates
+from toolplan.plan_format.templates import (
+    ITEM,
+    PathSegment,
+    Template,
+    find_templates,
+    reference_text,
+)
 from toolplan.tools.catalog import ToolCatalog
 
 __all__ = [
@@ -92,7 +98,10 @@ def _describe(schema: Mapping[str, Any]) -> str:
 
 
 def _written(step: str, path: tuple[PathSegment, ...]) -> str:
-    return step + "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in path)
+    try:
+        return reference_text(step, path)
+    except ValueError:  # a key no template names: said as Python would
+        return step + "".join(f"[{s!r}]" for s in path)
 
 
 def _walk(output: _Output, template: Template) -> Mapping[str, Any] | None:
