@@ -12,7 +12,9 @@ import pytest
 from langchain_core.tools import StructuredTool, tool
 
 from toolplan.errors import PlanInvalid
+from toolplan.plan_format.plan import parse_plan
 from toolplan.plan_format.python_plan import parse_python_plan
+from toolplan.plan_format.python_print import render_python_plan
 from toolplan.plan_format.python_tools import PythonTools, python_name
 from toolplan.planning.python_format import (
     PythonAnswerReader,
@@ -344,3 +346,25 @@ def test_streamed_reading_is_linear() -> None:
     spent = time.process_time() - started
     assert len(told) == 100 and reader.finish().data is not None
     assert spent < 0.5, f"{spent:.2f} s of CPU"  # the old scanner: 5.2 s (quadratic)
+
+
+def test_a_key_with_a_space_or_a_dot_is_read_quoted_and_printed_back() -> None:
+    # NESTFUL's executable split: an API returns {"Exchange Rate": ...} (issue 51)
+    steps = read(
+        'rate = calculate_route(start="USD", end="EUR")\n'
+        'pace = calculate_pace(distance=rate["Exchange Rate"], time=rate["a.b"]["c"])\n'
+        "encrypt_data(data=f\"rate {rate['Exchange Rate']}\")\n"
+    )
+    assert steps[1]["parameters"] == {
+        "distance": '{{rate["Exchange Rate"]}}',
+        "time": '{{rate["a.b"].c}}',
+    }
+    assert steps[2]["parameters"] == {"data": 'rate {{rate["Exchange Rate"]}}'}
+    printed = render_python_plan(parse_plan({"steps": steps}))
+    assert 'rate["Exchange Rate"]' in printed
+    assert read(printed) == steps
+
+
+def test_a_key_no_template_can_name_is_refused_with_its_place() -> None:
+    (problem,) = problems('r = calculate_route(start="a", end="b")\nencrypt_data(data=r["x{y}"])\n')
+    assert problem.startswith("line 2, column 21: the key 'x{y}' cannot be read in a plan")

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import ast
 import json
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,7 +31,13 @@ from toolplan.plan_format.python_values import (
     convert_literal,
     fold,
 )
-from toolplan.plan_format.templates import INDEX, contains_template, exact_template
+from toolplan.plan_format.templates import (
+    INDEX,
+    contains_template,
+    exact_template,
+    key_writable,
+    reference_text,
+)
 
 __all__ = [
     "IGNORED_CALLS",
@@ -245,14 +250,14 @@ class ExpressionReader:
                     if key.value < 0:
                         raise Refused(key, "a negative position is not part of the plan language")
                     path.append(key.value)
-                elif (
-                    isinstance(key.value, str)
-                    and key.value
-                    and not re.search(r"[.\[\]{}\s]", key.value)
-                ):
+                elif isinstance(key.value, str) and key_writable(key.value):
                     path.append(key.value)
                 else:
-                    raise Refused(key, f"the key {shown(key)} cannot be read in a plan")
+                    raise Refused(
+                        key,
+                        f"the key {shown(key)} cannot be read in a plan (a key may not hold "
+                        '", a backslash, brackets or braces)',
+                    )
             current = current.value
         path.reverse()
         if isinstance(current, ast.Call):
@@ -387,8 +392,7 @@ def _accepted(schema: Mapping[str, Any] | None) -> set[str] | None:
 
 
 def _template(source: str, path: Sequence[str | int]) -> str:
-    text = source + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
-    return "{{" + text + "}}"
+    return "{{" + reference_text(source, path) + "}}"
 
 
 def _lookup(value: Any, path: Sequence[str | int], node: ast.expr) -> Any:

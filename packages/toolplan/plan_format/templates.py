@@ -30,7 +30,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,7 +102,7 @@ def key_writable(key: str) -> bool:
     return bool(_PLAIN_KEY.fullmatch(key) or _QUOTED_KEY.fullmatch(key))
 
 
-def reference_text(source: str, path: tuple[PathSegment, ...] | list[PathSegment] = ()) -> str:
+def reference_text(source: str, path: Sequence[PathSegment] = ()) -> str:
     """``source`` and ``path`` as a template's inside: ``route.distance``, ``items[0]``,
     ``rate["Exchange Rate"]`` (a key quoted only when it must be); ``ValueError`` for a key no
     template can name (:func:`key_writable`)."""
