@@ -162,3 +162,34 @@ async def test_records_land_in_the_order_the_states_changed(tmp_path: Any) -> No
     statuses = [r["status"] for r in store.find_records(EARLY_COLLECTION, {})]
     assert statuses == ["running", "succeeded", "adopted", "unused"]
     store.close()
+
+
+async def test_an_early_call_is_unused_when_the_final_step_makes_another_call(
+    tmp_path: Any,
+) -> None:
+    """The final plan keeps the step but reads another key, with nothing ordered before it:
+    the early output is not the step's, so it is unused and saves nothing (a planted bug that
+    adopted it passed the suite: the e2e case has a write before the read, which rules it out
+    on its own)."""
+    import asyncio
+
+    from toolplan.plan_format.plan import parse_plan
+    from toolplan.store.sqlite import SqliteStore
+
+    store = SqliteStore(tmp_path / "t.db")
+    early = EarlyStarts(store, ToolCatalog([read]), "q")
+    assert early.offer(step("a", "read"))  # key "x"
+    while early._calls[0].status == "running":
+        await asyncio.sleep(0.01)
+    other = {"id": "a", "tool": "read", "parameters": {"key": "y"}}
+    (settled,) = early.settle(parse_plan({"steps": [other]}))
+    assert (settled["status"], settled["savedMs"]) == ("unused", 0.0)
+    same = EarlyStarts(store, ToolCatalog([read]), "q")
+    assert same.offer(step("a", "read"))
+    while same._calls[0].status == "running":
+        await asyncio.sleep(0.01)
+    (kept,) = same.settle(parse_plan({"steps": [step("a", "read")]}))
+    assert kept["status"] == "adopted"  # the same call: the test can tell the two apart
+    await early.close(ran=False)
+    await same.close(ran=True)
+    store.close()
