@@ -5,7 +5,7 @@ OpenAI-compatible server, that one of the heuristic rewrite rules used to change
 43 turned those rules off by default and issue 53 removed them (:mod:`toolplan.planning.rewrites`):
 nothing is dropped, merged, batched or changed, the planning record's ``changes`` is empty, and
 the run calls the tools with the model's own arguments. ``TOOLPLAN_PLANNER_REWRITES=all``, which
-turned them on, now runs the format rules only: the plans stay as written there too.
+turned them on, now warns and means ``format``: the plans stay as written there too.
 
 The tests take the plan format as a parameter (``TOOLPLAN_PLAN_FORMAT``): the model answers with
 the JSON plan, or with the same plan as Python statements.
@@ -130,14 +130,14 @@ def test_by_default_the_plan_is_stored_and_run_as_the_model_wrote_it(
 
 @pytest.mark.parametrize("plan_format", PLAN_FORMATS)
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
-def test_plan_prints_no_change_by_default_nor_with_all(
+def test_plan_prints_no_change_by_default_nor_with_all_which_warns(
     asked: Cli, llm: FakeOpenAIServer, case: Case, plan_format: str
 ) -> None:
     asked.env["TOOLPLAN_PLAN_FORMAT"] = plan_format
     llm.script([reply(plan_format, case.plan())])
     plain = asked("plan", case.query)
     assert plain.code == 0, plain.stderr
-    assert "rewrite " not in plain.stderr
+    assert "rewrite " not in plain.stderr and "warning:" not in plain.stderr
 
     asked.env["TOOLPLAN_PLANNER_REWRITES"] = "all"  # turned the heuristic rules on, once
     llm.script([reply(plan_format, case.plan())])
@@ -145,6 +145,9 @@ def test_plan_prints_no_change_by_default_nor_with_all(
     assert kept.code == 0, kept.stderr
     assert kept.json()["changes"] == [] and kept.json()["llmCalls"] == 1
     assert calls(kept.json()["plan"]["steps"]) == calls(case.steps)
+    (said,) = [line for line in kept.stderr.splitlines() if line.startswith("warning:")]
+    assert said.startswith("warning: TOOLPLAN_PLANNER_REWRITES='all': the heuristic rewrite")
+    assert said.endswith("; 'all' now means 'format'"), kept.stderr
 
 
 def test_none_reads_the_answer_as_written_and_format_records_what_it_changed(

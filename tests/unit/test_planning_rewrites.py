@@ -1,18 +1,21 @@
 """The rewrite pipeline (issue 43): every rule listed, each a format rule (the heuristic ones were
 removed in issue 53), each change recorded as ``{rule, step, before, after}``, and the switch
-reaching the planner from the environment and from ``Toolplan(rewrites=...)``."""
+reaching the planner from the environment and from ``Toolplan(rewrites=...)``; ``all``, which
+turned the heuristic rules on, warns and means ``format``."""
 
 from __future__ import annotations
 
 import inspect
 import json
+import warnings
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from toolplan.client import Toolplan
-from toolplan.config import Settings
+from toolplan.config import PlannerSettings, Settings
+from toolplan.errors import SettingRemoved
 from toolplan.planning import rewrites
 from toolplan.planning.parsing import read_plan
 from toolplan.planning.rewrites import RULES, Change, rule_runs, step_changes
@@ -172,9 +175,39 @@ def test_the_setting_reaches_the_planner_from_the_environment_and_the_client(
     store = f"sqlite:///{tmp_path / 'tp.db'}"
     settings = Settings.from_env({"TOOLPLAN_STORE": store, "OPENAI_API_KEY": "sk-test"})
     assert settings.planner.rewrites == "format"  # the default
-    with Toolplan(settings=settings, model="openai:gpt-4o-mini", rewrites=mode) as client:
-        assert client.settings.planner.rewrites == mode
-        assert client.planner_context().rewrites == mode
-    env = {"TOOLPLAN_STORE": store, "TOOLPLAN_PLANNER_REWRITES": mode}
-    assert Settings.from_env(env).planner.rewrites == mode
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SettingRemoved)  # neither value warns
+        with Toolplan(settings=settings, model="openai:gpt-4o-mini", rewrites=mode) as client:
+            assert client.settings.planner.rewrites == mode
+            assert client.planner_context().rewrites == mode
+        env = {"TOOLPLAN_STORE": store, "TOOLPLAN_PLANNER_REWRITES": mode}
+        assert Settings.from_env(env).planner.rewrites == mode
 
+
+ALL_REMOVED = (
+    r"the heuristic rewrite rules it turned on were removed in toolplan 0\.1\.0 .*"
+    r"'all' now means 'format'"
+)
+
+
+def test_all_is_still_accepted_warns_once_and_means_format(tmp_path: Path) -> None:
+    """Issue 53: ``all`` turned the heuristic rules on; they are gone, so it is read as
+    ``format``, with one warning naming where it was given."""
+    store = f"sqlite:///{tmp_path / 'tp.db'}"
+    env = {"TOOLPLAN_STORE": store, "OPENAI_API_KEY": "sk-test", "TOOLPLAN_PLANNER_REWRITES": "all"}
+    with pytest.warns(
+        SettingRemoved, match="^TOOLPLAN_PLANNER_REWRITES='all': " + ALL_REMOVED
+    ) as env_said:
+        settings = Settings.from_env(env)
+    assert len(env_said) == 1 and settings.planner.rewrites == "format"
+
+    with pytest.warns(SettingRemoved, match="^rewrites='all': " + ALL_REMOVED) as said:
+        client = Toolplan(settings=settings, model="openai:gpt-4o-mini", rewrites="all")
+    with client:
+        assert client.settings.planner.rewrites == "format"
+        assert client.planner_context().rewrites == "format"
+    assert len(said) == 1 and said[0].filename == __file__  # said at the caller's line
+    assert isinstance(said[0].message, SettingRemoved) and said[0].message.now == "format"
+
+    with pytest.warns(SettingRemoved, match="^rewrites='all': "):
+        assert PlannerSettings(rewrites="all").rewrites == "format"  # type: ignore[arg-type]

@@ -16,7 +16,8 @@ a value) has no place here unless it wins on data it was not written for, in the
 (Python) plan format (issue 53). The *heuristic* rules that were here (``item_names``,
 ``own_conditions``, ``unstated``, ``duplicates``, ``batches``, ``fixes``, ``unasked``) had their
 gains measured only on the BFCL tuning entries they were written for, in the JSON format, and were
-removed; ``all``, which turned them on, now runs what ``format`` runs.
+removed; ``all``, which turned them on, now means ``format`` and warns
+(:class:`~toolplan.errors.SettingRemoved`).
 
 The rules, in the order they run (:data:`RULES`):
 
