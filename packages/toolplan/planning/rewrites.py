@@ -14,9 +14,9 @@ plan`` and ``run`` one line each.
 A rule that changes what a plan does (drops, merges, batches, moves or rewrites a step, a tool or
 a value) has no place here unless it wins on data it was not written for, in the default
 (Python) plan format (issue 53). The *heuristic* rules that were here (``item_names``,
-``own_conditions``, ``unstated``, ``duplicates``, ``batches``, ``fixes``, ``unasked``) had their
-gains measured only on the BFCL tuning entries they were written for, in the JSON format, and were
-removed; ``all``, which turned them on, now means ``format`` and warns
+``own_conditions``, ``unstated``, ``duplicates``, ``batches``, ``fixes``, ``unasked``) had shown
+gains only on the entries they were tuned on, in the JSON format, and were removed (docs/planning.md
+says more); ``all``, which turned them on, now means ``format`` and warns
 (:class:`~toolplan.errors.SettingRemoved`).
 
 The rules, in the order they run (:data:`RULES`):
