@@ -17,13 +17,6 @@ so it runs over plans whose literals are known to be right:
    ``examples/`` (a document, with no request at all: the strictest reading).
 
 Every refusal is a false one; the target is 0.
-
-The same plans measure the planner's other rule about the request's values:
-:mod:`toolplan.planning.unstated` drops an optional value the request never states. A drop
-is false (``unstatedDroppedWrongly``) when BFCL does not allow that argument to be left out; on
-the project's own plans, every drop is. And :mod:`toolplan.planning.batches`, which makes one
-call of several one-item calls of a list-taking tool: every batch of an answer
-(``batchedWrongly``) changes the calls BFCL expects, and of an own plan the plan meant.
 """
 
 from __future__ import annotations
@@ -36,9 +29,7 @@ from typing import Any
 
 from bench.bfcl.data import AST_CATEGORIES
 from toolplan.plan_format.plan import Plan, parse_plan
-from toolplan.planning.batches import batch_items
 from toolplan.planning.grounding import Grounds, check_grounding, literal_numbers
-from toolplan.planning.unstated import drop_unstated
 from toolplan.tools.catalog import ToolCatalog
 
 __all__ = ["BFCL_CATEGORIES", "OWN", "bfcl_plan", "main", "measure_bfcl", "measure_own"]
@@ -260,8 +251,6 @@ def measure_bfcl(categories: tuple[str, ...] = BFCL_CATEGORIES) -> dict[str, Any
     out: dict[str, Any] = {}
     for category in categories:
         refused: list[dict[str, Any]] = []
-        dropped_wrongly: list[dict[str, Any]] = []
-        batched_wrongly: list[dict[str, Any]] = []
         numbers_not_in_query = 0
         entries = load_category(category)
         for entry in entries:
@@ -277,15 +266,7 @@ def measure_bfcl(categories: tuple[str, ...] = BFCL_CATEGORIES) -> dict[str, Any
                 if issues:
                     refused.append({"id": entry.id, "issues": [i.message for i in issues]})
                     break
-            for plan in plans:
-                wrong = _dropped_wrongly(plan, answer, catalog, entry.query)
-                if wrong:
-                    dropped_wrongly.append({"id": entry.id, "dropped": wrong})
-                    break
             plan = plans[0]  # each argument's first allowed value
-            batched = batch_items(plan.to_json(), catalog)[1]
-            if batched:
-                batched_wrongly.append({"id": entry.id, "batched": batched})
             grounds = Grounds(entry.query)
             if any(
                 not grounds.has_number(n) for s in plan.steps for n in literal_numbers(s.parameters)
@@ -296,27 +277,8 @@ def measure_bfcl(categories: tuple[str, ...] = BFCL_CATEGORIES) -> dict[str, Any
             "refused": len(refused),
             "refusals": refused,
             "numbersNotInQuery": numbers_not_in_query,
-            "unstatedDroppedWrongly": len(dropped_wrongly),
-            "wrongDrops": dropped_wrongly,
-            "batchedWrongly": len(batched_wrongly),
-            "wrongBatches": batched_wrongly,
         }
     return out
-
-
-def _dropped_wrongly(
-    plan: Plan, answer: list[dict[str, Any]], catalog: ToolCatalog, query: str
-) -> dict[str, dict[str, str]]:
-    """The values :func:`drop_unstated` drops from ``plan`` (a BFCL answer) that BFCL does not
-    allow to be left out (``""`` is not among their allowed values)."""
-    _, dropped = drop_unstated(plan.to_json(), catalog, query)
-    wrong: dict[str, dict[str, str]] = {}
-    for step_id, arguments in dropped.items():
-        ((_, allowed),) = answer[int(step_id.removeprefix("call")) - 1].items()
-        for name, value in arguments.items():
-            if "" not in (allowed.get(name) or []):
-                wrong.setdefault(step_id, {})[name] = value
-    return wrong
 
 
 def _api(toolbox: Any, name: str) -> str:
@@ -345,29 +307,13 @@ def measure_own() -> dict[str, Any]:
     """Refusals over the project's own plans (all of them are false)."""
     catalog = _catalog()
     refused = []
-    dropped = []
-    batches = []
     total = 0
     for name, query, plan in _own_plans():
         total += 1
         issues = check_grounding(plan, catalog, query)
         if issues:
             refused.append({"plan": name, "issues": [i.message for i in issues]})
-        drops = drop_unstated(plan.to_json(), catalog, query)[1]
-        if query and drops:  # a document has no request: the planner never reads one
-            dropped.append({"plan": name, "dropped": drops})
-        batched = batch_items(plan.to_json(), catalog)[1]
-        if batched:
-            batches.append({"plan": name, "batched": batched})
-    return {
-        "plans": total,
-        "refused": len(refused),
-        "refusals": refused,
-        "unstatedDroppedWrongly": len(dropped),
-        "wrongDrops": dropped,
-        "batchedWrongly": len(batches),
-        "wrongBatches": batches,
-    }
+    return {"plans": total, "refused": len(refused), "refusals": refused}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -379,31 +325,17 @@ def main(argv: list[str] | None = None) -> None:
     if args.json:
         print(json.dumps(result, indent=2, ensure_ascii=False))
         return
-    print(
-        "| set | plans | refused | unstated values dropped wrongly | batched wrongly "
-        "| numbers not in the query |"
-    )
-    print("|---|---|---|---|---|---|")
+    print("| set | plans | refused | numbers not in the query |")
+    print("|---|---|---|---|")
     for category, row in result["bfcl"].items():
         print(
             f"| BFCL {category} | {row['entries']} | {row['refused']} | "
-            f"{row['unstatedDroppedWrongly']} | {row['batchedWrongly']} | "
             f"{row['numbersNotInQuery']} |"
         )
     own = result["own"]
-    print(
-        f"| own plans | {own['plans']} | {own['refused']} | {own['unstatedDroppedWrongly']} | "
-        f"{own['batchedWrongly']} | - |"
-    )
+    print(f"| own plans | {own['plans']} | {own['refused']} | - |")
     bfcl = result["bfcl"].values()
-    for row in [
-        *(r for c in bfcl for r in c["refusals"]),
-        *(r for c in bfcl for r in c["wrongDrops"]),
-        *(r for c in bfcl for r in c["wrongBatches"]),
-        *own["refusals"],
-        *own["wrongDrops"],
-        *own["wrongBatches"],
-    ]:
+    for row in [*(r for c in bfcl for r in c["refusals"]), *own["refusals"]]:
         print(json.dumps(row, ensure_ascii=False))
 
 

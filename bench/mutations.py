@@ -1,7 +1,8 @@
 """The mutations :mod:`bench.mutation` plants, and the test files that cover each module.
 
 Each is one bug a person could plausibly write into the engine, approvals, cancel, items (and
-the template, analysis and planning checks behind issue 42's nine). Its snippet must be found
+the template and analysis checks behind issue 42's nine; its planning one, in the duplicate
+merge, went with that rule in issue 53). Its snippet must be found
 exactly once in its module; when the code moves on, the mutation reports ``not-applicable``
 until its snippet is updated.
 """
@@ -86,8 +87,9 @@ STREAMING = (
     "tests/e2e/test_stream_execution.py",
 )
 PLANNING = (
-    "tests/unit/test_regressions_issue42.py",
-    "tests/unit/test_planning_duplicates.py",
+    "tests/unit/test_planning.py",
+    "tests/unit/test_grounding.py",
+    "tests/unit/test_planning_rewrites.py",
 )
 
 _ENGINE = "packages/toolplan/engine/"
@@ -464,13 +466,6 @@ MUTATIONS: tuple[Mutation, ...] = (
         'elif properties and not shape.get("additionalProperties"):',
         "elif properties:",
         "an object output that declares some keys but allows others is treated as closed",
-    ),
-    _m(
-        "planning-duplicates-ignore-what-runs",
-        "packages/toolplan/planning/duplicates.py",
-        '_IGNORED = frozenset({"id", "description", "confidence"})',
-        '_IGNORED = frozenset({"id", "description", "confidence", "forEach", "fallback", "timeout"})',
-        "steps that differ only in forEach, fallback or timeout are merged as duplicates",
     ),
     # -- program order (issue 49) -----------------------------------------------------------
     _m(

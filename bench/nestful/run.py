@@ -126,9 +126,6 @@ class _Trace:
             self._attempt(event.attempt)["read"] = event.steps
 
 
-_PLANNER_CHANGES = ("mergedSteps", "batchedSteps", "unaskedSteps", "unstatedArguments", "autoFixed")
-
-
 async def _plan(sample: Sample, box: Toolbox, settings: Settings, name: Contestant) -> Attempt:
     from bench.memstore import MemoryStore
     from toolplan.client import Toolplan
@@ -144,12 +141,6 @@ async def _plan(sample: Sample, box: Toolbox, settings: Settings, name: Contesta
             listener=trace
         )
         outcome = await create_plan(sample.query, ctx)
-        record = store.get_plan(outcome.ref.plan_id)
-        changed = {
-            key: record.meta[key]
-            for key in _PLANNER_CHANGES
-            if record is not None and record.meta.get(key)
-        }
     except LLMUnavailable as error:
         if not isinstance(error, LLMOutputTruncated):
             raise  # the server, not the model: a run without a model measures nothing
@@ -163,7 +154,6 @@ async def _plan(sample: Sample, box: Toolbox, settings: Settings, name: Contesta
         "usage": outcome.usage,
         "plan": outcome.plan,
         "trace": trace.attempts,
-        **changed,
     }
     if outcome.changes:
         detail["changes"] = [c.get("rule") for c in outcome.changes]

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, Self
 
 from toolplan.config import Settings
 from toolplan.config.policies import ExecutionOptions
-from toolplan.config.settings import PlannerRewrites
+from toolplan.config.settings import PlannerRewritesGiven, rewrites_mode
 from toolplan.engine.recorder import EventListener
 from toolplan.runs.context import ExecutionBackend, ExecutionContext, new_worker_id
 from toolplan.service import wiring
@@ -56,12 +56,13 @@ class ClientParts:
         settings: Settings | None = None,
         worker_id: str | None = None,
         create_store: bool = True,
-        rewrites: PlannerRewrites | None = None,
+        rewrites: PlannerRewritesGiven | None = None,
         stream_execution: bool | None = None,
     ) -> None:
         self.settings = settings if settings is not None else Settings()
         if rewrites is not None:  # the argument wins over the settings, as ``model`` does
-            planner = replace(self.settings.planner, rewrites=rewrites)
+            mode = rewrites_mode(rewrites, "rewrites", stacklevel=2)  # "all": said at the call
+            planner = replace(self.settings.planner, rewrites=mode)
             self.settings = replace(self.settings, planner=planner)
         if stream_execution is not None:
             planner = replace(self.settings.planner, stream_execution=stream_execution)

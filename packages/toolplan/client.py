@@ -65,9 +65,10 @@ class Toolplan(ClientCalls):
     - ``create_store``: ``False`` to refuse a store URI that names no existing store instead of
       creating it (``toolplan show``, ``list``, ``cancel``).
     - ``rewrites``: which rules may change the model's plan after it is written: ``"format"``
-      (only those that change no meaning), ``"all"`` (the heuristic ones too) or ``"none"``;
-      default ``settings.planner.rewrites`` (``TOOLPLAN_PLANNER_REWRITES``, ``format``). See
-      :mod:`toolplan.planning.rewrites`.
+      (those that change no meaning) or ``"none"``; default ``settings.planner.rewrites``
+      (``TOOLPLAN_PLANNER_REWRITES``, ``format``). ``"all"``, which turned on heuristic rules
+      since removed, is read as ``"format"`` and warns (:class:`~toolplan.errors.SettingRemoved`).
+      See :mod:`toolplan.planning.rewrites`.
     - ``stream_execution``: start the read-only steps of a Python plan while the model still
       writes it; default ``settings.planner.stream_execution`` (``TOOLPLAN_STREAM_EXECUTION``,
       off). See :mod:`toolplan.pipeline.early_start`.

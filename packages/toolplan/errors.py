@@ -11,6 +11,9 @@ Three families, because callers react to them differently:
 :class:`ExecutionBusy` stands apart: another live process is running the plan right now (exit
 code 2, nothing executed here); a worker treats it as "lost", not as a plan it cannot run.
 
+:class:`SettingRemoved` is a warning, not an error: a setting's value that no longer does what it
+did is still accepted, read as the value it now means.
+
 Every message names the step, tool, template or field involved and says how to fix it.
 """
 
@@ -38,6 +41,7 @@ __all__ = [
     "PlanInvalid",
     "PlanNeedsReview",
     "PlanningFailed",
+    "SettingRemoved",
     "StoreUnavailable",
     "TemplateError",
     "TemporalUnavailable",
@@ -332,3 +336,17 @@ class ToolsUnavailable(Unavailable):
     not installed here, an MCP server does not start, or the record names an MCP config this
     process was not configured with. A fault of this process's setup, not of the plan: nothing
     is recorded as failed, and a process that has the tools runs it."""
+
+
+class SettingRemoved(UserWarning):
+    """A setting was given a value whose behaviour was removed: it is still accepted, read as
+    the value named in the message, and warns once where it is given (``UserWarning``: shown by
+    default). ``TOOLPLAN_PLANNER_REWRITES=all`` (or ``rewrites="all"``) is one: the heuristic
+    rewrite rules it turned on were removed, and it now means ``format``."""
+
+    def __init__(self, setting: str, value: str, now: str, why: str) -> None:
+        super().__init__(f"{setting}={value!r}: {why}; {value!r} now means {now!r}")
+        self.setting = setting
+        self.value = value
+        self.now = now
+        """The value it is read as."""

@@ -563,15 +563,22 @@ def test_a_plans_changes_are_on_the_plan_type(
     monkeypatch: pytest.MonkeyPatch,
     rewrites: str,
 ) -> None:
-    """Issue 43: what the rewrite rules changed in the model's answer is on ``Plan.changes``. By
-    default a step written twice stays twice; a server with ``TOOLPLAN_PLANNER_REWRITES=all``
-    merges it, and says so."""
+    """Issue 43: what the rewrite rules changed in the model's answer is on ``Plan.changes``. A
+    step written twice stays twice; a ``null`` for ``forEach`` is left out, and said. A server
+    with ``TOOLPLAN_PLANNER_REWRITES=all`` does the same: the heuristic rules that merged the
+    twins were removed (issue 53), and ``all`` means ``format``."""
     author = {"name": "Alice", "email": "alice@test.com"}
     twice = {
         "reasoning": "as asked",
         "steps": [
             {"id": "a", "tool": "createAuthor", "parameters": author, "confidence": 0.9},
-            {"id": "b", "tool": "createAuthor", "parameters": author, "confidence": 0.9},
+            {
+                "id": "b",
+                "tool": "createAuthor",
+                "parameters": author,
+                "forEach": None,
+                "confidence": 0.9,
+            },
         ],
     }
     changes = "query($id: String!) { plan(planId: $id) { steps { id } changes } }"
@@ -584,18 +591,10 @@ def test_a_plans_changes_are_on_the_plan_type(
         plan = client.data(changes, {"id": ref["planId"]})["plan"]
     finally:
         client.close()
-    if rewrites == "format":
-        assert plan == {"steps": [{"id": "a"}, {"id": "b"}], "changes": []}
-        return
-    assert plan["steps"] == [{"id": "a"}]
-    assert plan["changes"] == [
-        {
-            "rule": "duplicates",
-            "step": "b",
-            "before": 'createAuthor(name="Alice", email="alice@test.com")',
-            "after": "merged into 'a'",
-        }
-    ]
+    assert plan == {
+        "steps": [{"id": "a"}, {"id": "b"}],
+        "changes": [{"rule": "nulls", "step": "b", "before": "forEach null", "after": "dropped"}],
+    }
 
 
 def test_create_plan_and_add_versions(llm: FakeOpenAIServer, client: GraphQLClient) -> None:

@@ -101,8 +101,8 @@ async def test_templates_inside_strings_and_lists_are_left_alone(
     with pytest.raises(PlanningFailed) as caught:  # "note" is not an argument of summarize
         await create_plan("q", make_context(tmp_path, max_repairs=0))
     # the templates in the list were read (so '{{london.city}}' is checked against the object
-    # summarize takes, and the fix is suggested; applying it is the heuristic `fixes` rule, off
-    # by default); the one inside the text was left alone: it is no problem
+    # summarize takes, and the fix is suggested, for the model to make); the one inside the text
+    # was left alone: it is no problem
     assert [issue.message for issue in caught.value.issues] == [
         "step 'sum': unknown argument 'note' for tool 'summarize' (it takes: data)",
         "step 'sum' of tool 'summarize': argument 'data[1]' takes an object, but "

@@ -1,10 +1,10 @@
-"""Tools for the plans in which every step was asked for (issue 43): a heuristic rewrite rule
-must not touch any of them by default (``tests/e2e/test_asked_steps.py``). Importable as
+"""Tools for the plans in which every step was asked for (issue 43): the planner must store and
+run each as the model wrote it (``tests/e2e/test_asked_steps.py``). Importable as
 ``tests.support.asked_tools``; each tool answers at once, offline.
 
-Their descriptions are written so that the old word-matching rules fire: ``get_conditions``
-shares no word with "is it sunny", ``get_weather`` none with "Wetter", and ``units`` says it has
-a default.
+Their descriptions are written so that the old word-matching rules (removed in issue 53) would
+fire: ``get_conditions`` shares no word with "is it sunny", ``get_weather`` none with "Wetter",
+and ``units`` says it has a default.
 """
 
 from __future__ import annotations

@@ -273,23 +273,24 @@ def test_summarize_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr
 
 
-def test_a_row_says_what_the_planner_changed_in_the_answer(
+def test_a_row_keeps_a_call_the_model_wrote_twice(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The planner merges no repeated step (issue 53 removed its heuristic rules): the row has
+    both calls, scored as written, and no key of a change the planner made on its own."""
     step = {"tool": "math_factorial", "parameters": {"number": 5}, "dependsOn": []}
     twice = {
         "reasoning": "r",
         "steps": [{"id": "a", **step}, {"id": "b", **step}],  # the same call written twice
         "outputSteps": ["b"],
     }
-    monkeypatch.setenv("TOOLPLAN_PLANNER_REWRITES", "all")  # merges are off by default (issue 43)
     with FakeOpenAIServer(api_key="unused") as server:
         server.script([Reply.structured(twice), Reply.content("5! = 120")])
         assert _run_one(server, monkeypatch, tmp_path) == 0
     (row,) = [json.loads(line) for line in (tmp_path / "entries.jsonl").read_text().splitlines()]
-    assert row["toolplan"]["valid"] is True
-    assert row["toolplan"]["mergedSteps"] == {"b": "a"}
-    assert "unaskedSteps" not in row["toolplan"]
+    assert row["toolplan"]["calls"] == [{"math.factorial": {"number": 5}}] * 2
+    assert row["toolplan"]["valid"] is False
+    assert "mergedSteps" not in row["toolplan"]
 
 
 def test_the_python_planner_and_bfcls_prompting_mode_are_contestants(

@@ -59,7 +59,7 @@ SAMPLES: dict[str, tuple[str, Callable[[Settings], Any], Any]] = {
     "TOOLPLAN_MAX_DEPTH": ("8", lambda s: s.limits.max_depth, 8),
     "TOOLPLAN_MAX_NUMBER_DIGITS": ("20", lambda s: s.limits.max_number_digits, 20),
     "TOOLPLAN_LLM_MAX_TOKENS": ("900", lambda s: s.planner.llm_max_tokens, 900),
-    "TOOLPLAN_PLANNER_REWRITES": ("all", lambda s: s.planner.rewrites, "all"),
+    "TOOLPLAN_PLANNER_REWRITES": ("none", lambda s: s.planner.rewrites, "none"),
     "TOOLPLAN_TEMPORAL_ADDRESS": ("h:7233", lambda s: s.temporal.address, "h:7233"),
     "TOOLPLAN_TEMPORAL_NAMESPACE": ("ns", lambda s: s.temporal.namespace, "ns"),
     "TOOLPLAN_TEMPORAL_TASK_QUEUE": ("q", lambda s: s.temporal.task_queue, "q"),

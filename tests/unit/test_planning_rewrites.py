@@ -1,21 +1,24 @@
-"""The rewrite pipeline (issue 43): every rule listed with its kind, only the format rules on by
-default, each change recorded as ``{rule, step, before, after}``, and the switch reaching the
-planner from the environment and from ``Toolplan(rewrites=...)``."""
+"""The rewrite pipeline (issue 43): every rule listed, each a format rule (the heuristic ones were
+removed in issue 53), each change recorded as ``{rule, step, before, after}``, and the switch
+reaching the planner from the environment and from ``Toolplan(rewrites=...)``; ``all``, which
+turned the heuristic rules on, warns and means ``format``."""
 
 from __future__ import annotations
 
 import inspect
 import json
+import warnings
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from toolplan.client import Toolplan
-from toolplan.config import Settings
+from toolplan.config import PlannerSettings, Settings
+from toolplan.errors import SettingRemoved
 from toolplan.planning import rewrites
 from toolplan.planning.parsing import read_plan
-from toolplan.planning.rewrites import RULES, Change, rewrite_answer, rule_runs, step_changes
+from toolplan.planning.rewrites import RULES, Change, rule_runs, step_changes
 from toolplan.tools.catalog import ToolCatalog
 
 
@@ -36,80 +39,65 @@ def step(sid: str, tool: str, **parameters: Any) -> dict[str, Any]:
     return {"id": sid, "tool": tool, "parameters": parameters, "dependsOn": []}
 
 
-def test_every_rule_is_listed_once_with_its_kind_and_documented_in_the_module() -> None:
+def test_every_rule_is_listed_once_and_documented_in_the_module() -> None:
     names = [rule.name for rule in RULES]
-    assert len(names) == len(set(names))
-    kinds = {rule.name: rule.kind for rule in RULES}
-    assert {n for n, k in kinds.items() if k == "format"} == {
-        "json_text",
-        "unwrap",
-        "nulls",
-        "shapes",
-        "tool_names",
-        "loop_lists",
-    }
-    heuristic = {"item_names", "own_conditions", "unstated", "duplicates", "batches"}
-    assert {n for n, k in kinds.items() if k == "heuristic"} == heuristic | {"fixes", "unasked"}
+    assert names == ["json_text", "unwrap", "nulls", "shapes", "tool_names", "loop_lists"]
     doc = inspect.getdoc(rewrites) or ""
     for rule in RULES:
-        assert f"``{rule.name}``" in doc and rule.kind in doc
+        assert f"``{rule.name}``" in doc
 
 
-@pytest.mark.parametrize(
-    ("mode", "format_runs", "heuristic_runs"),
-    [("format", True, False), ("all", True, True), ("none", False, False)],
-)
-def test_which_rules_each_setting_runs(mode: Any, format_runs: bool, heuristic_runs: bool) -> None:
-    assert rule_runs("nulls", mode) is format_runs
-    assert rule_runs("duplicates", mode) is heuristic_runs
-    assert rule_runs("unasked", mode) is heuristic_runs
+def test_the_heuristic_rules_are_gone() -> None:
+    """Issue 53: none of them was shown to help on data it was not written for."""
+    import importlib.util
+
+    for name in ("item_names", "own_conditions", "unstated", "duplicates", "batches", "fixes"):
+        assert importlib.util.find_spec(f"toolplan.planning.{name}") is None, name
+        with pytest.raises(KeyError):
+            rule_runs(name, "format")
+    assert importlib.util.find_spec("toolplan.planning.unasked") is None
+
+
+@pytest.mark.parametrize(("mode", "runs"), [("format", True), ("none", False)])
+def test_which_rules_each_setting_runs(mode: Any, runs: bool) -> None:
+    assert all(rule_runs(rule.name, mode) is runs for rule in RULES)
 
 
 def test_a_change_is_one_record_and_one_line() -> None:
-    change = Change("unstated", "w", 'argument units "imperial"', "dropped")
+    change = Change("nulls", "w", "argument units null", "dropped")
     assert change.to_json() == {
-        "rule": "unstated",
+        "rule": "nulls",
         "step": "w",
-        "before": 'argument units "imperial"',
+        "before": "argument units null",
         "after": "dropped",
     }
-    assert change.line() == "rewrite unstated: step 'w' argument units \"imperial\" → dropped"
-    assert change.kind == "heuristic"
+    assert change.line() == "rewrite nulls: step 'w' argument units null → dropped"
     assert Change("json_text", None, "JSON in a ``` fence", "the JSON read").line() == (
         "rewrite json_text: JSON in a ``` fence → the JSON read"
     )
 
 
-def test_step_changes_name_each_step_dropped_merged_or_changed() -> None:
+def test_step_changes_name_each_step_dropped_or_changed() -> None:
     before = {
         "steps": [step("a", "roll_die", sides=6), step("b", "roll_die", sides=6)],
         "outputSteps": ["a", "b"],
     }
     after = {"steps": [dict(step("a", "roll_die"), when="{{x}}")], "outputSteps": ["a"]}
-    changes = step_changes("duplicates", before, after, joined={"b": "a"})
+    changes = step_changes("shapes", before, after)
     assert [c.to_json() for c in changes] == [
-        {"rule": "duplicates", "step": "a", "before": "argument sides 6", "after": "dropped"},
-        {"rule": "duplicates", "step": "a", "before": "when none", "after": '"{{x}}"'},
-        {
-            "rule": "duplicates",
-            "step": "b",
-            "before": "roll_die(sides=6)",
-            "after": "merged into 'a'",
-        },
-        {"rule": "duplicates", "step": None, "before": 'outputSteps ["a", "b"]', "after": '["a"]'},
+        {"rule": "shapes", "step": "a", "before": "argument sides 6", "after": "dropped"},
+        {"rule": "shapes", "step": "a", "before": "when none", "after": '"{{x}}"'},
+        {"rule": "shapes", "step": "b", "before": "roll_die(sides=6)", "after": "dropped"},
+        {"rule": "shapes", "step": None, "before": 'outputSteps ["a", "b"]', "after": '["a"]'},
     ]
 
 
-def test_by_default_the_heuristic_rules_change_nothing() -> None:
+def test_a_step_written_twice_stays_twice() -> None:
+    """The ``duplicates`` rule merged these (with ``all``); a plan is now read as written."""
     two = {"steps": [step("a", "roll_die", sides=6), step("b", "roll_die", sides=6)]}
-    told = dict(
-        catalog=CATALOG, request="roll twice", read_only=lambda t: False, gated=lambda t: False
-    )
-    kept = rewrite_answer(two, mode="format", **told)  # type: ignore[arg-type]
-    assert kept.data is two and kept.changes == [] and kept.merged == {}
-    merged = rewrite_answer(two, mode="all", **told)  # type: ignore[arg-type]
-    assert [s["id"] for s in merged.data["steps"]] == ["a"] and merged.merged == {"b": "a"}
-    assert [c.rule for c in merged.changes] == ["duplicates"]
+    reading = read_plan(two, CATALOG)
+    assert reading.data is not None and [s["id"] for s in reading.data["steps"]] == ["a", "b"]
+    assert reading.changes == []
 
 
 def test_the_format_rules_record_what_they_change_while_reading() -> None:
@@ -159,7 +147,6 @@ def test_the_format_rules_record_what_they_change_while_reading() -> None:
         {"rule": "shapes", "step": "w", "before": "confidence 3", "after": "1.0"},
         {"rule": "shapes", "step": None, "before": 'outputSteps "w"', "after": '["w"]'},
     ]
-    assert all(c.kind == "format" for c in reading.changes)
 
 
 def test_a_plain_answer_has_no_change() -> None:
@@ -181,15 +168,46 @@ def test_none_reads_the_answer_as_written() -> None:
     assert reading.data["steps"][0]["forEach"] is None
 
 
-@pytest.mark.parametrize("mode", ["format", "all", "none"])
+@pytest.mark.parametrize("mode", ["format", "none"])
 def test_the_setting_reaches_the_planner_from_the_environment_and_the_client(
     tmp_path: Path, mode: Any
 ) -> None:
     store = f"sqlite:///{tmp_path / 'tp.db'}"
     settings = Settings.from_env({"TOOLPLAN_STORE": store, "OPENAI_API_KEY": "sk-test"})
     assert settings.planner.rewrites == "format"  # the default
-    with Toolplan(settings=settings, model="openai:gpt-4o-mini", rewrites=mode) as client:
-        assert client.settings.planner.rewrites == mode
-        assert client.planner_context().rewrites == mode
-    env = {"TOOLPLAN_STORE": f"sqlite:///{tmp_path / 'tp.db'}", "TOOLPLAN_PLANNER_REWRITES": mode}
-    assert Settings.from_env(env).planner.rewrites == mode
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SettingRemoved)  # neither value warns
+        with Toolplan(settings=settings, model="openai:gpt-4o-mini", rewrites=mode) as client:
+            assert client.settings.planner.rewrites == mode
+            assert client.planner_context().rewrites == mode
+        env = {"TOOLPLAN_STORE": store, "TOOLPLAN_PLANNER_REWRITES": mode}
+        assert Settings.from_env(env).planner.rewrites == mode
+
+
+ALL_REMOVED = (
+    r"the heuristic rewrite rules it turned on were removed in toolplan 0\.1\.0 .*"
+    r"'all' now means 'format'"
+)
+
+
+def test_all_is_still_accepted_warns_once_and_means_format(tmp_path: Path) -> None:
+    """Issue 53: ``all`` turned the heuristic rules on; they are gone, so it is read as
+    ``format``, with one warning naming where it was given."""
+    store = f"sqlite:///{tmp_path / 'tp.db'}"
+    env = {"TOOLPLAN_STORE": store, "OPENAI_API_KEY": "sk-test", "TOOLPLAN_PLANNER_REWRITES": "all"}
+    with pytest.warns(
+        SettingRemoved, match="^TOOLPLAN_PLANNER_REWRITES='all': " + ALL_REMOVED
+    ) as env_said:
+        settings = Settings.from_env(env)
+    assert len(env_said) == 1 and settings.planner.rewrites == "format"
+
+    with pytest.warns(SettingRemoved, match="^rewrites='all': " + ALL_REMOVED) as said:
+        client = Toolplan(settings=settings, model="openai:gpt-4o-mini", rewrites="all")
+    with client:
+        assert client.settings.planner.rewrites == "format"
+        assert client.planner_context().rewrites == "format"
+    assert len(said) == 1 and said[0].filename == __file__  # said at the caller's line
+    assert isinstance(said[0].message, SettingRemoved) and said[0].message.now == "format"
+
+    with pytest.warns(SettingRemoved, match="^rewrites='all': "):
+        assert PlannerSettings(rewrites="all").rewrites == "format"  # type: ignore[arg-type]

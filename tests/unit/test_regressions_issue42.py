@@ -18,7 +18,6 @@ from toolplan.engine.foreach import ForEachRunner
 from toolplan.engine.items import unfinished_items
 from toolplan.engine.scheduler import Slots, StepOutcome, schedule
 from toolplan.plan_format.plan import Plan, Step, parse_plan
-from toolplan.planning.duplicates import merge_duplicates
 from toolplan.store.protocol import ItemRecord
 from toolplan.tools import ToolCatalog
 
@@ -198,52 +197,6 @@ def test_an_object_output_without_other_keys_is_still_checked() -> None:
 
     [issue] = check_template_types(_reading("nam"), _catalog(other_keys=False))
     assert "'nam'" in issue.message and "{{p.name}}" in issue.message
-
-
-# -- planning: duplicates are the same in everything that changes what runs --------------------
-
-
-def _twins(**different: tuple[Any, Any]) -> dict[str, Any]:
-    first: dict[str, Any] = {"id": "a", "tool": "echo", "parameters": {"value": 1}}
-    second: dict[str, Any] = {"id": "b", "tool": "echo", "parameters": {"value": 1}}
-    for key, (one, other) in different.items():
-        if one is not None:
-            first[key] = one
-        if other is not None:
-            second[key] = other
-    return {"steps": [first, second]}
-
-
-@pytest.mark.parametrize(
-    ("field", "values"),
-    [
-        ("forEach", ([1, 2], None)),
-        ("forEach", ([1, 2], [3, 4])),
-        ("fallback", ({"tool": "echo", "parameters": {"value": 0}}, None)),
-        ("timeout", (5, 60)),
-        ("timeout", (5, None)),
-        ("maxAttempts", (1, 5)),
-        ("when", ("{{x.ok}}", None)),
-        ("approval", (True, None)),
-    ],
-)
-def test_steps_that_differ_in_what_runs_are_not_merged(field: str, values: tuple[Any, Any]) -> None:
-    """Two calls of one tool with the same arguments are not duplicates when they differ in
-    ``forEach``, ``fallback``, ``timeout`` (or retries, condition, approval): merging them
-    changes what runs.
-
-    Planted bug: the duplicate key compares the tool and its arguments only."""
-    plan = _twins(**{field: values})
-    merged_plan, merged = merge_duplicates(plan)
-    assert merged == {}
-    assert [step["id"] for step in merged_plan["steps"]] == ["a", "b"]
-
-
-def test_identical_steps_are_still_merged() -> None:
-    """The counterpart: twins alike in everything but their id are merged."""
-    same = {"timeout": (5, 5), "forEach": ([1], [1])}
-    _, merged = merge_duplicates(_twins(**same))
-    assert merged == {"b": "a"}
 
 
 # -- found by bench/mutation.py ---------------------------------------------------------------

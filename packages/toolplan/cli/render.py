@@ -543,8 +543,8 @@ class PlanningPrinter:
 
 
 def change_lines(changes: list[dict[str, Any]]) -> list[str]:
-    """One line per change the rewrite rules made to the model's plan, e.g. ``rewrite unstated:
-    step 'w' argument units "imperial" → dropped`` (:mod:`toolplan.planning.rewrites`)."""
+    """One line per change the rewrite rules made to the model's plan, e.g. ``rewrite nulls:
+    step 'w' argument units null → dropped`` (:mod:`toolplan.planning.rewrites`)."""
     lines = []
     for change in changes:
         step = change.get("step")

@@ -15,6 +15,7 @@ from toolplan.client import Asker, AsyncToolplan
 from toolplan.config import Settings
 from toolplan.config.tuning import SettingMoved
 from toolplan.engine.recorder import EventListener
+from toolplan.errors import SettingRemoved
 from toolplan.planning.progress import PlanningListener
 from toolplan.store.protocol import PlanRecord, StepRecord
 from toolplan.tools.sources import ToolSources
@@ -31,19 +32,22 @@ __all__ = [
 
 def _settings_from_env() -> Settings:
     """:meth:`Settings.from_env`, saying on a terminal which tuning knob a variable still sets
-    that now belongs in the project config (a script's output stays as it was)."""
+    that now belongs in the project config (a script's output stays as it was), and always
+    which value no longer does what it did (:class:`~toolplan.errors.SettingRemoved`)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", SettingMoved)
+        warnings.simplefilter("always", SettingRemoved)
         settings = Settings.from_env()
     moved = {str(w.message) for w in caught if issubclass(w.category, SettingMoved)}
+    removed = {str(w.message) for w in caught if issubclass(w.category, SettingRemoved)}
     for other in caught:
-        if not issubclass(other.category, SettingMoved):
+        if not issubclass(other.category, (SettingMoved, SettingRemoved)):
             warnings.showwarning(
                 other.message, other.category, other.filename, other.lineno, other.file, other.line
             )
-    if moved and sys.stderr.isatty():
-        for message in sorted(moved):
-            stderr.print(f"[yellow]warning:[/] {escape(message)}", highlight=False)
+    shown = sorted(removed) + (sorted(moved) if sys.stderr.isatty() else [])
+    for message in shown:
+        stderr.print(f"[yellow]warning:[/] {escape(message)}", highlight=False)
     return settings
 
 

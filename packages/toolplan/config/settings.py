@@ -11,6 +11,7 @@ settings (the store its waits as :class:`~toolplan.store.StoreOptions`).
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Annotated, Any, Literal, cast, get_args
@@ -22,7 +23,7 @@ from toolplan._caches import clear_caches, register_cache
 from toolplan.config.environment import Variables
 from toolplan.config.policies import ExecutionOptions, RetryPolicy, TimeoutPolicy
 from toolplan.config.tuning import Tuning, warn_moved
-from toolplan.errors import InvalidInput
+from toolplan.errors import InvalidInput, SettingRemoved
 from toolplan.plan_format.limits import InputLimits
 from toolplan.plan_format.plan import DEFAULT_MAX_STEPS
 from toolplan.project import TUNING_KEYS
@@ -37,6 +38,7 @@ __all__ = [
     "DEFAULT_TYPED_SCHEMA_MAX_TOOLS",
     "EstimateSettings",
     "PlannerRewrites",
+    "PlannerRewritesGiven",
     "PlannerSettings",
     "ReuseMode",
     "Settings",
@@ -46,6 +48,7 @@ __all__ = [
     "is_local_url",
     "limits_from_env",
     "register_cache",
+    "rewrites_mode",
     "store_options_from_env",
 ]
 
@@ -64,11 +67,29 @@ StructuredMethod = Literal["function_calling", "json_schema"]
 PlanFormat = Literal["json", "python"]
 """What the model writes the plan in: a JSON document in a schema (``json``), or Python
 statements read and never run (``python``: :mod:`toolplan.planning.python_format`)."""
-PlannerRewrites = Literal["format", "all", "none"]
+PlannerRewrites = Literal["format", "none"]
 """Which rules may change the model's plan after it is written (:mod:`toolplan.planning.rewrites`):
-``format`` (the default) only those that change no meaning (a fence around the JSON, ``null`` for
-an optional argument); ``all`` the heuristic ones too (they drop, merge, batch or rewrite steps and
-values); ``none`` not even the format ones: the plan is validated as the model wrote it."""
+``format`` (the default) those that change no meaning (a fence around the JSON, ``null`` for an
+optional argument); ``none`` not even those: the plan is validated as the model wrote it."""
+PlannerRewritesGiven = Literal["format", "all", "none"]
+"""What ``TOOLPLAN_PLANNER_REWRITES`` and ``rewrites=`` accept: ``all`` as well, which turned on
+the heuristic rules, removed since: it is read as ``format`` and warns (:func:`rewrites_mode`)."""
+
+
+def rewrites_mode(value: str, setting: str, *, stacklevel: int = 1) -> PlannerRewrites:
+    """``value`` of ``setting`` as the rules it runs: ``all`` warns (:class:`SettingRemoved`,
+    ``stacklevel`` frames above the caller) and is ``format``; any other value is returned as it
+    is, for the settings to check."""
+    if value != "all":
+        return cast(PlannerRewrites, value)
+    why = (
+        "the heuristic rewrite rules it turned on were removed in toolplan 0.1.0 (none was shown "
+        "to help on data it was not written for)"
+    )
+    warnings.warn(SettingRemoved(setting, "all", "format", why), stacklevel=stacklevel + 1)
+    return "format"
+
+
 ReuseMode = Literal["off", "exact", "parametric"]
 """Plan reuse before planning a query (:mod:`toolplan.planning.reuse`): ``off``, ``exact`` (the
 same query) or ``parametric`` (the same text with other values)."""
@@ -149,7 +170,9 @@ class _PlannerVariables(Variables):
     llm_max_tokens: int | None = None
     typed_schema_max_tools: int | None = None
     plan_format: PlanFormat | None = None
-    rewrites: PlannerRewrites | None = Field(None, validation_alias="TOOLPLAN_PLANNER_REWRITES")
+    rewrites: PlannerRewritesGiven | None = Field(
+        None, validation_alias="TOOLPLAN_PLANNER_REWRITES"
+    )
     stream_execution: bool | None = Field(None, validation_alias="TOOLPLAN_STREAM_EXECUTION")
 
 
@@ -224,8 +247,9 @@ class PlannerSettings:
     """What the model writes the plan in (``TOOLPLAN_PLAN_FORMAT``): ``json`` (schema-constrained
     output) or ``python`` (statements, read and never run)."""
     rewrites: PlannerRewrites = "format"
-    """Which rules may change the model's plan after it is written: ``format``, ``all`` or
-    ``none`` (``TOOLPLAN_PLANNER_REWRITES``; :mod:`toolplan.planning.rewrites`)."""
+    """Which rules may change the model's plan after it is written: ``format`` or ``none``
+    (``TOOLPLAN_PLANNER_REWRITES``; :mod:`toolplan.planning.rewrites`). ``all`` is read as
+    ``format``, with a warning (:data:`PlannerRewritesGiven`)."""
     stream_execution: bool = False
     """Start the read-only steps of a Python plan while the model still writes it
     (``TOOLPLAN_STREAM_EXECUTION``, ``--stream``; :mod:`toolplan.pipeline.early_start`)."""
@@ -249,10 +273,12 @@ class PlannerSettings:
                 f"TOOLPLAN_PLANNING_DEADLINE={self.planning_deadline} must be a number of "
                 "seconds above 0"
             )
-        if self.rewrites not in ("format", "all", "none"):
+        # given directly (``PlannerSettings(rewrites="all")``, ``replace``): said where it is
+        object.__setattr__(self, "rewrites", rewrites_mode(self.rewrites, "rewrites", stacklevel=3))
+        if self.rewrites not in ("format", "none"):
             raise InvalidInput(
                 f"TOOLPLAN_PLANNER_REWRITES={self.rewrites!r}; use format (the default: only "
-                "rewrites that change no meaning), all (the heuristic ones too) or none"
+                "rewrites that change no meaning) or none"
             )
 
     @classmethod
@@ -266,7 +292,12 @@ class PlannerSettings:
             prompts_dir="prompts_dir",
             llm_retries="llm_retries",
         )
-        return cls(**_PlannerVariables.read(env, fallback=fallback).given())
+        given = _PlannerVariables.read(env, fallback=fallback).given()
+        if "rewrites" in given:
+            given["rewrites"] = rewrites_mode(
+                given["rewrites"], "TOOLPLAN_PLANNER_REWRITES", stacklevel=2
+            )
+        return cls(**given)
 
     @property
     def llm_timeout_seconds(self) -> float:

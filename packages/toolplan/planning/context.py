@@ -96,8 +96,8 @@ class PlannerContext:
     the CLI prints it on stderr."""
     rewrites: PlannerRewrites = "format"
     """Which rules may change the model's plan after it is written
-    (:mod:`toolplan.planning.rewrites`): ``format`` (only those that change no meaning), ``all``
-    or ``none`` (``TOOLPLAN_PLANNER_REWRITES``, ``Toolplan(rewrites=...)``)."""
+    (:mod:`toolplan.planning.rewrites`): ``format`` (those that change no meaning) or ``none``
+    (``TOOLPLAN_PLANNER_REWRITES``, ``Toolplan(rewrites=...)``)."""
     stream: bool = True
     """Stream the model's answers, so each step is told as soon as it is written
     (:mod:`toolplan.planning.streaming`); turned off when the endpoint could not stream."""

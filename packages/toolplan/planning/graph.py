@@ -12,9 +12,9 @@ stores it, for ``toolplan run``/``plan``, the API and LangGraph Studio's ``plann
 
 The model writes the whole plan in one structured-output call, in the catalog-typed schema (or the
 generic one: :mod:`toolplan.planning.schema`). Its answer is read leniently where that is safe
-(:mod:`toolplan.planning.parsing`), and changed after that only by the rules of the rewrite
-pipeline that ``TOOLPLAN_PLANNER_REWRITES`` lets run (:mod:`toolplan.planning.rewrites`: the
-format ones by default), each change recorded; the dependency-analysis node is the engine's validator
+(:mod:`toolplan.planning.parsing`): the rewrite pipeline's rules change its form, never its
+meaning (:mod:`toolplan.planning.rewrites`; ``TOOLPLAN_PLANNER_REWRITES=none`` turns them off),
+each change recorded; the dependency-analysis node is the engine's validator
 (:func:`toolplan.validation.dag.analyze`), and every problem of every step goes back to the model in one
 repair round. An answer with no steps at all is the model saying
 that no tool does what the request asks (the prompt tells it to answer so, and why, in
@@ -37,7 +37,7 @@ import asyncio
 import functools
 import json
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NotRequired
@@ -52,14 +52,12 @@ from typing_extensions import TypedDict
 from toolplan._caches import register_cache
 from toolplan._graph_context import bind_context, context_resolver
 from toolplan.config import PlannerSettings
-from toolplan.errors import InvalidInput, PlanInvalid, ValidationIssue
+from toolplan.errors import InvalidInput, PlanInvalid
 from toolplan.plan_format.limits import check_json
 from toolplan.plan_format.plan import Plan, parse_plan
 from toolplan.plan_format.python_print import in_python
 from toolplan.planning.call import StructuredRequest, call_model
 from toolplan.planning.context import PlannerContext
-from toolplan.planning.duplicates import merge_duplicates
-from toolplan.planning.fixes import apply_fixes
 from toolplan.planning.grounding import check_grounding
 from toolplan.planning.json_reader import JsonPlanReader
 from toolplan.planning.llm_errors import LLMOutputRepeating
@@ -81,12 +79,11 @@ from toolplan.planning.python_format import (
     render_signatures,
 )
 from toolplan.planning.result import PlanningRecord, PlanningResult
-from toolplan.planning.rewrites import Change, rewrite_answer, rule_runs, step_changes
+from toolplan.planning.rewrites import Change
 from toolplan.planning.schema import (
     PlanSchema,
 )
 from toolplan.planning.streaming import AnswerStream
-from toolplan.planning.unasked import check_unasked, drop_unasked
 from toolplan.service.estimates import plan_estimator
 from toolplan.validation import Analysis, analyze
 
@@ -122,11 +119,7 @@ class PlanningProgress(TypedDict, total=False):
     """Why the model planned no step (its ``reasoning``): no tool does what was asked."""
     errors: list[str]
     candidate: dict[str, Any] | None
-    """The plan read from the last answer, after every rewrite rule that runs."""
-    as_read: dict[str, Any] | None
-    """The same plan after the format rules only: what the model wrote, as JSON. A plan the
-    heuristic rules could not make valid is judged as this, so the repair's problems name the
-    model's own steps."""
+    """The plan read from the last answer, after the rewrite rules that run."""
     raw_candidate: str | None
     """The last answer's text, shown to the model in a repair."""
     changes: list[Change]
@@ -137,22 +130,6 @@ class PlanningProgress(TypedDict, total=False):
     sources: dict[str, list[Any]]
     """A Python answer's steps: where each was written (line, column, call), so that the
     problems found later are said in Python."""
-    auto_fixed: list[str]
-    """Certain fixes the planner applied to the answer (``"step: old -> new"``)."""
-    merged_steps: dict[str, str]
-    """Identical steps of the answer merged into one: ``{dropped id: kept id}``."""
-    batched_steps: dict[str, str]
-    """One-item calls of a list-taking tool batched into one call: ``{dropped id: kept id}``
-    (:mod:`toolplan.planning.batches`)."""
-    unasked_steps: dict[str, str]
-    """Steps dropped because the request never asked for them: ``{id: tool}``
-    (:func:`toolplan.planning.unasked.drop_unasked`)."""
-    dropped_conditions: list[str]
-    """Steps whose ``when`` read their own output, run without it
-    (:mod:`toolplan.planning.own_conditions`)."""
-    unstated_arguments: dict[str, dict[str, str]]
-    """Optional arguments whose values the request never stated, dropped (the tool's default
-    applies): ``{step id: {argument: value}}`` (:mod:`toolplan.planning.unstated`)."""
     repairs: int
     llm_calls: int
     usage: dict[str, int]
@@ -334,20 +311,7 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
     # Read off the event loop: reading is linear and bounded, and still no other request waits
     # on it (the API serves others from this loop).
     reading = await asyncio.to_thread(read_answer, payload, ctx)
-    told = "\n".join(filter(None, [state["query"], state.get("context")]))
-    rewritten = (
-        rewrite_answer(
-            reading.data,
-            catalog=ctx.catalog,
-            request=told,
-            mode=ctx.rewrites,
-            read_only=ctx.catalog.read_only,
-            gated=ctx.catalog.gated,
-        )
-        if reading.data is not None
-        else None
-    )
-    steps = len(rewritten.data["steps"]) if rewritten is not None else None
+    steps = len(reading.data["steps"]) if reading.data is not None else None
     tell("answered", reply.calls, reply.usage, steps=steps)
     errors = [issue.message for issue in reading.issues]
     if payload is None:
@@ -356,23 +320,15 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
             if python
             else "the answer was empty: return the plan as one JSON object"
         ]
-    changes = reading.changes + (rewritten.changes if rewritten is not None else [])
     return {
-        "candidate": rewritten.data if rewritten is not None else None,
-        "as_read": reading.data,
+        "candidate": reading.data,
         "raw_candidate": payload
         if isinstance(payload, str) or payload is None
         else json.dumps(payload, ensure_ascii=False),
         "errors": errors,
         "unreadable": reading.unreadable,
         "sources": {step: list(where) for step, where in reading.sources.items()},
-        "changes": changes,
-        "merged_steps": rewritten.merged if rewritten is not None else {},
-        "batched_steps": rewritten.batched if rewritten is not None else {},
-        "dropped_conditions": rewritten.dropped_conditions if rewritten is not None else [],
-        "unstated_arguments": rewritten.unstated if rewritten is not None else {},
-        "unasked_steps": {},
-        "auto_fixed": [],
+        "changes": list(reading.changes),
         "repairs": repairs,
         "llm_calls": reply.calls,
         "usage": reply.usage,
@@ -409,21 +365,10 @@ def _shown_step(step: dict[str, Any], ctx: PlannerContext) -> dict[str, Any]:
     }
 
 
-def _merge_duplicates(
-    data: dict[str, Any], ctx: PlannerContext
-) -> tuple[dict[str, Any], dict[str, str]]:
-    """:func:`merge_duplicates` with the catalog's ``read-only`` tags."""
-    return merge_duplicates(data, read_only=ctx.catalog.read_only)
-
-
 async def analyze_dependencies(state: PlanningState, ctx: PlannerContext) -> PlanningState:
     """Validate the candidate with the engine's validator and compute its structure, with the
     critical-path estimates a stored plan's analysis has (so whoever stores it does not analyse
-    again); a valid plan is planning's ``result``.
-
-    A candidate the heuristic rewrite rules changed and that is still invalid is judged again
-    as the model wrote it (format rules only): valid so, it is taken as written; invalid, its
-    problems are the ones the model hears, named as in its own answer."""
+    again), then run the planner's own checks; a plan that passes is planning's ``result``."""
     candidate = state.get("candidate")
     if candidate is None:
         return {"result": None}
@@ -431,20 +376,7 @@ async def analyze_dependencies(state: PlanningState, ctx: PlannerContext) -> Pla
     if not reading_errors and candidate.get("steps") == []:
         reasoning = candidate.get("reasoning")
         return {"declined": reasoning.strip() if isinstance(reasoning, str) else "", "result": None}
-    judged, valid = await _judge(candidate, state, ctx, reading_errors, rewrite=True)
-    as_read = state.get("as_read")
-    if valid is None and as_read is not None and as_read != candidate:
-        written, valid = await _judge(as_read, state, ctx, reading_errors, rewrite=False)
-        judged = written
-        if valid is not None:  # the heuristics broke a plan that was right as written
-            judged = {
-                **written,
-                "changes": [c for c in state.get("changes") or [] if c.kind == "format"],
-                "merged_steps": {},
-                "batched_steps": {},
-                "dropped_conditions": [],
-                "unstated_arguments": {},
-            }
+    judged, valid = await _judge(candidate, state, ctx, reading_errors)
     if valid is None:
         return {**judged, "result": None}
     result = _result({**state, **judged}, *valid, ctx)
@@ -470,15 +402,11 @@ async def _judge(
     state: PlanningState,
     ctx: PlannerContext,
     reading_errors: list[str],
-    *,
-    rewrite: bool,
 ) -> tuple[PlanningState, tuple[Plan, Analysis] | None]:
-    """``candidate`` validated, then the planner's own checks; with ``rewrite``, the heuristic
-    rules that act on the validator's findings (``fixes``, ``unasked``) when they run. Returns
-    the state's update and, when it passed, the plan and its analysis."""
+    """``candidate`` validated, then the planner's own checks. Returns the state's update and,
+    when it passed, the plan and its analysis."""
     reading_errors = list(reading_errors)
     unreadable = set(state.get("unreadable") or [])
-    changes = list(state.get("changes") or [])
     try:
         # the input limits first: the model's plan is input like any other, and a limit it
         # breaks is a problem it can fix, reported with the others
@@ -486,8 +414,8 @@ async def _judge(
     except PlanInvalid as invalid:
         reading_errors += [issue.message for issue in invalid.issues]
 
-    async def validated(data: dict[str, Any]) -> tuple[Plan, Analysis]:
-        plan = parse_plan(data)
+    try:
+        plan = parse_plan(candidate)
         analysis = await asyncio.to_thread(
             lambda: analyze(
                 plan,
@@ -497,104 +425,26 @@ async def _judge(
                 estimate=plan_estimator(ctx.store),
             )
         )
-        return plan, analysis
-
-    auto_fixed: list[str] = []
-    try:
-        plan, analysis = await validated(candidate)
     except PlanInvalid as invalid:
-        problems = invalid
-        # the fixes the validator is certain of first: a small model shown them tends to
-        # answer with the same plan again
-        fixes = rewrite and rule_runs("fixes", ctx.rewrites)
-        fixed = apply_fixes(candidate, invalid.issues) if fixes else None
-        if fixed is not None:
-            try:
-                plan, analysis = await validated(fixed[0])
-                changes += step_changes("fixes", candidate, fixed[0])
-                candidate, auto_fixed = fixed
-            except PlanInvalid as still:
-                problems = still
-        if not auto_fixed:
-            # every problem of every step at once; the argument checks of a step whose
-            # parameters could not be read would only repeat that problem
-            sources = state.get("sources") or {}
-            found = [
-                in_python(issue, sources).message if sources else issue.message
-                for issue in problems.issues
-                if not (issue.code == "arguments" and issue.step in unreadable)
-            ]
-            return {"errors": reading_errors + found}, None
+        # every problem of every step at once; the argument checks of a step whose parameters
+        # could not be read would only repeat that problem
+        sources = state.get("sources") or {}
+        found = [
+            in_python(issue, sources).message if sources else issue.message
+            for issue in invalid.issues
+            if not (issue.code == "arguments" and issue.step in unreadable)
+        ]
+        return {"errors": reading_errors + found}, None
 
     # planner-only checks: valid by every schema, and wrong when run (an id passed by name, a
     # value made up where a tool's output belongs); on structural evidence only, in any
     # language. The request is what literals may come from.
-    query, context = state["query"], state.get("context")
-    told = "\n".join(filter(None, [query, context]))
-
-    def planner_checks(plan: Plan) -> list[ValidationIssue]:
-        grounding = check_grounding(plan, ctx.catalog, query, context=context)
-        return grounding + check_conditions(plan, ctx.catalog)
-
-    def unasked_checks(plan: Plan, reported: list[ValidationIssue]) -> list[ValidationIssue]:
-        # the heuristic ``unasked`` rule: steps the request's words never name (off unless
-        # every rule runs: it decides on words)
-        if not rule_runs("unasked", ctx.rewrites):
-            return []
-        steps = {issue.step for issue in reported}
-        return [i for i in check_unasked(plan, ctx.catalog, told) if i.step not in steps]
-
-    issues = planner_checks(plan)
-    unasked_issues = unasked_checks(plan, issues)
-    unasked: dict[str, str] = {}
-    merged = dict(state.get("merged_steps") or {})
-    dropped = (
-        drop_unasked(plan, unasked_issues) if rewrite and not (reading_errors or issues) else None
-    )
-    if dropped is not None:  # steps nothing needs, for what the request never named
-        # a step that waited for one may now be a plain repeat of another
-        smaller, more = _merge_duplicates(dropped[0].to_json(), ctx)
-        try:
-            before = plan.to_json()
-            plan, analysis = await validated(smaller)
-            unasked, merged = dropped[1], {**merged, **more}
-            changes += step_changes("unasked", before, dropped[0].to_json()) + step_changes(
-                "duplicates", dropped[0].to_json(), smaller, joined=more
-            )
-            issues = planner_checks(plan)
-            unasked_issues = unasked_checks(plan, issues)
-        except PlanInvalid:  # pragma: no cover - dropping steps nobody uses keeps a plan valid
-            pass  # the model hears about the unasked steps instead
-    reading_errors += [issue.message for issue in issues + unasked_issues]
+    issues = check_grounding(plan, ctx.catalog, state["query"], context=state.get("context"))
+    issues += check_conditions(plan, ctx.catalog)
+    reading_errors += [issue.message for issue in issues]
     if reading_errors:
         return {"errors": reading_errors}, None
-    judged: PlanningState = {
-        "errors": [],
-        "auto_fixed": auto_fixed,
-        "unasked_steps": unasked,
-        "merged_steps": merged,
-        "changes": changes,
-    }
-    return judged, (plan, analysis)
-
-
-def _stored_step_ids(
-    state: PlanningState, by_step: Mapping[str, dict[str, str]]
-) -> dict[str, dict[str, str]]:
-    """``by_step`` (what was dropped from each step of the answer) under the ids of the stored
-    plan: a step batched or merged into another is named by the one kept, and an unasked step
-    dropped since is left out."""
-    joined = {**(state.get("batched_steps") or {}), **(state.get("merged_steps") or {})}
-    unasked = state.get("unasked_steps") or {}
-    out: dict[str, dict[str, str]] = {}
-    for step_id, values in by_step.items():
-        kept, seen = step_id, {step_id}
-        while kept in joined and joined[kept] not in seen:  # batches and merges may chain
-            kept = joined[kept]
-            seen.add(kept)
-        if kept not in unasked:
-            out.setdefault(kept, {}).update(values)
-    return out
+    return {"errors": []}, (plan, analysis)
 
 
 def _result(
@@ -604,17 +454,6 @@ def _result(
     confidence is below the context's threshold."""
     confidence = plan.min_confidence
     low = confidence is not None and confidence < ctx.confidence_threshold
-    extra: dict[str, Any] = {}
-    for key, found in (
-        ("mergedSteps", state.get("merged_steps")),
-        ("autoFixed", state.get("auto_fixed")),
-        ("droppedConditions", state.get("dropped_conditions")),
-        ("unaskedSteps", state.get("unasked_steps")),
-        ("batchedSteps", state.get("batched_steps")),
-        ("unstatedArguments", _stored_step_ids(state, state.get("unstated_arguments") or {})),
-    ):
-        if found:
-            extra[key] = found
     record = PlanningRecord(
         model=state.get("model") or ctx.model_name,
         llm_calls=state.get("llm_calls", 0),
@@ -624,7 +463,6 @@ def _result(
         plan_schema=state.get("plan_schema"),
         repairs=state.get("repairs", 0),
         changes=tuple(state.get("changes") or ()),
-        extra=extra,
     )
     return PlanningResult(plan, analysis, record, "needs_review" if low else "planned")
 

@@ -37,9 +37,7 @@ whose output does not have the argument's shape.
 
 The id-by-name check (:mod:`toolplan.planning.id_by_name`) is the special case of an id written
 as the name a creating step was given; :func:`check_grounding` runs it too and reports each
-argument once. The check for a step the request never asked for
-(:mod:`toolplan.planning.unasked`) is not part of it: it decides on the request's words, so it
-is a heuristic rewrite rule, off by default (:mod:`toolplan.planning.rewrites`). Both run on the
+argument once. Both run on the
 planner's plans
 (:mod:`toolplan.planning.graph`), where the request is known and the model can fix what they
 find; a document a person submits is not checked (it is theirs, and its literals need not come

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from toolplan.plan_format.plan import Plan
@@ -31,8 +31,6 @@ class PlanningRecord:
     changes: tuple[Change, ...] = ()
     """What the rewrite rules changed in the model's answer (:mod:`toolplan.planning.rewrites`);
     empty when the plan is as the model wrote it."""
-    extra: dict[str, Any] = field(default_factory=dict)
-    """What the heuristic rules did, under their own ``meta`` keys (``mergedSteps``...)."""
 
     def to_meta(self, plan: Plan) -> dict[str, Any]:
         """The planning record of ``plan`` as its ``meta`` holds it: ``model``, ``llmCalls``,
@@ -49,7 +47,6 @@ class PlanningRecord:
             "repairs": self.repairs,
             "reasoning": plan.reasoning,
             "changes": [change.to_json() for change in self.changes],
-            **self.extra,
         }
 
 

@@ -1,10 +1,10 @@
 """Function words: the words of a text that name nothing (articles, prepositions, pronouns,
-small adverbs), shared by the rules that compare a request's words with a plan's values.
+small adverbs).
 
-They are English words. So they serve only where a language's words may: the heuristic
-``unasked`` rewrite rule, off by default (:mod:`toolplan.planning.rewrites`), and the choice of
-a stored plan to reuse (:mod:`toolplan.planning.reuse`); never a decision that a plan is
-invalid (:mod:`toolplan.planning.grounding` uses none)."""
+They are English words. So they serve only where a language's words may: the choice of a stored
+plan to reuse (:mod:`toolplan.planning.reuse`); never a decision that a plan is invalid
+(:mod:`toolplan.planning.grounding` uses none), nor a change to the model's plan
+(:mod:`toolplan.planning.rewrites`)."""
 
 from __future__ import annotations
 
