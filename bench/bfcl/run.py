@@ -69,18 +69,6 @@ class Attempt:
         }
 
 
-_PLANNER_CHANGES = (
-    "mergedSteps",
-    "batchedSteps",
-    "unaskedSteps",
-    "unstatedArguments",
-    "autoFixed",
-    "droppedConditions",
-)
-"""What the planner changed in the model's answer on its own, copied from the planning record
-into the entry's row."""
-
-
 async def _plan(entry: Entry, box: Toolbox, settings: Settings) -> Attempt:
     from bench.memstore import MemoryStore
     from toolplan.client import Toolplan
@@ -93,12 +81,6 @@ async def _plan(entry: Entry, box: Toolbox, settings: Settings) -> Attempt:
     try:
         ctx = Toolplan(settings=settings, store=store, tools=box.catalog()).planner_context()
         outcome = await create_plan(entry.query, ctx)
-        record = store.get_plan(outcome.ref.plan_id)
-        changed = {
-            key: record.meta[key]
-            for key in _PLANNER_CHANGES
-            if record is not None and record.meta.get(key)
-        }
     except LLMUnavailable as error:
         if not isinstance(error, LLMOutputTruncated):
             raise  # the server, not the model: a run without a model measures nothing
@@ -117,7 +99,7 @@ async def _plan(entry: Entry, box: Toolbox, settings: Settings) -> Attempt:
             "llmCalls": outcome.llm_calls,
             "usage": outcome.usage,
             "status": outcome.ref.status,
-            **changed,
+            **({"changes": [c.get("rule") for c in outcome.changes]} if outcome.changes else {}),
         },
     )
 

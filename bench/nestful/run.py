@@ -130,8 +130,8 @@ async def _plan(sample: Sample, box: Toolbox, settings: Settings, name: Contesta
     from bench.memstore import MemoryStore
     from toolplan.client import Toolplan
     from toolplan.errors import LLMUnavailable
-    from toolplan.planning.llm_errors import LLMOutputTruncated
     from toolplan.pipeline.planning import create_plan
+    from toolplan.planning.llm_errors import LLMOutputTruncated
 
     started = time.perf_counter()
     store = MemoryStore()  # fresh: no plan history leaks from one sample into the next
