@@ -368,3 +368,18 @@ def test_a_key_with_a_space_or_a_dot_is_read_quoted_and_printed_back() -> None:
 def test_a_key_no_template_can_name_is_refused_with_its_place() -> None:
     (problem,) = problems('r = calculate_route(start="a", end="b")\nencrypt_data(data=r["x{y}"])\n')
     assert problem.startswith("line 2, column 21: the key 'x{y}' cannot be read in a plan")
+
+
+def test_two_outputs_added_are_refused_not_joined_as_text() -> None:
+    # what the real model wrote on BFCL's parallel_69: read as text, "{{a}}{{b}}", the sum of
+    # two areas silently became a concatenation
+    (problem,) = problems(
+        "a = calculate_bmi(weight=70, height=1.8)\nb = calculate_bmi(weight=60, height=1.7)\n"
+        'encrypt_data(data=a["BMI"] + b["BMI"])\n'
+    )
+    assert problem.startswith("line 3, column 19: a['BMI'] + b['BMI'] adds two steps' outputs")
+    joined = read(
+        "a = calculate_bmi(weight=70, height=1.8)\n"
+        'encrypt_data(data="BMI " + a["BMI"] + " and " + f"{a[\'BMI\']}")\n'
+    )
+    assert joined[1]["parameters"] == {"data": "BMI {{a.BMI}} and {{a.BMI}}"}

@@ -173,6 +173,15 @@ class ExpressionReader:
         if isinstance(node, ast.BinOp):
             left, right = self.value(node.left), self.value(node.right)
             if isinstance(node.op, ast.Add) and isinstance(left, str) and isinstance(right, str):
+                if exact_template(left) is not None and exact_template(right) is not None:
+                    # two outputs added: numbers in Python, which the plan cannot compute;
+                    # reading it as text would change what was written
+                    raise Refused(
+                        node,
+                        f"{shown(node)} adds two steps' outputs, which the plan language does "
+                        "not compute: a tool must (to join them as text, write "
+                        'f"{a}{b}")',
+                    )
                 return fold(node.op, left, right, self.budget)  # text joined (templates too)
             if _literal(left) and _literal(right):
                 folded = fold(node.op, left, right, self.budget)
