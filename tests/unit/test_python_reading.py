@@ -383,3 +383,34 @@ def test_two_outputs_added_are_refused_not_joined_as_text() -> None:
         'encrypt_data(data="BMI " + a["BMI"] + " and " + f"{a[\'BMI\']}")\n'
     )
     assert joined[1]["parameters"] == {"data": "BMI {{a.BMI}} and {{a.BMI}}"}
+
+
+def test_none_for_an_optional_argument_means_its_default() -> None:
+    # the signature shows `dt: str = None`; the real model wrote dt=None (NESTFUL, issue 51)
+    forecast = StructuredTool.from_function(
+        lambda **kw: {},
+        name="forecast",
+        description="A forecast.",
+        args_schema={
+            "type": "object",
+            "properties": {
+                "q": {"type": "string"},
+                "dt": {"type": "string"},
+                "units": {"type": "string", "default": "metric"},
+            },
+            "required": ["q"],
+        },
+    )
+    catalog = ToolCatalog([forecast])
+    assert "dt: str = None" in render_signatures([catalog.info("forecast")])
+    reading = read_python_answer('forecast(q="Mumbai", dt=None)\n', catalog)
+    assert reading.data is not None
+    assert reading.data["steps"][0]["parameters"] == {"q": "Mumbai"}
+    assert [(c.rule, c.step) for c in reading.changes] == [("nulls", "forecast")]
+    # a required argument, or one whose default is not None, keeps what was written
+    kept = read_python_answer("forecast(q=None, units=None)\n", catalog)
+    assert kept.data is not None
+    assert kept.data["steps"][0]["parameters"] == {"q": None, "units": None}
+    as_written = read_python_answer('forecast(q="M", dt=None)\n', catalog, rewrites="none")
+    assert as_written.data is not None
+    assert as_written.data["steps"][0]["parameters"] == {"q": "M", "dt": None}

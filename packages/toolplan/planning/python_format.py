@@ -32,7 +32,7 @@ from toolplan.plan_format.python_source import Restart, SourceEvent, SourceSplit
 from toolplan.plan_format.python_tools import PythonTools
 from toolplan.plan_format.templates import exact_template
 from toolplan.planning.parsing import PlanReading
-from toolplan.planning.rewrites import Change, rule_runs
+from toolplan.planning.rewrites import Change, rule_runs, step_changes
 from toolplan.tools.catalog import ToolCatalog, ToolInfo
 from toolplan.tools.returns import shown_shape
 from toolplan.validation.types import list_in_output
@@ -249,6 +249,8 @@ class PythonAnswerReader:
         if self._comments:
             data["reasoning"] = " ".join(self._comments)
         changes = list(self.changes)
+        if rule_runs("nulls", self.rewrites):
+            changes += read_default_nones(data["steps"], self.catalog)
         if rule_runs("loop_lists", self.rewrites):
             changes += read_loop_lists(data["steps"], self.catalog)
         return PlanReading(data, changes=changes, sources=dict(self.reader.sources))
@@ -283,6 +285,29 @@ def _comment_lines(text: str) -> list[str]:
 def _call_key(step: dict[str, Any]) -> str:
     call = [step.get(name) for name in ("tool", "parameters", "forEach", "when")]
     return json.dumps(call, sort_keys=True, default=str)
+
+
+def read_default_nones(steps: list[dict[str, Any]], catalog: ToolCatalog) -> list[Change]:
+    """Each optional argument written ``None`` whose default is ``None`` left out, so that the
+    tool's default applies: the signature shows such an argument as ``dt: str = None``
+    (:func:`render_signatures`), so ``dt=None`` says "the default", and the argument schema
+    (``"type": "string"``) would refuse it (the real model wrote it on NESTFUL's executable
+    split, three times over, and the plan failed). The ``nulls`` rule of the JSON format, for
+    ``None`` only: ``""`` in Python is a value written on purpose. Changed in place; the
+    changes returned."""
+    before = {"steps": json.loads(json.dumps(steps, default=str))}
+    for step in steps:
+        tool, parameters = step.get("tool"), step.get("parameters")
+        if not isinstance(tool, str) or tool not in catalog or not isinstance(parameters, dict):
+            continue
+        schema = catalog.info(tool).parameters
+        properties: Mapping[str, Any] = schema.get("properties") or {}
+        required = set(schema.get("required") or [])
+        for name in [n for n, value in parameters.items() if value is None]:
+            prop = properties.get(name)
+            if name not in required and isinstance(prop, Mapping) and prop.get("default") is None:
+                del parameters[name]
+    return step_changes("nulls", before, {"steps": steps})
 
 
 def read_loop_lists(steps: list[dict[str, Any]], catalog: ToolCatalog) -> list[Change]:
