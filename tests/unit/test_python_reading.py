@@ -414,3 +414,10 @@ def test_none_for_an_optional_argument_means_its_default() -> None:
     as_written = read_python_answer('forecast(q="M", dt=None)\n', catalog, rewrites="none")
     assert as_written.data is not None
     assert as_written.data["steps"][0]["parameters"] == {"q": "M", "dt": None}
+
+
+def test_a_list_of_calls_is_refused_saying_to_write_each_call() -> None:
+    # BFCL's answer form; a plan does not read it (the bench's prompting mode has its own reader)
+    (problem,) = problems("[roll_die(sides=6), roll_die(sides=20)]\n")
+    assert problem.startswith("line 1, column 1: the list [roll_die(sides=6), roll_die(sides=20)]")
+    assert problem.endswith("write each call as a statement of its own")

@@ -303,15 +303,14 @@ class PythonReader:
             return
         if isinstance(value, ast.Call) and not self._expressions.is_conversion(value):
             self.bare(self.call_step(value, None))
-        elif (
-            isinstance(value, ast.List | ast.Tuple)
-            and value.elts
-            and all(isinstance(element, ast.Call) for element in value.elts)
+        elif isinstance(value, ast.List | ast.Tuple) and any(
+            isinstance(element, ast.Call) for element in value.elts
         ):
-            # BFCL's answer form, [f(a=1), g(b=2)]: one step per call
-            for element in value.elts:
-                assert isinstance(element, ast.Call)
-                self.call_step(element, None)
+            raise Refused(
+                node,
+                f"the list {shown(node)} does nothing with the calls in it: write each call as "
+                "a statement of its own",
+            )
         elif isinstance(value, ast.ListComp):
             self.comprehension_step(value, None)
         else:

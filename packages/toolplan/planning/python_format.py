@@ -6,9 +6,8 @@ Three pieces, the rest of planning is shared with the JSON format (validation, r
 
 - :func:`render_signatures`: each tool as ``def name(arg: type = default) -> shape:`` with its
   description as the docstring;
-- :func:`read_python_answer`: the model's text (in a Markdown fence or not; BFCL's list form
-  ``[f(a=1), g(b=2)]`` included) into plan JSON and the problems found, each naming its line and
-  column in the model's own text; an answer of comments only declines (no tool fits);
+- :func:`read_python_answer`: the model's text (in a Markdown fence or not) into plan JSON and
+  the problems found, each naming its line and column in the model's own text; an answer of comments only declines (no tool fits);
 - :class:`StatementScanner`: while the answer streams, each top-level statement as soon as it is
   complete, read into its steps (what the progress lines show at once).
 """
