@@ -154,40 +154,48 @@ class Template:
             )
         current = outputs[self.step]
         for depth, segment in enumerate(self.path):
-            walked = reference_text(self.step, self.path[:depth])
-            current = _step_into(current, segment, walked, self.text)
+            current = _step_into(current, segment, self, depth)
         return current
 
 
-def _step_into(current: Any, segment: PathSegment, walked: str, text: str) -> Any:
+def _step_into(current: Any, segment: PathSegment, template: Template, depth: int) -> Any:
+    """``current[segment]``, the ``depth``-th step of ``template``'s path; the errors name the
+    path walked so far (written only when one is raised: lookups run for every resolution)."""
+    text = template.text
     if isinstance(segment, int) or (isinstance(current, list) and segment.isdigit()):
         index = int(segment)
         if not isinstance(current, list):
             raise TemplateError(
-                f"template {text!r}: {walked!r} is {_describe(current)}, not a list, "
-                f"so index [{index}] does not exist",
+                f"template {text!r}: {_walked(template, depth)!r} is {_describe(current)}, "
+                f"not a list, so index [{index}] does not exist",
                 template=text,
             )
         if index >= len(current):
             raise TemplateError(
-                f"template {text!r}: index [{index}] is out of range for {walked!r} "
-                f"(a list of {len(current)})",
+                f"template {text!r}: index [{index}] is out of range for "
+                f"{_walked(template, depth)!r} (a list of {len(current)})",
                 template=text,
             )
         return current[index]
     if not isinstance(current, dict):
         raise TemplateError(
-            f"template {text!r}: {walked!r} is {_describe(current)}, so it has no key {segment!r}",
+            f"template {text!r}: {_walked(template, depth)!r} is {_describe(current)}, "
+            f"so it has no key {segment!r}",
             template=text,
         )
     if segment not in current:
         keys = ", ".join(sorted(map(str, current))) or "none"
         raise TemplateError(
-            f"template {text!r}: missing key {segment!r} in the output of {walked!r} "
-            f"(available keys: {keys})",
+            f"template {text!r}: missing key {segment!r} in the output of "
+            f"{_walked(template, depth)!r} (available keys: {keys})",
             template=text,
         )
     return current[segment]
+
+
+def _walked(template: Template, depth: int) -> str:
+    """The path ``template`` walked before its ``depth``-th step, as a template writes it."""
+    return reference_text(template.step, template.path[:depth])
 
 
 def _describe(value: Any) -> str:
