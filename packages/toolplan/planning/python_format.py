@@ -15,6 +15,7 @@ Three pieces, the rest of planning is shared with the JSON format (validation, r
 from __future__ import annotations
 
 import ast
+import copy
 import json
 import keyword
 import re
@@ -294,7 +295,7 @@ def read_default_nones(steps: list[dict[str, Any]], catalog: ToolCatalog) -> lis
     split, three times over, and the plan failed). The ``nulls`` rule of the JSON format, for
     ``None`` only: ``""`` in Python is a value written on purpose. Changed in place; the
     changes returned."""
-    before = {"steps": json.loads(json.dumps(steps, default=str))}
+    before = {"steps": copy.deepcopy(steps)}
     for step in steps:
         tool, parameters = step.get("tool"), step.get("parameters")
         if not isinstance(tool, str) or tool not in catalog or not isinstance(parameters, dict):
