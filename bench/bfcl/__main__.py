@@ -15,58 +15,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import datetime
-import itertools
 import json
 import sys
 from importlib import metadata
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from bench.bfcl.data import CATEGORIES, TUNING_CATEGORIES, BfclMissing, load_category, sample
 from bench.bfcl.run import CONTESTANTS, markdown, run_entries, summarize
-
-
-def _log(message: str) -> None:
-    _write(sys.stderr, message)
-
-
-def _write(stream: TextIO, text: str) -> None:
-    """Print a line; a reader that left (``--summarize ... | head``) is not an error, and the
-    run goes on (its rows are in ``--out``)."""
-    from toolplan.cli.console import stop_writing
-
-    try:
-        print(text, file=stream, flush=True)
-    except BrokenPipeError:
-        stop_writing(stream)
-
-
-def _names(
-    raw: str, known: tuple[str, ...], what: str, parser: argparse.ArgumentParser
-) -> list[str]:
-    names = [n.strip() for n in raw.split(",") if n.strip()]
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        parser.error(f"unknown {what} {', '.join(unknown)}; choose from {', '.join(known)}")
-    return names
-
-
-def _meta(args: argparse.Namespace, settings: Any, argv: list[str]) -> dict[str, Any]:
-    from bench.machine import machine_info
-
-    info = machine_info()
-    return {
-        "command": "python -m bench.bfcl " + " ".join(argv),
-        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "model": settings.planner.model,
-        "structuredMethod": settings.planner.structured_method,
-        "endpoint": settings.planner.openai_base_url,
-        "seed": args.seed,
-        "sample": args.sample,
-        "bfclEval": metadata.version("bfcl-eval"),
-        "commit": info.get("commit"),
-    }
+from bench.harness import log, option_names, read_rows, round_robin, run_meta, write
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -101,11 +58,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.summarize:
-        rows = [json.loads(line) for line in args.summarize.read_text().splitlines() if line]
-        _write(sys.stdout, markdown(summarize(rows)))
+        rows = read_rows(args.summarize)
+        write(sys.stdout, markdown(summarize(rows)))
         return 0
-    categories = _names(args.categories, CATEGORIES, "category", parser)
-    contestants = _names(args.only, CONTESTANTS, "contestant", parser)
+    categories = option_names(args.categories, CATEGORIES, "category", parser)
+    contestants = option_names(args.only, CONTESTANTS, "contestant", parser)
     ids = set(args.ids.split(",")) if args.ids else None
     argv = argv if argv is not None else sys.argv[1:]
 
@@ -118,14 +75,20 @@ def main(argv: list[str] | None = None) -> int:
             ]
             for c in categories
         ]
-        # round-robin over the categories: a slow run cut short still covers each of them
-        entries = [e for group in itertools.zip_longest(*chosen) for e in group if e is not None]
+        entries = round_robin(chosen)
         settings = Settings.from_env()
     except (BfclMissing, ToolplanError) as error:
-        _log(f"error: {error}")
+        log(f"error: {error}")
         return 2
-    meta = _meta(args, settings, argv)
-    _log(f"{len(entries)} entries, model {meta['model']} ({meta['structuredMethod']})")
+    meta = run_meta(
+        "bench.bfcl",
+        argv,
+        settings,
+        seed=args.seed,
+        sample=args.sample,
+        bfclEval=metadata.version("bfcl-eval"),
+    )
+    log(f"{len(entries)} entries, model {meta['model']} ({meta['structuredMethod']})")
     rows_file = None
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
@@ -137,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
             for c in CONTESTANTS
             if c in row
         )
-        _log(f"{row['id']}: {marks}")
+        log(f"{row['id']}: {marks}")
         if rows_file is not None:
             rows_file.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
             rows_file.flush()
@@ -145,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         rows = asyncio.run(run_entries(entries, settings, contestants=contestants, on_row=on_row))
     except ToolplanError as error:
-        _log(f"error: {error.message}")
+        log(f"error: {error.message}")
         return error.exit_code
     finally:
         if rows_file is not None:
@@ -155,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         (args.out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
         (args.out / "summary.md").write_text(table)
-    _write(sys.stdout, table)
+    write(sys.stdout, table)
     return 0
 
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import random
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
+
+from bench.harness import seeded_sample
 
 __all__ = [
     "AST_CATEGORIES",
@@ -135,8 +136,5 @@ def sample(entries: list[Entry], size: int | None, seed: int) -> list[Entry]:
     """``size`` entries drawn with a generator seeded by the category and ``seed`` (all of them
     when ``size`` is ``None`` or larger), kept in the file's order so runs read alike. The
     category is part of the seed so that categories of equal length do not share indices."""
-    if size is None or size >= len(entries):
-        return list(entries)
     category = entries[0].category if entries else ""
-    chosen = set(random.Random(f"{category}:{seed}").sample(range(len(entries)), size))
-    return [entry for i, entry in enumerate(entries) if i in chosen]
+    return seeded_sample(entries, size, f"{category}:{seed}")

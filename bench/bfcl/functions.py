@@ -12,13 +12,13 @@ the same tools; the answers are mapped back to BFCL's names before scoring.
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.tools import BaseTool, StructuredTool
 
+from bench.harness import api_name, never_run
 from toolplan.tools.catalog import ToolCatalog
 
 __all__ = ["Toolbox", "to_json_schema"]
@@ -68,20 +68,6 @@ def _parameters(function: dict[str, Any]) -> dict[str, Any]:
     return parameters
 
 
-def _api_name(name: str, taken: set[str]) -> str:
-    base = re.sub(r"[^A-Za-z0-9_-]", "_", name)[:64] or "function"
-    candidate, n = base, 1
-    while candidate in taken:
-        n += 1
-        suffix = f"_{n}"
-        candidate = base[: 64 - len(suffix)] + suffix
-    return candidate
-
-
-def _never_run(**_: Any) -> Any:
-    raise RuntimeError("BFCL tools are planned, never executed")
-
-
 @dataclass(frozen=True)
 class Toolbox:
     """An entry's functions, under API-safe names, with the way back to BFCL's names."""
@@ -99,7 +85,7 @@ class Toolbox:
         taken: set[str] = set()
         names = []
         for function in docs:
-            name = _api_name(function["name"], taken)
+            name = api_name(function["name"], taken)
             taken.add(name)
             names.append(name)
         return cls(docs, tuple(names))
@@ -142,7 +128,7 @@ class Toolbox:
                 name=tool["function"]["name"],
                 description=tool["function"]["description"] or tool["function"]["name"],
                 args_schema=tool["function"]["parameters"],
-                func=_never_run,
+                func=never_run("BFCL"),
             )
             for tool in self.openai_tools()
         ]

@@ -13,10 +13,10 @@ from __future__ import annotations
 import ast
 import json
 import re
-from collections.abc import Iterator
 from typing import Any
 
 from bench.bfcl.functions import Toolbox
+from bench.harness import json_values
 
 __all__ = ["read_calls"]
 
@@ -32,23 +32,6 @@ def _pieces(text: str) -> list[str]:
         if found:
             return found
     return [text]
-
-
-def _json_values(text: str) -> Iterator[Any]:
-    """Every JSON value in ``text`` that starts at a ``{`` or ``[`` (outermost ones only)."""
-    decoder = json.JSONDecoder()
-    i = 0
-    while i < len(text):
-        if text[i] in "{[":
-            try:
-                value, end = decoder.raw_decode(text, i)
-            except ValueError:
-                i += 1
-                continue
-            yield value
-            i = end
-        else:
-            i += 1
 
 
 def _from_json(value: Any, box: Toolbox) -> list[dict[str, Any]]:
@@ -114,7 +97,7 @@ def read_calls(text: str, box: Toolbox) -> list[dict[str, Any]]:
     """The calls written in ``text`` (``[]`` if none can be read)."""
     calls: list[dict[str, Any]] = []
     for piece in _pieces(text):
-        found = [c for value in _json_values(piece) for c in _from_json(value, box)]
+        found = [c for value in json_values(piece) for c in _from_json(value, box)]
         found = found or _from_python(piece, box)
         if not found:  # a call on a line of its own, amid prose
             found = [c for line in piece.splitlines() for c in _from_python(line, box)]

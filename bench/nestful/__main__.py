@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import datetime
-import itertools
 import json
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
+from bench.harness import log, option_names, read_rows, round_robin, run_meta, write
 from bench.nestful.data import (
     COPY,
     SPLITS,
@@ -33,49 +32,6 @@ from bench.nestful.data import (
     sample,
 )
 from bench.nestful.run import GROUPS, markdown, run_samples, summarize
-
-
-def _log(message: str) -> None:
-    _write(sys.stderr, message)
-
-
-def _write(stream: TextIO, text: str) -> None:
-    """Print a line; a reader that left (``--summarize ... | head``) is not an error."""
-    from toolplan.cli.console import stop_writing
-
-    try:
-        print(text, file=stream, flush=True)
-    except BrokenPipeError:
-        stop_writing(stream)
-
-
-def _names(
-    raw: str, known: tuple[str, ...], what: str, parser: argparse.ArgumentParser
-) -> list[str]:
-    names = [n.strip() for n in raw.split(",") if n.strip()]
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        parser.error(f"unknown {what} {', '.join(unknown)}; choose from {', '.join(known)}")
-    return names
-
-
-def _meta(args: argparse.Namespace, settings: Any, argv: list[str]) -> dict[str, Any]:
-    from bench.machine import machine_info
-
-    info = machine_info()
-    return {
-        "command": "python -m bench.nestful " + " ".join(argv),
-        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "model": settings.planner.model,
-        "structuredMethod": settings.planner.structured_method,
-        "endpoint": settings.planner.openai_base_url,
-        "seed": args.seed,
-        "sample": args.sample,
-        "chunk": args.chunk,
-        "data": COPY,
-        "commit": info.get("commit"),
-        "loadAverage": info.get("load_average"),
-    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -123,18 +79,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.summarize:
-        rows = [json.loads(line) for line in args.summarize.read_text().splitlines() if line]
-        _write(sys.stdout, markdown(summarize(rows)))
+        rows = read_rows(args.summarize)
+        write(sys.stdout, markdown(summarize(rows)))
         return 0
-    splits = _names(args.splits, SPLITS, "split", parser)
-    groups = _names(args.only, GROUPS, "contestant", parser)
+    splits = option_names(args.splits, SPLITS, "split", parser)
+    groups = option_names(args.only, GROUPS, "contestant", parser)
     ids = set(args.ids.split(",")) if args.ids else None
     argv = argv if argv is not None else sys.argv[1:]
     if args.fetch:
-        _log(f"fetching {COPY} into {fetch()}")
+        log(f"fetching {COPY} into {fetch()}")
     for split in splits:
         if split not in TUNING_SPLITS:
-            _log(f"note: {split} is a test set; run it once, never tune on it")
+            log(f"note: {split} is a test set; run it once, never tune on it")
     try:
         chosen = [
             [
@@ -146,12 +102,19 @@ def main(argv: list[str] | None = None) -> int:
         ]
         settings = Settings.from_env()
     except (NestfulMissing, ToolplanError) as error:
-        _log(f"error: {error}")
+        log(f"error: {error}")
         return 2
-    # round-robin over the splits: a slow run cut short still covers each of them
-    samples = [s for group in itertools.zip_longest(*chosen) for s in group if s is not None]
-    meta = _meta(args, settings, argv)
-    _log(
+    samples = round_robin(chosen)
+    meta = run_meta(
+        "bench.nestful",
+        argv,
+        settings,
+        seed=args.seed,
+        sample=args.sample,
+        chunk=args.chunk,
+        data=COPY,
+    )
+    log(
         f"{len(samples)} samples from {data_dir()}, model {meta['model']} "
         f"({meta['structuredMethod']}), contestants {', '.join(groups)}"
     )
@@ -161,8 +124,8 @@ def main(argv: list[str] | None = None) -> int:
         args.out.mkdir(parents=True, exist_ok=True)
         kept = args.out / "rows.jsonl"
         if args.resume and kept.is_file():
-            earlier = [json.loads(line) for line in kept.read_text().splitlines() if line]
-            _log(f"resuming: {len(earlier)} rows kept from {kept}")
+            earlier = read_rows(kept)
+            log(f"resuming: {len(earlier)} rows kept from {kept}")
         rows_file = kept.open("a" if args.resume else "w")
 
     def on_row(row: dict[str, Any]) -> None:
@@ -171,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
             mark = "full" if score["full"] else f"partial {score['partial']:.2f}"
             if not score["answered"]:
                 mark = f"no answer ({row.get('errorKind', 'unreadable')})"
-            _log(f"{row['id']} {row['contestant']}: {mark}, {row['seconds']} s")
+            log(f"{row['id']} {row['contestant']}: {mark}, {row['seconds']} s")
         if rows_file is not None:
             rows_file.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
             rows_file.flush()
@@ -183,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
     except ToolplanError as error:
-        _log(f"error: {error.message}")
+        log(f"error: {error.message}")
         return error.exit_code
     finally:
         if rows_file is not None:
@@ -193,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         (args.out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
         (args.out / "summary.md").write_text(table)
-    _write(sys.stdout, table)
+    write(sys.stdout, table)
     return 0
 
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.harness import seeded_sample
 from bench.nestful.sequence import RESULT_CALL
 
 __all__ = [
@@ -182,8 +183,5 @@ def load_split(split: str, *, seed: int = 0, root: Path | None = None) -> list[S
 def sample(samples: list[Sample], size: int | None, seed: int) -> list[Sample]:
     """``size`` samples drawn with a generator seeded by the split and ``seed`` (all of them
     when ``size`` is ``None`` or larger), kept in the file's order (as ``bench.bfcl`` does)."""
-    if size is None or size >= len(samples):
-        return list(samples)
     split = samples[0].split if samples else ""
-    chosen = set(random.Random(f"{split}:{seed}").sample(range(len(samples)), size))
-    return [s for i, s in enumerate(samples) if i in chosen]
+    return seeded_sample(samples, size, f"{split}:{seed}")

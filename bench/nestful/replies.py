@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
+
+from bench.harness import json_values
 
 __all__ = ["read_lenient", "read_strict"]
 
@@ -42,23 +44,6 @@ def read_strict(text: str) -> list[dict[str, Any]] | None:
         if "label" in item and not isinstance(item["label"], str):
             return None
     return [dict(item) for item in value]
-
-
-def _json_values(text: str) -> Iterator[Any]:
-    """Every outermost JSON value in ``text`` that starts at a ``{`` or ``[``."""
-    decoder = json.JSONDecoder()
-    i = 0
-    while i < len(text):
-        if text[i] in "{[":
-            try:
-                value, end = decoder.raw_decode(text, i)
-            except ValueError:
-                i += 1
-                continue
-            yield value
-            i = end
-        else:
-            i += 1
 
 
 def _calls(value: Any) -> list[dict[str, Any]]:
@@ -90,11 +75,11 @@ def read_lenient(text: str) -> list[dict[str, Any]] | None:
     """The calls a lenient reader finds in ``text``; ``None`` when there are none."""
     blocks = [m.group(1) for m in _TOOL_CALL.finditer(text) if m.group(1).strip()]
     if blocks:  # one call per block
-        found = [call for block in blocks for v in _json_values(block) for call in _calls(v)]
+        found = [call for block in blocks for v in json_values(block) for call in _calls(v)]
         return found or None
     fenced = [m.group(1) for m in _FENCE.finditer(text) if m.group(1).strip()]
     for piece in [*fenced[:1], text]:
-        for value in _json_values(piece):
+        for value in json_values(piece):
             found = _calls(value)
             if found:
                 return found

@@ -23,13 +23,13 @@ the same names; answers are mapped back before scoring.
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.tools import BaseTool, StructuredTool
 
+from bench.harness import api_name, never_run
 from toolplan.tools.catalog import ToolCatalog, tagged
 
 __all__ = ["Toolbox", "input_schema", "output_schema"]
@@ -109,20 +109,6 @@ def output_schema(spec: dict[str, Any]) -> dict[str, Any] | None:
     }
 
 
-def _api_name(name: str, taken: set[str]) -> str:
-    base = re.sub(r"[^A-Za-z0-9_-]", "_", name)[:64] or "function"
-    candidate, n = base, 1
-    while candidate in taken:
-        n += 1
-        suffix = f"_{n}"
-        candidate = base[: 64 - len(suffix)] + suffix
-    return candidate
-
-
-def _never_run(**_: Any) -> Any:
-    raise RuntimeError("NESTFUL tools are planned, never executed")
-
-
 @dataclass(frozen=True)
 class Toolbox:
     """A sample's specs under API-safe names, and the way back to NESTFUL's names."""
@@ -138,7 +124,7 @@ class Toolbox:
         taken: set[str] = set()
         names = []
         for spec in docs:
-            name = _api_name(spec["name"], taken)
+            name = api_name(spec["name"], taken)
             taken.add(name)
             names.append(name)
         return cls(docs, tuple(names))
@@ -194,7 +180,7 @@ class Toolbox:
                 name=api,
                 description=str(spec.get("description") or api),
                 args_schema=input_schema(spec),
-                func=_never_run,
+                func=never_run("NESTFUL"),
             )
             returns = output_schema(spec)
             made.append(tagged(tool, returns=returns) if returns is not None else tool)
