@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from bench.nestful.data import Sample
+from bench.nestful.data import TUNING_SPLITS, Sample
 from bench.nestful.metrics import aggregate, score_sample
 from bench.nestful.official import nestful_scores
 from bench.nestful.plans import gold_issues, plan_calls
@@ -79,6 +79,9 @@ TITLES: dict[str, str] = {
     "native": "native tool calls",
     "native-lenient": "native reply read leniently",
 }
+
+POOLED = "sgd + executable"
+"""The summary's key for the tuning splits together, when a run has more than one of them."""
 
 _OWN_LABELS: frozenset[str] = frozenset({"nestful", "nestful-lenient"})
 """Contestants that write NESTFUL's labels themselves; the others' calls are relabelled
@@ -382,11 +385,16 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     samples = {i: r for i, r in samples.items() if answered.get(i) == present}
     answers = [a for a in answers if a["id"] in samples]
     gold = {i: r["gold"] for i, r in samples.items()}
+    splits = list(dict.fromkeys(r["split"] for r in samples.values()))
+    groups = {split: {split} for split in splits}
+    tuning = [split for split in splits if split in TUNING_SPLITS]
+    if len(tuning) > 1:  # the figures the issue holds toolplan to: the tuning splits together
+        groups[POOLED] = set(tuning)
     out: dict[str, Any] = {}
-    for split in dict.fromkeys(r["split"] for r in samples.values()):
-        mine = [a for a in answers if a["split"] == split]
-        valid = {i for i, r in samples.items() if r["split"] == split and r["validGold"]}
-        per: dict[str, Any] = {"samples": sum(r["split"] == split for r in samples.values())}
+    for group, members in groups.items():
+        mine = [a for a in answers if a["split"] in members]
+        valid = {i for i, r in samples.items() if r["split"] in members and r["validGold"]}
+        per: dict[str, Any] = {"samples": sum(r["split"] in members for r in samples.values())}
         per["validGoldSamples"] = len(valid)
         for subset, ids in (("all", None), ("validGold", valid)):
             table = {}
@@ -397,8 +405,29 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
                 if theirs:
                     table[name] = _contestant(theirs, gold)
             per[subset] = table
-        out[split] = per
+        per["costAgainst"] = _cost_against(per["all"])
+        out[group] = per
     return out
+
+
+def _cost_against(table: dict[str, Any], base: str = "nestful") -> dict[str, dict[str, Any]]:
+    """Each contestant's median seconds and output tokens over NESTFUL's prompt's, on the same
+    samples (the issue bounds toolplan's at 1.5x and 2x)."""
+    if base not in table:
+        return {}
+    ratios: dict[str, dict[str, Any]] = {}
+    for name, s in table.items():
+        if name in READINGS[base] or name.startswith("native"):
+            continue
+        ratios[name] = {
+            key: (
+                round(s[key] / table[base][key], 2)
+                if s.get(key) is not None and table[base].get(key)
+                else None
+            )
+            for key in ("medianSeconds", "medianOutputTokens")
+        }
+    return ratios
 
 
 def _pct(share: float) -> str:
@@ -437,6 +466,11 @@ def markdown(summary: dict[str, Any]) -> str:
             lines.append(
                 f"| {TITLES[name]} | {o['full']:.3f} | {o['partial']:.3f} | {o['f1Intent']:.3f} "
                 f"| {o['f1Slot']:.3f} | {o['parseErrors']} |"
+            )
+        for name, ratio in per.get("costAgainst", {}).items():
+            lines.append(
+                f"\n{TITLES[name]} against NESTFUL's prompt, same samples: median seconds "
+                f"{ratio['medianSeconds']}x, median output tokens {ratio['medianOutputTokens']}x"
             )
         failures = {n: s["failures"] for n, s in per["all"].items() if s.get("failures")}
         if failures:

@@ -332,3 +332,45 @@ def test_a_summary_counts_only_the_samples_every_contestant_answered() -> None:
     assert table["samples"] == 1 and table["validGoldSamples"] == 1
     assert table["all"]["python"]["full"] == 1 and table["all"]["python"]["samples"] == 1
     assert table["all"]["nestful"]["noAnswer"] == 1
+
+
+def test_the_tuning_splits_are_also_summarized_together_with_cost_against_nestfuls_prompt() -> None:
+    """The issue holds toolplan to the tuning splits as a whole, and bounds its latency and
+    output tokens against NESTFUL's prompt on the same samples."""
+    from bench.nestful.run import POOLED, summarize
+
+    gold = BUS["output"]
+    right = list(gold[:-1])
+
+    def sample_row(i: str, split: str, valid: bool) -> dict[str, Any]:
+        return {"type": "sample", "id": i, "split": split, "gold": gold, "validGold": valid}
+
+    def answer(i: str, split: str, who: str, seconds: float, tokens: int) -> dict[str, Any]:
+        return {
+            "type": "answer",
+            "id": i,
+            "split": split,
+            "contestant": who,
+            "answer": right if who == "python" else None,
+            "seconds": seconds,
+            "usage": {"inputTokens": 1, "outputTokens": tokens},
+        }
+
+    rows = [
+        sample_row("sgd-0", "sgd", True),
+        sample_row("executable-0", "executable", False),
+        answer("sgd-0", "sgd", "python", 3.0, 30),
+        answer("sgd-0", "sgd", "nestful", 2.0, 10),
+        answer("executable-0", "executable", "python", 5.0, 50),
+        answer("executable-0", "executable", "nestful", 4.0, 30),
+    ]
+    summary = summarize(rows)
+    both = summary[POOLED]
+    assert both["samples"] == 2 and both["validGoldSamples"] == 1
+    assert both["all"]["python"]["full"] == 2 and both["validGold"]["python"]["samples"] == 1
+    assert both["all"]["nestful"]["noAnswer"] == 2
+    # medians 4.0 s and 40 tokens against 3.0 s and 20 tokens
+    assert both["costAgainst"] == {"python": {"medianSeconds": 1.33, "medianOutputTokens": 2.0}}
+    assert summary["sgd"]["costAgainst"]["python"]["medianSeconds"] == 1.5
+    # a lone split, or a test split beside a tuning one, is not pooled
+    assert POOLED not in summarize(rows[:1] + rows[2:4])
