@@ -132,7 +132,28 @@ def test_three_step_cycle_behind_a_tail_and_a_self_loop() -> None:
     (self_loop,) = issues_of(
         steps({"id": "s", "tool": "get_weather", "parameters": {"location": "{{s}}"}})
     )
-    assert self_loop == "dependency cycle: s -> s"
+    assert self_loop.startswith("dependency cycle: s -> s: step 's' uses its own output ('{{s}}')")
+
+
+@pytest.mark.parametrize(
+    ("own", "says"),
+    [
+        ({"parameters": {"location": "{{s.city}}"}}, "uses its own output ('{{s.city}}'); a step"),
+        ({"parameters": {"location": "x"}, "dependsOn": ["s"]}, "is in its own dependsOn"),
+        (
+            {"parameters": {"location": "{{$item}}"}, "forEach": "{{s.cities}}"},
+            "uses its own output in its forEach or when",
+        ),
+    ],
+)
+def test_a_step_that_waits_for_itself_is_told_what_to_change(
+    own: dict[str, Any], says: str
+) -> None:
+    """A model wrote ``{{best_offers.id}}`` inside ``best_offers`` (NESTFUL ``executable-22``,
+    JSON format) and repeated it twice, told only ``dependency cycle: best_offers ->
+    best_offers``."""
+    (message,) = issues_of(steps({"id": "s", "tool": "get_weather", **own}))
+    assert message.startswith("dependency cycle: s -> s: step 's' ") and says in message
 
 
 @pytest.mark.parametrize(

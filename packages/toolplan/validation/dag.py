@@ -319,6 +319,29 @@ def _find_cycle(nodes: set[str], dependencies: Mapping[str, list[str]]) -> list[
     return cycle
 
 
+def _cycle_message(cycle: list[str], first: Step) -> str:
+    """``dependency cycle: a -> b -> a``; a step that waits for itself (a model wrote
+    ``{{best_offers.id}}`` in ``best_offers``, NESTFUL ``executable-22``) is told which of its
+    own references does it, since ``s -> s`` alone does not say what to change."""
+    message = "dependency cycle: " + " -> ".join(cycle)
+    if len(cycle) != 2:
+        return message
+    own = [
+        t.text
+        for t in find_templates([first.parameters, first.fallback and first.fallback.parameters])
+        if not t.is_loop and t.step == first.id
+    ]
+    if own:
+        return (
+            f"{message}: step {first.id!r} uses its own output ({', '.join(map(repr, own))}); "
+            "a step can use only the outputs of other steps: reference the step that returns "
+            "that value, or write the value the request gives"
+        )
+    if first.id in first.depends_on:
+        return f"{message}: step {first.id!r} is in its own dependsOn"
+    return f"{message}: step {first.id!r} uses its own output in its forEach or when"
+
+
 def analyze(
     plan: Plan,
     catalog: ToolCatalog,
@@ -456,7 +479,9 @@ def analyze(
     if len(order) < len(ids):
         remaining = set(ids) - set(order)
         cycle = _find_cycle(remaining, dependencies)
-        problem("cycle", "dependency cycle: " + " -> ".join(cycle))
+        problem(
+            "cycle", _cycle_message(cycle, ids[cycle[0]]), cycle[0] if len(cycle) == 2 else None
+        )
 
     if issues:
         listed = issues[:MAX_LISTED_PROBLEMS]
