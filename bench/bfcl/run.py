@@ -190,7 +190,8 @@ async def run_entries(
     chosen = set(contestants)
     model = native_model(settings) if chosen & {"native", "text", "prompting"} else None
     formats = {
-        "toolplan": settings,
+        # each planner in its own format, whatever the default is (Python since issue 43)
+        "toolplan": replace(settings, planner=replace(settings.planner, plan_format="json")),
         "python": replace(settings, planner=replace(settings.planner, plan_format="python")),
     }
     rows = []

@@ -170,7 +170,10 @@ def test_a_run_at_the_smallest_size(
 ) -> None:
     with FakeOpenAIServer(api_key="unused") as server:
         server.script([_server_for({"number": plan_number}, native)] * 2)
-        code = _run_one(server, monkeypatch, tmp_path, TOOLPLAN_MAX_REPAIRS="0")
+        # the "toolplan" contestant is the JSON planner whatever the default format is
+        code = _run_one(
+            server, monkeypatch, tmp_path, TOOLPLAN_MAX_REPAIRS="0", TOOLPLAN_PLAN_FORMAT="python"
+        )
         requests = server.requests
     assert code == 0
     planning, asked = requests
