@@ -152,9 +152,15 @@ def effect_order(
     return order_edges(order, lambda s: catalog.step_effect(steps[s]), dependencies)
 
 
-def _step_dependencies(step: Step) -> list[str]:
+def _step_references(step: Step) -> list[Template]:
+    """The templates in ``step``'s parameters (and its fallback's) that name a step (not
+    ``{{$item}}``)."""
     fallback = step.fallback.parameters if step.fallback is not None else None
-    named = [t.step for t in find_templates([step.parameters, fallback]) if not t.is_loop]
+    return [t for t in find_templates([step.parameters, fallback]) if not t.is_loop]
+
+
+def _step_dependencies(step: Step) -> list[str]:
+    named = [t.step for t in _step_references(step)]
     return list(dict.fromkeys([*step.depends_on, *control_references(step), *named]))
 
 
@@ -326,11 +332,7 @@ def _cycle_message(cycle: list[str], first: Step) -> str:
     message = "dependency cycle: " + " -> ".join(cycle)
     if len(cycle) != 2:
         return message
-    own = [
-        t.text
-        for t in find_templates([first.parameters, first.fallback and first.fallback.parameters])
-        if not t.is_loop and t.step == first.id
-    ]
+    own = [t.text for t in _step_references(first) if t.step == first.id]
     if own:
         return (
             f"{message}: step {first.id!r} uses its own output ({', '.join(map(repr, own))}); "
@@ -446,10 +448,8 @@ def analyze(
                     f"(steps: {', '.join(ids)}){_close(dep, ids)}",
                     step.id,
                 )
-        for template in find_templates(
-            [step.parameters, step.fallback and step.fallback.parameters]
-        ):
-            if not template.is_loop and template.step not in ids:
+        for template in _step_references(step):
+            if template.step not in ids:
                 problem(
                     "reference",
                     f"{where}: template {template.text!r} references unknown step "
