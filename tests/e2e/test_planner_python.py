@@ -164,7 +164,8 @@ async def test_a_loop_over_an_object_holding_one_list_goes_over_the_list(
     else:
         assert outcome.llm_calls == 2 and outcome.changes == []
         repair = server.requests[1]["messages"][-1]["content"].split("Problems:")[1]
-        assert "the list is under 'blogs': listBlogs[\"blogs\"]" in repair, repair
+        # the loop's source as written: the id the reader gave it is no name in the text
+        assert "the list is under 'blogs': listBlogs(authorId='a1')[\"blogs\"]" in repair, repair
 
 
 async def test_python_is_the_default_and_a_json_answer_is_still_read(

@@ -421,3 +421,49 @@ def test_a_list_of_calls_is_refused_saying_to_write_each_call() -> None:
     (problem,) = problems("[roll_die(sides=6), roll_die(sides=20)]\n")
     assert problem.startswith("line 1, column 1: the list [roll_die(sides=6), roll_die(sides=20)]")
     assert problem.endswith("write each call as a statement of its own")
+
+
+def test_a_problem_names_each_step_as_the_text_does() -> None:
+    """A problem's steps are said as the model can write them: a bound name, a bare call's id,
+    and a nested call as written (its id is in no line of the text; NESTFUL glaive-42 and -152
+    wrote the id they were shown and were told it is not defined)."""
+    from toolplan.errors import ValidationIssue
+    from toolplan.plan_format.python_plan import read_python_plan
+    from toolplan.plan_format.python_print import in_python
+
+    text = (
+        'r = calculate_route(start="a", end="b")\n'
+        'r = calculate_route(start="b", end="c")\n'
+        'calculate_pace(distance=calculate_route(start="c", end="d"), time=r["time"])\n'
+        "calculate_pace(distance=1, time=2)\n"
+        f'roll_die(sides=calculate_route(start="{"x" * 200}", end="y")["distance"])\n'
+    )
+    sources = read_python_plan(text).sources
+    ids = list(sources)
+    assert ids == ["r", "r_2", "calculate_route", "calculate_pace", "calculate_pace_2",
+                   "calculate_route_2", "roll_die"]  # fmt: skip
+
+    def said(step: str, message: str) -> str:
+        return in_python(ValidationIssue("types", message, step), sources).message
+
+    about_pace = said(
+        "calculate_pace",
+        "step 'calculate_pace' of tool 'calculate_pace': argument 'distance' takes a number, "
+        "but '{{calculate_route}}' is an object; use a field of it: {{calculate_route.distance}}"
+        " (step 'calculate_route' (calculate_route) returns it), not {{r_2.time}}",
+    )
+    where, problem = about_pace.split("): ", 1)
+    assert where.startswith("line 3, column 1 (calculate_pace(distance=calculate_route(")
+    assert problem == (
+        "argument 'distance' takes a number, but "
+        "'calculate_route(start='c', end='d')' is an object; use a field of it: "
+        "calculate_route(start='c', end='d')[\"distance\"] "
+        "(calculate_route(start='c', end='d') returns it), not r[\"time\"]"
+    )
+    # a bare call's output is read by its id (the reader takes it), so the id is said
+    assert said("r", "{{calculate_pace_2.pace}}").endswith('calculate_pace_2["pace"]')
+    assert said("r", "{{calculate_pace.pace}}").endswith('calculate_pace["pace"]')
+    # a call too long to repeat is named by its tool
+    assert said("roll_die", "{{calculate_route_2.distance}}").endswith(
+        'calculate_route(...)["distance"]'
+    )

@@ -5,11 +5,14 @@ agent graphs, streamed as a model server streams."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 from langchain_core.messages import BaseMessage
+from langchain_core.tools import tool
+from typing_extensions import TypedDict
 
 from toolplan import AsyncToolplan, FunctionModel, ModelRequest, PlanDeclined, TestModel, Toolplan
 from toolplan.config import Settings
@@ -133,6 +136,57 @@ def test_a_function_models_json_plan_and_a_repair(tmp_path: Path) -> None:
     first, repair = asked
     assert first.plan_format == "json" and first.schema is not None and not first.problems
     assert "get_wether" in repair.problems[0]
+
+
+class _Bmi(TypedDict):
+    BMI: float
+
+
+@tool
+def calculate_BMI(weight: float, height: float) -> _Bmi:  # NESTFUL's spelling
+    """Body mass index of a weight in kg and a height in m."""
+    return {"BMI": round(weight / height**2, 1)}
+
+
+@tool
+def generate_barcode(data: str) -> str:
+    """A barcode of the text."""
+    return f"|{data}|"
+
+
+def test_a_nested_calls_problem_names_it_as_written_and_its_fix_reads(tmp_path: Path) -> None:
+    """NESTFUL glaive-42: the repair told the model to write ``calculate_BMI_2["BMI"]``, the id
+    the reader gave a call nested in an argument, which the text never says; the model wrote it
+    and was told the name is not defined. The problem now says the call as written and how
+    Python makes a value text; the model that writes the fix given gets a plan."""
+    first = "calculate_BMI(80, 1.8)\ngenerate_barcode(str(calculate_BMI(70, 1.75)))\n"
+    repairs: list[str] = []
+
+    def answer(messages: list[BaseMessage], request: ModelRequest) -> Any:
+        if not request.problems:
+            return first
+        said = str(messages[-1].content)
+        repairs.append(said)
+        fix = re.search(r"as text: (str\(.+\))$", said, re.MULTILINE)
+        assert fix is not None, said
+        return f"calculate_BMI(80, 1.8)\ngenerate_barcode({fix.group(1)})\n"
+
+    with Toolplan(
+        settings=settings(tmp_path),
+        model=FunctionModel(answer),
+        tools=[calculate_BMI, generate_barcode],
+    ) as tp:
+        outcome = tp.plan("Barcode the BMI of 70 kg at 1.75 m")
+    (said,) = repairs
+    assert "calculate_BMI_2" not in said
+    assert "line 2, column 1 (generate_barcode(str(calculate_BMI(70, 1.75)))): argument" in said
+    assert 'as text: str(calculate_BMI(70, 1.75)["BMI"])' in said
+    assert outcome.status == "planned" and outcome.llm_calls == 2
+    steps = [(s["id"], s["tool"], s["parameters"]) for s in outcome.plan["steps"]]
+    assert steps[1:] == [
+        ("calculate_BMI_2", "calculate_BMI", {"weight": 70, "height": 1.75}),
+        ("generate_barcode", "generate_barcode", {"data": "{{calculate_BMI_2.BMI}}"}),
+    ]
 
 
 def test_the_answer_streams_step_by_step(tmp_path: Path) -> None:

@@ -172,7 +172,7 @@ def test_a_key_with_spaces_or_dots_is_named_quoted() -> None:
     assert references({"p": f"x {text}"}) == {"rate"}
     with pytest.raises(TemplateError) as caught:
         resolve({"p": '{{rate["weather.current"].humidity}}'}, OUTPUTS)
-    assert 'missing key \'humidity\' in the output of \'rate["weather.current"]\'' in str(
+    assert "missing key 'humidity' in the output of 'rate[\"weather.current\"]'" in str(
         caught.value
     )
 

@@ -139,7 +139,7 @@ class Plan(BaseModel):
 
     reasoning: str | None = Field(default=None, description="Why the planner chose these steps.")
     steps: list[Step] = Field(description="The tool calls, in any order.")
-    _python_sources: dict[str, tuple[int, int, str]] = PrivateAttr(default_factory=dict)
+    _python_sources: dict[str, tuple[int, int, str, str]] = PrivateAttr(default_factory=dict)
     """For a plan read from Python: each step's line, column and call as written (never
     stored; problems found later are said in Python with it)."""
     output_steps: list[str] | None = Field(
@@ -149,7 +149,7 @@ class Plan(BaseModel):
     )
 
     @property
-    def python_sources(self) -> dict[str, tuple[int, int, str]]:
+    def python_sources(self) -> dict[str, tuple[int, int, str, str]]:
         """For a plan read from Python: where each step was written (line, column, call);
         empty otherwise."""
         return self._python_sources

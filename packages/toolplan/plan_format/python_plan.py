@@ -155,9 +155,11 @@ class PythonReader:
     max_steps: int | None = None
     steps: list[dict[str, Any]] = field(default_factory=list)
     issues: list[ValidationIssue] = field(default_factory=list)
-    sources: dict[str, tuple[int, int, str]] = field(default_factory=dict)
-    """Each step's line, column and call as written in the text (for problems found later,
-    said in the plan's own language: :func:`~toolplan.plan_format.python_print.in_python`)."""
+    sources: dict[str, tuple[int, int, str, str]] = field(default_factory=dict)
+    """Each step's line, column and call as written in the text, and how the text names its
+    output (its name; or the call itself, for a call nested in an argument, whose id the text
+    never says). For problems found later, said in the plan's own language
+    (:func:`~toolplan.plan_format.python_print.in_python`)."""
     stopped: bool = False
     """Reading stopped (the step limit, or a problem of the text itself)."""
     restarts: int = 0
@@ -408,6 +410,8 @@ class PythonReader:
         already keeps its meaning."""
         if not self._in_loop and step_id not in self._names:
             self._names[step_id] = StepName(step_id)
+            line, column, call, _ = self.sources[step_id]
+            self.sources[step_id] = (line, column, call, step_id)
 
     def comprehension_step(self, node: ast.ListComp, name: str | None) -> str:
         if len(node.generators) != 1:
@@ -506,7 +510,7 @@ class PythonReader:
         if self._when is not None:
             step["when"] = self._when
         self.steps.append(step)
-        self.sources[step_id] = (node.lineno, node.col_offset + 1, shown(node))
+        self.sources[step_id] = (node.lineno, node.col_offset + 1, shown(node), name or _said(node))
         if key is not None:
             assert tool is not None
             self._reads[key] = (step_id, self._write_counts(tool))
@@ -587,3 +591,17 @@ def _close(name: str, known: Mapping[str, Any]) -> str:
         return "; did you mean " + " or ".join(map(repr, close)) + "?"
     listed = list(known)[:15]
     return "; tools: " + (", ".join(listed) or "none") + (" ..." if len(known) > 15 else "")
+
+
+_SAID_CHARS = 120
+"""The longest call a problem repeats as written; a longer one is named by its tool."""
+
+
+def _said(node: ast.Call) -> str:
+    """How the text names the output of a call no name is bound to: the call as written, which
+    a problem can show inside a fix (``str(route(a="NY")["distance"])``); too long a call is
+    shortened to its tool (``route(...)``), which a model reads as "bind it to a name"."""
+    text = ast.unparse(node)
+    if len(text) <= _SAID_CHARS:
+        return text
+    return f"{ast.unparse(node.func)}(...)"

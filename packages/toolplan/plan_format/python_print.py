@@ -85,16 +85,20 @@ def render_python_plan(plan: Plan) -> str:
     return "\n".join(lines) + "\n"
 
 
-def python_message(message: str) -> str:
+def python_message(message: str, names: Mapping[str, str] | None = None) -> str:
     """A problem said in the Python form: each ``"{{step.path}}"`` in it written as the Python
     that means it (``step["path"]``), quotes and all (a model that writes Python copies a
-    suggestion into its call as a string otherwise)."""
+    suggestion into its call as a string otherwise); a value shown inside a sentence as
+    ``str(...)``, which is how Python makes it text. ``names`` says how the text names a step
+    whose id it never wrote (a nested call: the call itself)."""
+    message = _SENTENCE.sub(r"as text: str(\1)", message)
+    writer = _Writer(names or {})
     out: list[str] = []
     position = 0
     for start, end in template_spans(message):
-        expression = template_expression(message[start:end])
-        if expression is None:
+        if exact_template(message[start:end]) is None:
             continue  # not one template: left as written
+        expression = writer.expression(message[start:end])
         if start > position and message[start - 1] == '"':
             start -= 1
         if end < len(message) and message[end] == '"':
@@ -104,13 +108,21 @@ def python_message(message: str) -> str:
     return "".join(out) + message[position:]
 
 
-_STEP_PREFIX = re.compile(r"^step '([^']*)'(?: fallback)?:\s*")
+_SENTENCE = re.compile(
+    r'inside a sentence, where any value becomes text: "\.\.\. (\{\{[^"{}]*\}\}) \.\.\."'
+)
+"""The validator's way of making a value text (a template inside a string), which Python says
+with ``str()``."""
+
+_STEP_PREFIX = re.compile(r"^step '([^']*)'(?: fallback)?(?: of tool '[^']*')?:\s*")
+_STEP_MENTION = re.compile(r"\bstep '([^']*)'(?: \([^()]*\))?")
 
 
 def in_python(issue: ValidationIssue, sources: Mapping[str, Sequence[Any]]) -> ValidationIssue:
     """A validation problem of a plan read from Python, said in Python: where the step it is
     about was written (``line 3, column 9``, and the call as written) instead of its id, and
-    its templates as expressions. ``sources`` holds each step's line, column and call
+    its templates as expressions, each step named as the text names it. ``sources`` holds each
+    step's line, column, call and name
     (:attr:`~toolplan.plan_format.python_plan.PythonReader.sources`)."""
     message = issue.message
     source = sources.get(issue.step) if issue.step is not None else None
@@ -124,7 +136,14 @@ def in_python(issue: ValidationIssue, sources: Mapping[str, Sequence[Any]]) -> V
         message = f"line {line}, column {column} ({call}{fallback}): " + _STEP_PREFIX.sub(
             "", message
         )
-    return ValidationIssue(issue.code, python_message(message), issue.step)
+    names = {
+        step: str(where[3])
+        for step, where in sources.items()
+        if len(where) > 3 and where[3] != step
+    }
+    if names:  # "step 'route_2' (route)": a call nobody named, as written
+        message = _STEP_MENTION.sub(lambda m: names.get(m.group(1), m.group(0)), message)
+    return ValidationIssue(issue.code, python_message(message, names), issue.step)
 
 
 def said_in_python(invalid: PlanInvalid, plan: Plan) -> PlanInvalid:

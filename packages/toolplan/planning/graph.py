@@ -407,6 +407,7 @@ async def _judge(
     when it passed, the plan and its analysis."""
     reading_errors = list(reading_errors)
     unreadable = set(state.get("unreadable") or [])
+    sources = state.get("sources") or {}
     try:
         # the input limits first: the model's plan is input like any other, and a limit it
         # breaks is a problem it can fix, reported with the others
@@ -428,7 +429,6 @@ async def _judge(
     except PlanInvalid as invalid:
         # every problem of every step at once; the argument checks of a step whose parameters
         # could not be read would only repeat that problem
-        sources = state.get("sources") or {}
         found = [
             in_python(issue, sources).message if sources else issue.message
             for issue in invalid.issues
@@ -441,7 +441,9 @@ async def _judge(
     # language. The request is what literals may come from.
     issues = check_grounding(plan, ctx.catalog, state["query"], context=state.get("context"))
     issues += check_conditions(plan, ctx.catalog)
-    reading_errors += [issue.message for issue in issues]
+    reading_errors += [
+        in_python(issue, sources).message if sources else issue.message for issue in issues
+    ]
     if reading_errors:
         return {"errors": reading_errors}, None
     return {"errors": []}, (plan, analysis)

@@ -174,7 +174,7 @@ class PlanReading:
     """Ids of steps whose ``parameters`` could not be read (kept with empty parameters)."""
     changes: list[Change] = field(default_factory=list)
     """What the format rules changed while reading (:mod:`toolplan.planning.rewrites`)."""
-    sources: dict[str, tuple[int, int, str]] = field(default_factory=dict)
+    sources: dict[str, tuple[int, int, str, str]] = field(default_factory=dict)
     """For a Python answer: where each step was written (line, column, call)."""
 
 
