@@ -174,6 +174,35 @@ def test_literal_arguments_are_checked_against_schema(
     assert any(fragment in m for m in issues_of(data))
 
 
+@pytest.mark.parametrize(
+    ("given", "suggested"),
+    [
+        ("locaton", "location"),
+        ("numAdults", "number_of_adults"),
+        ("city", "city_name"),
+        ("number_of_days", None),  # says something else: no suggestion
+        ("days", None),
+    ],
+)
+def test_an_unknown_argument_is_told_a_close_name_only_when_it_is_spelled_alike(
+    given: str, suggested: str | None
+) -> None:
+    """``number_of_days`` for a tool taking ``number_of_adults`` was told "did you mean
+    'number_of_adults'?", and the real model put the days there (NESTFUL sgd-29)."""
+    from toolplan.validation.dag import check_arguments
+
+    properties = {
+        name: {"type": "string"} for name in ("location", "number_of_adults", "city_name")
+    }
+    schema = {"type": "object", "properties": properties}
+    (issue,) = check_arguments("step 's'", "search", {given: "x"}, schema)
+    assert issue.message.startswith(f"step 's': unknown argument {given!r} for tool 'search'")
+    if suggested is None:
+        assert "did you mean" not in issue.message
+    else:
+        assert issue.message.endswith(f"; did you mean {suggested!r}?")
+
+
 def test_enum_and_number_types() -> None:
     data = steps(
         {

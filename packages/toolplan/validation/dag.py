@@ -211,6 +211,39 @@ def _close(name: str, known: Iterable[str]) -> str:
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
+def _close_argument(name: str, known: Iterable[str]) -> str:
+    """A close argument name, when the two differ in spelling only (``locaton``, ``userName``
+    for ``user_name``, ``city`` for ``city_name``); never one that says something else:
+    ``number_of_days`` is not ``number_of_adults``, and the real model, told it might be, put
+    the days there (NESTFUL sgd-29)."""
+    for candidate in difflib.get_close_matches(name, list(known), n=3, cutoff=0.6):
+        if _spelled_alike(name, candidate):
+            return f"; did you mean {candidate!r}?"
+    return ""
+
+
+def _spelled_alike(given: str, candidate: str) -> bool:
+    """Every word of ``given`` is, give or take a typo or an abbreviation, a word of
+    ``candidate``."""
+    words, theirs = _words(given), _words(candidate)
+    if "".join(words) == "".join(theirs):
+        return True
+    return all(any(_alike(word, other) for other in theirs) for word in words)
+
+
+def _alike(word: str, other: str) -> bool:
+    """One word the other, misspelled (``adress``) or cut short (``num``)."""
+    if len(word) >= 3 and len(other) >= 3 and (other.startswith(word) or word.startswith(other)):
+        return True
+    return difflib.SequenceMatcher(None, word, other).ratio() >= 0.75
+
+
+def _words(name: str) -> list[str]:
+    """``numberOfDays`` and ``number_of_days`` both as ``number``, ``of``, ``days``."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
+    return [word.lower() for word in re.split(r"[\s_\-.]+", spaced) if word]
+
+
 def check_arguments(
     where: str, tool: str, parameters: Any, schema: Mapping[str, Any]
 ) -> list[ValidationIssue]:
@@ -252,7 +285,7 @@ def check_arguments(
                     ValidationIssue(
                         "arguments",
                         f"{where}: unknown argument {name!r} for tool {tool!r} "
-                        f"(it takes: {known}){_close(name, properties)}",
+                        f"(it takes: {known}){_close_argument(name, properties)}",
                     )
                 )
             continue
