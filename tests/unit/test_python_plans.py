@@ -75,6 +75,15 @@ def test_positional_arguments_follow_the_signature() -> None:
     [message] = refused('get_weather("Madrid", "metric", 3)')
     assert message.startswith("line 1, column 33:")
     assert "get_weather takes 2 arguments (location, units), and 3 were given" in message
+    # the fix written out: told only the counts, the real model gave ten for eight again
+    assert message.endswith(
+        "; by name, the positions mean get_weather(location='Madrid', units='metric'), "
+        "and 3 matches no argument: leave it out"
+    )
+    [message] = refused(f'get_weather("{"x" * 500}", "metric", 3)')
+    assert message.endswith(
+        "; write each argument by name, and leave out what the tool does not take"
+    )
     # without a catalog there is no order to read them in
     [message] = refused('get_weather("Madrid")', signatures=None)
     assert "write get_weather's arguments by name" in message

@@ -467,3 +467,29 @@ def test_a_problem_names_each_step_as_the_text_does() -> None:
     assert said("roll_die", "{{calculate_route_2.distance}}").endswith(
         'calculate_route(...)["distance"]'
     )
+
+
+def test_a_problem_about_an_argument_given_by_position_says_its_place() -> None:
+    """The real model gave a party size third, where the signature has the price range, and
+    repeated it told only that the value is not one of the price ranges (NESTFUL sgd-11)."""
+    from toolplan.plan_format.python_print import in_python
+    from toolplan.validation import analyze
+
+    reading = read_python_answer(
+        'repeat(3, "x")\nrepeat("twice", "y")\nrepeat(text=4, times=2)\nrepeat("once")\n',
+        CATALOG,
+    )
+    assert reading.data is not None
+    with pytest.raises(PlanInvalid) as invalid:
+        analyze(parse_plan(reading.data), CATALOG)
+    said = [in_python(issue, reading.sources).message for issue in invalid.value.issues]
+    assert said == [
+        "line 2, column 1 (repeat('twice', 'y')): argument 'times' (the 1st given by position: "
+        "write each argument by name) of tool 'repeat' is invalid: 'twice' is not of type "
+        "'integer'",
+        "line 3, column 1 (repeat(text=4, times=2)): argument 'text' of tool 'repeat' is invalid: "
+        "4 is not of type 'string'; write \"4\" (a string, in quotes)",
+        # one argument by position cannot be in the wrong place
+        "line 4, column 1 (repeat('once')): argument 'times' of tool 'repeat' is invalid: "
+        "'once' is not of type 'integer'",
+    ]

@@ -23,6 +23,7 @@ from toolplan.errors import InvalidInput, PlanInvalid, ValidationIssue
 from toolplan.plan_format.limits import InputLimits, check_json, decode_utf8, parse_json_text
 
 if TYPE_CHECKING:
+    from toolplan.plan_format.python_plan import Written
     from toolplan.plan_format.python_tools import PythonTools
 
 __all__ = [
@@ -139,7 +140,7 @@ class Plan(BaseModel):
 
     reasoning: str | None = Field(default=None, description="Why the planner chose these steps.")
     steps: list[Step] = Field(description="The tool calls, in any order.")
-    _python_sources: dict[str, tuple[int, int, str, str]] = PrivateAttr(default_factory=dict)
+    _python_sources: dict[str, Written] = PrivateAttr(default_factory=dict)
     """For a plan read from Python: each step's line, column and call as written (never
     stored; problems found later are said in Python with it)."""
     output_steps: list[str] | None = Field(
@@ -149,7 +150,7 @@ class Plan(BaseModel):
     )
 
     @property
-    def python_sources(self) -> dict[str, tuple[int, int, str, str]]:
+    def python_sources(self) -> dict[str, Written]:
         """For a plan read from Python: where each step was written (line, column, call);
         empty otherwise."""
         return self._python_sources

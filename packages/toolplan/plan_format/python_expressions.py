@@ -365,7 +365,8 @@ class ExpressionReader:
                 raise Refused(
                     node.args[len(order)],
                     f"{called} takes {len(order)} argument{'s' if len(order) != 1 else ''} "
-                    f"({', '.join(order) or 'none'}), and {len(node.args)} were given by position",
+                    f"({', '.join(order) or 'none'}), and {len(node.args)} were given by position"
+                    + _by_name(called, order, node.args),
                 )
             for parameter, arg in zip(order, node.args, strict=False):
                 parameters[parameter] = self.value(arg, _schema(tool, parameter))
@@ -378,6 +379,25 @@ class ExpressionReader:
                 keyword_arg.value, _schema(tool, keyword_arg.arg)
             )
         return parameters
+
+
+_SHOWN_CALL = 400
+"""The longest call a problem writes out by name; a longer one is left to the model."""
+
+
+def _by_name(called: str, order: Sequence[str], args: Sequence[ast.expr]) -> str:
+    """The call the positions mean, written by name, and the values no argument takes: a model
+    told only how many it gave wrote ten positions for eight again (NESTFUL sgd-27)."""
+    named = ", ".join(f"{name}={ast.unparse(arg)}" for name, arg in zip(order, args, strict=False))
+    extra = ", ".join(ast.unparse(arg) for arg in args[len(order) :])
+    call = f"{called}({named})"
+    if len(call) + len(extra) > _SHOWN_CALL:
+        return "; write each argument by name, and leave out what the tool does not take"
+    one = len(args) - len(order) == 1
+    matches, them = ("matches", "it") if one else ("match", "them")
+    return (
+        f"; by name, the positions mean {call}, and {extra} {matches} no argument: leave {them} out"
+    )
 
 
 def _items(schema: Mapping[str, Any] | None) -> Mapping[str, Any] | None:

@@ -54,7 +54,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from toolplan.errors import PlanInvalid, ValidationIssue
 from toolplan.plan_format.limits import InputLimits
@@ -82,10 +82,25 @@ from toolplan.plan_format.python_tools import PythonTool, PythonTools
 from toolplan.plan_format.python_values import size_of
 from toolplan.plan_format.templates import INDEX, ITEM
 
-__all__ = ["PythonReader", "parse_python_plan", "read_python_plan"]
+__all__ = ["PythonReader", "Written", "parse_python_plan", "read_python_plan"]
 
 
 _NOT_ID = re.compile(r"[^A-Za-z0-9_]")
+
+
+class Written(NamedTuple):
+    """Where a step was written, and how the text names it: for problems found after reading,
+    said in the plan's own language (:func:`~toolplan.plan_format.python_print.in_python`)."""
+
+    line: int
+    column: int
+    call: str
+    """The call as written, shortened for a message."""
+    name: str
+    """How the text names the step's output: its name, a bare call's id, or, for a call nested
+    in an argument (whose id the text never says), the call itself."""
+    positional: tuple[str, ...] = ()
+    """The arguments given by position, in order."""
 
 
 class _Stop(Exception):
@@ -155,11 +170,8 @@ class PythonReader:
     max_steps: int | None = None
     steps: list[dict[str, Any]] = field(default_factory=list)
     issues: list[ValidationIssue] = field(default_factory=list)
-    sources: dict[str, tuple[int, int, str, str]] = field(default_factory=dict)
-    """Each step's line, column and call as written in the text, and how the text names its
-    output (its name; or the call itself, for a call nested in an argument, whose id the text
-    never says). For problems found later, said in the plan's own language
-    (:func:`~toolplan.plan_format.python_print.in_python`)."""
+    sources: dict[str, Written] = field(default_factory=dict)
+    """Where each step was written and how the text names it."""
     stopped: bool = False
     """Reading stopped (the step limit, or a problem of the text itself)."""
     restarts: int = 0
@@ -410,8 +422,7 @@ class PythonReader:
         already keeps its meaning."""
         if not self._in_loop and step_id not in self._names:
             self._names[step_id] = StepName(step_id)
-            line, column, call, _ = self.sources[step_id]
-            self.sources[step_id] = (line, column, call, step_id)
+            self.sources[step_id] = self.sources[step_id]._replace(name=step_id)
 
     def comprehension_step(self, node: ast.ListComp, name: str | None) -> str:
         if len(node.generators) != 1:
@@ -510,7 +521,13 @@ class PythonReader:
         if self._when is not None:
             step["when"] = self._when
         self.steps.append(step)
-        self.sources[step_id] = (node.lineno, node.col_offset + 1, shown(node), name or _said(node))
+        self.sources[step_id] = Written(
+            node.lineno,
+            node.col_offset + 1,
+            shown(node),
+            name or _said(node),
+            tuple(tool.parameters[: len(node.args)]) if tool is not None else (),
+        )
         if key is not None:
             assert tool is not None
             self._reads[key] = (step_id, self._write_counts(tool))

@@ -121,9 +121,9 @@ _STEP_MENTION = re.compile(r"\bstep '([^']*)'(?: \([^()]*\))?")
 def in_python(issue: ValidationIssue, sources: Mapping[str, Sequence[Any]]) -> ValidationIssue:
     """A validation problem of a plan read from Python, said in Python: where the step it is
     about was written (``line 3, column 9``, and the call as written) instead of its id, and
-    its templates as expressions, each step named as the text names it. ``sources`` holds each
-    step's line, column, call and name
-    (:attr:`~toolplan.plan_format.python_plan.PythonReader.sources`)."""
+    its templates as expressions, each step named as the text names it; about an argument given
+    by position, its place. ``sources`` holds where each step was written and how the text
+    names it (:class:`~toolplan.plan_format.python_plan.Written`, or the same as a list)."""
     message = issue.message
     source = sources.get(issue.step) if issue.step is not None else None
     if source is not None and not message.startswith("line "):
@@ -136,6 +136,8 @@ def in_python(issue: ValidationIssue, sources: Mapping[str, Sequence[Any]]) -> V
         message = f"line {line}, column {column} ({call}{fallback}): " + _STEP_PREFIX.sub(
             "", message
         )
+        if not fallback:
+            message = _by_position(message, source[4] if len(source) > 4 else ())
     names = {
         step: str(where[3])
         for step, where in sources.items()
@@ -144,6 +146,29 @@ def in_python(issue: ValidationIssue, sources: Mapping[str, Sequence[Any]]) -> V
     if names:  # "step 'route_2' (route)": a call nobody named, as written
         message = _STEP_MENTION.sub(lambda m: names.get(m.group(1), m.group(0)), message)
     return ValidationIssue(issue.code, python_message(message, names), issue.step)
+
+
+_ARGUMENT = re.compile(r"(?<!missing required )(?<!unknown )\bargument '([^']*)'")
+
+
+def _by_position(message: str, positional: Sequence[str]) -> str:
+    """``message``, about an argument the call gave by position among others, with the
+    argument's place and to write each argument by name (the real model gave a party size
+    third, where the signature has the price range, and repeated it told only that the value is
+    not one of the price ranges: NESTFUL sgd-11). One positional argument cannot be misplaced."""
+    found = _ARGUMENT.search(message)
+    if found is None or len(positional) < 2 or found.group(1) not in positional:
+        return message
+    place = _ordinal(list(positional).index(found.group(1)) + 1)
+    note = f" (the {place} given by position: write each argument by name)"
+    return message[: found.end()] + note + message[found.end() :]
+
+
+def _ordinal(number: int) -> str:
+    suffix = (
+        "th" if 10 <= number % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(number % 10, "th")
+    )
+    return f"{number}{suffix}"
 
 
 def said_in_python(invalid: PlanInvalid, plan: Plan) -> PlanInvalid:

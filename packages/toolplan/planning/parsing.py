@@ -28,7 +28,7 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage
 from pydantic import BaseModel
@@ -38,6 +38,9 @@ from toolplan.errors import ValidationIssue
 from toolplan.planning.fillers import drop_fillers
 from toolplan.planning.rewrites import Change, shown, step_changes
 from toolplan.tools.catalog import ToolCatalog
+
+if TYPE_CHECKING:
+    from toolplan.plan_format.python_plan import Written
 
 __all__ = [
     "PlanReading",
@@ -174,7 +177,7 @@ class PlanReading:
     """Ids of steps whose ``parameters`` could not be read (kept with empty parameters)."""
     changes: list[Change] = field(default_factory=list)
     """What the format rules changed while reading (:mod:`toolplan.planning.rewrites`)."""
-    sources: dict[str, tuple[int, int, str, str]] = field(default_factory=dict)
+    sources: dict[str, Written] = field(default_factory=dict)
     """For a Python answer: where each step was written (line, column, call)."""
 
 
