@@ -274,6 +274,7 @@ def test_other_requests_answer_while_the_api_refuses_a_hostile_answer(
             outcome["body"] = planner.gql(
                 "mutation($q: String!) { runQuery(query: $q) { requestId } }",
                 {"q": "Roll a die"},
+                timeout=300,  # the refusal reads 16,000 calls: slow on a busy machine, not stuck
             )
 
         running = threading.Thread(target=plan)
