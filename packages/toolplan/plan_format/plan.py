@@ -141,8 +141,8 @@ class Plan(BaseModel):
     reasoning: str | None = Field(default=None, description="Why the planner chose these steps.")
     steps: list[Step] = Field(description="The tool calls, in any order.")
     _python_sources: dict[str, Written] = PrivateAttr(default_factory=dict)
-    """For a plan read from Python: each step's line, column and call as written (never
-    stored; problems found later are said in Python with it)."""
+    """For a plan read from Python: where each step was written and how the text names it
+    (never stored; problems found later are said in Python with it)."""
     output_steps: list[str] | None = Field(
         default=None,
         alias="outputSteps",
@@ -151,8 +151,8 @@ class Plan(BaseModel):
 
     @property
     def python_sources(self) -> dict[str, Written]:
-        """For a plan read from Python: where each step was written (line, column, call);
-        empty otherwise."""
+        """For a plan read from Python: where each step was written and how the text names it
+        (:class:`~toolplan.plan_format.python_plan.Written`); empty otherwise."""
         return self._python_sources
 
     @property

@@ -178,7 +178,7 @@ class PlanReading:
     changes: list[Change] = field(default_factory=list)
     """What the format rules changed while reading (:mod:`toolplan.planning.rewrites`)."""
     sources: dict[str, Written] = field(default_factory=dict)
-    """For a Python answer: where each step was written (line, column, call)."""
+    """For a Python answer: where each step was written and how the text names it."""
 
 
 def _fragment(text: str, position: int, width: int = 40) -> str:
