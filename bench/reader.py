@@ -1,7 +1,9 @@
 """The plan reader's cost per statement (issue 50): a Python answer read whole, and streamed 4
 characters at a time (the same :class:`~toolplan.planning.python_format.PythonAnswerReader`), and
 a JSON plan of the same steps validated, for scale. CPU time (``time.process_time``), median of
-``repeats`` readings, in microseconds per statement."""
+``repeats`` readings, in microseconds per statement. Then hostile answers, each refused (its CPU
+in milliseconds): the unit tests hold that they are refused with their place, in bounded memory,
+and that the text past the step limit is not looked at; what it costs is measured here."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ import statistics
 import time
 from typing import Any
 
+from toolplan.errors import PlanInvalid
+from toolplan.plan_format.python_plan import parse_python_plan
 from toolplan.planning.python_format import PythonAnswerReader
 from toolplan.tools import load_tool_modules
 
@@ -63,7 +67,42 @@ async def run_reader(sizes: tuple[int, ...] = (10, 100, 1000), repeats: int = 5)
                 "streamedMsInAll": round(statistics.median(streamed) * 1000, 1),
             }
         )
-    return {"repeats": repeats, "chunk": 4, "rows": rows}
+    return {"repeats": repeats, "chunk": 4, "rows": rows, "hostile": _hostile(catalog, repeats)}
+
+
+_HOSTILE = {
+    "16,000 calls past a step limit of 50": 'createAuthor(name="A", email="a@x.io")\n' * 16_000,
+    "a number squared 23 times": "a0 = 7\n"
+    + "".join(f"a{i + 1} = a{i} * a{i}\n" for i in range(23))
+    + "listBlogs(authorId=str(a23))\n",
+    "a string doubled 27 times": 's0 = "xxxxxxxxxx"\n'
+    + "".join(f"s{i + 1} = s{i} + s{i}\n" for i in range(27))
+    + "listBlogs(authorId=s27)\n",
+    "a nesting 100,000 signs deep": "listBlogs(authorId=" + "-" * 100_000 + "1)\n",
+}
+
+
+def _hostile(catalog: Any, repeats: int) -> list[dict[str, Any]]:
+    rows = []
+    for name, text in _HOSTILE.items():
+        spent = []
+        for _ in range(repeats):
+            started = time.process_time()
+            try:
+                parse_python_plan(text, tools=catalog.python_tools, max_steps=50)
+            except PlanInvalid:
+                pass
+            else:
+                raise AssertionError(f"{name}: read, not refused")
+            spent.append(time.process_time() - started)
+        rows.append(
+            {
+                "input": name,
+                "characters": len(text),
+                "cpuMs": round(statistics.median(spent) * 1000, 2),
+            }
+        )
+    return rows
 
 
 if __name__ == "__main__":

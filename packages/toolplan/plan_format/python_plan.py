@@ -51,7 +51,7 @@ from __future__ import annotations
 import ast
 import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -143,8 +143,9 @@ def read_python_plan(
         _tools(tools, signatures), limits=limits or InputLimits(), max_steps=max_steps
     )
     splitter = SourceSplitter(fences=False, limits=reader.limits)
-    reader.take(splitter.feed(text))
-    reader.take(splitter.finish())
+    reader.take(splitter.events(text))  # taken until reading stops: the rest is not looked at
+    if not reader.stopped:
+        reader.take(splitter.finish())
     if reader.issues:
         raise PlanInvalid(reader.issues)
     return reader
@@ -205,8 +206,9 @@ class PythonReader:
 
     # -- what the source splitter tells ------------------------------------------------------
 
-    def take(self, events: Sequence[SourceEvent]) -> list[dict[str, Any]]:
-        """Read what the splitter found; the steps new since."""
+    def take(self, events: Iterable[SourceEvent]) -> list[dict[str, Any]]:
+        """Read what the splitter found, until reading stops (no further event is taken); the
+        steps new since."""
         new: list[dict[str, Any]] = []
         for event in events:
             if self.stopped:

@@ -19,6 +19,7 @@ around them ignored; an answer with no fence is code from its first line. A plan
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from toolplan.plan_format.limits import InputLimits
@@ -101,20 +102,24 @@ class SourceSplitter:
 
     def feed(self, chunk: str) -> list[SourceEvent]:
         """What ``chunk`` completes."""
+        return list(self.events(chunk))
+
+    def events(self, chunk: str) -> Iterator[SourceEvent]:
+        """What ``chunk`` completes, line by line as it is looked at: a caller that stops
+        taking them (its reading stopped, at the step limit) leaves the rest of ``chunk``
+        unlooked at, and must feed nothing more."""
         if self._stopped or not chunk:
-            return []
-        events: list[SourceEvent] = []
+            return
         self._size += len(chunk)
         if self._size > self.limits.max_plan_bytes:
             self._stopped = True
-            return [
-                SourceProblem(
-                    self._line + 1,
-                    1,
-                    f"the plan is longer than {self.limits.max_plan_bytes:,} characters "
-                    "(TOOLPLAN_MAX_PLAN_BYTES)",
-                )
-            ]
+            yield SourceProblem(
+                self._line + 1,
+                1,
+                f"the plan is longer than {self.limits.max_plan_bytes:,} characters "
+                "(TOOLPLAN_MAX_PLAN_BYTES)",
+            )
+            return
         start = 0
         while not self._stopped:
             end = chunk.find("\n", start)
@@ -123,8 +128,8 @@ class SourceSplitter:
                 break
             self._partial.append(chunk[start : end + 1])
             line, self._partial = "".join(self._partial), []
-            events += self._take(line)
             start = end + 1
+            yield from self._take(line)
         if self._partial and self._pending and self._in_code() and not self._stopped:
             # The line being written already begins the next statement: the pending one is
             # complete (looked at once: its first word, until that word is known).
@@ -134,8 +139,7 @@ class SourceSplitter:
                 and not self._continued
                 and _begins_statement(head, self._may_go_on())
             ):
-                events += self._flush()
-        return events
+                yield from self._flush()
 
     def _may_go_on(self) -> bool:
         """Whether the pending statement may take an ``else``/``except`` clause still."""

@@ -19,7 +19,7 @@ import copy
 import json
 import keyword
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -199,14 +199,22 @@ class PythonAnswerReader:
         its last statement too, as :meth:`finish` reads it)."""
         if chunk.strip():
             self._seen = True
-        events = self.splitter.feed(chunk)
-        if final:
-            events += self.splitter.finish()
-        return self._read(events)
+        return self._read(self._events(chunk, final=final))
 
-    def _read(self, events: list[SourceEvent]) -> list[dict[str, Any]]:
+    def _events(self, chunk: str, *, final: bool) -> Iterator[SourceEvent]:
+        """What ``chunk`` completes, looked at only while reading goes on: once it stops (the
+        step limit, a problem of the text itself), the rest of the answer is not looked at."""
+        if self.reader.stopped:
+            return
+        yield from self.splitter.events(chunk)
+        if final and not self.reader.stopped:
+            yield from self.splitter.finish()
+
+    def _read(self, events: Iterable[SourceEvent]) -> list[dict[str, Any]]:
         new: list[dict[str, Any]] = []
         for event in events:
+            if self.reader.stopped:
+                break
             if isinstance(event, Restart):
                 self._comments, self._calls_by_block = [], {}
                 self.changes = [c for c in self.changes if c.rule != "tool_names"]
@@ -241,7 +249,7 @@ class PythonAnswerReader:
                 None,
                 [ValidationIssue("python", "the answer was empty: write the plan as Python calls")],
             )
-        self._read(self.splitter.finish())
+        self._read(self._events("", final=True))
         issues = [*self.reader.issues, *self._repeated_blocks()]
         if issues:
             return PlanReading(None, issues, changes=list(self.changes))
@@ -340,14 +348,16 @@ def respell_tool_names(code: str, tools: Iterable[str]) -> tuple[str, list[Chang
     name is respelled wherever it is read (a bare call's output is read by it). A name the code
     assigns is left alone. A code model writes Python's snake_case by habit, and on the
     project's sets asked again it wrote ``list_blogs`` three times over."""
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, RecursionError, MemoryError, ValueError):
-        return code, []
     known = set(tools)
     alike: dict[str, list[str]] = {}
     for tool in known:
         alike.setdefault(_spelling(tool), []).append(tool)
+    if not any(name not in known and _spelling(name) in alike for name in _CALLED.findall(code)):
+        return code, []  # nothing to respell: the statement is parsed once, by the reader
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, RecursionError, MemoryError, ValueError):
+        return code, []
     names = [node for node in ast.walk(tree) if isinstance(node, ast.Name)]
     assigned = {node.id for node in names if not isinstance(node.ctx, ast.Load)}
     called = {
@@ -373,6 +383,10 @@ def respell_tool_names(code: str, tools: Iterable[str]) -> tuple[str, list[Chang
             lines[line - 1] = (raw[:start] + respelled[name].encode() + raw[end:]).decode()
     changes = [Change("tool_names", None, before, after) for before, after in respelled.items()]
     return "\n".join(lines), changes
+
+
+_CALLED = re.compile(r"([^\W\d]\w*)\s*\(")
+"""What looks like a call's name (in strings too: a first look, which the parse settles)."""
 
 
 def _spelling(name: str) -> str:
