@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from toolplan.plan_format.names import name_words, starts_alike
 from toolplan.plan_format.plan import parse_plan
 from toolplan.plan_format.python_print import render_python_plan
 from toolplan.planning.scripted import Answer, ModelRequest, ScriptedModel
@@ -49,7 +50,6 @@ _TOKEN = re.compile(
     r"|(?P<number>-?\d+(?:\.\d+)?)"
     r"|(?P<word>\w+)"
 )
-_NAME_WORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 _MIN_PREFIX = 4
 
 
@@ -72,17 +72,8 @@ def _tokens(text: str) -> list[_Token]:
     return found
 
 
-def _name_words(name: str) -> list[str]:
-    return [word.lower() for word in _NAME_WORDS.findall(name)]
-
-
 def _matches(name_word: str, word: str) -> bool:
-    if not word:
-        return False
-    if name_word == word:
-        return True
-    short, long = sorted((name_word, word), key=len)
-    return len(short) >= _MIN_PREFIX and long.startswith(short)
+    return starts_alike(name_word, word, shortest=_MIN_PREFIX)
 
 
 def _first(words: list[str], name_word: str, start: int = 0) -> int | None:
@@ -96,7 +87,7 @@ def _chosen(catalog: ToolCatalog, words: list[str]) -> list[ToolInfo]:
     """The tools the request names, in the order it names them."""
     scored: list[tuple[float, int, int, ToolInfo]] = []
     for order, info in enumerate(catalog.infos()):
-        name = _name_words(info.name)
+        name = name_words(info.name)
         seen = [_first(words, word) for word in name]
         found = [index for index in seen if index is not None]
         if found and name:
@@ -217,7 +208,7 @@ class _Writer:
 
     def _stated(self, name: str, spec: Mapping[str, Any], used: set[int]) -> Any:
         """The token right after the argument's name in the request, if it fits."""
-        words = _name_words(name)
+        words = name_words(name)
         if not words:
             return None
         for start in range(len(self.words)):
@@ -235,12 +226,12 @@ class _Writer:
 
     def _flow(self, name: str) -> str | None:
         """``{{step._id}}`` for an ID argument named after what an earlier step's tool makes."""
-        words = _name_words(name)
+        words = name_words(name)
         if len(words) < 2 or not _is_id(name):
             return None
         noun = words[-2]
         for step, info in reversed(list(zip(self.steps, self.made_by, strict=True))):
-            if not any(_matches(noun, word) for word in _name_words(info.name)):
+            if not any(_matches(noun, word) for word in name_words(info.name)):
                 continue
             returned = (info.returns or {}).get("properties") or {}
             for key in ("_id", "id"):
@@ -257,7 +248,7 @@ class _Writer:
 
     def _named(self, info: ToolInfo) -> str | None:
         """The first capitalised word after the tool's last name word ("author Alice")."""
-        last = _name_words(info.name)[-1:]
+        last = name_words(info.name)[-1:]
         start = _first(self.words, last[0]) if last else None
         if start is None:
             return None
@@ -274,7 +265,7 @@ class _Writer:
         return None
 
     def _id(self, info: ToolInfo) -> str:
-        words = _name_words(info.name)
+        words = name_words(info.name)
         base = words[-1] if words else "step"
         if not base[:1].isalpha() or keyword.iskeyword(base):
             base = f"s_{base}"
@@ -301,7 +292,7 @@ class _Writer:
 
 def _is_id(name: str) -> bool:
     """Whether an argument takes an ID (``authorId``, ``blog_id``, ``id``)."""
-    words = _name_words(name)
+    words = name_words(name)
     return bool(words) and words[-1] == "id"
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from toolplan.errors import PlanInvalid, ValidationIssue
 from toolplan.plan_format.json_schema import accepted_types
+from toolplan.plan_format.names import name_words, starts_alike
 from toolplan.plan_format.plan import DEFAULT_MAX_ITEMS, DEFAULT_MAX_STEPS, Plan, Step
 from toolplan.plan_format.templates import (
     Template,
@@ -225,7 +226,7 @@ def _close_argument(name: str, known: Iterable[str]) -> str:
 def _spelled_alike(given: str, candidate: str) -> bool:
     """Every word of ``given`` is, give or take a typo or an abbreviation, a word of
     ``candidate``."""
-    words, theirs = _words(given), _words(candidate)
+    words, theirs = name_words(given), name_words(candidate)
     if "".join(words) == "".join(theirs):
         return True
     return all(any(_alike(word, other) for other in theirs) for word in words)
@@ -233,15 +234,10 @@ def _spelled_alike(given: str, candidate: str) -> bool:
 
 def _alike(word: str, other: str) -> bool:
     """One word the other, misspelled (``adress``) or cut short (``num``)."""
-    if len(word) >= 3 and len(other) >= 3 and (other.startswith(word) or word.startswith(other)):
-        return True
-    return difflib.SequenceMatcher(None, word, other).ratio() >= 0.75
-
-
-def _words(name: str) -> list[str]:
-    """``numberOfDays`` and ``number_of_days`` both as ``number``, ``of``, ``days``."""
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
-    return [word.lower() for word in re.split(r"[\s_\-.]+", spaced) if word]
+    return (
+        starts_alike(word, other, shortest=3)
+        or difflib.SequenceMatcher(None, word, other).ratio() >= 0.75
+    )
 
 
 def check_arguments(

@@ -1,0 +1,32 @@
+"""Names read as words (toolplan.plan_format.names): one reading for the validator's "did you
+mean" and the offline model's tool choice."""
+
+from __future__ import annotations
+
+import pytest
+
+from toolplan.plan_format.names import name_words, starts_alike
+
+
+@pytest.mark.parametrize(
+    ("name", "words"),
+    [
+        ("numberOfDays", ["number", "of", "days"]),
+        ("number_of_days", ["number", "of", "days"]),
+        ("NumberOfDays", ["number", "of", "days"]),
+        ("getHTTPResponse", ["get", "http", "response"]),
+        ("weather.get-forecast", ["weather", "get", "forecast"]),
+        ("sha256Hash", ["sha256", "hash"]),
+    ],
+)
+def test_a_name_reads_as_the_same_words_however_it_is_cased(name: str, words: list[str]) -> None:
+    assert name_words(name) == words
+
+
+def test_a_word_starts_alike_only_when_the_shorter_is_long_enough() -> None:
+    assert starts_alike("num", "number", shortest=3)
+    assert starts_alike("number", "num", shortest=3)
+    assert not starts_alike("num", "number", shortest=4)
+    assert starts_alike("id", "id", shortest=4)  # equal words, however short
+    assert not starts_alike("days", "adults", shortest=3)
+    assert not starts_alike("", "days", shortest=0)
