@@ -484,7 +484,7 @@ def test_a_problem_names_each_step_as_the_text_does() -> None:
                    "calculate_route_2", "roll_die"]  # fmt: skip
 
     def said(step: str, message: str) -> str:
-        return in_python(ValidationIssue("types", message, step), sources).message
+        return in_python([ValidationIssue("types", message, step)], sources)[0].message
 
     about_pace = said(
         "calculate_pace",
@@ -522,7 +522,7 @@ def test_a_problem_about_an_argument_given_by_position_says_its_place() -> None:
     assert reading.data is not None
     with pytest.raises(PlanInvalid) as invalid:
         analyze(parse_plan(reading.data), CATALOG)
-    said = [in_python(issue, reading.sources).message for issue in invalid.value.issues]
+    said = [issue.message for issue in in_python(invalid.value.issues, reading.sources)]
     assert said == [
         "line 2, column 1 (repeat('twice', 'y')): argument 'times' (the 1st given by position: "
         "write each argument by name) of tool 'repeat' is invalid: 'twice' is not of type "

@@ -9,7 +9,7 @@ import heapq
 import json
 import keyword
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from toolplan.errors import PlanInvalid, ValidationIssue
@@ -118,12 +118,25 @@ _STEP_PREFIX = re.compile(r"^step '([^']*)'(?: fallback)?(?: of tool '[^']*')?:\
 _STEP_MENTION = re.compile(r"\bstep '([^']*)'(?: \([^()]*\))?")
 
 
-def in_python(issue: ValidationIssue, sources: Mapping[str, Sequence[Any]]) -> ValidationIssue:
-    """A validation problem of a plan read from Python, said in Python: where the step it is
-    about was written (``line 3, column 9``, and the call as written) instead of its id, and
+def in_python(
+    issues: Iterable[ValidationIssue], sources: Mapping[str, Sequence[Any]]
+) -> list[ValidationIssue]:
+    """The validation problems of a plan read from Python, said in Python: where the step each
+    is about was written (``line 3, column 9``, and the call as written) instead of its id, and
     its templates as expressions, each step named as the text names it; about an argument given
     by position, its place. ``sources`` holds where each step was written and how the text
     names it (:class:`~toolplan.plan_format.python_plan.Written`, or the same as a list)."""
+    names = {
+        step: str(where[3])
+        for step, where in sources.items()
+        if len(where) > 3 and where[3] != step
+    }
+    return [_in_python(issue, sources, names) for issue in issues]
+
+
+def _in_python(
+    issue: ValidationIssue, sources: Mapping[str, Sequence[Any]], names: Mapping[str, str]
+) -> ValidationIssue:
     message = issue.message
     source = sources.get(issue.step) if issue.step is not None else None
     if source is not None and not message.startswith("line "):
@@ -138,11 +151,6 @@ def in_python(issue: ValidationIssue, sources: Mapping[str, Sequence[Any]]) -> V
         )
         if not fallback:
             message = _by_position(message, source[4] if len(source) > 4 else ())
-    names = {
-        step: str(where[3])
-        for step, where in sources.items()
-        if len(where) > 3 and where[3] != step
-    }
     if names:  # "step 'route_2' (route)": a call nobody named, as written
         message = _STEP_MENTION.sub(lambda m: names.get(m.group(1), m.group(0)), message)
     return ValidationIssue(issue.code, python_message(message, names), issue.step)
@@ -177,7 +185,7 @@ def said_in_python(invalid: PlanInvalid, plan: Plan) -> PlanInvalid:
     sources = plan.python_sources
     if not sources:
         return invalid
-    return PlanInvalid([in_python(i, sources) for i in invalid.issues], omitted=invalid.omitted)
+    return PlanInvalid(in_python(invalid.issues, sources), omitted=invalid.omitted)
 
 
 def unsayable(plan: Plan) -> list[str]:

@@ -37,7 +37,7 @@ import asyncio
 import functools
 import json
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NotRequired
@@ -52,7 +52,7 @@ from typing_extensions import TypedDict
 from toolplan._caches import register_cache
 from toolplan._graph_context import bind_context, context_resolver
 from toolplan.config import PlannerSettings
-from toolplan.errors import InvalidInput, PlanInvalid
+from toolplan.errors import InvalidInput, PlanInvalid, ValidationIssue
 from toolplan.plan_format.limits import check_json
 from toolplan.plan_format.plan import Plan, parse_plan
 from toolplan.plan_format.python_print import in_python
@@ -430,23 +430,26 @@ async def _judge(
         # every problem of every step at once; the argument checks of a step whose parameters
         # could not be read would only repeat that problem
         found = [
-            in_python(issue, sources).message if sources else issue.message
+            issue
             for issue in invalid.issues
             if not (issue.code == "arguments" and issue.step in unreadable)
         ]
-        return {"errors": reading_errors + found}, None
+        return {"errors": reading_errors + _said(found, sources)}, None
 
     # planner-only checks: valid by every schema, and wrong when run (an id passed by name, a
     # value made up where a tool's output belongs); on structural evidence only, in any
     # language. The request is what literals may come from.
     issues = check_grounding(plan, ctx.catalog, state["query"], context=state.get("context"))
     issues += check_conditions(plan, ctx.catalog)
-    reading_errors += [
-        in_python(issue, sources).message if sources else issue.message for issue in issues
-    ]
+    reading_errors += _said(issues, sources)
     if reading_errors:
         return {"errors": reading_errors}, None
     return {"errors": []}, (plan, analysis)
+
+
+def _said(issues: list[ValidationIssue], sources: Mapping[str, Sequence[Any]]) -> list[str]:
+    """The problems as the repair says them: in Python when the plan was read from Python."""
+    return [issue.message for issue in (in_python(issues, sources) if sources else issues)]
 
 
 def _result(
