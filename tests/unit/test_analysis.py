@@ -203,6 +203,24 @@ def test_an_unknown_argument_is_told_a_close_name_only_when_it_is_spelled_alike(
         assert issue.message.endswith(f"; did you mean {suggested!r}?")
 
 
+def test_an_unknown_argument_that_another_tool_takes_names_that_tool() -> None:
+    """The real model gave a restaurant search the party size that the reservation takes, and,
+    told only what the search takes, wrote the search again with it (NESTFUL sgd-16)."""
+    [message] = issues_of(steps(step("p", "listBlogs", authorId="a1", title="Hello")))
+    assert message == (
+        "step 'p': unknown argument 'title' for tool 'listBlogs' (it takes: authorId); 'title' "
+        "is an argument of tools 'createBlog' or 'createDraft': give it to a call of one of them"
+    )
+    [one] = issues_of(steps(step("p", "listBlogs", authorId="a1", blogId="b1")))
+    assert one.endswith(
+        "; 'blogId' is an argument of tool 'createComment': give it to a call of that tool"
+    )
+    [spelled] = issues_of(steps(step("p", "listBlogs", authorID="a1")))
+    assert spelled.endswith("; did you mean 'authorId'?")  # a misspelling is told as one
+    [nowhere] = issues_of(steps(step("p", "listBlogs", authorId="a1", mood="calm")))
+    assert nowhere.endswith("(it takes: authorId)")
+
+
 def test_enum_and_number_types() -> None:
     data = steps(
         {

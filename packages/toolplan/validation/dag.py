@@ -223,6 +223,35 @@ def _close_argument(name: str, known: Iterable[str]) -> str:
     return ""
 
 
+def _taken_by(name: str, tool: str, taking: Callable[[str], Sequence[str]] | None) -> str:
+    """Which other tools take the argument ``name``: the real model gave a search the party size
+    that the reservation takes, and asked only to drop it, wrote the search again with it
+    (NESTFUL sgd-16)."""
+    others = [other for other in (taking(name) if taking else ()) if other != tool]
+    if not others:
+        return ""
+    if len(others) == 1:
+        return f"; {name!r} is an argument of tool {others[0]!r}: give it to a call of that tool"
+    named = " or ".join(repr(other) for other in others[:3])
+    more = f" (and {len(others) - 3} more)" if len(others) > 3 else ""
+    return f"; {name!r} is an argument of tools {named}{more}: give it to a call of one of them"
+
+
+def _tools_taking(catalog: ToolCatalog) -> Callable[[str], Sequence[str]]:
+    """The catalog's tools that take an argument of a name, indexed on first use (only a plan
+    with an unknown argument needs it)."""
+    index: dict[str, list[str]] = {}
+
+    def taking(name: str) -> Sequence[str]:
+        if not index:
+            for tool, arguments in catalog.signatures.items():
+                for argument in arguments:
+                    index.setdefault(argument, []).append(tool)
+        return index.get(name, ())
+
+    return taking
+
+
 def _spelled_alike(given: str, candidate: str) -> bool:
     """Every word of ``given`` is, give or take a typo or an abbreviation, a word of
     ``candidate``."""
@@ -241,13 +270,20 @@ def _alike(word: str, other: str) -> bool:
 
 
 def check_arguments(
-    where: str, tool: str, parameters: Any, schema: Mapping[str, Any]
+    where: str,
+    tool: str,
+    parameters: Any,
+    schema: Mapping[str, Any],
+    *,
+    taking: Callable[[str], Sequence[str]] | None = None,
 ) -> list[ValidationIssue]:
     """Check the literal parts of ``parameters`` against a tool's JSON schema.
 
     A value that is exactly one template counts as present and is type-checked at run time, once
     resolved. A template inside a longer string always gives text, so that string must be
-    acceptable where it stands. Each message quotes the value and, where obvious, the fix.
+    acceptable where it stands. Each message quotes the value and, where obvious, the fix; an
+    unknown argument that other tools take (``taking``: the tools that take an argument of that
+    name) names them.
     """
     if schema.get("type", "object") != "object":
         return []
@@ -281,7 +317,8 @@ def check_arguments(
                     ValidationIssue(
                         "arguments",
                         f"{where}: unknown argument {name!r} for tool {tool!r} "
-                        f"(it takes: {known}){_close_argument(name, properties)}",
+                        f"(it takes: {known})"
+                        + (_close_argument(name, properties) or _taken_by(name, tool, taking)),
                     )
                 )
             continue
@@ -410,6 +447,7 @@ def analyze(
 
     ids: dict[str, Step] = {}
     numbers: dict[str, int] = {}
+    taking = _tools_taking(catalog)
     taken = {step.id for step in plan.steps}  # a suggested id is free, also of other suggestions
     for number, step in enumerate(plan.steps, 1):
         if step.id in ids:
@@ -459,7 +497,7 @@ def analyze(
                 )
             else:
                 for issue in check_arguments(
-                    label, tool, parameters, catalog.info(tool).parameters
+                    label, tool, parameters, catalog.info(tool).parameters, taking=taking
                 ):
                     issues.append(ValidationIssue(issue.code, issue.message, step.id))
             for text in malformed_templates(parameters):
