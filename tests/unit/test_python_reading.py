@@ -5,6 +5,7 @@ it is bounded: linear in the text, each value checked before it is built."""
 from __future__ import annotations
 
 import ast
+import time
 import tracemalloc
 from typing import Any
 
@@ -337,6 +338,12 @@ def test_many_calls_stop_at_the_step_limit_and_the_rest_is_not_looked_at(
     assert len(looked_at) <= 53  # the 51st statement ends where the 52nd line begins
 
 
+def test_a_long_statement_past_the_step_limit_is_not_looked_at(looked_at: list[int]) -> None:
+    text = "roll_die(sides=6)\n" * 51 + "numbers = [\n" + "1,\n" * 100_000 + "]\n"
+    assert _bounded(text) == [_AT_THE_LIMIT]
+    assert len(looked_at) <= 53
+
+
 def test_a_streamed_answer_stops_being_looked_at_at_the_step_limit(looked_at: list[int]) -> None:
     text = "```python\n" + "roll_die(sides=6)\n" * 16_000 + "```\n"
     reader = PythonAnswerReader(CATALOG, max_steps=50)
@@ -346,6 +353,33 @@ def test_a_streamed_answer_stops_being_looked_at_at_the_step_limit(looked_at: li
     at_the_limit = _AT_THE_LIMIT.replace("line 51", "line 52")  # line 1 is the fence
     assert reading.data is None and [i.message for i in reading.issues] == [at_the_limit]
     assert len(looked_at) <= 53
+
+
+def test_a_long_word_is_read_in_linear_time_and_quoted_briefly() -> None:
+    """A name 100,000 letters long: the tool-name respeller's first look tried a word from each
+    of its letters (20,000 took 7.8 s); the problem quoted it whole, into the repair."""
+    started = time.process_time()
+    [message] = problems("x = " + "a" * 100_000 + "\n")
+    spent = time.process_time() - started
+    assert message.startswith("line 1, column 5: name 'aaaa") and "(100,000 characters)" in message
+    assert len(message) < 300
+    assert spent < 10, f"{spent:.1f} s of CPU"  # a guard, not a measure: quadratic takes minutes
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "x = list_blogs \\\n    (q='a1')\n",  # a backslash before the call's bracket
+        "x = [list_blogs  # the author's\n    (q='a1')]\n",  # a comment before it
+        "x = \uff4c\uff49\uff53\uff54_blogs(q='a1')\n",  # full-width, which Python reads as ASCII
+    ],
+)
+def test_a_tool_name_spelled_otherwise_is_respelled_however_the_call_is_written(
+    text: str,
+) -> None:
+    catalog = ToolCatalog([_named("listBlogs")])
+    [step] = read(text, catalog)
+    assert step["tool"] == "listBlogs"
 
 
 def test_numbers_too_large_are_refused_with_their_place() -> None:

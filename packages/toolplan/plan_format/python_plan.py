@@ -210,9 +210,9 @@ class PythonReader:
         """Read what the splitter found, until reading stops (no further event is taken); the
         steps new since."""
         new: list[dict[str, Any]] = []
+        if self.stopped:
+            return new
         for event in events:
-            if self.stopped:
-                break
             if isinstance(event, Restart):
                 self.restarts += 1
                 self._reset()
@@ -224,6 +224,8 @@ class PythonReader:
                 before = len(self.steps)
                 self.statement_text(event)
                 new += self.steps[before:]
+            if self.stopped:
+                break  # before the next event is asked for: the text after is not looked at
         return new
 
     def statement_text(self, statement: Statement) -> None:

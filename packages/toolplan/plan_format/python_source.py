@@ -107,9 +107,16 @@ class SourceSplitter:
     def events(self, chunk: str) -> Iterator[SourceEvent]:
         """What ``chunk`` completes, line by line as it is looked at: a caller that stops
         taking them (its reading stopped, at the step limit) leaves the rest of ``chunk``
-        unlooked at, and must feed nothing more."""
+        unlooked at, and the splitter stops there (what is fed after tells nothing)."""
         if self._stopped or not chunk:
             return
+        try:
+            yield from self._events(chunk)
+        except GeneratorExit:
+            self._stopped = True  # left mid-chunk: what follows could not be read in place
+            raise
+
+    def _events(self, chunk: str) -> Iterator[SourceEvent]:
         self._size += len(chunk)
         if self._size > self.limits.max_plan_bytes:
             self._stopped = True

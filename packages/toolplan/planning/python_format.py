@@ -19,6 +19,7 @@ import copy
 import json
 import keyword
 import re
+import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
 from typing import Any
@@ -213,23 +214,23 @@ class PythonAnswerReader:
     def _read(self, events: Iterable[SourceEvent]) -> list[dict[str, Any]]:
         new: list[dict[str, Any]] = []
         for event in events:
-            if self.reader.stopped:
-                break
             if isinstance(event, Restart):
                 self._comments, self._calls_by_block = [], {}
                 self.changes = [c for c in self.changes if c.rule != "tool_names"]
                 self._respelled = set()
                 new = self.reader.take([event])
-                continue
-            if isinstance(event, Statement):
-                event = self._respell(event)
-                self._comments += _comment_lines(event.text)
-            before = len(self.reader.steps)
-            new += self.reader.take([event])
-            if isinstance(event, Statement) and event.block:
-                self._calls_by_block.setdefault(event.block, []).extend(
-                    _call_key(step) for step in self.reader.steps[before:]
-                )
+            else:
+                if isinstance(event, Statement):
+                    event = self._respell(event)
+                    self._comments += _comment_lines(event.text)
+                before = len(self.reader.steps)
+                new += self.reader.take([event])
+                if isinstance(event, Statement) and event.block:
+                    self._calls_by_block.setdefault(event.block, []).extend(
+                        _call_key(step) for step in self.reader.steps[before:]
+                    )
+            if self.reader.stopped:
+                break  # before the next event is asked for: the text after is not looked at
         return new
 
     def _respell(self, statement: Statement) -> Statement:
@@ -352,7 +353,7 @@ def respell_tool_names(code: str, tools: Iterable[str]) -> tuple[str, list[Chang
     alike: dict[str, list[str]] = {}
     for tool in known:
         alike.setdefault(_spelling(tool), []).append(tool)
-    if not any(name not in known and _spelling(name) in alike for name in _CALLED.findall(code)):
+    if not any(name not in known and _spelling(name) in alike for name in _identifiers(code)):
         return code, []  # nothing to respell: the statement is parsed once, by the reader
     try:
         tree = ast.parse(code)
@@ -385,8 +386,16 @@ def respell_tool_names(code: str, tools: Iterable[str]) -> tuple[str, list[Chang
     return "\n".join(lines), changes
 
 
-_CALLED = re.compile(r"([^\W\d]\w*)\s*\(")
-"""What looks like a call's name (in strings too: a first look, which the parse settles)."""
+_IDENTIFIER = re.compile(r"(?<!\w)[^\W\d]\w*")
+"""What may be a name (in strings and comments too: a first look, which the parse settles).
+The look-behind keeps it linear: without it, a long word is tried from each of its letters."""
+
+
+def _identifiers(code: str) -> Iterator[str]:
+    """Each word of ``code`` that may be a name, as Python reads it (NFKC: a name written in
+    full-width letters is the same name in ASCII)."""
+    for word in _IDENTIFIER.findall(code):
+        yield word if word.isascii() else unicodedata.normalize("NFKC", word)
 
 
 def _spelling(name: str) -> str:
