@@ -19,6 +19,7 @@ Every message names the step, tool, template or field involved and says how to f
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, cast, get_args
@@ -92,8 +93,23 @@ class ValidationIssue:
     ``fix[0]`` is meant as ``fix[1]`` (``{{w.temp}}`` where the argument takes the object
     ``{{w}}``). The planner applies it before asking the model again."""
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "message", _quoted_briefly(self.message))
+
     def __str__(self) -> str:
         return self.message
+
+
+_LONG_QUOTE = re.compile(r"""(['"])([^'"\n]{200,})\1""")
+
+
+def _quoted_briefly(message: str) -> str:
+    """``message`` with each quoted text of 200 characters or more cut to its start: a problem
+    quotes what the plan wrote, and a plan may write 100,000 characters where a name goes. The
+    message goes back to the model in a repair, and to a terminal."""
+    return _LONG_QUOTE.sub(
+        lambda m: f"{m[1]}{m[2][:60]}...{m[1]} ({len(m[2]):,} characters)", message
+    )
 
 
 class PlanInvalid(InvalidInput):

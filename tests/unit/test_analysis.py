@@ -221,6 +221,32 @@ def test_an_unknown_argument_that_another_tool_takes_names_that_tool() -> None:
     assert nowhere.endswith("(it takes: authorId)")
 
 
+def test_an_argument_many_tools_take_points_to_none_of_them() -> None:
+    from langchain_core.tools import StructuredTool
+
+    from toolplan.tools import ToolCatalog
+
+    def searcher(name: str) -> StructuredTool:
+        return StructuredTool.from_function(
+            lambda query="": {"hits": []}, name=name, description=f"Search {name}."
+        )
+
+    catalog = ToolCatalog([searcher(f"search_{n}") for n in range(4)] + [searcher("lookup")])
+    data = steps(step("s", "get_weather", location="Oslo", query="rain"))
+    with pytest.raises(PlanInvalid) as invalid:
+        analyze(parse_plan(data), ToolCatalog([*CATALOG, *catalog]))
+    [message] = [issue.message for issue in invalid.value.issues]
+    assert message.startswith("step 's': unknown argument 'query' for tool 'get_weather'")
+    assert "is an argument of" not in message  # five tools take it: it names none
+
+
+def test_a_long_value_is_quoted_briefly() -> None:
+    """A problem quotes what the plan wrote; 90,000 characters of it went back to the model."""
+    [message] = issues_of(steps(step("w", location="Oslo", **{"q" * 90_000: 1})))
+    assert message.startswith("step 'w': unknown argument 'qqqq")
+    assert "...' (90,000 characters) for tool 'get_weather'" in message and len(message) < 300
+
+
 def test_enum_and_number_types() -> None:
     data = steps(
         {

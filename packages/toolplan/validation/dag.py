@@ -228,22 +228,27 @@ def _taken_by(name: str, tool: str, taking: Callable[[str], Sequence[str]] | Non
     that the reservation takes, and asked only to drop it, wrote the search again with it
     (NESTFUL sgd-16)."""
     others = [other for other in (taking(name) if taking else ()) if other != tool]
-    if not others:
-        return ""
+    if not others or len(others) > _AT_MOST_TAKING:
+        return ""  # a name many tools take (an id, a query) points to none of them
     if len(others) == 1:
         return f"; {name!r} is an argument of tool {others[0]!r}: give it to a call of that tool"
-    named = " or ".join(repr(other) for other in others[:3])
-    more = f" (and {len(others) - 3} more)" if len(others) > 3 else ""
-    return f"; {name!r} is an argument of tools {named}{more}: give it to a call of one of them"
+    named = " or ".join(repr(other) for other in others)
+    return f"; {name!r} is an argument of tools {named}: give it to a call of one of them"
+
+
+_AT_MOST_TAKING = 3
+"""The most other tools an unknown argument is said to belong to."""
 
 
 def _tools_taking(catalog: ToolCatalog) -> Callable[[str], Sequence[str]]:
     """The catalog's tools that take an argument of a name, indexed on first use (only a plan
     with an unknown argument needs it)."""
-    index: dict[str, list[str]] = {}
+    index: dict[str, list[str]] | None = None
 
     def taking(name: str) -> Sequence[str]:
-        if not index:
+        nonlocal index
+        if index is None:
+            index = {}
             for tool, arguments in catalog.signatures.items():
                 for argument in arguments:
                     index.setdefault(argument, []).append(tool)
