@@ -17,6 +17,10 @@ from toolplan.plan_format.names import name_words, starts_alike
         ("getHTTPResponse", ["get", "http", "response"]),
         ("weather.get-forecast", ["weather", "get", "forecast"]),
         ("sha256Hash", ["sha256", "hash"]),
+        ("Straße", ["strasse"]),
+        ("город_отправления", ["город", "отправления"]),
+        ("日付", ["日付"]),
+        ("__", ["__"]),
     ],
 )
 def test_a_name_reads_as_the_same_words_however_it_is_cased(name: str, words: list[str]) -> None:

@@ -9,12 +9,19 @@ import re
 __all__ = ["name_words", "starts_alike"]
 
 _NAME_WORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+_SEPARATORS = re.compile(r"[\W_]+")
 
 
 def name_words(name: str) -> list[str]:
     """The words of an identifier, lowercased: split at ``_``, ``-``, ``.`` and where a capital
-    starts a word (``getHTTPResponse``: ``get``, ``http``, ``response``)."""
-    return [word.lower() for word in _NAME_WORDS.findall(name)]
+    starts a word (``getHTTPResponse``: ``get``, ``http``, ``response``). A name with letters
+    beyond ASCII is split at what is not a letter or digit only, and case-folded (``Straße`` is
+    ``strasse``); a name with no letter or digit is its one word."""
+    if name.isascii():
+        words = [word.lower() for word in _NAME_WORDS.findall(name)]
+    else:
+        words = [word.casefold() for word in _SEPARATORS.split(name) if word]
+    return words or ([name.casefold()] if name else [])
 
 
 def starts_alike(word: str, other: str, *, shortest: int) -> bool:
