@@ -2,7 +2,7 @@
 characters at a time (the same :class:`~toolplan.planning.python_format.PythonAnswerReader`), and
 a JSON plan of the same steps validated, for scale. CPU time (``time.process_time``), median of
 ``repeats`` readings, in microseconds per statement. Then hostile answers, each refused (its CPU
-in milliseconds): the unit tests hold that they are refused with their place, in bounded memory,
+in milliseconds, read as the planner reads a model's answer): the unit tests hold that they are refused with their place, in bounded memory,
 and that the text past the step limit is not looked at; what it costs is measured here."""
 
 from __future__ import annotations
@@ -12,9 +12,7 @@ import statistics
 import time
 from typing import Any
 
-from toolplan.errors import PlanInvalid
-from toolplan.plan_format.python_plan import parse_python_plan
-from toolplan.planning.python_format import PythonAnswerReader
+from toolplan.planning.python_format import PythonAnswerReader, read_python_answer
 from toolplan.tools import load_tool_modules
 
 __all__ = ["run_reader"]
@@ -79,6 +77,7 @@ _HOSTILE = {
     + "".join(f"s{i + 1} = s{i} + s{i}\n" for i in range(27))
     + "listBlogs(authorId=s27)\n",
     "a nesting 100,000 signs deep": "listBlogs(authorId=" + "-" * 100_000 + "1)\n",
+    "a name 100,000 letters long": "x = " + "a" * 100_000 + "\n",
 }
 
 
@@ -88,13 +87,9 @@ def _hostile(catalog: Any, repeats: int) -> list[dict[str, Any]]:
         spent = []
         for _ in range(repeats):
             started = time.process_time()
-            try:
-                parse_python_plan(text, tools=catalog.python_tools, max_steps=50)
-            except PlanInvalid:
-                pass
-            else:
-                raise AssertionError(f"{name}: read, not refused")
+            reading = read_python_answer(text, catalog, max_steps=50)  # as the planner reads
             spent.append(time.process_time() - started)
+            assert reading.data is None, f"{name}: read, not refused"
         rows.append(
             {
                 "input": name,
