@@ -343,3 +343,21 @@ async def test_the_llm_timeout_bounds_silence_not_the_length_of_a_streamed_answe
     server.script([Reply.structured(blog_plan()).with_(delay=1.5)] * 2)
     with pytest.raises(LLMUnavailable, match=r"timed out.*TOOLPLAN_LLM_TIMEOUT"):
         await create_plan(QUERY, planner(tmp_path, "silent"))
+
+
+async def test_the_llm_timeout_is_the_one_bound_on_silence_inside_a_stream(
+    server: FakeOpenAIServer, env: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # langchain-openai 1.x ends an async stream silent for 120 s itself (its
+    # stream_chunk_timeout): the real model, reading a repair prompt on a busy CPU, was cut off
+    # under TOOLPLAN_LLM_TIMEOUT=600. Its default, shrunk here to 0.2 s, must not apply.
+    env.setenv("LANGCHAIN_OPENAI_STREAM_CHUNK_TIMEOUT_S", "0.2")
+    env.setenv("TOOLPLAN_LLM_TIMEOUT", "5")
+    server.script([Reply.structured(blog_plan()).with_(pieces=3, gap=0.6)])
+    outcome = await create_plan(QUERY, planner(tmp_path))
+    assert outcome.ref.status == "planned" and outcome.llm_calls == 1
+
+    env.setenv("TOOLPLAN_LLM_TIMEOUT", "0.3")  # silent inside the stream for longer: ours
+    server.script([Reply.structured(blog_plan()).with_(pieces=3, gap=1.0)] * 2)
+    with pytest.raises(LLMUnavailable, match=r"timed out.*TOOLPLAN_LLM_TIMEOUT"):
+        await create_plan(QUERY, planner(tmp_path, "silent"))

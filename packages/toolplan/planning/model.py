@@ -115,6 +115,11 @@ def create_chat_model(
         # Connections of the running event loop only: a second asyncio.run in this process
         # must not reuse the first one's (langchain-openai's shared client does).
         kwargs["http_async_client"] = loop_bound_client(settings.llm_timeout_seconds)
+        if _openai_takes("stream_chunk_timeout"):
+            # langchain-openai 1.x ends an async stream silent for 120 s on its own: a CPU model
+            # reading a long repair prompt was cut off under TOOLPLAN_LLM_TIMEOUT=600, and the
+            # error blamed that setting. The one bound on the model's silence is ours.
+            kwargs["stream_chunk_timeout"] = settings.llm_timeout_seconds
         if settings.openai_base_url:
             kwargs["base_url"] = settings.openai_base_url
         if max_tokens is not None and not _is_openai(settings.openai_base_url):
@@ -163,6 +168,14 @@ def model_provider(spec: str) -> str:
             f"{_EXAMPLES}{listing}"
         )
     return str(inferred)
+
+
+def _openai_takes(field: str) -> bool:
+    """Whether the installed ``ChatOpenAI`` has the setting ``field`` (newer ones have more:
+    an unknown one would be sent to the server as a request parameter)."""
+    from langchain_openai import ChatOpenAI
+
+    return field in ChatOpenAI.model_fields
 
 
 def _is_openai(base_url: str | None) -> bool:
