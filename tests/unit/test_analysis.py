@@ -209,11 +209,11 @@ def test_an_unknown_argument_that_another_tool_takes_names_that_tool() -> None:
     [message] = issues_of(steps(step("p", "listBlogs", authorId="a1", title="Hello")))
     assert message == (
         "step 'p': unknown argument 'title' for tool 'listBlogs' (it takes: authorId); 'title' "
-        "is an argument of tools 'createBlog' or 'createDraft': give it to a call of one of them"
+        "is an argument of tools 'createBlog' or 'createDraft': call one of them for it as well"
     )
     [one] = issues_of(steps(step("p", "listBlogs", authorId="a1", blogId="b1")))
     assert one.endswith(
-        "; 'blogId' is an argument of tool 'createComment': give it to a call of that tool"
+        "; 'blogId' is an argument of tool 'createComment': call that tool for it as well"
     )
     [spelled] = issues_of(steps(step("p", "listBlogs", authorID="a1")))
     assert spelled.endswith("; did you mean 'authorId'?")  # a misspelling is told as one

@@ -226,14 +226,15 @@ def _close_argument(name: str, known: Iterable[str]) -> str:
 def _taken_by(name: str, tool: str, taking: Callable[[str], Sequence[str]] | None) -> str:
     """Which other tools take the argument ``name``: the real model gave a search the party size
     that the reservation takes, and asked only to drop it, wrote the search again with it
-    (NESTFUL sgd-16)."""
+    (NESTFUL sgd-16). "As well": told to give it to a call of the reservation, it wrote that
+    call instead of the search, reserving a restaurant named after the cuisine."""
     others = [other for other in (taking(name) if taking else ()) if other != tool]
     if not others or len(others) > _AT_MOST_TAKING:
         return ""  # a name many tools take (an id, a query) points to none of them
     if len(others) == 1:
-        return f"; {name!r} is an argument of tool {others[0]!r}: give it to a call of that tool"
+        return f"; {name!r} is an argument of tool {others[0]!r}: call that tool for it as well"
     named = " or ".join(repr(other) for other in others)
-    return f"; {name!r} is an argument of tools {named}: give it to a call of one of them"
+    return f"; {name!r} is an argument of tools {named}: call one of them for it as well"
 
 
 _AT_MOST_TAKING = 3
