@@ -71,7 +71,7 @@ class ClientCalls(ClientParts):
                 loaded, self.catalog, max_steps=limit, max_items=self.settings.execution.max_items
             )
         except PlanInvalid as invalid:
-            raise said_in_python(invalid, loaded) from None
+            raise said_in_python(invalid, loaded, self.catalog.python_tools) from None
 
     def _show(self, identifier: str) -> dict[str, Any]:
         return operations.describe(self.store, identifier)

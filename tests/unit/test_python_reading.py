@@ -567,3 +567,33 @@ def test_a_problem_about_an_argument_given_by_position_says_its_place() -> None:
         "line 4, column 1 (repeat('once')): argument 'times' of tool 'repeat' is invalid: "
         "'once' is not of type 'integer'",
     ]
+
+
+def test_a_problem_names_each_tool_by_the_name_a_plan_calls_it() -> None:
+    """A tool whose name is not Python (``get-weather``) is called by its alias; a problem that
+    named it as the catalog does would have the model write ``get-weather(...)``, a
+    subtraction. A dotted name is Python as written and stays."""
+    from toolplan.plan_format.python_print import in_python
+    from toolplan.validation import analyze
+
+    reading = read_python_answer(
+        'get_weather(city="Oslo")\nweather.current(city="Rome")\nroll_die(q="x")\n', CATALOG
+    )
+    assert reading.data is not None
+    with pytest.raises(PlanInvalid) as invalid:
+        analyze(parse_plan(reading.data), CATALOG)
+    issues = invalid.value.issues
+    said = [i.message for i in in_python(issues, reading.sources, CATALOG.python_tools)]
+    assert said == [
+        "line 1, column 1 (get_weather(city='Oslo')): unknown argument 'city' for tool "
+        "'get_weather' (it takes: q)",
+        "line 2, column 1 (weather.current(city='Rome')): unknown argument 'city' for tool "
+        "'weather.current' (it takes: q)",
+        "line 3, column 1 (roll_die(q='x')): missing required argument 'sides' for tool "
+        "'roll_die' (it takes: sides; required: sides)",
+        "line 3, column 1 (roll_die(q='x')): unknown argument 'q' for tool 'roll_die' (it takes: "
+        "sides); 'q' is an argument of tools 'Real_Time_Search' or 'weather.current' or "
+        "'get_weather': call one of them for it as well",
+    ]
+    # without the tools, the catalog's names: what the model was told before
+    assert "for tool 'get-weather'" in in_python(issues, reading.sources)[0].message

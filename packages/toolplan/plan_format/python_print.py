@@ -14,7 +14,7 @@ from typing import Any
 
 from toolplan.errors import PlanInvalid, ValidationIssue
 from toolplan.plan_format.plan import Plan, Step
-from toolplan.plan_format.python_tools import python_name
+from toolplan.plan_format.python_tools import PythonTools, python_name
 from toolplan.plan_format.templates import (
     INDEX,
     ITEM,
@@ -119,23 +119,50 @@ _STEP_MENTION = re.compile(r"\bstep '([^']*)'(?: \([^()]*\))?")
 
 
 def in_python(
-    issues: Iterable[ValidationIssue], sources: Mapping[str, Sequence[Any]]
+    issues: Iterable[ValidationIssue],
+    sources: Mapping[str, Sequence[Any]],
+    tools: PythonTools | None = None,
 ) -> list[ValidationIssue]:
     """The validation problems of a plan read from Python, said in Python: where the step each
     is about was written (``line 3, column 9``, and the call as written) instead of its id, and
     its templates as expressions, each step named as the text names it; about an argument given
-    by position, its place. ``sources`` holds where each step was written and how the text
-    names it (:class:`~toolplan.plan_format.python_plan.Written`, or the same as a list)."""
+    by position, its place; with ``tools``, each tool by the name a plan calls it
+    (``get_weather`` for ``get-weather``). ``sources`` holds where each step was written and
+    how the text names it (:class:`~toolplan.plan_format.python_plan.Written`, or the same as
+    a list)."""
     names = {
         step: str(where[3])
         for step, where in sources.items()
         if len(where) > 3 and where[3] != step
     }
-    return [_in_python(issue, sources, names) for issue in issues]
+    return [_in_python(issue, sources, names, tools) for issue in issues]
+
+
+_TOOL_MENTION = re.compile(r"\b(tools? )('[^']*'(?:,? or '[^']*'|, '[^']*')*)")
+"""A tool named in a problem (``tool 'get-weather'``, ``tools 'a' or 'b'``)."""
+
+
+def _called_names(message: str, tools: PythonTools) -> str:
+    """``message`` naming each tool as a Python plan calls it: by its alias where its own name
+    is not Python (a model told of ``get-weather`` writes a subtraction). A name the plan may
+    call as written (``weather.current``) and one whose alias collides stay as they are."""
+
+    def called(tool: str) -> str:
+        alias = tools.alias(tool) if tool not in tools else None
+        return alias if alias is not None else tool
+
+    def mention(found: re.Match[str]) -> str:
+        listed = re.sub(r"'([^']*)'", lambda m: repr(called(m.group(1))), found.group(2))
+        return found.group(1) + listed
+
+    return _TOOL_MENTION.sub(mention, message)
 
 
 def _in_python(
-    issue: ValidationIssue, sources: Mapping[str, Sequence[Any]], names: Mapping[str, str]
+    issue: ValidationIssue,
+    sources: Mapping[str, Sequence[Any]],
+    names: Mapping[str, str],
+    tools: PythonTools | None,
 ) -> ValidationIssue:
     message = issue.message
     source = sources.get(issue.step) if issue.step is not None else None
@@ -153,6 +180,8 @@ def _in_python(
             message = _by_position(message, source[4] if len(source) > 4 else ())
     if names:  # "step 'route_2' (route)": a call nobody named, as written
         message = _STEP_MENTION.sub(lambda m: names.get(m.group(1), m.group(0)), message)
+    if tools is not None:
+        message = _called_names(message, tools)
     return ValidationIssue(issue.code, python_message(message, names), issue.step)
 
 
@@ -179,13 +208,15 @@ def _ordinal(number: int) -> str:
     return f"{number}{suffix}"
 
 
-def said_in_python(invalid: PlanInvalid, plan: Plan) -> PlanInvalid:
+def said_in_python(
+    invalid: PlanInvalid, plan: Plan, tools: PythonTools | None = None
+) -> PlanInvalid:
     """``invalid`` (``plan``'s problems) said in Python when the plan was read from Python
     (:func:`in_python`); as it is otherwise."""
     sources = plan.python_sources
     if not sources:
         return invalid
-    return PlanInvalid(in_python(invalid.issues, sources), omitted=invalid.omitted)
+    return PlanInvalid(in_python(invalid.issues, sources, tools), omitted=invalid.omitted)
 
 
 def unsayable(plan: Plan) -> list[str]:

@@ -434,22 +434,27 @@ async def _judge(
             for issue in invalid.issues
             if not (issue.code == "arguments" and issue.step in unreadable)
         ]
-        return {"errors": reading_errors + _said(found, sources)}, None
+        return {"errors": reading_errors + _said(found, sources, ctx)}, None
 
     # planner-only checks: valid by every schema, and wrong when run (an id passed by name, a
     # value made up where a tool's output belongs); on structural evidence only, in any
     # language. The request is what literals may come from.
     issues = check_grounding(plan, ctx.catalog, state["query"], context=state.get("context"))
     issues += check_conditions(plan, ctx.catalog)
-    reading_errors += _said(issues, sources)
+    reading_errors += _said(issues, sources, ctx)
     if reading_errors:
         return {"errors": reading_errors}, None
     return {"errors": []}, (plan, analysis)
 
 
-def _said(issues: list[ValidationIssue], sources: Mapping[str, Sequence[Any]]) -> list[str]:
-    """The problems as the repair says them: in Python when the plan was read from Python."""
-    return [issue.message for issue in (in_python(issues, sources) if sources else issues)]
+def _said(
+    issues: list[ValidationIssue], sources: Mapping[str, Sequence[Any]], ctx: PlannerContext
+) -> list[str]:
+    """The problems as the repair says them: in Python when the plan was read from Python, each
+    tool by the name the plan calls it."""
+    if not sources:
+        return [issue.message for issue in issues]
+    return [issue.message for issue in in_python(issues, sources, ctx.catalog.python_tools)]
 
 
 def _result(

@@ -113,7 +113,7 @@ def submit_plan(
             plan, catalog, max_steps=max_steps, max_items=max_items, estimate=plan_estimator(store)
         )
     except PlanInvalid as invalid:
-        raise said_in_python(invalid, plan) from None
+        raise said_in_python(invalid, plan, catalog.python_tools) from None
     return store_plan(
         plan,
         analysis,
