@@ -518,7 +518,9 @@ def test_a_problem_names_each_step_as_the_text_does() -> None:
                    "calculate_route_2", "roll_die"]  # fmt: skip
 
     def said(step: str, message: str) -> str:
-        return in_python([ValidationIssue("types", message, step)], sources)[0].message
+        return in_python([ValidationIssue("types", message, step)], sources, CATALOG.python_tools)[
+            0
+        ].message
 
     about_pace = said(
         "calculate_pace",
@@ -556,7 +558,10 @@ def test_a_problem_about_an_argument_given_by_position_says_its_place() -> None:
     assert reading.data is not None
     with pytest.raises(PlanInvalid) as invalid:
         analyze(parse_plan(reading.data), CATALOG)
-    said = [issue.message for issue in in_python(invalid.value.issues, reading.sources)]
+    said = [
+        issue.message
+        for issue in in_python(invalid.value.issues, reading.sources, CATALOG.python_tools)
+    ]
     assert said == [
         "line 2, column 1 (repeat('twice', 'y')): argument 'times' (the 1st given by position: "
         "write each argument by name) of tool 'repeat' is invalid: 'twice' is not of type "
@@ -595,5 +600,6 @@ def test_a_problem_names_each_tool_by_the_name_a_plan_calls_it() -> None:
         "sides); 'q' is an argument of tools 'Real_Time_Search' or 'weather.current' or "
         "'get_weather': call one of them for it as well",
     ]
-    # without the tools, the catalog's names: what the model was told before
-    assert "for tool 'get-weather'" in in_python(issues, reading.sources)[0].message
+    # tools the plan does not know keep the catalog's names: what the model was told before
+    unknown = PythonTools([])
+    assert "for tool 'get-weather'" in in_python(issues, reading.sources, unknown)[0].message

@@ -121,12 +121,12 @@ _STEP_MENTION = re.compile(r"\bstep '([^']*)'(?: \([^()]*\))?")
 def in_python(
     issues: Iterable[ValidationIssue],
     sources: Mapping[str, Sequence[Any]],
-    tools: PythonTools | None = None,
+    tools: PythonTools,
 ) -> list[ValidationIssue]:
     """The validation problems of a plan read from Python, said in Python: where the step each
     is about was written (``line 3, column 9``, and the call as written) instead of its id, and
     its templates as expressions, each step named as the text names it; about an argument given
-    by position, its place; with ``tools``, each tool by the name a plan calls it
+    by position, its place; each tool by the name a plan calls it among ``tools``
     (``get_weather`` for ``get-weather``). ``sources`` holds where each step was written and
     how the text names it (:class:`~toolplan.plan_format.python_plan.Written`, or the same as
     a list)."""
@@ -162,7 +162,7 @@ def _in_python(
     issue: ValidationIssue,
     sources: Mapping[str, Sequence[Any]],
     names: Mapping[str, str],
-    tools: PythonTools | None,
+    tools: PythonTools,
 ) -> ValidationIssue:
     message = issue.message
     source = sources.get(issue.step) if issue.step is not None else None
@@ -180,8 +180,7 @@ def _in_python(
             message = _by_position(message, source[4] if len(source) > 4 else ())
     if names:  # "step 'route_2' (route)": a call nobody named, as written
         message = _STEP_MENTION.sub(lambda m: names.get(m.group(1), m.group(0)), message)
-    if tools is not None:
-        message = _called_names(message, tools)
+    message = _called_names(message, tools)
     return ValidationIssue(issue.code, python_message(message, names), issue.step)
 
 
@@ -208,9 +207,7 @@ def _ordinal(number: int) -> str:
     return f"{number}{suffix}"
 
 
-def said_in_python(
-    invalid: PlanInvalid, plan: Plan, tools: PythonTools | None = None
-) -> PlanInvalid:
+def said_in_python(invalid: PlanInvalid, plan: Plan, tools: PythonTools) -> PlanInvalid:
     """``invalid`` (``plan``'s problems) said in Python when the plan was read from Python
     (:func:`in_python`); as it is otherwise."""
     sources = plan.python_sources
