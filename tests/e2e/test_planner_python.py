@@ -190,6 +190,88 @@ async def test_python_is_the_default_and_a_json_answer_is_still_read(
     assert "def createAuthor(" in system_prompt(server.requests[0])
 
 
+WRONG = 'author = createAuthor("Bob", "bob@test.com", "extra")\n'
+JSON_PLAN = {
+    "reasoning": "the post needs the author's id",
+    "steps": [
+        {"id": "author", "tool": "createAuthor", "parameters": {"name": "Bob", "email": "b@x"}},
+        {
+            "id": "blog",
+            "tool": "createBlog",
+            "parameters": {"authorId": "{{author._id}}", "title": "Tips", "content": "testing"},
+        },
+    ],
+}
+
+
+def asks_json(request: dict[str, Any]) -> bool:
+    return "tools" in request or "response_format" in request
+
+
+async def test_the_last_attempt_asks_afresh_for_a_json_plan(
+    server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    """The formats fail on different requests (BENCHMARKS, *Data flow*): after the last Python
+    repair, the model is asked for a JSON plan afresh, as the JSON format asks first: its own
+    prompt and schema, no Python answer and no Python problems. The plan records the schema it
+    came in, and the CLI's event says what is asked."""
+    server.script([Reply.content(WRONG), Reply.content(WRONG), Reply.structured(JSON_PLAN)])
+    events: list[PlanningEvent] = []
+    outcome = await create_plan(QUERY, planner(tmp_path, listener=events.append))
+    assert outcome.ref.status == "planned" and outcome.llm_calls == 3
+    assert [s["tool"] for s in outcome.plan["steps"]] == ["createAuthor", "createBlog"]
+    first, repair, last = server.requests
+    assert not asks_json(first) and not asks_json(repair) and asks_json(last)
+    assert "def createAuthor(" in system_prompt(repair)
+    assert "def createAuthor(" not in system_prompt(last)
+    assert [m["content"] for m in last["messages"] if m["role"] == "user"] == [QUERY]
+    afresh = [e.afresh for e in events if e.kind == "repairing"]
+    assert afresh == [None, "json"]
+    stored = planner(tmp_path).store.get_plan(outcome.ref.plan_id)
+    assert stored is not None and stored.meta["planSchema"] in ("typed", "generic")
+
+
+async def test_a_json_plan_asked_afresh_is_judged_and_its_problems_reported(
+    server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    wrong_json = {"steps": [{"id": "a", "tool": "createAuthr", "parameters": {"name": "Bob"}}]}
+    server.script([Reply.content(WRONG), Reply.content(WRONG), Reply.structured(wrong_json)])
+    with pytest.raises(PlanningFailed) as failed:
+        await create_plan(QUERY, planner(tmp_path))
+    assert failed.value.details["llmCalls"] == 3
+    assert "createAuthr" in str(failed.value)  # the last answer's problems, as written
+    assert len(server.requests) == 3
+
+
+@pytest.mark.parametrize(("repairs", "calls"), [(0, 1), (1, 2)])
+async def test_without_repairs_no_other_format_is_asked(
+    server: FakeOpenAIServer, tmp_path: Path, repairs: int, calls: int
+) -> None:
+    """``max_repairs=0`` is one answer as written, in the format asked for; with one repair,
+    that repair is the last attempt, asked afresh in JSON."""
+    server.script([Reply.content(WRONG), Reply.structured(JSON_PLAN)])
+    ctx = replace(planner(tmp_path), max_repairs=repairs)
+    if repairs == 0:
+        with pytest.raises(PlanningFailed):
+            await create_plan(QUERY, ctx)
+    else:
+        assert (await create_plan(QUERY, ctx)).ref.status == "planned"
+    assert len(server.requests) == calls
+    assert [asks_json(r) for r in server.requests] == [False, True][:calls]
+
+
+async def test_the_json_format_repairs_every_attempt(
+    server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    wrong_json = {"steps": [{"id": "a", "tool": "createAuthr", "parameters": {"name": "Bob"}}]}
+    server.script([Reply.structured(wrong_json)] * 2 + [Reply.structured(JSON_PLAN)])
+    ctx = replace(planner(tmp_path), plan_format="json")
+    outcome = await create_plan(QUERY, ctx)
+    assert outcome.ref.status == "planned" and outcome.llm_calls == 3
+    assert all(asks_json(r) for r in server.requests)
+    assert "createAuthr" in server.requests[2]["messages"][-1]["content"]  # a repair
+
+
 async def test_an_answer_of_comments_only_declines(
     server: FakeOpenAIServer, tmp_path: Path
 ) -> None:
@@ -211,6 +293,14 @@ def test_cli_runs_a_python_planned_query(cli_llm: Cli, llm: FakeOpenAIServer) ->
     cli_llm.env = bad
     refused = cli_llm("run", QUERY, "--no-answer")
     assert refused.code == 2 and "TOOLPLAN_PLAN_FORMAT" in refused.stderr
+
+
+def test_cli_says_when_it_asks_afresh_for_a_json_plan(cli_llm: Cli, llm: FakeOpenAIServer) -> None:
+    llm.script([Reply.content(WRONG), Reply.content(WRONG), Reply.structured(JSON_PLAN)])
+    done = cli_llm("plan", QUERY)
+    assert done.code == 0, done.stderr
+    assert "repairing (attempt 2 of 3): line 1, column" in done.stderr
+    assert "asking afresh for a JSON plan (attempt 3 of 3) after: line 1, column" in done.stderr
 
 
 @ON_BOTH_STORES

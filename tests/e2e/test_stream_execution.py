@@ -230,6 +230,28 @@ def test_a_repair_that_drops_an_early_step_leaves_it_unused_and_adopts_the_rest(
         store.close()
 
 
+def test_a_json_plan_asked_afresh_starts_nothing_early_and_adopts_what_python_started(
+    cli_llm: Cli, llm: FakeOpenAIServer
+) -> None:
+    """The last attempt of a Python planning asks for a JSON plan (BENCHMARKS, *Data flow*).
+    Its steps are not statements: nothing of it starts before it is validated; a call the
+    Python answers started early is adopted when the JSON plan has it."""
+    stream_cli(cli_llm)
+    wrong = 'b = lookup(key="y")\nz = no_such_tool(q=1)\n'
+    plan = {
+        "steps": [
+            {"id": "b", "tool": "lookup", "parameters": {"key": "y"}},
+            {"id": "c", "tool": "lookup", "parameters": {"key": "z"}},
+        ]
+    }
+    llm.script([streamed(wrong), streamed(wrong), Reply.structured(plan)])
+    done = cli_llm("run", QUERY, "--no-answer", "--json")
+    assert done.code == 0, done.stderr
+    assert sorted(looked_up(cli_llm)) == ["y", "z"]  # each call once
+    result = done.json()
+    assert {e["step"]: e["status"] for e in result["earlyStarts"]} == {"b": "adopted"}
+
+
 @ON_BOTH_STORES
 def test_kill_9_during_planning_then_resume_never_calls_a_finished_early_step_again(
     cli_llm: Cli, llm: FakeOpenAIServer

@@ -145,6 +145,9 @@ def test_the_cli_lines() -> None:
     assert planning_line(
         event("repairing", attempt=2, problem="step 'blog': unknown\n tool 'x'", problems=3)
     ) == ("repairing (attempt 2 of 3): step 'blog': unknown tool 'x' (+2 more)")
+    assert planning_line(
+        event("repairing", attempt=3, problem="line 1: 'x' is not a tool", afresh="json")
+    ) == ("asking afresh for a JSON plan (attempt 3 of 3) after: line 1: 'x' is not a tool")
     assert planning_line(event("retrying", max_tokens=3072)) == (
         "the answer stopped at the output limit; asking again with 3072 tokens…"
     )

@@ -560,6 +560,12 @@ class PlanningEventType:
     duration_ms: float | None = strawberry.field(
         default=None, description="On early: how long the call ran, or the time saved."
     )
+    afresh: str | None = strawberry.field(
+        default=None,
+        description="On repairing: the format a new plan is asked for in instead of a repair "
+        "(json: the last attempt of a Python planning); null when the answer is sent back with "
+        "its problems.",
+    )
 
     @classmethod
     def from_news(cls, news: PlanningNews) -> PlanningEventType:
@@ -579,6 +585,7 @@ class PlanningEventType:
             tokens=event.tokens,
             problem=event.problem,
             problems=event.problems if event.kind == "repairing" else None,
+            afresh=event.afresh,
             max_tokens=event.max_tokens,
             changes=JSON(list(event.changes)) if event.kind == "rewritten" else None,
             early=event.early,

@@ -559,7 +559,9 @@ def planning_line(event: PlanningEvent) -> str:
     """One planning event as a line of text, e.g. ``planning with openai:gpt-4o-mini…``,
     ``  + get_weather(city="Berlin")  4.1 s, 212 tokens`` (a step of the answer being written:
     each argument cut at 40 characters, the call at 100) or
-    ``repairing (attempt 2 of 3): step 'blog': unknown tool 'createBlg' (+1 more)``."""
+    ``repairing (attempt 2 of 3): step 'blog': unknown tool 'createBlg' (+1 more)`` (or, for
+    the last attempt of a Python planning, ``asking afresh for a JSON plan (attempt 3 of 3)
+    after: ...``)."""
     if event.kind == "planning":
         return f"planning with {event.model}…"
     if event.kind == "step":
@@ -571,6 +573,11 @@ def planning_line(event: PlanningEvent) -> str:
     if event.kind == "repairing":
         more = f" (+{event.problems - 1} more)" if event.problems > 1 else ""
         problem = short(" ".join((event.problem or "").split()), 160)
+        if event.afresh is not None:
+            return (
+                f"asking afresh for a {event.afresh.upper()} plan (attempt {event.attempt} of "
+                f"{event.attempts}) after: {problem}{more}"
+            )
         return f"repairing (attempt {event.attempt} of {event.attempts}): {problem}{more}"
     if event.kind == "retrying":
         return (

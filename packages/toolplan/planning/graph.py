@@ -16,7 +16,9 @@ generic one: :mod:`toolplan.planning.schema`). Its answer is read leniently wher
 meaning (:mod:`toolplan.planning.rewrites`; ``TOOLPLAN_PLANNER_REWRITES=none`` turns them off),
 each change recorded; the dependency-analysis node is the engine's validator
 (:func:`toolplan.validation.dag.analyze`), and every problem of every step goes back to the model in one
-repair round. An answer with no steps at all is the model saying
+repair round. In the Python format the last attempt is not a repair: the model is asked afresh
+for a JSON plan (:func:`attempt_format`), because the two formats fail on different requests.
+An answer with no steps at all is the model saying
 that no tool does what the request asks (the prompt tells it to answer so, and why, in
 ``reasoning``): the planner declines the request instead of asking for a plan again.
 
@@ -51,7 +53,7 @@ from typing_extensions import TypedDict
 
 from toolplan._caches import register_cache
 from toolplan._graph_context import bind_context, context_resolver
-from toolplan.config import PlannerSettings
+from toolplan.config import PlanFormat, PlannerSettings
 from toolplan.errors import InvalidInput, PlanInvalid, ValidationIssue
 from toolplan.plan_format.limits import check_json
 from toolplan.plan_format.plan import Plan, parse_plan
@@ -210,16 +212,17 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
     prompt, repair_prompt, runaway_prompt = await asyncio.to_thread(
         lambda: _prompts(prompts_dir(ctx.prompts_dir))
     )
-    python = ctx.plan_format == "python"
+    repairs = state.get("repairs", 0) + (1 if state.get("errors") else 0)
+    plan_format = attempt_format(ctx, repairs)
+    afresh = plan_format != ctx.plan_format  # the last attempt, asked in the other format
+    python = plan_format == "python"
     if python:
         prompt = await asyncio.to_thread(lambda: _python_prompt(prompts_dir(ctx.prompts_dir)))
     schema = ctx.plan_schema()
     messages = planner_messages(ctx, state["query"], prompt, None if python else schema)
     if state.get("context"):
         messages.append(HumanMessage(state["context"]))
-    repairs = state.get("repairs", 0)
-    if state.get("errors"):
-        repairs += 1
+    if state.get("errors") and not afresh:
         previous = state.get("raw_candidate") or "(no plan could be read from the answer)"
         spoken = python_problem if python else str
         problems = "\n".join(f"- {spoken(error)}" for error in state["errors"])
@@ -242,14 +245,21 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
 
     calls, usage = state.get("llm_calls", 0), state.get("usage")
     if state.get("errors"):
-        tell("repairing", calls, usage, problem=state["errors"][0], problems=len(state["errors"]))
+        tell(
+            "repairing",
+            calls,
+            usage,
+            problem=state["errors"][0],
+            problems=len(state["errors"]),
+            afresh=plan_format if afresh else None,
+        )
     else:
         tell("planning", calls, usage)
 
     def step_seen(step: dict[str, Any], count: int, tokens: int) -> None:
         shown = _shown_step(step, ctx)
         tell("step", calls, usage, step=shown, steps=count, tokens=tokens)
-        if ctx.early is not None:  # streamed execution: a read-only call may start now
+        if ctx.early is not None and python:  # streamed execution: a read-only call may start
             ctx.early.offer(step)
 
     def restarted() -> None:  # what was read as code was prose before a fenced block
@@ -276,9 +286,9 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
     about = {  # what the call is for: tracing shows it, a scripted model answers from it
         "call": "plan",
         "request": state["query"],
-        "format": ctx.plan_format,
+        "format": plan_format,
         "context": state.get("context"),
-        "problems": list(state.get("errors") or []),
+        "problems": [] if afresh else list(state.get("errors") or []),
     }
 
     def generic() -> StructuredRequest:
@@ -310,7 +320,7 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
     payload: Any = message_payload(reply.answer.message)
     # Read off the event loop: reading is linear and bounded, and still no other request waits
     # on it (the API serves others from this loop).
-    reading = await asyncio.to_thread(read_answer, payload, ctx)
+    reading = await asyncio.to_thread(read_answer, payload, ctx, python=python)
     steps = len(reading.data["steps"]) if reading.data is not None else None
     tell("answered", reply.calls, reply.usage, steps=steps)
     errors = [issue.message for issue in reading.issues]
@@ -339,11 +349,23 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
     }
 
 
-def read_answer(payload: Any, ctx: PlannerContext) -> PlanReading:
+def attempt_format(ctx: PlannerContext, repairs: int) -> PlanFormat:
+    """The format the model is asked to write attempt ``repairs + 1`` in: the context's, except
+    the last attempt of a Python planning, which asks for a JSON plan afresh.
+
+    The two formats fail on different requests: on NESTFUL's tuning splits, every request the
+    Python format gave no plan for after its repairs, the JSON format planned (8 of 9, most
+    in one call), while a third Python answer rescued 7 in 94 (BENCHMARKS, *Data flow*)."""
+    if ctx.plan_format == "python" and ctx.max_repairs >= 1 and repairs >= ctx.max_repairs:
+        return "json"
+    return ctx.plan_format
+
+
+def read_answer(payload: Any, ctx: PlannerContext, *, python: bool) -> PlanReading:
     """The model's answer as plan JSON, with the format rules ``ctx.rewrites`` lets run: the
-    one place an answer is read: a JSON plan, or the Python format's statements (read as
-    written: Python has no wrapping, nulls or quoting to undo)."""
-    if ctx.plan_format == "python" and not json_answer(payload):
+    one place an answer is read: a JSON plan, or (``python``) the Python format's statements
+    (read as written: Python has no wrapping, nulls or quoting to undo)."""
+    if python and not json_answer(payload):
         return read_python_answer(
             payload, ctx.catalog, rewrites=ctx.rewrites, limits=ctx.limits, max_steps=ctx.max_steps
         )

@@ -30,7 +30,7 @@ PlanningEventKind = Literal[
 """``planning``: the first call is about to be made. ``step``: the answer being written has one
 more step (only when it is streamed: :mod:`toolplan.planning.streaming`; a step may be told again
 by the answer of a repair or a retry). ``repairing``: the last answer had problems
-and the model is asked again with them. ``retrying``: the answer stopped at the output limit and
+and the model is asked again with them (or, ``afresh``, for a new plan in another format). ``retrying``: the answer stopped at the output limit and
 the same request is asked again with a larger one. ``answered``: an answer came back.
 ``rewritten``: the plan was stored, with every change the rewrite rules made to the
 model's answer (:mod:`toolplan.planning.rewrites`; told even when there is none). ``early``:
@@ -59,6 +59,10 @@ class PlanningEvent:
     """``repairing``: the first problem of the last answer."""
     problems: int = 0
     """``repairing``: how many problems it had."""
+    afresh: str | None = None
+    """``repairing``: the format the plan is asked for afresh in, instead of repaired
+    (``json``: the last attempt of a Python planning, :func:`toolplan.planning.graph.attempt_format`);
+    ``None``: the answer is sent back with its problems."""
     max_tokens: int | None = None
     """``retrying``: the larger output limit."""
     steps: int | None = None
@@ -91,7 +95,7 @@ class PlanningEvent:
             "usage": dict(self.usage),
         }
         if self.kind == "repairing":
-            data.update(problem=self.problem, problems=self.problems)
+            data.update(problem=self.problem, problems=self.problems, afresh=self.afresh)
         elif self.kind == "retrying":
             data["maxTokens"] = self.max_tokens
         elif self.kind == "answered":
