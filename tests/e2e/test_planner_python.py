@@ -243,6 +243,23 @@ async def test_a_json_plan_asked_afresh_is_judged_and_its_problems_reported(
     assert len(server.requests) == 3
 
 
+async def test_an_endpoint_that_refuses_the_schema_gets_the_python_repair_instead(
+    server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    """A server that takes text only answers the JSON request with an error naming the schema:
+    the last attempt is then the Python repair it was before, not a failure to reach the
+    model."""
+    refused = Reply.error(400, "response_format and tools are not supported by this server")
+    server.script([Reply.content(WRONG), Reply.content(WRONG), refused, Reply.content(ANSWER)])
+    outcome = await create_plan(QUERY, planner(tmp_path))
+    assert outcome.ref.status == "planned" and outcome.llm_calls == 3
+    assert [asks_json(r) for r in server.requests] == [False, False, True, False]
+    repair = server.requests[3]["messages"][-1]["content"]
+    assert WRONG.strip() in repair and "createAuthor takes 2 arguments" in repair
+    stored = planner(tmp_path).store.get_plan(outcome.ref.plan_id)
+    assert stored is not None and stored.meta["planSchema"] == "python"
+
+
 @pytest.mark.parametrize(("repairs", "calls"), [(0, 1), (1, 2)])
 async def test_without_repairs_no_other_format_is_asked(
     server: FakeOpenAIServer, tmp_path: Path, repairs: int, calls: int

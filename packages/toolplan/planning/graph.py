@@ -216,17 +216,36 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
     plan_format = attempt_format(ctx, repairs)
     afresh = plan_format != ctx.plan_format  # the last attempt, asked in the other format
     python = plan_format == "python"
-    if python:
-        prompt = await asyncio.to_thread(lambda: _python_prompt(prompts_dir(ctx.prompts_dir)))
+    json_prompt = prompt
+    python_prompt = json_prompt  # a JSON planning never asks for Python
+    if ctx.plan_format == "python":
+        python_prompt = await asyncio.to_thread(
+            lambda: _python_prompt(prompts_dir(ctx.prompts_dir))
+        )
+    prompt = python_prompt if python else json_prompt
     schema = ctx.plan_schema()
-    messages = planner_messages(ctx, state["query"], prompt, None if python else schema)
-    if state.get("context"):
-        messages.append(HumanMessage(state["context"]))
-    if state.get("errors") and not afresh:
-        previous = state.get("raw_candidate") or "(no plan could be read from the answer)"
-        spoken = python_problem if python else str
-        problems = "\n".join(f"- {spoken(error)}" for error in state["errors"])
-        messages.append(HumanMessage(repair_prompt.render(previous_plan=previous, errors=problems)))
+
+    def asking(in_python: bool, repair: bool) -> list[BaseMessage]:
+        """The messages of this attempt: written in Python or in the schema, with the last
+        answer and its problems when it is a repair."""
+        asked = planner_messages(
+            ctx,
+            state["query"],
+            python_prompt if in_python else json_prompt,
+            None if in_python else schema,
+        )
+        if state.get("context"):
+            asked.append(HumanMessage(state["context"]))
+        if repair and state.get("errors"):
+            previous = state.get("raw_candidate") or "(no plan could be read from the answer)"
+            spoken = python_problem if in_python else str
+            problems = "\n".join(f"- {spoken(error)}" for error in state["errors"])
+            asked.append(
+                HumanMessage(repair_prompt.render(previous_plan=previous, errors=problems))
+            )
+        return asked
+
+    messages = asking(python, repair=not afresh)
 
     writer = get_stream_writer()  # LangGraph's custom stream (a no-op unless it is asked for)
 
@@ -298,6 +317,15 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
         messages[0] = planner_messages(ctx, state["query"], prompt, schema)[0]
         return StructuredRequest(messages, schema.schema, schema.strict, about)
 
+    def repaired_in_python() -> StructuredRequest:
+        # an endpoint that refuses the schema asked afresh for: the Python repair after all
+        nonlocal python, prompt
+        python, prompt = True, python_prompt
+        asked = {**about, "format": "python", "problems": list(state.get("errors") or [])}
+        return StructuredRequest(asking(True, repair=True), None, False, asked)
+
+    fallback = repaired_in_python if afresh else generic
+
     def after_runaway(request: StructuredRequest, error: LLMOutputRepeating) -> StructuredRequest:
         note = HumanMessage(runaway_prompt.render(what=error.what or "it repeated itself"))
         return replace(request, messages=[*request.messages, note])
@@ -307,7 +335,7 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
         StructuredRequest(messages, None if python else schema.schema, schema.strict, about),
         usage=usage,
         calls=calls,
-        fallback=None if ctx.schema_fallback or python else generic,
+        fallback=None if python or (ctx.schema_fallback and not afresh) else fallback,
         larger=ctx.larger_model_call(),
         on_larger=lambda larger, calls, usage: tell(
             "retrying", calls, usage, max_tokens=larger.max_tokens
