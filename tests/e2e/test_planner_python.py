@@ -243,21 +243,36 @@ async def test_a_json_plan_asked_afresh_is_judged_and_its_problems_reported(
     assert len(server.requests) == 3
 
 
+@pytest.mark.parametrize("schema_fallback", [False, True])
 async def test_an_endpoint_that_refuses_the_schema_gets_the_python_repair_instead(
-    server: FakeOpenAIServer, tmp_path: Path
+    server: FakeOpenAIServer, tmp_path: Path, schema_fallback: bool
 ) -> None:
     """A server that takes text only answers the JSON request with an error naming the schema:
-    the last attempt is then the Python repair it was before, not a failure to reach the
-    model."""
+    the last attempt is then the Python repair it was before (streamed and told as one), not a
+    failure to reach the model, also where the generic schema was already in use; the context
+    remembers, and a later planning is not asked for the schema again."""
     refused = Reply.error(400, "response_format and tools are not supported by this server")
-    server.script([Reply.content(WRONG), Reply.content(WRONG), refused, Reply.content(ANSWER)])
-    outcome = await create_plan(QUERY, planner(tmp_path))
+    streamed = Reply.content(ANSWER).with_(pieces=30)
+    server.script([Reply.content(WRONG), Reply.content(WRONG), refused, streamed])
+    events: list[PlanningEvent] = []
+    ctx = replace(planner(tmp_path, listener=events.append), schema_fallback=schema_fallback)
+    outcome = await create_plan(QUERY, ctx)
     assert outcome.ref.status == "planned" and outcome.llm_calls == 3
     assert [asks_json(r) for r in server.requests] == [False, False, True, False]
     repair = server.requests[3]["messages"][-1]["content"]
     assert WRONG.strip() in repair and "createAuthor takes 2 arguments" in repair
     stored = planner(tmp_path).store.get_plan(outcome.ref.plan_id)
     assert stored is not None and stored.meta["planSchema"] == "python"
+    third = [e for e in events if e.attempt == 3]
+    assert [e.afresh for e in third if e.kind == "repairing"] == ["json", None]
+    assert [e.step["tool"] for e in third if e.kind == "step" and e.step] == [
+        "createAuthor",
+        "createBlog",
+    ]
+    server.script([Reply.content(WRONG), Reply.content(WRONG), Reply.content(ANSWER)])
+    again = await create_plan(QUERY, ctx)
+    assert again.ref.status == "planned" and again.llm_calls == 3
+    assert [asks_json(r) for r in server.requests[4:]] == [False, False, False]
 
 
 @pytest.mark.parametrize(("repairs", "calls"), [(0, 1), (1, 2)])

@@ -138,6 +138,28 @@ def test_a_function_models_json_plan_and_a_repair(tmp_path: Path) -> None:
     assert "get_wether" in repair.problems[0]
 
 
+def test_a_function_model_is_asked_afresh_for_json_on_a_python_plannings_last_attempt(
+    tmp_path: Path,
+) -> None:
+    asked: list[ModelRequest] = []
+    right = {"steps": [{"id": "w", "tool": "get_weather", "parameters": {"location": "Oslo"}}]}
+
+    def answer(messages: list[BaseMessage], request: ModelRequest) -> Any:
+        asked.append(request)
+        return right if request.plan_format == "json" else 'w = get_wether(location="Oslo")\n'
+
+    with Toolplan(
+        settings=settings(tmp_path), model=FunctionModel(answer), tools=["weather"]
+    ) as tp:
+        outcome = tp.plan("Weather in Oslo")
+    assert outcome.status == "planned" and outcome.llm_calls == 3
+    assert [(r.plan_format, r.schema is None, bool(r.problems)) for r in asked] == [
+        ("python", True, False),
+        ("python", True, True),
+        ("json", False, False),  # afresh: no Python answer or problems to repair
+    ]
+
+
 class _Bmi(TypedDict):
     BMI: float
 

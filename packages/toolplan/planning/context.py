@@ -83,6 +83,10 @@ class PlannerContext:
     schema_fallback: bool = False
     """Set when the endpoint rejected the schema it was sent: later calls use the generic one
     without a ``pattern``, which fits any server."""
+    json_refused: bool = False
+    """Set when the endpoint refused the schema that the last attempt of a Python planning
+    asks a JSON plan in: later plannings repair in Python to the end
+    (:func:`toolplan.planning.graph.attempt_format`)."""
     limits: InputLimits = field(default_factory=InputLimits)
     """The input limits the model's plan must meet, like any other plan."""
     estimates: EstimateSettings | None = None
@@ -123,8 +127,10 @@ class PlannerContext:
 
     def learn_from(self, other: PlannerContext) -> None:
         """Keep what ``other`` (a copy: :meth:`telling`) learned of the endpoint: that it
-        rejected the schema, or could not stream."""
+        rejected the schema (or the one a Python planning's last attempt asks in), or could not
+        stream."""
         self.schema_fallback = self.schema_fallback or other.schema_fallback
+        self.json_refused = self.json_refused or other.json_refused
         self.stream = self.stream and other.stream
 
     def model_call(self) -> ModelCall:

@@ -285,20 +285,17 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
         if ctx.early is not None:
             ctx.early.new_answer()
 
+    def statements() -> PythonAnswerReader:
+        return PythonAnswerReader(
+            ctx.catalog, rewrites=ctx.rewrites, limits=ctx.limits, max_steps=ctx.max_steps
+        )
+
     restarted()
     stream = AnswerStream(
         step_seen,
         enabled=ctx.stream,
         max_steps=ctx.max_steps,
-        statements=(
-            (
-                lambda: PythonAnswerReader(
-                    ctx.catalog, rewrites=ctx.rewrites, limits=ctx.limits, max_steps=ctx.max_steps
-                )
-            )
-            if python
-            else None
-        ),
+        statements=statements if python else None,
         on_restart=restarted,
     )
 
@@ -318,10 +315,15 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
         return StructuredRequest(messages, schema.schema, schema.strict, about)
 
     def repaired_in_python() -> StructuredRequest:
-        # an endpoint that refuses the schema asked afresh for: the Python repair after all
+        # an endpoint that refuses the schema asked afresh for: the Python repair after all,
+        # and in every later planning of this context (it is not asked for the schema again)
         nonlocal python, prompt
         python, prompt = True, python_prompt
-        asked = {**about, "format": "python", "problems": list(state.get("errors") or [])}
+        ctx.json_refused = True
+        stream.statements = statements
+        problems = list(state.get("errors") or [])
+        tell("repairing", calls, usage, problem=problems[0], problems=len(problems))
+        asked = {**about, "format": "python", "problems": problems}
         return StructuredRequest(asking(True, repair=True), None, False, asked)
 
     fallback = repaired_in_python if afresh else generic
@@ -383,8 +385,10 @@ def attempt_format(ctx: PlannerContext, repairs: int) -> PlanFormat:
 
     The two formats fail on different requests: on NESTFUL's tuning splits, every request the
     Python format gave no plan for after its repairs, the JSON format planned (8 of 9, most
-    in one call), while a third Python answer rescued 7 in 94 (BENCHMARKS, *Data flow*)."""
-    if ctx.plan_format == "python" and ctx.max_repairs >= 1 and repairs >= ctx.max_repairs:
+    in one call), while a third Python answer rescued 7 in 94 (BENCHMARKS, *The last attempt in
+    JSON*). An endpoint that refused that schema (``ctx.json_refused``) gets the Python repair."""
+    last = ctx.max_repairs >= 1 and repairs >= ctx.max_repairs
+    if ctx.plan_format == "python" and last and not ctx.json_refused:
         return "json"
     return ctx.plan_format
 
