@@ -326,7 +326,13 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
         asked = {**about, "format": "python", "problems": problems}
         return StructuredRequest(asking(True, repair=True), None, False, asked)
 
-    fallback = repaired_in_python if afresh else generic
+    # when the endpoint refuses the schema: asked afresh, the Python repair; else, once, the
+    # generic schema (none for a Python answer, or when the generic one is already in use)
+    fallback: Callable[[], StructuredRequest] | None = generic
+    if afresh:
+        fallback = repaired_in_python
+    elif python or ctx.schema_fallback:
+        fallback = None
 
     def after_runaway(request: StructuredRequest, error: LLMOutputRepeating) -> StructuredRequest:
         note = HumanMessage(runaway_prompt.render(what=error.what or "it repeated itself"))
@@ -337,7 +343,7 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
         StructuredRequest(messages, None if python else schema.schema, schema.strict, about),
         usage=usage,
         calls=calls,
-        fallback=None if python or (ctx.schema_fallback and not afresh) else fallback,
+        fallback=fallback,
         larger=ctx.larger_model_call(),
         on_larger=lambda larger, calls, usage: tell(
             "retrying", calls, usage, max_tokens=larger.max_tokens

@@ -30,8 +30,9 @@ PlanningEventKind = Literal[
 """``planning``: the first call is about to be made. ``step``: the answer being written has one
 more step (only when it is streamed: :mod:`toolplan.planning.streaming`; a step may be told again
 by the answer of a repair or a retry). ``repairing``: the last answer had problems
-and the model is asked again with them (or, ``afresh``, for a new plan in another format). ``retrying``: the answer stopped at the output limit and
-the same request is asked again with a larger one. ``answered``: an answer came back.
+and the model is asked again with them (or, ``afresh``, for a new plan in another format).
+``retrying``: the answer stopped at the output limit and the same request is asked again with a
+larger one. ``answered``: an answer came back.
 ``rewritten``: the plan was stored, with every change the rewrite rules made to the
 model's answer (:mod:`toolplan.planning.rewrites`; told even when there is none). ``early``:
 a step of the answer being written started early, finished, or was settled when the plan was
