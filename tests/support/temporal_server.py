@@ -33,8 +33,16 @@ ENV_BIN = "TOOLPLAN_TEMPORAL_BIN"
 ENV_START_TIMEOUT = "TOOLPLAN_TEMPORAL_START_TIMEOUT"
 
 
+PORT_ATTEMPTS = 5
+ADDRESS_IN_USE = "address already in use"
+
+
 class TemporalServerError(RuntimeError):
     """The Temporal dev server could not be found or started."""
+
+
+class _PortTaken(Exception):
+    """The server exited because another process holds one of its ports."""
 
 
 def temporal_binary() -> Path:
@@ -83,6 +91,7 @@ class TemporalServer:
         self.namespace = namespace
         self.port = free_port()
         self._proc: subprocess.Popen[bytes] | None = None
+        self._started_once = False
         self.start_timeout = float(os.environ.get(ENV_START_TIMEOUT, "30"))
 
     @property
@@ -106,6 +115,23 @@ class TemporalServer:
         self.stop()
 
     def start(self) -> TemporalServer:
+        """Start the server and wait until it serves.
+
+        The port is chosen free before the server binds it, so another process can take it in
+        between (on a busy machine, often another server's own pick of free ports). A first start
+        that finds its port taken moves to a new free port and tries again; a restart keeps its
+        port, because clients already hold the address.
+        """
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            try:
+                return self._launch()
+            except _PortTaken as taken:
+                if self._started_once or attempt == PORT_ATTEMPTS:
+                    raise TemporalServerError(str(taken)) from None
+                self.port = free_port()
+        raise AssertionError("unreachable")
+
+    def _launch(self) -> TemporalServer:
         command = [
             str(temporal_binary()),
             "server",
@@ -123,6 +149,7 @@ class TemporalServer:
         if self.namespace:
             command += ["--namespace", self.namespace]
         self.directory.mkdir(parents=True, exist_ok=True)
+        logged_before = self.log.stat().st_size if self.log.exists() else 0
         with self.log.open("ab") as log:
             self._proc = subprocess.Popen(
                 command,
@@ -134,9 +161,14 @@ class TemporalServer:
         deadline = time.monotonic() + self.start_timeout
         while not self._ready():
             if self._proc.poll() is not None:
-                raise TemporalServerError(
-                    f"temporal server exited with {self._proc.returncode}:\n{self.log.read_text()}"
-                )
+                code, self._proc = self._proc.returncode, None
+                with self.log.open("rb") as log:
+                    log.seek(logged_before)
+                    said = log.read().decode(errors="replace")
+                message = f"temporal server exited with {code}:\n{said}"
+                if ADDRESS_IN_USE in said:
+                    raise _PortTaken(message)
+                raise TemporalServerError(message)
             if time.monotonic() > deadline:
                 self.stop()
                 raise TemporalServerError(
@@ -144,6 +176,7 @@ class TemporalServer:
                     f"{self.start_timeout:g}s:\n{self.log.read_text()}"
                 )
             time.sleep(0.1)
+        self._started_once = True
         return self
 
     def _ready(self) -> bool:
