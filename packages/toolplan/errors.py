@@ -100,16 +100,27 @@ class ValidationIssue:
         return self.message
 
 
-_LONG_QUOTE = re.compile(r"""(['"])([^'"\n]{200,})\1""")
+_QUOTE = re.compile(r"""(?<!\w)(['"])([^'"\n]*)\1(?!\w)""")
+"""A quoted text. Every quote is matched, short ones too, so that the scan reads quotes in pairs:
+matching only long ones took the text between the quote closing one name and the quote opening
+the next (``'a' returns keys ... without 'b'``) for a quote. A quote opens after no letter and
+closes before none, so an apostrophe (``the step's``) opens nothing."""
+
+_LONG = 200
 
 
 def _quoted_briefly(message: str) -> str:
     """``message`` with each quoted text of 200 characters or more cut to its start: a problem
     quotes what the plan wrote, and a plan may write 100,000 characters where a name goes. The
     message goes back to the model in a repair, and to a terminal."""
-    return _LONG_QUOTE.sub(
-        lambda m: f"{m[1]}{m[2][:60]}...{m[1]} ({len(m[2]):,} characters)", message
-    )
+
+    def brief(quote: re.Match[str]) -> str:
+        mark, text = quote[1], quote[2]
+        if len(text) < _LONG:
+            return quote[0]
+        return f"{mark}{text[:60]}...{mark} ({len(text):,} characters)"
+
+    return _QUOTE.sub(brief, message)
 
 
 class PlanInvalid(InvalidInput):

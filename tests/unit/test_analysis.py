@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from toolplan.errors import PlanInvalid
+from toolplan.errors import PlanInvalid, ValidationIssue
 from toolplan.plan_format.plan import parse_plan
 from toolplan.tools import load_tool_modules
 from toolplan.validation import analyze
@@ -245,6 +245,21 @@ def test_a_long_value_is_quoted_briefly() -> None:
     [message] = issues_of(steps(step("w", location="Oslo", **{"q" * 90_000: 1})))
     assert message.startswith("step 'w': unknown argument 'qqqq")
     assert "...' (90,000 characters) for tool 'get_weather'" in message and len(message) < 300
+
+
+def test_a_long_run_between_two_quoted_names_is_not_taken_for_a_quote() -> None:
+    """NESTFUL's LocalBusinessData returns 30 keys. The text between the quotes closing the step
+    name and opening the missing key was cut as if it were a quote, so the model never saw the
+    keys it could use ("returns an object with keys business_id...' (501 characters)items')."""
+    keys = {f"field_number_{n}": {"type": "string"} for n in range(30)}
+    message = f"step 'places' (LocalBusinessData) returns an object with keys {', '.join(keys)}, without 'items'"
+    assert ValidationIssue("template", message).message == message
+    templated = f"template '{{{{places.items[0].id}}}}': the step's {message}"
+    assert ValidationIssue("template", templated).message == templated
+    quoted = "q" * 300
+    assert ValidationIssue("template", f"x '{quoted}' y").message == (
+        f"x '{'q' * 60}...' (300 characters) y"
+    )
 
 
 def test_enum_and_number_types() -> None:
