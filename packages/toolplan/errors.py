@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal, cast, get_args
 
 __all__ = [
@@ -88,10 +88,6 @@ class ValidationIssue:
     code: str
     message: str
     step: str | None = None
-    fix: tuple[str, str] | None = field(default=None, compare=False)
-    """The one repair the message names, when it is certain: in ``step``, the template written
-    ``fix[0]`` is meant as ``fix[1]`` (``{{w.temp}}`` where the argument takes the object
-    ``{{w}}``). The planner applies it before asking the model again."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "message", _quoted_briefly(self.message))

@@ -277,3 +277,43 @@ def test_a_declared_key_with_a_space_is_checked_and_suggested_quoted() -> None:
         rate, step("m", "multiply", numbers="5 * {{rate.Exchange}}"), catalog=catalog
     )
     assert '{{rate["Exchange Rate"]}}' in found
+
+
+def test_an_element_of_a_list_an_object_is_not_names_its_own_key() -> None:
+    """NESTFUL's LocalBusinessData returns one flat object; the model wrote
+    ``{{places.items[0].business_id}}`` after the prompt's ``{{stepId.items[0].name}}``."""
+
+    def find_places(query: str) -> dict[str, Any]:
+        """Find places."""
+        return {}
+
+    def reviews(business_id: str) -> list[str]:
+        """Reviews of a business."""
+        return []
+
+    flat = {"type": "object", "properties": {"business_id": {"type": "string"}}}
+    catalog = ToolCatalog([tagged(tool(find_places), returns=flat), tool(reviews)])
+    places = step("places", "find_places", query="pet groomers")
+    (found,) = problems(
+        places,
+        step("r", "reviews", business_id="{{places.items[0].business_id}}"),
+        catalog=catalog,
+    )
+    assert found.endswith(
+        "without 'items'; it is one object, not a list: did you mean {{places.business_id}}?"
+    )
+    # an object that holds a list is named by that list, not read as one object
+    holding = {
+        "type": "object",
+        "properties": {
+            "business_id": {"type": "string"},
+            "data": {"type": "array", "items": flat},
+        },
+    }
+    catalog = ToolCatalog([tagged(tool(find_places), returns=holding), tool(reviews)])
+    (found,) = problems(
+        places,
+        step("r", "reviews", business_id="{{places.items[0].business_id}}"),
+        catalog=catalog,
+    )
+    assert found.endswith("the list is under 'data': {{places.data[0].business_id}}")

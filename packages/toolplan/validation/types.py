@@ -54,12 +54,7 @@ _KIND_NAMES = {
 
 
 class _Mismatch(Exception):
-    """A path step that cannot exist in the declared output; ``fix`` is the template meant,
-    when one close key or the only list makes it certain."""
-
-    def __init__(self, message: str, fix: str | None = None) -> None:
-        super().__init__(message)
-        self.fix = fix
+    """A path step that cannot exist in the declared output."""
 
 
 @dataclass(frozen=True)
@@ -136,20 +131,17 @@ def _walk(output: _Output, template: Template) -> Mapping[str, Any] | None:
             elif properties and not shape.get("additionalProperties"):
                 close = difflib.get_close_matches(segment, list(properties), n=1, cutoff=0.6)
                 rest = template.path[len(walked) + 1 :]
-                fix = (
-                    f"{{{{{_written(output.step, (*walked, close[0], *rest))}}}}}"
-                    if close
-                    else None
-                )
-                hint = (
-                    f"; did you mean {fix}?"
-                    if fix
-                    else _list_hint(output.step, walked, shape, rest)
-                )
+                if close:
+                    meant = _written(output.step, (*walked, close[0], *rest))
+                    hint = f"; did you mean {{{{{meant}}}}}?"
+                elif _element_of_a_list_it_is_not(rest, properties):
+                    meant = _written(output.step, (*walked, *rest[1:]))
+                    hint = f"; it is one object, not a list: did you mean {{{{{meant}}}}}?"
+                else:
+                    hint = _list_hint(output.step, walked, shape, rest)
                 raise _Mismatch(
                     f"{what} returns an object with keys {', '.join(properties)}, "
-                    f"without {segment!r}{hint}",
-                    fix,
+                    f"without {segment!r}{hint}"
                 )
             else:
                 return None
@@ -166,6 +158,20 @@ def _walk(output: _Output, template: Template) -> Mapping[str, Any] | None:
             raise _Mismatch(f"{what} returns {_KIND_NAMES[kind]}, so it has no key {segment!r}")
         walked = (*walked, segment)
     return current
+
+
+def _element_of_a_list_it_is_not(
+    rest: tuple[PathSegment, ...], properties: Mapping[str, Any]
+) -> bool:
+    """``{{s.items[0].id}}`` where ``s`` returns an object with ``id`` and no list: the path
+    took the object for a list of such objects (NESTFUL's flat search outputs)."""
+    return (
+        len(rest) >= 2
+        and isinstance(rest[0], int)
+        and isinstance(rest[1], str)
+        and rest[1] in properties
+        and not any(_kind(_one_shape(sub) or {}) == "array" for sub in properties.values())
+    )
 
 
 def _list_hint(
@@ -269,9 +275,8 @@ def _fields_of(
 
 def _type_issue(
     template: Template, at: Mapping[str, Any], expected: Mapping[str, Any], argument: str
-) -> tuple[str, str | None] | None:
-    """A message when a whole-value template's type cannot fit the argument's schema, and the
-    template meant when only one fits (the object a field was taken from)."""
+) -> str | None:
+    """A message when a whole-value template's type cannot fit the argument's schema."""
     kinds = accepted_types(expected)
     shape = _one_shape(at)
     if kinds is None or shape is None:
@@ -291,17 +296,17 @@ def _type_issue(
             f'; or write it inside a sentence, where any value becomes text: "... {example} ..."'
         )
     if fields:
-        return message + f"; use a field of it: {' or '.join(fields[:3])}" + as_text, None
+        return message + f"; use a field of it: {' or '.join(fields[:3])}" + as_text
     items = _one_shape(shape.get("items") or {}) if actual == "array" else None
     if items is not None and _compatible(kinds, _kind(items) or ""):
         element = _written(template.step, (*template.path, 0))
-        return message + f"; use one element: {{{{{element}}}}}" + as_text, None
+        return message + f"; use one element: {{{{{element}}}}}" + as_text
     if as_text:
-        return message + as_text.replace("; or write", "; write", 1), None
+        return message + as_text.replace("; or write", "; write", 1)
     if template.path and "object" in kinds:
         parent = "{{" + _written(template.step, template.path[:-1]) + "}}"
-        return message + f"; did you mean {parent!r}?", parent
-    return message, None
+        return message + f"; did you mean {parent!r}?"
+    return message
 
 
 def _text_example(template: Template, shape: Mapping[str, Any]) -> str:
@@ -427,10 +432,6 @@ def _item_output(
     return _Output(ITEM, step.tool, items, f"an item of {template.text!r}"), None
 
 
-def _fix(written: str, meant: str | None) -> tuple[str, str] | None:
-    return (written, meant) if meant is not None and meant != written else None
-
-
 def _check_call(
     step: Step,
     tool: str,
@@ -462,20 +463,15 @@ def _check_call(
                             "template-type",
                             f"{label}: template {template.text!r}: {mismatch}",
                             step.id,
-                            _fix(template.text, mismatch.fix),
                         )
                     )
                     continue
                 if whole is not None and whole.text == template.text and at is not None:
-                    found = _type_issue(template, at, expected, repr(where))
-                    if found:
-                        message, meant = found
+                    message = _type_issue(template, at, expected, repr(where))
+                    if message:
                         issues.append(
                             ValidationIssue(
-                                "template-type",
-                                f"{label} of tool {tool!r}: {message}",
-                                step.id,
-                                _fix(template.text, meant),
+                                "template-type", f"{label} of tool {tool!r}: {message}", step.id
                             )
                         )
     return issues
