@@ -302,7 +302,17 @@ def test_an_element_of_a_list_an_object_is_not_names_its_own_key() -> None:
     assert found.endswith(
         "without 'items'; it is one object, not a list: did you mean {{places.business_id}}?"
     )
-    # an object that holds a list is named by that list, not read as one object
+    # an object with a list of other things is still one object
+    photos = {"type": "array", "items": {"type": "string"}}
+    with_photos = {"type": "object", "properties": {**flat["properties"], "photos": photos}}
+    catalog = ToolCatalog([tagged(tool(find_places), returns=with_photos), tool(reviews)])
+    (found,) = problems(
+        places,
+        step("r", "reviews", business_id="{{places.items[0].business_id}}"),
+        catalog=catalog,
+    )
+    assert found.endswith("did you mean {{places.business_id}}?")
+    # an object whose list holds items with that key is named by that list
     holding = {
         "type": "object",
         "properties": {

@@ -134,7 +134,7 @@ def _walk(output: _Output, template: Template) -> Mapping[str, Any] | None:
                 if close:
                     meant = _written(output.step, (*walked, close[0], *rest))
                     hint = f"; did you mean {{{{{meant}}}}}?"
-                elif _element_of_a_list_it_is_not(rest, properties):
+                elif _element_of_a_list_it_is_not(rest, shape):
                     meant = _written(output.step, (*walked, *rest[1:]))
                     hint = f"; it is one object, not a list: did you mean {{{{{meant}}}}}?"
                 else:
@@ -160,18 +160,24 @@ def _walk(output: _Output, template: Template) -> Mapping[str, Any] | None:
     return current
 
 
-def _element_of_a_list_it_is_not(
-    rest: tuple[PathSegment, ...], properties: Mapping[str, Any]
-) -> bool:
-    """``{{s.items[0].id}}`` where ``s`` returns an object with ``id`` and no list: the path
-    took the object for a list of such objects (NESTFUL's flat search outputs)."""
-    return (
+def _element_of_a_list_it_is_not(rest: tuple[PathSegment, ...], shape: Mapping[str, Any]) -> bool:
+    """``{{s.items[0].id}}`` where ``s`` returns one object with ``id``: the path took the object
+    for a list of such objects (NESTFUL's search outputs are the first result, flattened). Not
+    when the object's only list holds items with that key: the list is then the one meant."""
+    properties = shape.get("properties") or {}
+    if not (
         len(rest) >= 2
         and isinstance(rest[0], int)
         and isinstance(rest[1], str)
         and rest[1] in properties
-        and not any(_kind(_one_shape(sub) or {}) == "array" for sub in properties.values())
-    )
+    ):
+        return False
+    only = _only_list(shape)
+    if only is None:
+        return True
+    listed = _one_shape(properties[only]) or {}
+    items = _one_shape(listed.get("items") or {}) or {}
+    return rest[1] not in (items.get("properties") or {})
 
 
 def _list_hint(
