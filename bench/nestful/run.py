@@ -29,6 +29,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+import openai
+
 from bench.nestful.data import TUNING_SPLITS, Sample
 from bench.nestful.metrics import aggregate, score_sample
 from bench.nestful.official import nestful_scores
@@ -199,7 +201,10 @@ async def _direct(sample: Sample, box: Toolbox, model: Any) -> list[Attempt]:
     from bench.nestful.prompting import messages
 
     started = time.perf_counter()
-    reply = await model.ainvoke(messages(box.prompt_tools(), sample.query))
+    try:
+        reply = await model.ainvoke(messages(box.prompt_tools(), sample.query))
+    except openai.BadRequestError as refused:
+        return _refused(("nestful", "nestful-lenient"), refused, started)
     seconds = time.perf_counter() - started
     text = _text(reply)
     detail = {"usage": _usage(reply), "reply": text[:3000]}
@@ -212,9 +217,12 @@ async def _direct(sample: Sample, box: Toolbox, model: Any) -> list[Attempt]:
 
 async def _native(sample: Sample, box: Toolbox, model: Any) -> list[Attempt]:
     started = time.perf_counter()
-    reply = await model.bind_tools(box.openai_tools()).ainvoke(
-        [{"role": "user", "content": sample.query}]
-    )
+    try:
+        reply = await model.bind_tools(box.openai_tools()).ainvoke(
+            [{"role": "user", "content": sample.query}]
+        )
+    except openai.BadRequestError as refused:
+        return _refused(("native", "native-lenient"), refused, started)
     seconds = time.perf_counter() - started
     text = _text(reply)
     raw = [
@@ -233,6 +241,18 @@ async def _native(sample: Sample, box: Toolbox, model: Any) -> list[Attempt]:
             {**detail, "readFrom": "tool_calls" if native else "text"},
         ),
     ]
+
+
+def _refused(
+    names: tuple[Contestant, ...], refused: openai.BadRequestError, started: float
+) -> list[Attempt]:
+    """No answer from a request the server refused (400): NESTFUL's prompt with its three
+    examples and eight tools can exceed a small model's context (8,200 of 8,192 tokens on
+    ``executable-76``). The sample still counts, as no answer; a server that cannot be reached
+    still stops the run."""
+    seconds = time.perf_counter() - started
+    detail = {"error": str(refused.message)[:500], "errorKind": "RequestRefused"}
+    return [Attempt(name, None, seconds, dict(detail)) for name in names]
 
 
 def sample_row(sample: Sample, box: Toolbox) -> dict[str, Any]:

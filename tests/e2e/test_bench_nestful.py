@@ -174,3 +174,52 @@ def test_a_run_on_two_samples(tmp_path: Path) -> None:
     assert "| toolplan, Python plan (default) | 2/2 (100.0%) | 1.000 |" in text
     assert "**sgd**, gold valid for toolplan (2):" in text
     assert again.stdout == text + "\n"  # the summary of the whole run, resumed part included
+
+
+def test_a_prompt_the_server_refuses_is_no_answer_and_the_run_goes_on(tmp_path: Path) -> None:
+    """NESTFUL's prompt, with its three examples and eight tools, exceeded the 1.5B model's
+    8,192-token context on one sample; the server's 400 ended the whole run."""
+    too_long = "request (8200 tokens) exceeds the available context size (8192 tokens)"
+
+    def answer(request: dict[str, Any]) -> Reply:
+        messages = request["messages"]
+        user = next(str(m["content"]) for m in messages if m["role"] == "user")
+        if messages[0]["content"] == SYSTEM:
+            if BUS["input"] in user:
+                return Reply.error(400, too_long, type="exceed_context_size_error")
+            return Reply.content(json.dumps(_as_offered(RESTAURANT["output"])))
+        return Reply.content(
+            f"```python\n{PYTHON_PLANS[BUS['input'] if BUS['input'] in user else RESTAURANT['input']]}```"
+        )
+
+    out = tmp_path / "out"
+    argv = [sys.executable, "-m", "bench.nestful", "--splits", "sgd", "--chunk", "1"]
+    with FakeOpenAIServer(api_key="unused") as server:
+        server.script([answer] * 4)
+        env = {
+            **os.environ,
+            "OPENAI_BASE_URL": server.base_url,
+            "OPENAI_API_KEY": "unused",
+            "TOOLPLAN_MODEL": "openai:gpt-4o-mini",
+            "TOOLPLAN_LLM_RETRIES": "0",
+            "TOOLPLAN_MAX_REPAIRS": "0",
+            "NESTFUL_DATA": str(write_copy(tmp_path / "copy")),
+        }
+        done = subprocess.run(
+            [*argv, "--only", "python,nestful", "--out", out],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert done.returncode == 0, done.stderr
+    rows = [json.loads(line) for line in (out / "rows.jsonl").read_text().splitlines()]
+    answers = {(r["id"], r["contestant"]): r for r in rows if r["type"] == "answer"}
+    assert len(answers) == 6  # both samples, every contestant: the run went on
+    refused = [r for r in answers.values() if r.get("errorKind") == "RequestRefused"]
+    assert {r["contestant"] for r in refused} == {"nestful", "nestful-lenient"}
+    assert all(r["answer"] is None and "8192 tokens" in r["error"] for r in refused)
+    assert "no answer (RequestRefused)" in done.stderr
+    table = json.loads((out / "summary.json").read_text())["splits"]["sgd"]["all"]
+    assert table["nestful-lenient"]["noAnswer"] == 1 and table["python"]["full"] == 2
