@@ -77,6 +77,23 @@ def _as_offered(gold: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return calls
 
 
+def _bench_env(server: FakeOpenAIServer, tmp_path: Path) -> dict[str, str]:
+    """``bench.nestful``'s environment against ``server``, on the stand-in data copy, with no
+    retries or repairs and the default plan format."""
+    env = {
+        **os.environ,
+        "OPENAI_BASE_URL": server.base_url,
+        "OPENAI_API_KEY": "unused",
+        "TOOLPLAN_MODEL": "openai:gpt-4o-mini",
+        "TOOLPLAN_STRUCTURED_METHOD": "json_schema",
+        "TOOLPLAN_LLM_RETRIES": "0",
+        "TOOLPLAN_MAX_REPAIRS": "0",
+        "NESTFUL_DATA": str(write_copy(tmp_path / "copy")),
+    }
+    env.pop("TOOLPLAN_PLAN_FORMAT", None)
+    return env
+
+
 def test_a_run_on_two_samples(tmp_path: Path) -> None:
     asked: list[str] = []
 
@@ -103,17 +120,7 @@ def test_a_run_on_two_samples(tmp_path: Path) -> None:
     argv = [sys.executable, "-m", "bench.nestful", "--splits", "sgd", "--chunk", "1"]
     with FakeOpenAIServer(api_key="unused") as server:
         server.script([answer] * 12)
-        env = {
-            **os.environ,
-            "OPENAI_BASE_URL": server.base_url,
-            "OPENAI_API_KEY": "unused",
-            "TOOLPLAN_MODEL": "openai:gpt-4o-mini",
-            "TOOLPLAN_STRUCTURED_METHOD": "json_schema",
-            "TOOLPLAN_LLM_RETRIES": "0",
-            "TOOLPLAN_MAX_REPAIRS": "0",
-            "NESTFUL_DATA": str(write_copy(tmp_path / "copy")),
-        }
-        env.pop("TOOLPLAN_PLAN_FORMAT", None)
+        env = _bench_env(server, tmp_path)
         done = subprocess.run(
             [*argv, "--out", out], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
         )
@@ -184,31 +191,21 @@ def test_a_prompt_the_server_refuses_is_no_answer_and_the_run_goes_on(tmp_path: 
     def answer(request: dict[str, Any]) -> Reply:
         messages = request["messages"]
         user = next(str(m["content"]) for m in messages if m["role"] == "user")
+        sample = BUS if BUS["input"] in user else RESTAURANT
         if messages[0]["content"] == SYSTEM:
-            if BUS["input"] in user:
+            if sample is BUS:
                 return Reply.error(400, too_long, type="exceed_context_size_error")
-            return Reply.content(json.dumps(_as_offered(RESTAURANT["output"])))
-        return Reply.content(
-            f"```python\n{PYTHON_PLANS[BUS['input'] if BUS['input'] in user else RESTAURANT['input']]}```"
-        )
+            return Reply.content(json.dumps(_as_offered(sample["output"])))
+        return Reply.content(f"```python\n{PYTHON_PLANS[sample['input']]}```")
 
     out = tmp_path / "out"
     argv = [sys.executable, "-m", "bench.nestful", "--splits", "sgd", "--chunk", "1"]
     with FakeOpenAIServer(api_key="unused") as server:
         server.script([answer] * 4)
-        env = {
-            **os.environ,
-            "OPENAI_BASE_URL": server.base_url,
-            "OPENAI_API_KEY": "unused",
-            "TOOLPLAN_MODEL": "openai:gpt-4o-mini",
-            "TOOLPLAN_LLM_RETRIES": "0",
-            "TOOLPLAN_MAX_REPAIRS": "0",
-            "NESTFUL_DATA": str(write_copy(tmp_path / "copy")),
-        }
         done = subprocess.run(
             [*argv, "--only", "python,nestful", "--out", out],
             cwd=REPO,
-            env=env,
+            env=_bench_env(server, tmp_path),
             capture_output=True,
             text=True,
             timeout=120,

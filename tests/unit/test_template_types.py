@@ -291,27 +291,23 @@ def test_an_element_of_a_list_an_object_is_not_names_its_own_key() -> None:
         """Reviews of a business."""
         return []
 
+    def problem_when_it_returns(returns: dict[str, Any]) -> str:
+        catalog = ToolCatalog([tagged(tool(find_places), returns=returns), tool(reviews)])
+        (found,) = problems(
+            step("places", "find_places", query="pet groomers"),
+            step("r", "reviews", business_id="{{places.items[0].business_id}}"),
+            catalog=catalog,
+        )
+        return found
+
     flat = {"type": "object", "properties": {"business_id": {"type": "string"}}}
-    catalog = ToolCatalog([tagged(tool(find_places), returns=flat), tool(reviews)])
-    places = step("places", "find_places", query="pet groomers")
-    (found,) = problems(
-        places,
-        step("r", "reviews", business_id="{{places.items[0].business_id}}"),
-        catalog=catalog,
-    )
-    assert found.endswith(
+    assert problem_when_it_returns(flat).endswith(
         "without 'items'; it is one object, not a list: did you mean {{places.business_id}}?"
     )
     # an object with a list of other things is still one object
     photos = {"type": "array", "items": {"type": "string"}}
     with_photos = {"type": "object", "properties": {**flat["properties"], "photos": photos}}
-    catalog = ToolCatalog([tagged(tool(find_places), returns=with_photos), tool(reviews)])
-    (found,) = problems(
-        places,
-        step("r", "reviews", business_id="{{places.items[0].business_id}}"),
-        catalog=catalog,
-    )
-    assert found.endswith("did you mean {{places.business_id}}?")
+    assert problem_when_it_returns(with_photos).endswith("did you mean {{places.business_id}}?")
     # an object whose list holds items with that key is named by that list
     holding = {
         "type": "object",
@@ -320,10 +316,6 @@ def test_an_element_of_a_list_an_object_is_not_names_its_own_key() -> None:
             "data": {"type": "array", "items": flat},
         },
     }
-    catalog = ToolCatalog([tagged(tool(find_places), returns=holding), tool(reviews)])
-    (found,) = problems(
-        places,
-        step("r", "reviews", business_id="{{places.items[0].business_id}}"),
-        catalog=catalog,
+    assert problem_when_it_returns(holding).endswith(
+        "the list is under 'data': {{places.data[0].business_id}}"
     )
-    assert found.endswith("the list is under 'data': {{places.data[0].business_id}}")
