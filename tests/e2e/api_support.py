@@ -6,7 +6,6 @@ Every response the client receives is checked for traceback text, so no test can
 from __future__ import annotations
 
 import re
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -27,13 +26,6 @@ TOOL_MODULES = ("blog", "metrics", "weather", "tests.support.tools")
 PLAN_ID = re.compile(r"^plan_\d{9,11}_[a-z0-9]{6,32}$")
 REQUEST_ID = re.compile(r"^req_\d{9,11}_[a-z0-9]{6,32}$")
 TRACE_MARKERS = ("Traceback", 'File "')
-
-
-def free_port() -> int:
-    """A TCP port that was free a moment ago (for subprocesses that need it up front)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def assert_no_trace(response: httpx.Response) -> None:

@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pytest
 
-from tests.e2e.api_support import free_port, wait_for
+from tests.e2e.api_support import wait_for
 from tests.e2e.conftest import Cli
+from tests.support.ports import free_port
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import logging
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -30,7 +29,6 @@ from tests.e2e.api_support import (
     GraphQLClient,
     ServerFactory,
     SpyStore,
-    free_port,
     server_factory,
     wait_for,
 )
@@ -38,6 +36,7 @@ from tests.e2e.conftest import Cli
 from tests.support.fake_openai import FakeOpenAIServer, Reply
 from tests.support.mcp_http import SERVER as MCP_SERVER
 from tests.support.plans import QUERY, blog_plan, broken_blog_plan, orphan_blog_plan
+from tests.support.ports import free_port
 from toolplan.api import ApiSettings, check_bind, is_loopback
 from toolplan.errors import InvalidInput, StoreUnavailable
 from toolplan.store import open_store
@@ -712,11 +711,8 @@ def test_llm_unavailable(
     body = client.gql(CREATE, {"query": QUERY})  # tried again, and still says why
     assert codes(body) == ["LLM_UNAVAILABLE"] and "OPENAI_API_KEY" in body["errors"][0]["message"]
 
-    with socket.socket() as sock:  # a port nobody listens on
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{port}/v1")
+    monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{free_port()}/v1")  # nobody listens
     monkeypatch.setenv("TOOLPLAN_LLM_RETRIES", "0")
     unreachable = servers().client()  # a server started with that configuration
     try:

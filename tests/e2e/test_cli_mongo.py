@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ import pytest
 from tests.e2e import cli_cases
 from tests.e2e.conftest import Cli
 from tests.support.mongo_server import JongoServer, fresh_db_name
+from tests.support.ports import free_port
 
 pytestmark = [pytest.mark.mongodb, pytest.mark.e2e]
 
@@ -36,13 +36,6 @@ def own_server() -> Iterator[JongoServer]:
     """A jongodb this test may stop; always local, even when an external server is configured."""
     with JongoServer() as server:
         yield server
-
-
-def _closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
 
 
 def _wait_for_gate(cli: Cli, process: subprocess.Popen[str]) -> None:
@@ -96,7 +89,7 @@ def test_submit_show_tools_and_human_output_name_the_store(cli: Cli, mongodb_uri
 
 
 def test_unreachable_server_exit_3_with_password_hidden(tmp_path: Path) -> None:
-    uri = f"mongodb://alice:s3cret-pw@127.0.0.1:{_closed_port()}/toolplan"
+    uri = f"mongodb://alice:s3cret-pw@127.0.0.1:{free_port()}/toolplan"
     cli = Cli(tmp_path, store_uri=uri)
     cli.env["TOOLPLAN_MONGO_TIMEOUT_MS"] = "300"
     for args in (("run", "--file", cli_cases.BLOG_PLAN), ("worker", "--once")):

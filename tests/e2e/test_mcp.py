@@ -19,8 +19,9 @@ import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 
 from tests.support.fake_models import ToolCallingFake
-from tests.support.mcp_http import SERVER, HttpServer, free_port, start_http_server
+from tests.support.mcp_http import SERVER, HttpServer, start_http_server
 from tests.support.plans import QUERY
+from tests.support.ports import free_port
 from toolplan.adapters.plan_tool import plan_tool
 from toolplan.config import Settings
 from toolplan.config.policies import ExecutionOptions, RetryPolicy

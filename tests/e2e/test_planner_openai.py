@@ -7,7 +7,6 @@ tool-call and json_schema forms, streamed and not, and records every request.
 from __future__ import annotations
 
 import json
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ import pytest
 from tests.e2e.conftest import Cli, as_model_endpoint, planner_context
 from tests.support.fake_openai import FakeOpenAIServer, Reply
 from tests.support.plans import QUERY, blog_plan, broken_blog_plan, llm_step
+from tests.support.ports import free_port
 from toolplan.errors import LLMUnavailable
 from toolplan.pipeline.planning import build_planner_graph, create_plan
 from toolplan.planning.graph import PlanningGraphContext
@@ -176,9 +176,7 @@ async def test_server_errors_exhaust_retries_into_llm_unavailable(
 
 
 async def test_unreachable_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()  # nobody listens there
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{port}/v1")
     monkeypatch.setenv("TOOLPLAN_LLM_RETRIES", "0")
@@ -254,9 +252,7 @@ def test_cli_unfixable_plan_exit_2(cli_llm: Cli, llm: FakeOpenAIServer) -> None:
 
 
 def test_cli_llm_unavailable_and_unconfigured_exit_3(cli: Cli) -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()  # nobody listens there
     cli.env.update(
         {
             "OPENAI_API_KEY": "sk-test",

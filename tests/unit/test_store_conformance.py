@@ -9,7 +9,6 @@ its lease state machine is a third implementation, so it passes the same suite.
 from __future__ import annotations
 
 import asyncio
-import socket
 import time
 from collections.abc import Iterator
 from contextlib import closing
@@ -21,6 +20,7 @@ from bench.memstore import MemoryStore
 from pymongo import MongoClient
 from pymongo.errors import AutoReconnect
 
+from tests.support.ports import free_port
 from toolplan.config import Settings
 from toolplan.errors import InvalidInput, StoreUnavailable
 from toolplan.store import Store, mongo, open_store
@@ -89,13 +89,6 @@ def test_a_released_execution_keeps_the_reason_it_waits(store: Store) -> None:
 # -- MongoDB only: what the shared suite cannot see -----------------------------------------------
 
 
-def _closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
-
-
 def test_mongodb_client_options(monkeypatch: pytest.MonkeyPatch) -> None:
     options = client_options("mongodb://h:1/db")
     assert options["w"] == "majority" and options["appname"] == "toolplan"
@@ -114,7 +107,7 @@ def test_mongodb_unreachable_is_store_unavailable_with_password_hidden(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv(TIMEOUT_ENV, "300")
-    uri = f"mongodb://alice:s3cret-pw@127.0.0.1:{_closed_port()}/toolplan"
+    uri = f"mongodb://alice:s3cret-pw@127.0.0.1:{free_port()}/toolplan"
     started = time.monotonic()
     with pytest.raises(StoreUnavailable) as caught:
         open_store(uri)
