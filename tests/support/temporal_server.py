@@ -28,22 +28,14 @@ from pathlib import Path
 from types import TracebackType
 
 from tests.support.mongo_server import _parent_death_signal
-from tests.support.ports import free_port
+from tests.support.ports import PORT_ATTEMPTS, PortTaken, free_port, port_taken
 
 ENV_BIN = "TOOLPLAN_TEMPORAL_BIN"
 ENV_START_TIMEOUT = "TOOLPLAN_TEMPORAL_START_TIMEOUT"
 
 
-PORT_ATTEMPTS = 5
-ADDRESS_IN_USE = "address already in use"
-
-
 class TemporalServerError(RuntimeError):
     """The Temporal dev server could not be found or started."""
-
-
-class _PortTaken(Exception):
-    """The server exited because another process holds one of its ports."""
 
 
 def temporal_binary() -> Path:
@@ -119,7 +111,7 @@ class TemporalServer:
         for attempt in range(1, PORT_ATTEMPTS + 1):
             try:
                 return self._launch()
-            except _PortTaken as taken:
+            except PortTaken as taken:
                 if self._started_once or attempt == PORT_ATTEMPTS:
                     raise TemporalServerError(str(taken)) from None
                 self.port = free_port()
@@ -160,8 +152,8 @@ class TemporalServer:
                     log.seek(logged_before)
                     said = log.read().decode(errors="replace")
                 message = f"temporal server exited with {code}:\n{said}"
-                if ADDRESS_IN_USE in said:
-                    raise _PortTaken(message)
+                if port_taken(said):
+                    raise PortTaken(message)
                 raise TemporalServerError(message)
             if time.monotonic() > deadline:
                 self.stop()

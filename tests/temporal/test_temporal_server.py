@@ -6,23 +6,12 @@ it in between. A CI run once lost every Temporal test that way ("bind: address a
 
 from __future__ import annotations
 
-import socket
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
+from tests.support.ports import holding
 from tests.support.temporal_server import TemporalServer, TemporalServerError, _serving
-
-
-@contextmanager
-def holding(port: int) -> Iterator[socket.socket]:
-    """Listen on 127.0.0.1:port, as the process that took it would."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as held:
-        held.bind(("127.0.0.1", port))
-        held.listen()
-        yield held
 
 
 def test_a_first_start_whose_port_was_taken_moves_to_a_free_one(tmp_path: Path) -> None:
