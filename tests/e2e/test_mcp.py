@@ -21,7 +21,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from tests.support.fake_models import ToolCallingFake
 from tests.support.mcp_http import SERVER, HttpServer, start_http_server
 from tests.support.plans import QUERY
-from tests.support.ports import free_port
+from tests.support.ports import first_pick_taken, free_port
 from toolplan.adapters.plan_tool import plan_tool
 from toolplan.config import Settings
 from toolplan.config.policies import ExecutionOptions, RetryPolicy
@@ -238,6 +238,23 @@ async def test_a_server_that_fails_to_start_is_named_and_the_rest_still_loads(
         await aload_catalog(LOCAL, mcp_config={"mcpServers": {"down": down}}, strict=True)
     assert caught.value.exit_code == 3 and caught.value.server == "down"
     assert caught.value.message.startswith(f"MCP server 'down' ({down['url']}) could not be loaded")
+
+
+def test_an_http_server_whose_port_was_taken_starts_on_another(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its port is chosen free before the server binds it: another process can take it between."""
+    with first_pick_taken(monkeypatch) as picks:
+        server = start_http_server(tmp_path)
+        try:
+            taken, port = picks
+            assert server.url == f"http://127.0.0.1:{port}/mcp"
+            said = (tmp_path / f"mcp-http-{taken}.stderr").read_text()
+            assert "address already in use" in said, "the first launch did not meet the taken port"
+            config = {"mcpServers": {"remote": {"url": server.url}}}
+            assert load_catalog(LOCAL, mcp_config=config).get("add").invoke({"a": 2, "b": 3}) == 5
+        finally:
+            server.kill()
 
 
 # -- planning and execution ----------------------------------------------------------------------

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.support.ports import free_port
+import httpx
+
+from tests.support.ports import on_a_free_port, wait_until_serving
 
 SERVER = Path(__file__).resolve().parent / "mcp_server.py"
 
@@ -36,22 +36,30 @@ class HttpServer:
 
 
 def start_http_server(tmp: Path) -> HttpServer:
-    port = free_port()
+    """The MCP test server on streamable HTTP, on a free port (a new one if another process takes
+    the first before the server binds it); returns once it answers."""
     log = tmp / "mcp-http.jsonl"
-    process = subprocess.Popen(
-        [sys.executable, str(SERVER), "http", "--port", str(port)],
-        env={**os.environ, "MCP_TEST_LOG": str(log)},
-        stdout=subprocess.DEVNULL,
-        stderr=(tmp / "mcp-http.stderr").open("wb"),  # the server logs each closed session
-    )
-    deadline = time.monotonic() + 30
-    while True:
+    return on_a_free_port(lambda port: _launch(port, tmp, log))
+
+
+def _launch(port: int, tmp: Path, log: Path) -> HttpServer:
+    output = tmp / f"mcp-http-{port}.stderr"  # the server logs each closed session there
+    with output.open("wb") as stderr:
+        process = subprocess.Popen(
+            [sys.executable, str(SERVER), "http", "--port", str(port)],
+            env={**os.environ, "MCP_TEST_LOG": str(log)},
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+        )
+    url = f"http://127.0.0.1:{port}"
+
+    def answering() -> bool:
+        # An HTTP answer, not just a connection: the process holding a taken port accepts those.
         try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                process.kill()
-                raise RuntimeError(f"the MCP server did not start: {process.returncode}") from None
-            time.sleep(0.05)
-    return HttpServer(process, f"http://127.0.0.1:{port}/mcp", log)
+            httpx.get(url, timeout=1)
+        except httpx.TransportError:
+            return False
+        return True
+
+    wait_until_serving(process, answering, output, timeout=30, what="the MCP server")
+    return HttpServer(process, f"{url}/mcp", log)
