@@ -1,5 +1,5 @@
-"""A real ``toolplan serve`` process and a real browser (Playwright driving Debian's chromium,
-installed by ``scripts/browser.sh``) for the plan-page tests.
+"""A real ``toolplan serve`` process (for the plan-page tests and the API's process tests) and a
+real browser (Playwright driving Debian's chromium, installed by ``scripts/browser.sh``).
 
 Without Playwright or ``/usr/bin/chromium`` the tests skip, which ``tests/conftest.py`` turns into
 a failure under ``CI``: there the browser run must happen.
@@ -17,9 +17,8 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pytest
 
-from tests.e2e.api_support import wait_for
 from tests.e2e.conftest import Cli
-from tests.support.ports import free_port
+from tests.support.ports import on_a_free_port, wait_until_serving
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser
@@ -70,6 +69,14 @@ class Served:
         data: dict[str, Any] = body["data"]
         return data
 
+    def answering(self) -> bool:
+        """It answers HTTP (a process that only holds the port accepts connections too)."""
+        try:
+            httpx.get(f"{self.url}/ui/plans", timeout=1)
+        except httpx.TransportError:
+            return False
+        return True
+
     def stop(self) -> str:
         """SIGTERM, wait; the server's log."""
         self.process.send_signal(signal.SIGTERM)
@@ -81,31 +88,25 @@ class Served:
         return self.log.read_text(errors="replace")
 
 
-def serve(cli: Cli, *, token: str | None = None) -> Served:
-    """Start ``toolplan serve`` on a free port with ``cli``'s store and test tools; return once
-    it answers."""
+def serve(cli: Cli, *args: str, token: str | None = None) -> Served:
+    """Start ``toolplan serve *args`` on a free port (a new one if another process takes the first
+    before the server binds it) with ``cli``'s store and test tools; return once it answers."""
     env = dict(cli.env)
     if token:
         env["TOOLPLAN_API_TOKEN"] = token
-    port = free_port()
-    log = cli.tmp / f"serve-{port}.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            cli.argv("serve", "--port", str(port)),
-            env=env,
-            cwd=cli.tmp,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    served = Served(process, f"http://127.0.0.1:{port}", log, token)
 
-    def answering() -> bool:
-        assert process.poll() is None, log.read_text(errors="replace")
-        try:
-            httpx.get(f"{served.url}/ui/plans", timeout=1)
-        except httpx.TransportError:
-            return False
-        return True
+    def launch(port: int) -> Served:
+        log = cli.tmp / f"serve-{port}.log"
+        with log.open("wb") as out:
+            process = subprocess.Popen(
+                cli.argv("serve", "--port", str(port), *args),
+                env=env,
+                cwd=cli.tmp,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+        served = Served(process, f"http://127.0.0.1:{port}", log, token)
+        wait_until_serving(process, served.answering, log, timeout=120, what="toolplan serve")
+        return served
 
-    wait_for(answering, timeout=120, what="toolplan serve to answer")
-    return served
+    return on_a_free_port(launch)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import logging
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -32,11 +31,12 @@ from tests.e2e.api_support import (
     server_factory,
     wait_for,
 )
+from tests.e2e.browser_support import serve
 from tests.e2e.conftest import Cli
 from tests.support.fake_openai import FakeOpenAIServer, Reply
 from tests.support.mcp_http import SERVER as MCP_SERVER
 from tests.support.plans import QUERY, blog_plan, broken_blog_plan, orphan_blog_plan
-from tests.support.ports import free_port
+from tests.support.ports import first_pick_taken, free_port
 from toolplan.api import ApiSettings, check_bind, is_loopback
 from toolplan.errors import InvalidInput, StoreUnavailable
 from toolplan.store import open_store
@@ -725,35 +725,9 @@ def test_llm_unavailable(
 # -- toolplan serve as a process -------------------------------------------------------------------
 
 
-def _serve(cli: Cli, *args: str) -> tuple[subprocess.Popen[str], str]:
-    port = free_port()
-    process = cli.popen("serve", "--port", str(port), *args)
-    url = f"http://127.0.0.1:{port}/graphql"
-
-    def answering() -> bool:
-        assert process.poll() is None, process.communicate()
-        try:
-            httpx.post(url, json={"query": "{ __typename }"}, timeout=1)
-        except httpx.TransportError:
-            return False
-        return True
-
-    wait_for(answering, timeout=30, what="toolplan serve to answer")
-    return process, url
-
-
-def _stop(process: subprocess.Popen[str]) -> tuple[int, str]:
-    process.send_signal(signal.SIGTERM)
-    try:
-        _, err = process.communicate(timeout=15)
-    finally:
-        if process.poll() is None:
-            process.kill()
-    return process.returncode, err
-
-
 def test_serve_process_answers_and_stops_on_sigterm(cli: Cli) -> None:
-    process, url = _serve(cli)
+    served = serve(cli)
+    url = f"{served.url}/graphql"
     try:
         body = httpx.post(url, json={"query": "{ tools { name } }"}).json()
         assert "createAuthor" in [tool["name"] for tool in body["data"]["tools"]]
@@ -762,18 +736,19 @@ def test_serve_process_answers_and_stops_on_sigterm(cli: Cli) -> None:
         done = httpx.post(url, json={"query": EXECUTE, "variables": {"id": plan_id}}).json()
         assert done["data"]["executePlan"]["status"] == "succeeded"
     finally:
-        code, err = _stop(process)
+        said = served.stop()
     # uvicorn shuts down gracefully, then re-raises SIGTERM so the exit status reports it.
-    assert code in (0, -signal.SIGTERM), err
-    assert "Application shutdown complete" in err
-    assert "no TOOLPLAN_API_TOKEN" in err and "/graphql" in err
-    assert "Traceback" not in err
+    assert served.process.returncode in (0, -signal.SIGTERM), said
+    assert "Application shutdown complete" in said
+    assert "no TOOLPLAN_API_TOKEN" in said and "/graphql" in said
+    assert "Traceback" not in said
     assert cli("show", plan_id, "--json").json()["execution"]["status"] == "succeeded"
 
 
 def test_serve_process_with_token(cli: Cli) -> None:
     cli.env["TOOLPLAN_API_TOKEN"] = TOKEN
-    process, url = _serve(cli)
+    served = serve(cli)
+    url = f"{served.url}/graphql"
     try:
         assert httpx.post(url, json={"query": "{ tools { name } }"}).status_code == 401
         authorized = {"Authorization": f"Bearer {TOKEN}"}
@@ -782,8 +757,8 @@ def test_serve_process_with_token(cli: Cli) -> None:
             == 200
         )
     finally:
-        code, err = _stop(process)
-    assert code in (0, -signal.SIGTERM) and "Authorization: Bearer" in err
+        said = served.stop()
+    assert served.process.returncode in (0, -signal.SIGTERM) and "Authorization: Bearer" in said
 
 
 def test_serve_takes_mcp_servers_and_the_model_as_the_other_commands_do(
@@ -793,7 +768,8 @@ def test_serve_takes_mcp_servers_and_the_model_as_the_other_commands_do(
     config = tmp_path / "servers.json"
     config.write_text(json.dumps({"mcpServers": servers}))
     llm.script([Reply.structured(blog_plan())])
-    process, url = _serve(cli_llm, "--mcp", str(config), "--model", "openai:gpt-serve-test")
+    served = serve(cli_llm, "--mcp", str(config), "--model", "openai:gpt-serve-test")
+    url = f"{served.url}/graphql"
     try:
         body = httpx.post(url, json={"query": "{ tools { name } }"}, timeout=30).json()
         names = [tool["name"] for tool in body["data"]["tools"]]
@@ -801,10 +777,26 @@ def test_serve_takes_mcp_servers_and_the_model_as_the_other_commands_do(
         created = httpx.post(url, json={"query": CREATE, "variables": {"query": QUERY}}, timeout=30)
         assert created.json()["data"]["createPlanWithRequestId"]["status"] == "planned"
     finally:
-        code, err = _stop(process)
-    assert code in (0, -signal.SIGTERM), err
+        said = served.stop()
+    assert served.process.returncode in (0, -signal.SIGTERM), said
     assert [request["model"] for request in llm.requests] == ["gpt-serve-test"]
-    assert "planning with openai:gpt-serve-test" in err and "Traceback" not in err
+    assert "planning with openai:gpt-serve-test" in said and "Traceback" not in said
+
+
+def test_serve_process_whose_port_was_taken_starts_on_another(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its port is chosen free before the server binds it: another process can take it between."""
+    with first_pick_taken(monkeypatch) as picks:
+        served = serve(cli)
+        try:
+            taken, port = picks
+            assert served.url == f"http://127.0.0.1:{port}"
+            said = (cli.tmp / f"serve-{taken}.log").read_text()
+            assert "address already in use" in said, "the first launch did not meet the taken port"
+            assert served.gql("{ __typename }") == {"__typename": "Query"}
+        finally:
+            served.stop()
 
 
 def test_serve_refuses_public_host_without_token(cli: Cli) -> None:
