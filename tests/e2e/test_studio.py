@@ -7,11 +7,12 @@ model pointed at the local OpenAI-compatible test server, and drives it with ``l
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -21,7 +22,77 @@ from langgraph_sdk import get_client
 from tests.e2e.conftest import REPO
 from tests.support.fake_openai import FakeOpenAIServer, Reply
 from tests.support.plans import QUERY, blog_plan
-from tests.support.ports import free_port
+from tests.support.ports import first_pick_taken, on_a_free_port, wait_until_serving
+
+SERVING_AT = re.compile(r"API: \S*?(http://127\.0\.0\.1:\d+)")
+"""The address ``langgraph dev`` prints ("- 🚀 API: http://..."): it moves to another port by
+itself when it finds the one asked for taken as it starts."""
+
+
+@dataclass
+class LangGraphDev:
+    """``langgraph dev`` in a process of its own, its output in a file."""
+
+    process: subprocess.Popen[bytes]
+    log: Path
+    port: int
+    """The port asked for."""
+
+    @property
+    def url(self) -> str:
+        """Where it serves: the address it printed, else the port asked for."""
+        printed = SERVING_AT.search(self.log.read_text(errors="replace"))
+        return printed.group(1) if printed else f"http://127.0.0.1:{self.port}"
+
+    def answering(self) -> bool:
+        try:
+            return httpx.get(f"{self.url}/ok", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def start_langgraph_dev(tmp: Path, env: dict[str, str]) -> LangGraphDev:
+    """``langgraph dev`` in the repository on a free port (a new one if it exits because another
+    process took the first); returns once it answers."""
+    langgraph = shutil.which("langgraph", path=str(Path(sys.executable).parent))
+    assert langgraph, "langgraph-cli is part of the dev extras: pip install -e '.[dev]'"
+
+    def launch(port: int) -> LangGraphDev:
+        log = tmp / f"langgraph-dev-{port}.log"
+        with log.open("wb") as out:
+            process = subprocess.Popen(
+                [langgraph, "dev", "--no-browser", "--no-reload", "--port", str(port)],
+                cwd=REPO,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+        dev = LangGraphDev(process, log, port)
+        wait_until_serving(process, dev.answering, log, timeout=90, what="langgraph dev")
+        return dev
+
+    return on_a_free_port(launch)
+
+
+def studio_env(tmp: Path, llm: FakeOpenAIServer) -> dict[str, str]:
+    """The environment of ``langgraph dev``: a store in ``tmp``, the test model server."""
+    return {
+        **os.environ,
+        "TOOLPLAN_STORE": f"sqlite:///{tmp / 'toolplan.db'}",
+        "TOOLPLAN_TOOLS": "blog,metrics,weather",
+        "OPENAI_API_KEY": "sk-test",
+        "OPENAI_BASE_URL": llm.base_url,
+        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+        "LANGSMITH_TRACING": "false",
+    }
 
 
 @pytest.fixture(scope="module")
@@ -33,46 +104,53 @@ def llm() -> Iterator[FakeOpenAIServer]:
 @pytest.fixture(scope="module")
 def studio(llm: FakeOpenAIServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     tmp = tmp_path_factory.mktemp("studio")
-    port = free_port()
-    langgraph = shutil.which("langgraph", path=str(Path(sys.executable).parent))
-    assert langgraph, "langgraph-cli is part of the dev extras: pip install -e '.[dev]'"
-    env = {
-        **os.environ,
-        "TOOLPLAN_STORE": f"sqlite:///{tmp / 'toolplan.db'}",
-        "TOOLPLAN_TOOLS": "blog,metrics,weather",
-        "OPENAI_API_KEY": "sk-test",
-        "OPENAI_BASE_URL": llm.base_url,
-        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
-        "LANGSMITH_TRACING": "false",
-    }
-    log = (tmp / "langgraph-dev.log").open("w")
-    process = subprocess.Popen(
-        [langgraph, "dev", "--no-browser", "--no-reload", "--port", str(port)],
-        cwd=REPO,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
+    dev = start_langgraph_dev(tmp, studio_env(tmp, llm))
     try:
-        while True:
-            assert process.poll() is None, (tmp / "langgraph-dev.log").read_text()[-3000:]
-            try:
-                if httpx.get(f"{url}/ok", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "langgraph dev did not start in 90 s"
-            time.sleep(0.3)
-        yield url
+        yield dev.url
     finally:
-        process.terminate()
+        dev.stop()
+
+
+# -- the helper, on a port another process took between its choice and the server's bind ---------
+# (first in this module, so that no other langgraph dev shares the repository's .langgraph_api/)
+
+
+def test_langgraph_dev_whose_port_was_taken_serves_on_another(
+    llm: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """langgraph dev finds the port taken as it starts, and serves elsewhere: where it says."""
+    with first_pick_taken(monkeypatch) as picks:
+        dev = start_langgraph_dev(tmp_path, studio_env(tmp_path, llm))
         try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        log.close()
+            assert dev.url != f"http://127.0.0.1:{picks[0]}"
+            assert httpx.get(f"{dev.url}/ok", timeout=30).status_code == 200
+        finally:
+            dev.stop()
+
+
+def test_langgraph_dev_that_exits_on_a_taken_port_starts_again_on_another(
+    llm: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A port taken after langgraph dev's own check makes its server exit ("address already in
+    use"). The check is turned off here, so that the first launch meets the taken port."""
+    site = tmp_path / "site"
+    site.mkdir()
+    patch = "import langgraph_api.cli\nlanggraph_api.cli._is_port_available = lambda *_: True\n"
+    (site / "sitecustomize.py").write_text(patch)
+    env = studio_env(tmp_path, llm)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), env.get("PYTHONPATH")]))
+    with first_pick_taken(monkeypatch) as picks:
+        dev = start_langgraph_dev(tmp_path, env)
+        try:
+            taken, port = picks
+            assert dev.url == f"http://127.0.0.1:{port}"
+            said = (tmp_path / f"langgraph-dev-{taken}.log").read_text(errors="replace")
+            assert "address already in use" in said, "the first launch did not meet the taken port"
+        finally:
+            dev.stop()
+
+
+# -- the graphs ------------------------------------------------------------------------------------
 
 
 async def test_both_graphs_are_served(studio: str) -> None:
