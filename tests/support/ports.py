@@ -84,7 +84,7 @@ def wait_until_serving(
 
     If ``process`` exits first, raise :class:`PortTaken` when its ``log`` says its port was taken,
     else :class:`ServerDidNotStart` with the log. After ``timeout`` seconds, kill it and raise
-    :class:`ServerDidNotStart`. ``ready`` should ask the server something only it answers: a
+    :class:`ServerDidNotStart`. ``ready`` should wait for an answer, not just a connection: a
     process that merely holds the port accepts connections too.
     """
     deadline = time.monotonic() + timeout
