@@ -206,6 +206,24 @@ def test_cli_json_error_of_a_cut_off_plan_shows_what_it_cost(
     assert data["usage"] == {"inputTokens": 1800, "outputTokens": 192}
 
 
+def test_an_answer_the_server_ends_short_of_the_limit_is_not_asked_again(
+    cli_llm: Cli, llm: FakeOpenAIServer
+) -> None:
+    """finish_reason 'length' after 300 of 6,400 tokens: the server's context window filled. A
+    retry with twice the limit would fill it at the same place, and raising the limit is not
+    the advice."""
+    cli_llm.env["TOOLPLAN_STRUCTURED_METHOD"] = "json_schema"
+    llm.script([cut_off((7892, 300)).with_(context_full=True), cut_off((7892, 300))])
+    done = cli_llm("plan", QUERY, "--json")
+    assert done.code == 3, done.stderr
+    data = done.json()
+    assert "stopped after 300 output tokens" in data["error"]
+    assert "short of its output limit of 6400" in data["error"]
+    assert "context window" in data["error"] and "TOOLPLAN_LLM_MAX_TOKENS" not in data["error"]
+    assert data["llmCalls"] == 1 == len(llm.requests)
+    assert data["usage"] == {"inputTokens": 7892, "outputTokens": 300}
+
+
 def test_cli_json_error_of_an_unfixable_plan_shows_what_it_cost(
     cli_llm: Cli, llm: FakeOpenAIServer
 ) -> None:

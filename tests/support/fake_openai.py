@@ -69,7 +69,12 @@ class Reply:
     cached: int | None = None
     """Prompt tokens reported as read from the server's cache (``prompt_tokens_details``)."""
     finish_reason: str | None = None
-    """Overrides ``stop``/``tool_calls``, e.g. ``length`` for an answer cut off at max_tokens."""
+    """Overrides ``stop``/``tool_calls``, e.g. ``length`` for an answer cut off at max_tokens.
+    Such an answer reports the request's limit as its output tokens, as a server does, unless
+    ``context_full``."""
+    context_full: bool = False
+    """With ``finish_reason="length"``: the answer ended because the prompt and the answer filled
+    the server's context window, so it reports ``usage`` as given, short of the request's limit."""
     pieces: int = 3
     """How many chunks a streamed answer's text (content or arguments) is sent in."""
     delay: float = 0.0
@@ -145,6 +150,7 @@ class Reply:
             concrete,
             cached=self.cached,
             finish_reason=self.finish_reason,
+            context_full=self.context_full,
             pieces=self.pieces,
             delay=self.delay,
             gap=self.gap,
@@ -355,6 +361,7 @@ class _Handler(BaseHTTPRequestHandler):
             )
         if reply.kind == "error":
             return self._error(reply)
+        reply = _counted(reply, body)
         base = {
             "id": f"chatcmpl-fake-{n}",
             "created": int(time.time()),
@@ -385,6 +392,15 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.flush()
         else:
             self._json(200, _completion(base, reply, call_id))
+
+
+def _counted(reply: Reply, body: dict[str, Any]) -> Reply:
+    """``reply`` with the output tokens a server reports for it: an answer cut off at the
+    request's limit (``finish_reason: length``) wrote exactly that many."""
+    limit = body.get("max_tokens") or body.get("max_completion_tokens")
+    if reply.finish_reason != "length" or reply.context_full or not isinstance(limit, int):
+        return reply
+    return replace(reply, usage=(reply.usage[0], limit))
 
 
 def _usage(reply: Reply) -> dict[str, Any]:

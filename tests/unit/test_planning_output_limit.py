@@ -138,3 +138,47 @@ def test_an_openai_compatible_model_gets_its_limit_changed_everywhere_it_is_sent
     assert model.max_tokens == 1536 and model.extra_body == {"max_tokens": 1536}
     assert larger.root_async_client is model.root_async_client  # no new connection pool
     assert with_max_tokens(ToolCallingFake(messages=iter([])), 3072) is None
+
+
+async def test_an_answer_ended_short_of_the_limit_is_not_asked_again(tmp_path: Path) -> None:
+    """finish_reason 'length' after fewer tokens than the limit: the server's context window
+    was full, not the limit reached. The same prompt would fill it again, and the message must
+    not tell the user to raise a limit that did not stop it."""
+    ctx = context(
+        tmp_path,
+        answer(cut_off=True, tokens=(5000, 3192)),
+        answer(cut_off=False, tokens=(5000, 1700)),
+        max_tokens=6400,
+    )
+    with pytest.raises(LLMOutputTruncated) as caught:
+        await create_plan(QUERY, ctx)
+    assert limits(ctx) == [6400]
+    assert caught.value.details == {
+        "llmCalls": 1,
+        "usage": {"inputTokens": 5000, "outputTokens": 3192},
+        "stoppedAfterTokens": 3192,
+    }
+    message = caught.value.message
+    assert "stopped after 3192 output tokens" in message
+    assert "short of its output limit of 6400" in message and "context window" in message
+    assert "Raise TOOLPLAN_LLM_MAX_TOKENS" not in message
+
+
+async def test_a_retry_ended_short_of_its_larger_limit_says_so(tmp_path: Path) -> None:
+    """The first answer reached the limit; the retry, with twice the room, filled the context
+    first (a 1.5B model with an 8k context enumerating list items: 22 minutes)."""
+    ctx = context(
+        tmp_path,
+        answer(cut_off=True, tokens=(3000, 6400)),
+        answer(cut_off=True, tokens=(3000, 3108)),
+        max_tokens=6400,
+    )
+    with pytest.raises(LLMOutputTruncated) as caught:
+        await create_plan(QUERY, ctx)
+    assert limits(ctx) == [6400, 12800]
+    assert caught.value.details["llmCalls"] == 2
+    assert caught.value.details["stoppedAfterTokens"] == 3108
+    message = caught.value.message
+    assert "stopped after 3108 output tokens" in message
+    assert "short of its output limit of 12800" in message
+    assert "in a retry after a first answer cut off at 6400 tokens" in message

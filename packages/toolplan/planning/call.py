@@ -209,7 +209,8 @@ async def call_model(
     rejects the request's schema and ``fallback`` is given, the fallback's request is asked
     instead, once. An answer cut off at the output-token limit is asked for once more by
     ``larger`` (the same model with a larger limit), when given, after telling ``on_larger``
-    (with the calls and usage so far); so is an answer stopped as a runaway while it streamed
+    (with the calls and usage so far); an answer the server ended short of the limit (a full
+    context window) is not, since a larger limit would not change it. So is an answer stopped as a runaway while it streamed
     (:class:`~toolplan.planning.llm_errors.LLMOutputRepeating`, raised when the retry runs away
     too: stopped early, a retry costs little), as ``after_runaway`` makes it from the request
     and the error when given (telling the model what it did), else as it was.
@@ -223,6 +224,7 @@ async def call_model(
     """
     current = call
     stopped: LLMOutputRepeating | None = None
+    short: int | None = None
     for attempt in [call] if larger is None else [call, larger]:
         if attempt is larger and on_larger is not None:
             on_larger(attempt, calls, dict(usage or {}))
@@ -251,12 +253,30 @@ async def call_model(
         usage, calls, stopped = add_usage(usage, answer), calls + 1, None
         if answer.finish_reason != "length":
             return ModelReply(answer, usage, request, calls)
+        short = _stopped_short(answer, current)
+        if short is not None:  # not the limit: the same prompt would fill the context again
+            break
     if stopped is not None:
         raise account(stopped, calls, usage)
     first = call.max_tokens if current is not call else None
     raise truncated(
-        current.spec, current.max_tokens, first_limit=first, usage=usage, llmCalls=calls
+        current.spec,
+        current.max_tokens,
+        first_limit=first,
+        stopped_after=short,
+        usage=usage,
+        llmCalls=calls,
     )
+
+
+def _stopped_short(answer: ModelAnswer, call: ModelCall) -> int | None:
+    """The output tokens of an answer cut off (``finish_reason: length``) before ``call``'s
+    output limit, else ``None``. The server stopped it, as a full context window does; a larger
+    limit would not change that. An answer that reports no output tokens is taken to have
+    reached the limit."""
+    if call.max_tokens is not None and 0 < answer.output_tokens < call.max_tokens:
+        return answer.output_tokens
+    return None
 
 
 async def _ask(

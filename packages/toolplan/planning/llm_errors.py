@@ -32,13 +32,33 @@ _DEFAULT_ENDPOINT = "https://api.openai.com/v1"
 
 
 def truncated(
-    spec: str, max_tokens: int | None, *, first_limit: int | None = None, **details: object
+    spec: str,
+    max_tokens: int | None,
+    *,
+    first_limit: int | None = None,
+    stopped_after: int | None = None,
+    **details: object,
 ) -> LLMOutputTruncated:
     """The error for an answer cut off at the output-token limit (``max_tokens``; after a first
-    answer cut off at ``first_limit``, when the call was retried with a larger limit)."""
+    answer cut off at ``first_limit``, when the call was retried with a larger limit).
+
+    ``stopped_after``: the answer ended with ``finish_reason: length`` after these output tokens,
+    short of ``max_tokens``. The limit did not stop it; the server did, most often because the
+    prompt and the answer filled the model's context window. Raising the limit changes nothing
+    then, and the message says so."""
     again = (
         f", in a retry after a first answer cut off at {first_limit} tokens" if first_limit else ""
     )
+    if stopped_after is not None:
+        return LLMOutputTruncated(
+            f"model {spec!r} stopped after {stopped_after} output tokens, before finishing the "
+            f"plan and short of its output limit of {max_tokens} (finish_reason 'length'){again}: "
+            "the server ended the answer, most likely because the prompt and the answer filled "
+            "the model's context window; nothing was stored. A larger limit would not help: give "
+            "the model a larger context (the server's context size) or fewer tools, or lower "
+            "--max-steps; a model that repeats itself needs a stronger model",
+            details={**details, "stoppedAfterTokens": stopped_after},
+        )
     return LLMOutputTruncated(
         f"model {spec!r} stopped at the output limit of {max_tokens or 'its'} tokens before "
         f"finishing the plan (finish_reason 'length'){again}; nothing was stored. Raise "
