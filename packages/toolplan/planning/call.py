@@ -210,10 +210,11 @@ async def call_model(
     instead, once. An answer cut off at the output-token limit is asked for once more by
     ``larger`` (the same model with a larger limit), when given, after telling ``on_larger``
     (with the calls and usage so far); an answer the server ended short of the limit (a full
-    context window) is not, since a larger limit would not change it. So is an answer stopped as a runaway while it streamed
-    (:class:`~toolplan.planning.llm_errors.LLMOutputRepeating`, raised when the retry runs away
-    too: stopped early, a retry costs little), as ``after_runaway`` makes it from the request
-    and the error when given (telling the model what it did), else as it was.
+    context window) is not, since a larger limit would not change it. So is an answer stopped
+    as a runaway while it streamed (:class:`~toolplan.planning.llm_errors.LLMOutputRepeating`,
+    raised when the retry runs away too: stopped early, a retry costs little), as
+    ``after_runaway`` makes it from the request and the error when given (telling the model
+    what it did), else as it was.
     ``usage`` and ``calls`` are the totals before this call;
     every error carries them with the calls made here (:func:`account`), and an answer cut off at
     the last limit tried raises :class:`~toolplan.planning.llm_errors.LLMOutputTruncated`.
