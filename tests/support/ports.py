@@ -79,18 +79,20 @@ def wait_until_serving(
     *,
     timeout: float,
     what: str,
+    since: int = 0,
 ) -> None:
     """Poll ``ready()`` until it is true.
 
     If ``process`` exits first, raise :class:`PortTaken` when its ``log`` says its port was taken,
     else :class:`ServerDidNotStart` with the log. After ``timeout`` seconds, kill it and raise
     :class:`ServerDidNotStart`. ``ready`` should wait for an answer, not just a connection: a
-    process that merely holds the port accepts connections too.
+    process that merely holds the port accepts connections too. ``since``: where this launch's
+    output starts in ``log``, for a log that earlier launches wrote to as well.
     """
     deadline = time.monotonic() + timeout
     while not ready():
         if process.poll() is not None:
-            said = log.read_text(errors="replace")
+            said = _said(log, since)
             message = f"{what} exited with {process.returncode}:\n{said[-3000:]}"
             if port_taken(said):
                 raise PortTaken(message)
@@ -98,9 +100,15 @@ def wait_until_serving(
         if time.monotonic() > deadline:
             process.kill()
             process.wait()
-            said = log.read_text(errors="replace")
+            said = _said(log, since)
             raise ServerDidNotStart(f"{what} did not serve within {timeout:g}s:\n{said[-3000:]}")
         time.sleep(0.05)
+
+
+def _said(log: Path, since: int) -> str:
+    with log.open("rb") as output:
+        output.seek(since)
+        return output.read().decode(errors="replace")
 
 
 # -- for the tests of the helpers: the race, lost on purpose ---------------------------------------

@@ -23,12 +23,17 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from types import TracebackType
 
 from tests.support.mongo_server import _parent_death_signal
-from tests.support.ports import PORT_ATTEMPTS, PortTaken, free_port, port_taken
+from tests.support.ports import (
+    PORT_ATTEMPTS,
+    PortTaken,
+    ServerDidNotStart,
+    free_port,
+    wait_until_serving,
+)
 
 ENV_BIN = "TOOLPLAN_TEMPORAL_BIN"
 ENV_START_TIMEOUT = "TOOLPLAN_TEMPORAL_START_TIMEOUT"
@@ -144,24 +149,21 @@ class TemporalServer:
                 stderr=subprocess.STDOUT,
                 preexec_fn=_parent_death_signal,
             )
-        deadline = time.monotonic() + self.start_timeout
-        while not self._ready():
-            if self._proc.poll() is not None:
-                code, self._proc = self._proc.returncode, None
-                with self.log.open("rb") as log:
-                    log.seek(logged_before)
-                    said = log.read().decode(errors="replace")
-                message = f"temporal server exited with {code}:\n{said}"
-                if port_taken(said):
-                    raise PortTaken(message)
-                raise TemporalServerError(message)
-            if time.monotonic() > deadline:
-                self.stop()
-                raise TemporalServerError(
-                    f"temporal server did not serve on {self.address} within "
-                    f"{self.start_timeout:g}s:\n{self.log.read_text()}"
-                )
-            time.sleep(0.1)
+        try:
+            wait_until_serving(
+                self._proc,
+                self._ready,
+                self.log,
+                timeout=self.start_timeout,
+                what=f"temporal server on {self.address}",
+                since=logged_before,
+            )
+        except PortTaken:
+            self._proc = None
+            raise
+        except ServerDidNotStart as failed:
+            self.stop()
+            raise TemporalServerError(str(failed)) from None
         self._started_once = True
         return self
 
