@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from toolplan.plan_format.names import name_words, starts_alike
+from toolplan.plan_format.names import alike_name, name_words, starts_alike
 
 
 @pytest.mark.parametrize(
@@ -34,3 +34,12 @@ def test_a_word_starts_alike_only_when_the_shorter_is_long_enough() -> None:
     assert starts_alike("id", "id", shortest=4)  # equal words, however short
     assert not starts_alike("days", "adults", shortest=3)
     assert not starts_alike("", "days", shortest=0)
+
+
+def test_a_name_alike_differs_in_spelling_only() -> None:
+    keys = ["where_to", "phone_number", "number_of_adults", "user_name", "location"]
+    assert alike_name("locaton", keys) == "location"
+    assert alike_name("userName", keys) == "user_name"
+    assert alike_name("num_adults", keys) == "number_of_adults"
+    assert alike_name("hotel_name", keys) is None  # nearest as text: phone_number
+    assert alike_name("number_of_days", keys) is None  # nearest as text: number_of_adults

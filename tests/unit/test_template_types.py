@@ -112,6 +112,37 @@ def test_a_misspelt_key_gets_the_close_one_and_a_key_on_a_list_gets_an_element()
     ]
 
 
+def test_a_missing_key_is_offered_only_a_key_spelled_like_it() -> None:
+    """NESTFUL sgd-14: a booking returns no hotel name, and the hint offered the nearest string,
+    ``phone_number``, which would put a phone number where a name goes."""
+
+    def book_house(where_to: str) -> dict[str, Any]:
+        """Book a house."""
+        return {}
+
+    def send(text: str) -> str:
+        """Send a text."""
+        return ""
+
+    keys = ("where_to", "address", "phone_number", "total_price")
+    returns = {"type": "object", "properties": {key: {"type": "string"} for key in keys}}
+    catalog = ToolCatalog([tagged(tool(book_house), returns=returns), tool(send)])
+
+    def problem(written: str) -> str:
+        (found,) = problems(
+            step("booking", "book_house", where_to="London"),
+            step("s", "send", text=written),
+            catalog=catalog,
+        )
+        return found
+
+    assert problem("{{booking.hotel_name}}").endswith(
+        "with keys where_to, address, phone_number, total_price, without 'hotel_name'"
+    )
+    assert problem("{{booking.adress}}").endswith("did you mean {{booking.address}}?")
+    assert problem("{{booking.totalPrice}}").endswith("did you mean {{booking.total_price}}?")
+
+
 # -- what must stay valid ------------------------------------------------------------------------
 
 

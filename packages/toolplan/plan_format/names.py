@@ -4,9 +4,11 @@ the same thing ("did you mean"); the offline model, to find the tools a request 
 
 from __future__ import annotations
 
+import difflib
 import re
+from collections.abc import Iterable
 
-__all__ = ["name_words", "starts_alike"]
+__all__ = ["alike_name", "name_words", "spelled_alike", "starts_alike"]
 
 _NAME_WORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 _SEPARATORS = re.compile(r"[\W_]+")
@@ -31,3 +33,31 @@ def starts_alike(word: str, other: str, *, shortest: int) -> bool:
         return False
     short, long = sorted((word, other), key=len)
     return short == long or (len(short) >= shortest and long.startswith(short))
+
+
+def spelled_alike(given: str, candidate: str) -> bool:
+    """Every word of ``given`` is, give or take a typo or an abbreviation, a word of
+    ``candidate`` (``locaton`` of ``location``, ``userName`` of ``user_name``, ``city`` of
+    ``city_name``); ``number_of_days`` is not ``number_of_adults``, nor ``hotel_name``
+    ``phone_number``."""
+    words, theirs = name_words(given), name_words(candidate)
+    if "".join(words) == "".join(theirs):
+        return True
+    return all(any(_alike(word, other) for other in theirs) for word in words)
+
+
+def alike_name(name: str, known: Iterable[str]) -> str | None:
+    """The known name closest to ``name`` among those that differ from it in spelling only
+    (:func:`spelled_alike`), ``None`` when there is none: the one a "did you mean" may offer."""
+    for candidate in difflib.get_close_matches(name, list(known), n=3, cutoff=0.6):
+        if spelled_alike(name, candidate):
+            return candidate
+    return None
+
+
+def _alike(word: str, other: str) -> bool:
+    """One word the other, misspelled (``adress``) or cut short (``num``)."""
+    return (
+        starts_alike(word, other, shortest=3)
+        or difflib.SequenceMatcher(None, word, other).ratio() >= 0.75
+    )

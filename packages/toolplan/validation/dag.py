@@ -17,7 +17,7 @@ from typing import Any
 
 from toolplan.errors import PlanInvalid, ValidationIssue
 from toolplan.plan_format.json_schema import accepted_types
-from toolplan.plan_format.names import name_words, starts_alike
+from toolplan.plan_format.names import alike_name
 from toolplan.plan_format.plan import DEFAULT_MAX_ITEMS, DEFAULT_MAX_STEPS, Plan, Step
 from toolplan.plan_format.templates import (
     Template,
@@ -217,10 +217,8 @@ def _close_argument(name: str, known: Iterable[str]) -> str:
     for ``user_name``, ``city`` for ``city_name``); never one that says something else:
     ``number_of_days`` is not ``number_of_adults``, and the real model, told it might be, put
     the days there (NESTFUL sgd-29)."""
-    for candidate in difflib.get_close_matches(name, list(known), n=3, cutoff=0.6):
-        if _spelled_alike(name, candidate):
-            return f"; did you mean {candidate!r}?"
-    return ""
+    candidate = alike_name(name, known)
+    return f"; did you mean {candidate!r}?" if candidate else ""
 
 
 def _taken_by(name: str, tool: str, taking: Callable[[str], Sequence[str]] | None) -> str:
@@ -256,23 +254,6 @@ def _tools_taking(catalog: ToolCatalog) -> Callable[[str], Sequence[str]]:
         return index.get(name, ())
 
     return taking
-
-
-def _spelled_alike(given: str, candidate: str) -> bool:
-    """Every word of ``given`` is, give or take a typo or an abbreviation, a word of
-    ``candidate``."""
-    words, theirs = name_words(given), name_words(candidate)
-    if "".join(words) == "".join(theirs):
-        return True
-    return all(any(_alike(word, other) for other in theirs) for word in words)
-
-
-def _alike(word: str, other: str) -> bool:
-    """One word the other, misspelled (``adress``) or cut short (``num``)."""
-    return (
-        starts_alike(word, other, shortest=3)
-        or difflib.SequenceMatcher(None, word, other).ratio() >= 0.75
-    )
 
 
 def check_arguments(

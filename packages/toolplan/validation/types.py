@@ -17,13 +17,13 @@ union of shapes is not checked: only definite mismatches are reported.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from toolplan.errors import ValidationIssue
 from toolplan.plan_format.json_schema import accepted_types, inline_refs
+from toolplan.plan_format.names import alike_name
 from toolplan.plan_format.plan import Plan, Step
 from toolplan.plan_format.templates import (
     ITEM,
@@ -129,10 +129,12 @@ def _walk(output: _Output, template: Template) -> Mapping[str, Any] | None:
             if segment in properties:
                 current = properties[segment]
             elif properties and not shape.get("additionalProperties"):
-                close = difflib.get_close_matches(segment, list(properties), n=1, cutoff=0.6)
+                # only a key spelled like it: told "did you mean phone_number?" of a missing
+                # hotel_name, the model would take a phone number for a name
+                close = alike_name(segment, properties)
                 rest = template.path[len(walked) + 1 :]
                 if close:
-                    meant = _written(output.step, (*walked, close[0], *rest))
+                    meant = _written(output.step, (*walked, close, *rest))
                     hint = f"; did you mean {{{{{meant}}}}}?"
                 elif _element_of_a_list_it_is_not(rest, shape):
                     meant = _written(output.step, (*walked, *rest[1:]))
