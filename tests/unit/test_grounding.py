@@ -122,6 +122,46 @@ def test_a_made_up_number_where_a_dependency_has_one() -> None:
     assert "argument 'value'" in issue.message and 'e.g. "{{q.current}}"' in issue.message
 
 
+class Business(TypedDict):
+    business_id: str
+    rating: float
+    review_count: int
+
+
+def test_a_number_for_an_option_is_the_callers_choice() -> None:
+    """NESTFUL executable-10: reviews of a business found by a search, ``limit=5``, refused
+    because the search's output has numbers (a rating, a review count). An argument whose
+    declared default is a number is an option; one that defaults to nothing is still data."""
+
+    @tool
+    def find_businesses(query: str) -> Business:
+        """Find a business."""
+        return {"business_id": "b1", "rating": 4.5, "review_count": 12}
+
+    @tool
+    def reviews(business_id: str, limit: int = 20, min_rating: float | None = None) -> list[str]:
+        """Reviews of a business."""
+        return []
+
+    catalog = ToolCatalog([find_businesses, reviews])
+    request = "Find a pet groomer in Sydney and its reviews"
+
+    def refused(**chosen: Any) -> list[str]:
+        found = check_grounding(
+            plan(
+                ("shop", "find_businesses", {"query": "pet groomer in Sydney"}),
+                ("r", "reviews", {"business_id": "{{shop.business_id}}", **chosen}),
+            ),
+            catalog,
+            request,
+        )
+        return [issue.message for issue in found]
+
+    assert refused(limit=5) == []
+    (made_up,) = refused(min_rating=4.2)
+    assert "argument 'min_rating'" in made_up and "{{shop.rating}}" in made_up
+
+
 def test_a_depends_on_edge_no_template_uses() -> None:
     (issue,) = check_grounding(
         plan(

@@ -20,7 +20,9 @@ measures the false refusals on public function-calling answers, whose values all
 * **A literal number where an output's number fits.** A number argument not in the request
   (``0`` and ``1`` aside: indices, flags, defaults), where the step depends on a step whose
   output is a number or has numeric fields: ``check_threshold(value=72.5)`` after
-  ``query_metric``.
+  ``query_metric``. An argument whose declared default is a number is an option (``limit=5``,
+  ``page=2``): its number is the caller's choice, and no output supplies it (NESTFUL
+  executable-10 was refused for a reviews ``limit`` after a business search).
 * **A ``dependsOn`` edge no template uses**, when the dependent step passes a string that is not
   in the request to an argument the dependency's output has a field for (the same name, or an
   id argument and the ``_id``/``id`` of a step whose tool names that kind of thing).
@@ -170,6 +172,20 @@ def _in_neither(values: list[Any]) -> str:
     return f"{shown} {verb} in neither the request nor any tool's output"
 
 
+def _options(schema: Mapping[str, Any]) -> set[str]:
+    """The arguments a tool declares a number as the default of: options (``limit``,
+    ``page``) whose number is the caller's choice, not data a tool's output would supply. An
+    argument that defaults to nothing (``value: float | None = None``) is optional data."""
+    properties = schema.get("properties") if isinstance(schema, Mapping) else None
+    if not isinstance(properties, Mapping):
+        return set()
+    return {
+        name
+        for name, sub in properties.items()
+        if isinstance(sub, Mapping) and _is_number(sub.get("default"))
+    }
+
+
 def _template(step_id: str, field: str | None = None) -> str:
     return '"{{' + step_id + (f".{field}" if field else "") + '}}"'
 
@@ -181,10 +197,14 @@ class _Checker:
         self.plan, self.grounds = plan, grounds
         self.steps = {step.id: step for step in plan.steps}
         self.outputs: dict[str, dict[str, Any]] = {}
+        self.options: dict[str, set[str]] = {}
         for step in plan.steps:
-            returns = catalog.info(step.tool).returns if step.tool in catalog else None
-            if returns:  # a tool that declares no output is never the source of a refusal
-                self.outputs[step.id] = returns
+            info = catalog.info(step.tool) if step.tool in catalog else None
+            if info is not None and info.returns:
+                # a tool that declares no output is never the source of a refusal
+                self.outputs[step.id] = info.returns
+            if info is not None:
+                self.options[step.id] = _options(info.parameters)
 
     def _shape(self, step_id: str) -> str:
         return compact_shape(self.outputs[step_id])
@@ -212,7 +232,7 @@ class _Checker:
                 issue = None
                 if (isinstance(value, dict) and value) or _list_of_objects(value):
                     issue = self._objects(step, name, value, deps, upstream, taken)
-                elif _is_number(value):
+                elif _is_number(value) and name not in self.options.get(step.id, ()):
                     issue = self._number(step, name, float(value), deps)
                 elif isinstance(value, str):
                     issue = self._unused_edge(step, name, value)
