@@ -292,6 +292,25 @@ async def test_without_repairs_no_other_format_is_asked(
     assert [asks_json(r) for r in server.requests] == [False, True][:calls]
 
 
+async def test_attempts_after_the_json_one_repair_it(
+    server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    """With a third repair allowed, the JSON plan asked afresh is repaired in JSON, not thrown
+    away for another Python answer: the fourth request asks for the schema, carries the JSON
+    answer and its problems, and is told as a plain repair."""
+    wrong_json = {"steps": [{"id": "a", "tool": "createAuthr", "parameters": {"name": "Bob"}}]}
+    replies = [Reply.content(WRONG), Reply.content(WRONG), Reply.structured(wrong_json)]
+    server.script([*replies, Reply.structured(JSON_PLAN)])
+    events: list[PlanningEvent] = []
+    ctx = replace(planner(tmp_path, listener=events.append), max_repairs=3)
+    outcome = await create_plan(QUERY, ctx)
+    assert outcome.ref.status == "planned" and outcome.llm_calls == 4
+    assert [asks_json(r) for r in server.requests] == [False, False, True, True]
+    repair = server.requests[3]["messages"][-1]["content"]
+    assert "createAuthr" in repair and "def createAuthor(" not in system_prompt(server.requests[3])
+    assert [e.afresh for e in events if e.kind == "repairing"] == [None, "json", None]
+
+
 async def test_the_json_format_repairs_every_attempt(
     server: FakeOpenAIServer, tmp_path: Path
 ) -> None:

@@ -16,8 +16,9 @@ generic one: :mod:`toolplan.planning.schema`). Its answer is read leniently wher
 meaning (:mod:`toolplan.planning.rewrites`; ``TOOLPLAN_PLANNER_REWRITES=none`` turns them off),
 each change recorded; the dependency-analysis node is the engine's validator
 (:func:`toolplan.validation.dag.analyze`), and every problem of every step goes back to the model in one
-repair round. In the Python format the last attempt is not a repair: the model is asked afresh
-for a JSON plan (:func:`attempt_format`), because the two formats fail on different requests.
+repair round. In the Python format, the attempt after one Python repair is not a repair: the
+model is asked afresh for a JSON plan, and later attempts repair that (:func:`attempt_format`),
+because the two formats fail on different requests.
 An answer with no steps at all is the model saying
 that no tool does what the request asks (the prompt tells it to answer so, and why, in
 ``reasoning``): the planner declines the request instead of asking for a plan again.
@@ -214,7 +215,10 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
     )
     repairs = state.get("repairs", 0) + (1 if state.get("errors") else 0)
     plan_format = attempt_format(ctx, repairs)
-    afresh = plan_format != ctx.plan_format  # the last attempt, asked in the other format
+    # the first attempt in the other format is asked afresh; a later one repairs it
+    afresh = plan_format != ctx.plan_format and (
+        repairs == 0 or attempt_format(ctx, repairs - 1) == ctx.plan_format
+    )
     python = plan_format == "python"
     json_prompt = prompt
     python_prompt = json_prompt  # a JSON planning never asks for Python
@@ -387,16 +391,23 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
 
 def attempt_format(ctx: PlannerContext, repairs: int) -> PlanFormat:
     """The format the model is asked to write attempt ``repairs + 1`` in: the context's, except
-    the last attempt of a Python planning, which asks for a JSON plan afresh.
+    in a Python planning, which gets at most one Python repair: the attempt after it (the
+    second, with a single repair allowed) asks afresh for a JSON plan, and any later attempt
+    repairs that JSON plan.
 
     The two formats fail on different requests: on NESTFUL's tuning splits, every request the
     Python format gave no plan for after its repairs, the JSON format planned (8 of 9, most
     in one call), while a third Python answer rescued 7 in 94 (BENCHMARKS, *The last attempt in
-    JSON*). An endpoint that refused that schema (``ctx.json_refused``) gets the Python repair."""
-    last = ctx.max_repairs >= 1 and repairs >= ctx.max_repairs
-    if ctx.plan_format == "python" and last and not ctx.json_refused:
+    JSON*). An endpoint that refused that schema (``ctx.json_refused``) gets Python repairs."""
+    switch = min(_PYTHON_ATTEMPTS, ctx.max_repairs)
+    if ctx.plan_format == "python" and 1 <= switch <= repairs and not ctx.json_refused:
         return "json"
     return ctx.plan_format
+
+
+_PYTHON_ATTEMPTS = 2
+"""Attempts a Python planning writes in Python (its first answer and one repair) before it
+asks for JSON, when it has more than that."""
 
 
 def read_answer(payload: Any, ctx: PlannerContext, *, python: bool) -> PlanReading:
