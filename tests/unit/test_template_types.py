@@ -143,6 +143,41 @@ def test_a_missing_key_is_offered_only_a_key_spelled_like_it() -> None:
     assert problem("{{booking.totalPrice}}").endswith("did you mean {{booking.total_price}}?")
 
 
+def test_an_index_into_one_value_names_the_value() -> None:
+    """NESTFUL executable-45: ``{{search.restaurantsId[0].restaurantsId}}`` where the search
+    returns one id (a string); the repair got no hint and the model kept the index."""
+
+    def search(city: str) -> dict[str, Any]:
+        """Search restaurants."""
+        return {}
+
+    def details(restaurant_id: str) -> dict[str, Any]:
+        """Details of a restaurant."""
+        return {}
+
+    returns = {
+        "type": "object",
+        "properties": {"restaurantsId": {"type": "string"}, "name": {"type": "string"}},
+    }
+    catalog = ToolCatalog([tagged(tool(search), returns=returns), tool(details)])
+
+    def problem(written: str) -> str:
+        (found,) = problems(
+            step("search", "search", city="Paris"),
+            step("d", "details", restaurant_id=written),
+            catalog=catalog,
+        )
+        return found
+
+    fix = "returns a string, not a list, so [0] does not exist; it is one value: "
+    assert problem("{{search.restaurantsId[0].restaurantsId}}").endswith(
+        fix + "{{search.restaurantsId}}"
+    )
+    assert problem("{{search.restaurantsId[0]}}").endswith(fix + "{{search.restaurantsId}}")
+    # another key after the index: what was meant is not known
+    assert problem("{{search.restaurantsId[0].name}}").endswith("so [0] does not exist")
+
+
 # -- what must stay valid ------------------------------------------------------------------------
 
 

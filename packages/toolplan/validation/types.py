@@ -120,9 +120,13 @@ def _walk(output: _Output, template: Template) -> Mapping[str, Any] | None:
             elif kind is None:
                 return None
             else:
+                rest = template.path[len(walked) :]
+                hint = _list_hint(output.step, walked, shape, rest) or _value_hint(
+                    output.step, walked, kind, rest
+                )
                 raise _Mismatch(
                     f"{what} returns {_describe(shape)}, not a list, so [{segment}] does not "
-                    f"exist{_list_hint(output.step, walked, shape, template.path[len(walked) :])}"
+                    f"exist{hint}"
                 )
         elif kind == "object":
             properties = shape.get("properties") or {}
@@ -193,6 +197,20 @@ def _list_hint(
     if only is None:
         return ""
     return f"; the list is under {only!r}: {{{{{_written(step, (*walked, only, *rest))}}}}}"
+
+
+def _value_hint(
+    step: str, walked: tuple[PathSegment, ...], kind: str, rest: tuple[PathSegment, ...]
+) -> str:
+    """``{{s.id[0]}}`` or ``{{s.id[0].id}}`` where ``s.id`` is one value (a string, a number):
+    the value itself is what the path means (NESTFUL executable-45 wrote
+    ``{{search.restaurantsId[0].restaurantsId}}``)."""
+    if kind == "object" or not walked:
+        return ""
+    after = rest[1:]
+    if after and after != walked[-1:]:
+        return ""
+    return f"; it is one value: {{{{{_written(step, walked)}}}}}"
 
 
 def _only_list(shape: Mapping[str, Any]) -> str | None:
