@@ -35,7 +35,7 @@ from tests.e2e.browser_support import serve
 from tests.e2e.conftest import Cli
 from tests.support.fake_openai import FakeOpenAIServer, Reply
 from tests.support.mcp_http import SERVER as MCP_SERVER
-from tests.support.plans import QUERY, blog_plan, broken_blog_plan, orphan_blog_plan
+from tests.support.plans import ATTEMPTS, QUERY, blog_plan, broken_blog_plan, orphan_blog_plan
 from tests.support.ports import first_pick_taken, free_port
 from toolplan.api import ApiSettings, check_bind, is_loopback
 from toolplan.errors import InvalidInput, StoreUnavailable
@@ -681,10 +681,10 @@ def test_low_confidence_plan_needs_approval(llm: FakeOpenAIServer, client: Graph
 
 
 def test_unfixable_plan_is_plan_invalid(llm: FakeOpenAIServer, client: GraphQLClient) -> None:
-    llm.script([Reply.structured(broken_blog_plan())] * 3)
+    llm.script([Reply.structured(broken_blog_plan())] * ATTEMPTS)
     body = client.gql(CREATE, {"query": QUERY})
     assert codes(body) == ["PLAN_INVALID"]
-    assert "after 3 LLM call(s)" in body["errors"][0]["message"]
+    assert f"after {ATTEMPTS} LLM call(s)" in body["errors"][0]["message"]
     assert any("createAuthr" in i["message"] for i in body["errors"][0]["extensions"]["issues"])
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from tests.e2e.conftest import Cli, interrupt, wait_for
 from tests.support.fake_openai import FakeOpenAIServer, Reply
-from tests.support.plans import blog_plan, broken_blog_plan, llm_step
+from tests.support.plans import ATTEMPTS, blog_plan, broken_blog_plan, llm_step
 from toolplan.client import Toolplan
 from toolplan.config import Settings
 from toolplan.errors import InvalidInput
@@ -138,16 +138,16 @@ async def test_summary_numbers_on_a_crafted_file_with_a_failing_line(
     assert rows["a"]["status"] == "planned" and rows["a"]["tools"] == ["createAuthor", "createBlog"]
     assert (
         rows["c"]["status"] == "invalid"
-        and rows["c"]["llmCalls"] == 3
+        and rows["c"]["llmCalls"] == ATTEMPTS
         and "createAuthr" in rows["c"]["error"]
     )
     assert rows["c"]["planId"] is None
 
     summary = summarize(items, rows)
     assert summary["byStatus"] == {"invalid": 1, "planned": 3}
-    assert (
-        summary["llmCalls"] == 6 and summary["inputTokens"] == 600 and summary["outputTokens"] == 60
-    )
+    calls = 3 + ATTEMPTS  # one for each planned line, and every attempt of the broken one
+    assert summary["llmCalls"] == calls
+    assert summary["inputTokens"] == 100 * calls and summary["outputTokens"] == 10 * calls
     assert summary["toolSelection"] == {
         "scored": 3,
         "precision": 0.75,
@@ -172,7 +172,7 @@ async def test_resumable_and_execute(llm: FakeOpenAIServer, tmp_path: Path) -> N
     requests_before = len(llm.requests)
     second = await run_batch(items, planner, out=out, executor=executor)
     assert sorted(line["id"] for line in second) == ["c", "d"]  # a and b were skipped
-    assert len(llm.requests) == requests_before + 3 + 1
+    assert len(llm.requests) == requests_before + ATTEMPTS + 1
     assert len(out.read_text().splitlines()) == 4
 
     out.write_text(out.read_text() + '{"id": "torn', encoding="utf-8")  # a line cut by a hard kill

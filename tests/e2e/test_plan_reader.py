@@ -15,6 +15,7 @@ import pytest
 
 from tests.e2e.conftest import Cli
 from tests.support.fake_openai import FakeOpenAIServer, Reply
+from tests.support.plans import ATTEMPTS
 from toolplan.client import Toolplan
 from toolplan.config import Settings
 from toolplan.pipeline.planning import create_plan
@@ -130,12 +131,12 @@ async def test_a_refused_statement_goes_back_once_with_no_follow_on_problem(
     server: FakeOpenAIServer, tmp_path: Path
 ) -> None:
     bad = 'r = calculate_route(start="a", end="b")\nd = r["distance"] * 2\ncalculate_pace(distance=d, time=1)\n'
-    server.script([answered(bad, True), answered(bad, True), answered(bad, True)])
+    server.script([answered(bad, True)] * ATTEMPTS)
     with pytest.raises(PlanningFailed) as failed:
         await create_plan("Twice the distance", planner(tmp_path, True))
     repair = server.requests[1]["messages"][-1]["content"]
     assert "line 2, column 5: arithmetic" in repair and "not defined" not in repair
-    assert failed.value.llm_calls == 3
+    assert failed.value.llm_calls == ATTEMPTS
 
 
 # -- through the CLI --------------------------------------------------------------------------

@@ -14,7 +14,7 @@ import pytest
 
 from tests.e2e.conftest import Cli, as_model_endpoint, planner_context
 from tests.support.fake_openai import FakeOpenAIServer, Reply
-from tests.support.plans import QUERY, blog_plan, broken_blog_plan, llm_step
+from tests.support.plans import ATTEMPTS, QUERY, blog_plan, broken_blog_plan, llm_step
 from tests.support.ports import free_port
 from toolplan.errors import LLMUnavailable
 from toolplan.pipeline.planning import build_planner_graph, create_plan
@@ -153,10 +153,10 @@ async def test_repair_loop_over_http(llm: FakeOpenAIServer, tmp_path: Path) -> N
 
 
 async def test_unfixable_plan(llm: FakeOpenAIServer, tmp_path: Path) -> None:
-    llm.script([Reply.structured(broken_blog_plan())] * 3)
+    llm.script([Reply.structured(broken_blog_plan())] * ATTEMPTS)
     with pytest.raises(PlanningFailed) as caught:
         await create_plan(QUERY, planner_context(tmp_path))
-    assert caught.value.llm_calls == 3 and len(llm.requests) == 3
+    assert caught.value.llm_calls == ATTEMPTS and len(llm.requests) == ATTEMPTS
 
 
 async def test_rate_limit_then_success(llm: FakeOpenAIServer, tmp_path: Path) -> None:
@@ -245,9 +245,10 @@ def test_cli_low_confidence_is_not_run_without_yes(cli_llm: Cli, llm: FakeOpenAI
 
 
 def test_cli_unfixable_plan_exit_2(cli_llm: Cli, llm: FakeOpenAIServer) -> None:
-    llm.script([Reply.structured(broken_blog_plan())] * 3)
+    llm.script([Reply.structured(broken_blog_plan())] * ATTEMPTS)
     done = cli_llm("run", QUERY)
-    assert done.code == 2 and "could not produce a valid plan after 3 LLM call(s)" in done.stderr
+    failed = f"could not produce a valid plan after {ATTEMPTS} LLM call(s)"
+    assert done.code == 2 and failed in done.stderr
     assert "Traceback" not in done.stderr
 
 

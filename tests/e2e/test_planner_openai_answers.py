@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from tests.e2e.conftest import Cli
 from tests.support.fake_openai import FakeOpenAIServer, Reply
-from tests.support.plans import QUERY, broken_blog_plan
+from tests.support.plans import ATTEMPTS, QUERY, broken_blog_plan
 from toolplan.client import Toolplan
 from toolplan.config import Settings
 from toolplan.pipeline.planning import create_plan
@@ -227,11 +227,12 @@ def test_an_answer_the_server_ends_short_of_the_limit_is_not_asked_again(
 def test_cli_json_error_of_an_unfixable_plan_shows_what_it_cost(
     cli_llm: Cli, llm: FakeOpenAIServer
 ) -> None:
-    llm.script([Reply.structured(broken_blog_plan(), usage=(100, 20))] * 3)
+    llm.script([Reply.structured(broken_blog_plan(), usage=(100, 20))] * ATTEMPTS)
     done = cli_llm("plan", QUERY, "--json")
     assert done.code == 2, done.stderr
     data = done.json()
-    assert data["llmCalls"] == 3 and data["usage"] == {"inputTokens": 300, "outputTokens": 60}
+    cost = {"inputTokens": 100 * ATTEMPTS, "outputTokens": 20 * ATTEMPTS}
+    assert data["llmCalls"] == ATTEMPTS and data["usage"] == cost
     assert data["issues"] and "could not produce a valid plan" in data["error"]
 
 

@@ -16,6 +16,7 @@ import pytest
 
 from tests.e2e.conftest import ON_BOTH_STORES, Cli
 from tests.support.fake_openai import FakeOpenAIServer, Reply
+from tests.support.plans import ATTEMPTS
 from toolplan.client import Toolplan
 from toolplan.config import Settings
 from toolplan.pipeline.planning import create_plan
@@ -236,8 +237,8 @@ async def test_a_json_plan_asked_afresh_is_judged_and_its_problems_reported(
 ) -> None:
     wrong_json = {"steps": [{"id": "a", "tool": "createAuthr", "parameters": {"name": "Bob"}}]}
     server.script([Reply.content(WRONG), Reply.content(WRONG), Reply.structured(wrong_json)])
-    with pytest.raises(PlanningFailed) as failed:
-        await create_plan(QUERY, planner(tmp_path))
+    with pytest.raises(PlanningFailed) as failed:  # the JSON attempt is the last one
+        await create_plan(QUERY, replace(planner(tmp_path), max_repairs=2))
     assert failed.value.details["llmCalls"] == 3
     assert "createAuthr" in str(failed.value)  # the last answer's problems, as written
     assert len(server.requests) == 3
@@ -350,8 +351,8 @@ def test_cli_says_when_it_asks_afresh_for_a_json_plan(cli_llm: Cli, llm: FakeOpe
     llm.script([Reply.content(WRONG), Reply.content(WRONG), Reply.structured(JSON_PLAN)])
     done = cli_llm("plan", QUERY)
     assert done.code == 0, done.stderr
-    assert "repairing (attempt 2 of 3): line 1, column" in done.stderr
-    assert "asking afresh for a JSON plan (attempt 3 of 3) after: line 1, column" in done.stderr
+    assert f"repairing (attempt 2 of {ATTEMPTS}): line 1, column" in done.stderr
+    assert f"a JSON plan (attempt 3 of {ATTEMPTS}) after: line 1, column" in done.stderr
 
 
 @ON_BOTH_STORES

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from toolplan.config import PlannerSettings
+
 QUERY = "Create author Alice with email alice@test.com, then create blog by Alice titled Hello about world"
 
 
@@ -60,6 +62,10 @@ def orphan_blog_plan(author_id: str = "alice") -> dict[str, Any]:
         ],
         "outputSteps": ["blog"],
     }
+
+
+ATTEMPTS = PlannerSettings().max_repairs + 1
+"""The LLM calls a planning makes, repairs included, before it gives up (the default)."""
 
 
 def broken_blog_plan() -> dict[str, Any]:

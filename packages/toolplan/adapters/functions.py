@@ -242,7 +242,7 @@ async def create_plan(
 
     ``model`` is a ``provider:model`` string (default ``TOOLPLAN_MODEL`` or
     ``openai:gpt-4o-mini``) or a LangChain chat model instance. ``max_repairs`` and
-    ``confidence_threshold`` default to ``TOOLPLAN_MAX_REPAIRS`` (2) and
+    ``confidence_threshold`` default to ``TOOLPLAN_MAX_REPAIRS`` (3) and
     ``TOOLPLAN_CONFIDENCE_THRESHOLD`` (0.5).
     """
     async with _client(tools, store, model) as client:

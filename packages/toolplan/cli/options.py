@@ -123,7 +123,7 @@ MaxRepairsOption = Annotated[
         "--max-repairs",
         min=0,
         metavar="N",
-        help="LLM repair attempts for invalid plans (default 2).",
+        help="LLM repair attempts for invalid plans (default 3).",
     ),
 ]
 ThresholdOption = Annotated[

@@ -559,9 +559,9 @@ def planning_line(event: PlanningEvent) -> str:
     """One planning event as a line of text, e.g. ``planning with openai:gpt-4o-mini…``,
     ``  + get_weather(city="Berlin")  4.1 s, 212 tokens`` (a step of the answer being written:
     each argument cut at 40 characters, the call at 100) or
-    ``repairing (attempt 2 of 3): step 'blog': unknown tool 'createBlg' (+1 more)`` (or, for
-    the last attempt of a Python planning, ``asking afresh for a JSON plan (attempt 3 of 3)
-    after: ...``)."""
+    ``repairing (attempt 2 of 4): step 'blog': unknown tool 'createBlg' (+1 more)`` (or, for
+    the first JSON attempt of a Python planning, ``asking afresh for a JSON plan (attempt 3 of
+    4) after: ...``)."""
     if event.kind == "planning":
         return f"planning with {event.model}…"
     if event.kind == "step":

@@ -211,8 +211,10 @@ class PlannerSettings:
 
     model: str = DEFAULT_MODEL
     """``provider:model`` for ``init_chat_model`` (``TOOLPLAN_MODEL``, ``--model``)."""
-    max_repairs: int = 2
-    """Invalid plans sent back to the model at most this often (``TOOLPLAN_MAX_REPAIRS``)."""
+    max_repairs: int = 3
+    """Invalid plans sent back to the model at most this often (``TOOLPLAN_MAX_REPAIRS``). In
+    the Python format the attempts are Python, its repair, JSON asked afresh, and that JSON
+    plan's repair (:func:`toolplan.planning.graph.attempt_format`)."""
     confidence_threshold: float = 0.5
     """Plans less confident than this are stored as ``needs_review``
     (``TOOLPLAN_CONFIDENCE_THRESHOLD``)."""
