@@ -139,7 +139,12 @@ def test_a_number_for_an_option_is_the_callers_choice() -> None:
         return {"business_id": "b1", "rating": 4.5, "review_count": 12}
 
     @tool
-    def reviews(business_id: str, limit: int = 20, min_rating: float | None = None) -> list[str]:
+    def reviews(
+        business_id: str,
+        limit: int = 20,
+        min_rating: float | None = None,
+        min_count: float = 0.5,
+    ) -> list[str]:
         """Reviews of a business."""
         return []
 
@@ -160,6 +165,8 @@ def test_a_number_for_an_option_is_the_callers_choice() -> None:
     assert refused(limit=5) == []
     (made_up,) = refused(min_rating=4.2)
     assert "argument 'min_rating'" in made_up and "{{shop.rating}}" in made_up
+    (fraction,) = refused(min_count=7)  # a fraction as the default: data, not an option
+    assert "argument 'min_count'" in fraction
 
 
 def test_a_depends_on_edge_no_template_uses() -> None:

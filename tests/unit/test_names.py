@@ -43,3 +43,9 @@ def test_a_name_alike_differs_in_spelling_only() -> None:
     assert alike_name("num_adults", keys) == "number_of_adults"
     assert alike_name("hotel_name", keys) is None  # nearest as text: phone_number
     assert alike_name("number_of_days", keys) is None  # nearest as text: number_of_adults
+    assert alike_name("id", ["ids", "_id"]) == "_id"  # the same words first, not the nearest text
+    # "number" is a word of phone_number, but not its first: a number of another kind
+    assert alike_name("number", keys) == "phone_number"
+    assert alike_name("number", keys, leading=True) is None
+    assert alike_name("Exchange", ["Exchange Rate"], leading=True) == "Exchange Rate"
+    assert alike_name("adress", ["address", "phone_number"], leading=True) == "address"

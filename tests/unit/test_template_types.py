@@ -139,6 +139,7 @@ def test_a_missing_key_is_offered_only_a_key_spelled_like_it() -> None:
     assert problem("{{booking.hotel_name}}").endswith(
         "with keys where_to, address, phone_number, total_price, without 'hotel_name'"
     )
+    assert problem("{{booking.number}}").endswith("without 'number'")
     assert problem("{{booking.adress}}").endswith("did you mean {{booking.address}}?")
     assert problem("{{booking.totalPrice}}").endswith("did you mean {{booking.total_price}}?")
 
@@ -174,8 +175,9 @@ def test_an_index_into_one_value_names_the_value() -> None:
         fix + "{{search.restaurantsId}}"
     )
     assert problem("{{search.restaurantsId[0]}}").endswith(fix + "{{search.restaurantsId}}")
-    # another key after the index: what was meant is not known
+    # another key after the index, or another index: what was meant is not known
     assert problem("{{search.restaurantsId[0].name}}").endswith("so [0] does not exist")
+    assert problem("{{search.restaurantsId[1]}}").endswith("so [1] does not exist")
 
 
 # -- what must stay valid ------------------------------------------------------------------------

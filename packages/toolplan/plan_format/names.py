@@ -35,22 +35,33 @@ def starts_alike(word: str, other: str, *, shortest: int) -> bool:
     return short == long or (len(short) >= shortest and long.startswith(short))
 
 
-def spelled_alike(given: str, candidate: str) -> bool:
+def spelled_alike(given: str, candidate: str, *, leading: bool = False) -> bool:
     """Every word of ``given`` is, give or take a typo or an abbreviation, a word of
     ``candidate`` (``locaton`` of ``location``, ``userName`` of ``user_name``, ``city`` of
     ``city_name``); ``number_of_days`` is not ``number_of_adults``, nor ``hotel_name``
-    ``phone_number``."""
+    ``phone_number``. ``leading``: and they are its first words, so it only says more after
+    them (``Exchange`` of ``Exchange Rate``; ``number`` is then not ``phone_number``, a number
+    of another kind)."""
     words, theirs = name_words(given), name_words(candidate)
     if "".join(words) == "".join(theirs):
         return True
+    if leading:
+        return len(words) <= len(theirs) and all(map(_alike, words, theirs))
     return all(any(_alike(word, other) for other in theirs) for word in words)
 
 
-def alike_name(name: str, known: Iterable[str]) -> str | None:
+def alike_name(name: str, known: Iterable[str], *, leading: bool = False) -> str | None:
     """The known name closest to ``name`` among those that differ from it in spelling only
-    (:func:`spelled_alike`), ``None`` when there is none: the one a "did you mean" may offer."""
-    for candidate in difflib.get_close_matches(name, list(known), n=3, cutoff=0.6):
-        if spelled_alike(name, candidate):
+    (:func:`spelled_alike`), ``None`` when there is none: the one a "did you mean" may offer.
+    A name of the same words (``_id`` for ``id``, ``user_name`` for ``userName``) comes
+    first."""
+    names = list(known)
+    same = "".join(name_words(name))
+    for candidate in names:
+        if "".join(name_words(candidate)) == same:
+            return candidate
+    for candidate in difflib.get_close_matches(name, names, n=3, cutoff=0.6):
+        if spelled_alike(name, candidate, leading=leading):
             return candidate
     return None
 

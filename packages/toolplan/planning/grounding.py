@@ -20,9 +20,10 @@ measures the false refusals on public function-calling answers, whose values all
 * **A literal number where an output's number fits.** A number argument not in the request
   (``0`` and ``1`` aside: indices, flags, defaults), where the step depends on a step whose
   output is a number or has numeric fields: ``check_threshold(value=72.5)`` after
-  ``query_metric``. An argument whose declared default is a number is an option (``limit=5``,
-  ``page=2``): its number is the caller's choice, and no output supplies it (NESTFUL
-  executable-10 was refused for a reviews ``limit`` after a business search).
+  ``query_metric``. An argument whose declared default is a whole number is an option
+  (``limit=5``, ``page=2``): a whole number given to it is the caller's choice, and no output
+  supplies it (NESTFUL executable-10 was refused for a reviews ``limit`` after a business
+  search).
 * **A ``dependsOn`` edge no template uses**, when the dependent step passes a string that is not
   in the request to an argument the dependency's output has a field for (the same name, or an
   id argument and the ``_id``/``id`` of a step whose tool names that kind of thing).
@@ -138,6 +139,10 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def literal_numbers(value: Any) -> list[float]:
     """Every number in a JSON value (objects and lists included), booleans aside."""
     return [float(leaf) for leaf in leaves(value) if _is_number(leaf)]
@@ -173,16 +178,17 @@ def _in_neither(values: list[Any]) -> str:
 
 
 def _options(schema: Mapping[str, Any]) -> set[str]:
-    """The arguments a tool declares a number as the default of: options (``limit``,
+    """The arguments a tool declares a whole number as the default of: options (``limit``,
     ``page``) whose number is the caller's choice, not data a tool's output would supply. An
-    argument that defaults to nothing (``value: float | None = None``) is optional data."""
+    argument that defaults to nothing (``value: float | None = None``) or to a fraction
+    (``threshold: float = 0.5``) is still data."""
     properties = schema.get("properties") if isinstance(schema, Mapping) else None
     if not isinstance(properties, Mapping):
         return set()
     return {
         name
         for name, sub in properties.items()
-        if isinstance(sub, Mapping) and _is_number(sub.get("default"))
+        if isinstance(sub, Mapping) and _whole(sub.get("default"))
     }
 
 
@@ -232,7 +238,9 @@ class _Checker:
                 issue = None
                 if (isinstance(value, dict) and value) or _list_of_objects(value):
                     issue = self._objects(step, name, value, deps, upstream, taken)
-                elif _is_number(value) and name not in self.options.get(step.id, ()):
+                elif _is_number(value) and not (
+                    _whole(value) and name in self.options.get(step.id, ())
+                ):
                     issue = self._number(step, name, float(value), deps)
                 elif isinstance(value, str):
                     issue = self._unused_edge(step, name, value)

@@ -133,9 +133,10 @@ def _walk(output: _Output, template: Template) -> Mapping[str, Any] | None:
             if segment in properties:
                 current = properties[segment]
             elif properties and not shape.get("additionalProperties"):
-                # only a key spelled like it: told "did you mean phone_number?" of a missing
-                # hotel_name, the model would take a phone number for a name
-                close = alike_name(segment, properties)
+                # only a key spelled like it, that begins with its words: told "did you mean
+                # phone_number?" of a missing hotel_name (or number), the model would take a
+                # phone number for a name
+                close = alike_name(segment, properties, leading=True)
                 rest = template.path[len(walked) + 1 :]
                 if close:
                     meant = _written(output.step, (*walked, close, *rest))
@@ -205,10 +206,11 @@ def _value_hint(
     """``{{s.id[0]}}`` or ``{{s.id[0].id}}`` where ``s.id`` is one value (a string, a number):
     the value itself is what the path means (NESTFUL executable-45 wrote
     ``{{search.restaurantsId[0].restaurantsId}}``)."""
-    if kind == "object" or not walked:
-        return ""
+    if kind == "object" or not walked or rest[0] not in (0, "0"):
+        return ""  # [1] of one value means a second one, which nothing offers
     after = rest[1:]
-    if after and after != walked[-1:]:
+    repeated = len(after) == 1 and isinstance(walked[-1], str) and after[0] == walked[-1]
+    if after and not repeated:
         return ""
     return f"; it is one value: {{{{{_written(step, walked)}}}}}"
 
