@@ -209,7 +209,7 @@ def asks_json(request: dict[str, Any]) -> bool:
     return "tools" in request or "response_format" in request
 
 
-async def test_the_last_attempt_asks_afresh_for_a_json_plan(
+async def test_the_attempt_after_the_python_repair_asks_afresh_for_a_json_plan(
     server: FakeOpenAIServer, tmp_path: Path
 ) -> None:
     """The formats fail on different requests (BENCHMARKS, *Data flow*): after the last Python
@@ -249,7 +249,7 @@ async def test_an_endpoint_that_refuses_the_schema_gets_the_python_repair_instea
     server: FakeOpenAIServer, tmp_path: Path, schema_fallback: bool
 ) -> None:
     """A server that takes text only answers the JSON request with an error naming the schema:
-    the last attempt is then the Python repair it was before (streamed and told as one), not a
+    the JSON attempt is then the Python repair it was before (streamed and told as one), not a
     failure to reach the model, also where the generic schema was already in use; the context
     remembers, and a later planning is not asked for the schema again."""
     refused = Reply.error(400, "response_format and tools are not supported by this server")
@@ -276,21 +276,47 @@ async def test_an_endpoint_that_refuses_the_schema_gets_the_python_repair_instea
     assert [asks_json(r) for r in server.requests[4:]] == [False, False, False]
 
 
-@pytest.mark.parametrize(("repairs", "calls"), [(0, 1), (1, 2)])
-async def test_without_repairs_no_other_format_is_asked(
-    server: FakeOpenAIServer, tmp_path: Path, repairs: int, calls: int
+async def test_after_a_refused_schema_every_later_attempt_is_a_python_repair(
+    server: FakeOpenAIServer, tmp_path: Path
 ) -> None:
-    """``max_repairs=0`` is one answer as written, in the format asked for; with one repair,
-    that repair is the last attempt, asked afresh in JSON."""
-    server.script([Reply.content(WRONG), Reply.structured(JSON_PLAN)])
-    ctx = replace(planner(tmp_path), max_repairs=repairs)
-    if repairs == 0:
-        with pytest.raises(PlanningFailed):
-            await create_plan(QUERY, ctx)
-    else:
-        assert (await create_plan(QUERY, ctx)).ref.status == "planned"
-    assert len(server.requests) == calls
-    assert [asks_json(r) for r in server.requests] == [False, True][:calls]
+    refused = Reply.error(400, "response_format and tools are not supported by this server")
+    replies = [Reply.content(WRONG), Reply.content(WRONG), refused, Reply.content(WRONG)]
+    server.script([*replies, Reply.content(ANSWER)])
+    outcome = await create_plan(QUERY, planner(tmp_path))
+    assert outcome.ref.status == "planned" and outcome.llm_calls == 4
+    assert [asks_json(r) for r in server.requests] == [False, False, True, False, False]
+    assert WRONG.strip() in server.requests[4]["messages"][-1]["content"]  # a Python repair
+
+
+@pytest.mark.parametrize(
+    ("repairs", "formats"),
+    [
+        (0, "P"),
+        (1, "PJ"),
+        (2, "PPJ"),
+        (3, "PPJj"),
+        (5, "PPJjjj"),
+    ],
+)
+async def test_the_formats_of_the_attempts(
+    server: FakeOpenAIServer, tmp_path: Path, repairs: int, formats: str
+) -> None:
+    """Python (P), one Python repair, JSON asked afresh (J), then repairs of that JSON plan
+    (j), as many as ``max_repairs`` allows; ``max_repairs=0`` is one answer as written. Every
+    attempt fails here, so each one is asked."""
+    wrong_json = {"steps": [{"id": "a", "tool": "createAuthr", "parameters": {"name": "Bob"}}]}
+    replies = {"P": Reply.content(WRONG), "J": Reply.structured(wrong_json)}
+    server.script([replies[f.upper()] for f in formats])
+    events: list[PlanningEvent] = []
+    ctx = replace(planner(tmp_path, listener=events.append), max_repairs=repairs)
+    with pytest.raises(PlanningFailed):
+        await create_plan(QUERY, ctx)
+    assert [asks_json(r) for r in server.requests] == [f != "P" for f in formats]
+    repairs_told = [e.afresh for e in events if e.kind == "repairing"]
+    assert repairs_told == ["json" if f == "J" else None for f in formats[1:]]
+    for request, written in zip(server.requests, formats, strict=True):
+        repair = request["messages"][-1]["content"]
+        assert (written == "j") == ("createAuthr" in repair)  # a JSON repair carries its plan
 
 
 async def test_attempts_after_the_json_one_repair_it(

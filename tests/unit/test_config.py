@@ -10,10 +10,11 @@ import warnings
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 
+from toolplan.cli.options import MaxRepairsOption
 from toolplan.config import (
     DEFAULT_MODEL,
     DEFAULT_TOOL_MODULES,
@@ -408,3 +409,13 @@ def test_a_bad_tuning_value_names_the_key_the_value_and_the_file(
     config.write_text("cache_tll = 5\n")
     with pytest.raises(InvalidInput, match=r"unknown key\(s\) cache_tll .*cache_ttl"):
         Settings.from_env({}, project=True)
+
+
+def test_the_repair_default_is_the_one_the_docs_and_the_help_give() -> None:
+    """Three repairs: Python, its repair, JSON asked afresh and that plan's repair
+    (docs/planning.md); the operations table and ``--max-repairs``'s help say the same."""
+    default = Settings.from_env({}).planner.max_repairs
+    assert default == 3
+    assert f"| `TOOLPLAN_MAX_REPAIRS` | {default} |" in DOCUMENTED
+    option = get_args(MaxRepairsOption)[1]
+    assert f"(default {default})" in option.help

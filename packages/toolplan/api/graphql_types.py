@@ -563,7 +563,8 @@ class PlanningEventType:
     afresh: str | None = strawberry.field(
         default=None,
         description="On repairing: the format a new plan is asked for in instead of a repair "
-        "(json: the last attempt of a Python planning); null when the answer is sent back with "
+        "(json: the first JSON attempt of a Python planning); null when the answer is sent back "
+        "with "
         "its problems.",
     )
 

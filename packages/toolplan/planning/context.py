@@ -12,7 +12,7 @@ from langchain_core.language_models import BaseChatModel
 
 from toolplan._caches import register_cache
 from toolplan.config import PlanFormat, StructuredMethod
-from toolplan.config.settings import EstimateSettings, PlannerRewrites
+from toolplan.config.settings import EstimateSettings, PlannerRewrites, PlannerSettings
 from toolplan.plan_format.limits import InputLimits
 from toolplan.plan_format.plan import DEFAULT_MAX_ITEMS, Plan
 from toolplan.planning.call import ModelCall
@@ -67,7 +67,7 @@ class PlannerContext:
     method: StructuredMethod = "function_calling"
     plan_format: PlanFormat = "python"
     """What the model writes the plan in: JSON in a schema, or Python statements."""
-    max_repairs: int = 2
+    max_repairs: int = PlannerSettings.max_repairs
     confidence_threshold: float = 0.5
     max_steps: int = DEFAULT_MAX_STEPS
     tool_stats: dict[str, Any] = field(default_factory=dict)
@@ -84,8 +84,8 @@ class PlannerContext:
     """Set when the endpoint rejected the schema it was sent: later calls use the generic one
     without a ``pattern``, which fits any server."""
     json_refused: bool = False
-    """Set when the endpoint refused the schema that the last attempt of a Python planning
-    asks a JSON plan in: later plannings repair in Python to the end
+    """Set when the endpoint refused the schema that a Python planning's JSON attempt asks a
+    plan in: later plannings repair in Python to the end
     (:func:`toolplan.planning.graph.attempt_format`)."""
     limits: InputLimits = field(default_factory=InputLimits)
     """The input limits the model's plan must meet, like any other plan."""
@@ -127,7 +127,7 @@ class PlannerContext:
 
     def learn_from(self, other: PlannerContext) -> None:
         """Keep what ``other`` (a copy: :meth:`telling`) learned of the endpoint: that it
-        rejected the schema (or the one a Python planning's last attempt asks in), or could not
+        rejected the schema (or the one a Python planning's JSON attempt asks in), or could not
         stream."""
         self.schema_fallback = self.schema_fallback or other.schema_fallback
         self.json_refused = self.json_refused or other.json_refused

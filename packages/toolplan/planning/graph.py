@@ -389,6 +389,11 @@ async def select_tools(state: PlanningState, ctx: PlannerContext) -> PlanningSta
     }
 
 
+_PYTHON_ATTEMPTS = 2
+"""Attempts a Python planning writes in Python (its first answer and one repair) before it
+asks for JSON, when it has more than that."""
+
+
 def attempt_format(ctx: PlannerContext, repairs: int) -> PlanFormat:
     """The format the model is asked to write attempt ``repairs + 1`` in: the context's, except
     in a Python planning, which gets at most one Python repair: the attempt after it (the
@@ -403,11 +408,6 @@ def attempt_format(ctx: PlannerContext, repairs: int) -> PlanFormat:
     if ctx.plan_format == "python" and 1 <= switch <= repairs and not ctx.json_refused:
         return "json"
     return ctx.plan_format
-
-
-_PYTHON_ATTEMPTS = 2
-"""Attempts a Python planning writes in Python (its first answer and one repair) before it
-asks for JSON, when it has more than that."""
 
 
 def read_answer(payload: Any, ctx: PlannerContext, *, python: bool) -> PlanReading:

@@ -62,7 +62,8 @@ class PlanningEvent:
     """``repairing``: how many problems it had."""
     afresh: str | None = None
     """``repairing``: the format the plan is asked for afresh in, instead of repaired
-    (``json``: the last attempt of a Python planning, :func:`toolplan.planning.graph.attempt_format`);
+    (``json``: the first JSON attempt of a Python planning,
+    :func:`toolplan.planning.graph.attempt_format`);
     ``None``: the answer is sent back with its problems."""
     max_tokens: int | None = None
     """``retrying``: the larger output limit."""

@@ -76,7 +76,8 @@ class ModelRequest:
     """The user's request (the query) the call serves."""
     plan_format: PlanFormat | None = None
     """For a plan: ``python`` (Python statements, as text) or ``json`` (in ``schema``; also the
-    last attempt of a Python planning, asked afresh, with no ``problems``)."""
+    attempts of a Python planning after its Python repair: the first asked afresh, with no
+    ``problems``, the later ones repairs)."""
     catalog: ToolCatalog | None = None
     """The tools a plan may call (given when the planner is set up with this model)."""
     context: str | None = None
