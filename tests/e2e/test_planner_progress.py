@@ -12,7 +12,7 @@ import pytest
 
 from tests.e2e.conftest import Cli
 from tests.support.fake_openai import FakeOpenAIServer, Reply
-from tests.support.plans import QUERY, blog_plan, broken_blog_plan
+from tests.support.plans import ATTEMPTS, QUERY, blog_plan, broken_blog_plan
 
 PLANNING = "planning with openai:gpt-4o-mini…"
 
@@ -33,7 +33,7 @@ def test_plan_prints_progress_on_stderr_only(cli_llm: Cli, llm: FakeOpenAIServer
         lines[3].startswith("answered after ")
         and "2 step(s); 1 LLM call(s), 100 input" in (lines[3])
     )
-    assert lines[4].startswith("repairing (attempt 2 of 3): step 'author': unknown tool")
+    assert lines[4].startswith(f"repairing (attempt 2 of {ATTEMPTS}): step 'author': unknown tool")
     assert lines[4].endswith("(+1 more)")
     assert lines[5].startswith('  + createAuthor(name="Alice", email="alice@test.com")  ')
     assert lines[6].startswith("  + createBlog(")
