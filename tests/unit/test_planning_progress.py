@@ -11,7 +11,7 @@ from langchain_core.messages import AIMessage
 from rich.console import Console
 
 from tests.support.fake_models import ToolCallingFake
-from tests.support.plans import QUERY, blog_plan, broken_blog_plan
+from tests.support.plans import ATTEMPTS, QUERY, blog_plan, broken_blog_plan
 from toolplan.cli.render import PlanningPrinter, planning_line
 from toolplan.pipeline.planning import create_plan
 from toolplan.planning.context import PlannerContext
@@ -62,10 +62,10 @@ async def test_planning_and_a_repair_are_told_as_they_happen(tmp_path: Path) -> 
     assert [e.kind for e in events] == [*kinds, "rewritten"]
     planning, first, repairing, second, rewritten = (e for e in events if e.kind != "step")
     assert rewritten.changes == [] and rewritten.llm_calls == 2  # stored as the model wrote it
-    assert (planning.model, planning.attempt, planning.attempts) == ("fake:model", 1, 3)
+    assert (planning.model, planning.attempt, planning.attempts) == ("fake:model", 1, ATTEMPTS)
     assert planning.llm_calls == 0 and planning.usage == {"inputTokens": 0, "outputTokens": 0}
     assert first.steps == 2 and first.llm_calls == 1 and first.usage["outputTokens"] == 20
-    assert (repairing.attempt, repairing.attempts, repairing.problems) == (2, 3, 2)
+    assert (repairing.attempt, repairing.attempts, repairing.problems) == (2, ATTEMPTS, 2)
     assert repairing.problem is not None and "createAuthr" in repairing.problem
     assert second.llm_calls == 2 and second.usage == {"inputTokens": 220, "outputTokens": 45}
     assert planning.elapsed_ms <= first.elapsed_ms <= second.elapsed_ms
