@@ -32,6 +32,26 @@ def problems(*items: dict[str, Any], catalog: ToolCatalog = CATALOG) -> list[str
     return []
 
 
+def find(query: str) -> dict[str, Any]:
+    """Find something."""
+    return {}
+
+
+def use(value: str) -> str:
+    """Use a value."""
+    return ""
+
+
+def reference_problem(returns: dict[str, Any], template: str, *, source: str) -> str:
+    """The one problem of a plan whose step ``source`` returns ``returns`` and whose next step
+    is given ``template``."""
+    catalog = ToolCatalog([tagged(tool(find), returns=returns), tool(use)])
+    (found,) = problems(
+        step(source, "find", query="x"), step("u", "use", value=template), catalog=catalog
+    )
+    return found
+
+
 # -- what the real model wrote -------------------------------------------------------------------
 
 
@@ -116,25 +136,11 @@ def test_a_missing_key_is_offered_only_a_key_spelled_like_it() -> None:
     """NESTFUL sgd-14: a booking returns no hotel name, and the hint offered the nearest string,
     ``phone_number``, which would put a phone number where a name goes."""
 
-    def book_house(where_to: str) -> dict[str, Any]:
-        """Book a house."""
-        return {}
-
-    def send(text: str) -> str:
-        """Send a text."""
-        return ""
-
     keys = ("where_to", "address", "phone_number", "total_price")
     returns = {"type": "object", "properties": {key: {"type": "string"} for key in keys}}
-    catalog = ToolCatalog([tagged(tool(book_house), returns=returns), tool(send)])
 
     def problem(written: str) -> str:
-        (found,) = problems(
-            step("booking", "book_house", where_to="London"),
-            step("s", "send", text=written),
-            catalog=catalog,
-        )
-        return found
+        return reference_problem(returns, written, source="booking")
 
     assert problem("{{booking.hotel_name}}").endswith(
         "with keys where_to, address, phone_number, total_price, without 'hotel_name'"
@@ -148,27 +154,13 @@ def test_an_index_into_one_value_names_the_value() -> None:
     """NESTFUL executable-45: ``{{search.restaurantsId[0].restaurantsId}}`` where the search
     returns one id (a string); the repair got no hint and the model kept the index."""
 
-    def search(city: str) -> dict[str, Any]:
-        """Search restaurants."""
-        return {}
-
-    def details(restaurant_id: str) -> dict[str, Any]:
-        """Details of a restaurant."""
-        return {}
-
     returns = {
         "type": "object",
         "properties": {"restaurantsId": {"type": "string"}, "name": {"type": "string"}},
     }
-    catalog = ToolCatalog([tagged(tool(search), returns=returns), tool(details)])
 
     def problem(written: str) -> str:
-        (found,) = problems(
-            step("search", "search", city="Paris"),
-            step("d", "details", restaurant_id=written),
-            catalog=catalog,
-        )
-        return found
+        return reference_problem(returns, written, source="search")
 
     fix = "returns a string, not a list, so [0] does not exist; it is one value: "
     assert problem("{{search.restaurantsId[0].restaurantsId}}").endswith(
@@ -351,22 +343,8 @@ def test_an_element_of_a_list_an_object_is_not_names_its_own_key() -> None:
     """NESTFUL's LocalBusinessData returns one flat object; the model wrote
     ``{{places.items[0].business_id}}`` after the prompt's ``{{stepId.items[0].name}}``."""
 
-    def find_places(query: str) -> dict[str, Any]:
-        """Find places."""
-        return {}
-
-    def reviews(business_id: str) -> list[str]:
-        """Reviews of a business."""
-        return []
-
     def problem_when_it_returns(returns: dict[str, Any]) -> str:
-        catalog = ToolCatalog([tagged(tool(find_places), returns=returns), tool(reviews)])
-        (found,) = problems(
-            step("places", "find_places", query="pet groomers"),
-            step("r", "reviews", business_id="{{places.items[0].business_id}}"),
-            catalog=catalog,
-        )
-        return found
+        return reference_problem(returns, "{{places.items[0].business_id}}", source="places")
 
     flat = {"type": "object", "properties": {"business_id": {"type": "string"}}}
     assert problem_when_it_returns(flat).endswith(
