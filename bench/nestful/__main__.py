@@ -6,7 +6,9 @@ own direct prompt and native tool calls, against the model configured the usual 
 ``eval "$(bash ../shared/real-llm/serve.sh)"`` sets them). Prints the tables by split; with
 ``--out``, writes ``rows.jsonl`` (as it goes, so an interrupted run keeps what it did),
 ``summary.json`` and ``summary.md``. ``--summarize DIR/rows.jsonl`` prints (and re-scores) what a
-run wrote. ``--fetch`` downloads the data copy first (``nestful-wrapper==0.1.7``).
+run wrote. ``--fetch`` downloads the data copy first (``nestful-wrapper==0.1.7``). When the
+copy is here, the tables also read every argument at its declared default as omitted
+(:mod:`bench.nestful.metrics`).
 
 Tune only on sgd and executable; glaive is a test set.
 """
@@ -27,11 +29,12 @@ from bench.nestful.data import (
     TUNING_SPLITS,
     NestfulMissing,
     data_dir,
+    declared_defaults,
     fetch,
     load_split,
     sample,
 )
-from bench.nestful.run import GROUPS, markdown, run_samples, summarize
+from bench.nestful.run import GROUPS, Defaults, markdown, run_samples, summarize
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -80,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.summarize:
         rows = read_rows(args.summarize)
-        write(sys.stdout, markdown(summarize(rows)))
+        write(sys.stdout, markdown(summarize(rows, _defaults(rows))))
         return 0
     splits = option_names(args.splits, SPLITS, "split", parser)
     groups = option_names(args.only, GROUPS, "contestant", parser)
@@ -151,13 +154,24 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if rows_file is not None:
             rows_file.close()
-    summary = {"meta": meta, "splits": summarize(rows)}
+    summary = {"meta": meta, "splits": summarize(rows, _defaults(rows))}
     table = markdown(summary["splits"])
     if args.out:
         (args.out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
         (args.out / "summary.md").write_text(table)
     write(sys.stdout, table)
     return 0
+
+
+def _defaults(rows: list[dict[str, Any]]) -> Defaults | None:
+    """The declared defaults of the splits in ``rows``, from the data copy; ``None`` (and a
+    note) when the copy is not here, so that a summary needs no data."""
+    splits = {r["split"] for r in rows if r.get("type") == "sample"}
+    try:
+        return {split: declared_defaults(split) for split in sorted(splits)}
+    except NestfulMissing as missing:
+        log(f"note: no reading with declared defaults omitted: {missing}")
+        return None
 
 
 if __name__ == "__main__":

@@ -41,6 +41,7 @@ __all__ = [
     "NestfulMissing",
     "Sample",
     "data_dir",
+    "declared_defaults",
     "fetch",
     "load_split",
     "sample",
@@ -178,6 +179,23 @@ def load_split(split: str, *, seed: int = 0, root: Path | None = None) -> list[S
         tools = choose_tools(split, index, draft.gold_names, specs, seed)
         samples.append(Sample(draft.id, split, draft.query, gold, tuple(tools)))
     return samples
+
+
+def declared_defaults(split: str, root: Path | None = None) -> dict[str, dict[str, Any]]:
+    """Function -> argument -> the default the split's specs declare for it (``default_value``
+    or ``default``, as the tools offered read them), for the arguments that declare one."""
+    if split not in SPLITS:
+        raise ValueError(f"unknown NESTFUL split {split!r}; choose from {', '.join(SPLITS)}")
+    specs = _read(root or data_dir(), _FILES[split][1])
+    out: dict[str, dict[str, Any]] = {}
+    for spec in specs:
+        for name, argument in (spec.get("query_parameters") or {}).items():
+            if not isinstance(argument, dict):
+                continue
+            default = argument.get("default_value", argument.get("default"))
+            if default is not None:
+                out.setdefault(spec["name"], {})[name] = default
+    return out
 
 
 def sample(samples: list[Sample], size: int | None, seed: int) -> list[Sample]:

@@ -44,6 +44,14 @@ Deliberate differences from NESTFUL's scorer (``src/scorer.py``, re-derived in
 7. NESTFUL appends a ``$`` to a predicted string that starts with one and does not end with
    one (``"$var1.x"`` reads as a reference); here that holds only where the label is one of the
    answer's own (``"$100"`` stays text).
+
+A second reading, reported beside these and never instead of them (``run.summarize`` with the
+split's declared defaults): **an argument at its declared default read as omitted**. The gold
+writes defaults out (``"limit": 20`` where the spec declares 20), and a call that leaves one
+out makes the same call, so every argument equal to its function's declared default is dropped
+from both sequences before scoring (:func:`~bench.nestful.sequence.without_defaults`). Full,
+partial and F1 parameters may change; F1 functions does not. NESTFUL's scorer has no such
+reading.
 """
 
 from __future__ import annotations

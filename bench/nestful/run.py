@@ -25,7 +25,7 @@ import json
 import statistics
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -36,7 +36,7 @@ from bench.nestful.metrics import aggregate, score_sample
 from bench.nestful.official import nestful_scores
 from bench.nestful.plans import gold_issues, plan_calls
 from bench.nestful.replies import read_lenient, read_strict
-from bench.nestful.sequence import Call, read_calls, relabel
+from bench.nestful.sequence import Call, read_calls, relabel, without_defaults
 from bench.nestful.tools import Toolbox
 from toolplan.config import Settings
 from toolplan.errors import ToolplanError
@@ -356,7 +356,14 @@ def _median(values: list[float]) -> float | None:
     return round(statistics.median(values), 2) if values else None
 
 
-def _contestant(answers: list[dict[str, Any]], gold: dict[str, list[Any]]) -> dict[str, Any]:
+Defaults = Mapping[str, Mapping[str, Mapping[str, Any]]]
+"""Per split: function -> argument -> its declared default (:func:`~bench.nestful.data.
+declared_defaults`)."""
+
+
+def _contestant(
+    answers: list[dict[str, Any]], gold: dict[str, list[Any]], defaults: Defaults | None
+) -> dict[str, Any]:
     name = answers[0]["contestant"]
     scores = [
         score_sample(
@@ -366,6 +373,8 @@ def _contestant(answers: list[dict[str, Any]], gold: dict[str, list[Any]]) -> di
         for a in answers
     ]
     summary = aggregate(scores).to_json()
+    if defaults is not None:
+        summary["defaultsOmitted"] = _defaults_omitted(answers, gold, defaults)
 
     def official_answer(a: dict[str, Any]) -> list[dict[str, Any]] | None:
         if a["answer"] is None:
@@ -391,10 +400,32 @@ def _contestant(answers: list[dict[str, Any]], gold: dict[str, list[Any]]) -> di
     return summary
 
 
-def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def _defaults_omitted(
+    answers: list[dict[str, Any]], gold: dict[str, list[Any]], defaults: Defaults
+) -> dict[str, Any]:
+    """The metrics again, with every argument at its declared default dropped from both
+    sequences: the gold writes defaults out (``limit: 20`` where 20 is the default), and a
+    call that leaves one out makes the same call. F1 functions does not change."""
+
+    def bare(calls: list[Any], split: str) -> list[Any]:
+        return without_defaults(read_calls(calls), defaults.get(split, {}))
+
+    scores = [
+        score_sample(
+            bare(gold[a["id"]], a["split"]),
+            None if a["answer"] is None else bare(a["answer"], a["split"]),
+        )
+        for a in answers
+    ]
+    total = aggregate(scores).to_json()
+    return {k: total[k] for k in ("full", "fullShare", "partial", "f1Parameters")}
+
+
+def summarize(rows: list[dict[str, Any]], defaults: Defaults | None = None) -> dict[str, Any]:
     """Per split, on all samples and on the samples whose gold toolplan's validator accepts:
     each contestant's metrics, NESTFUL's scorer's figures, median seconds and tokens. Only the
-    samples that every contestant of the run answered count (a run may be cut short)."""
+    samples that every contestant of the run answered count (a run may be cut short). With
+    ``defaults`` (per split), also the metrics with declared defaults read as omitted."""
     samples = {r["id"]: r for r in rows if r["type"] == "sample"}
     answers = [r for r in rows if r["type"] == "answer" and r["id"] in samples]
     # a run cut short in the middle of a chunk: only the samples every contestant answered
@@ -423,7 +454,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
                     a for a in mine if a["contestant"] == name and (ids is None or a["id"] in ids)
                 ]
                 if theirs:
-                    table[name] = _contestant(theirs, gold)
+                    table[name] = _contestant(theirs, gold, defaults)
             per[subset] = table
         per["costAgainst"] = _cost_against(per["all"])
         out[group] = per
@@ -487,6 +518,20 @@ def markdown(summary: dict[str, Any]) -> str:
                 f"| {TITLES[name]} | {o['full']:.3f} | {o['partial']:.3f} | {o['f1Intent']:.3f} "
                 f"| {o['f1Slot']:.3f} | {o['parseErrors']} |"
             )
+        omitted = {n: s["defaultsOmitted"] for n, s in per["all"].items() if "defaultsOmitted" in s}
+        if omitted:
+            lines += [
+                "",
+                f"**{split}**, an argument at its declared default read as omitted (all samples):",
+                "",
+                "| contestant | full sequence | partial | F1 parameters |",
+                "|---|---|---|---|",
+            ]
+            for name, o in omitted.items():
+                lines.append(
+                    f"| {TITLES[name]} | {o['full']}/{per['samples']} ({_pct(o['fullShare'])}) "
+                    f"| {o['partial']:.3f} | {o['f1Parameters']:.3f} |"
+                )
         for name, ratio in per.get("costAgainst", {}).items():
             lines.append(
                 f"\n{TITLES[name]} against NESTFUL's prompt, same samples: median seconds "

@@ -36,6 +36,7 @@ __all__ = [
     "read_calls",
     "references_in",
     "relabel",
+    "without_defaults",
 ]
 
 RESULT_CALL = "var_result"
@@ -222,3 +223,21 @@ def relabel(calls: Iterable[Call]) -> list[Call]:
         Call(c.name, _map_strings(dict(c.arguments), change), f"var{n}")
         for n, c in enumerate(calls, 1)
     ]
+
+
+def without_defaults(
+    calls: Iterable[Call], defaults: Mapping[str, Mapping[str, Any]]
+) -> list[Call]:
+    """``calls`` with every argument dropped that equals its function's declared default
+    (``defaults``: function -> argument -> value), compared as :func:`canonical_value` does.
+    A call that passes a declared default is the same call as one that leaves it out."""
+    out = []
+    for call in calls:
+        declared = defaults.get(call.name, {})
+        kept = {
+            name: value
+            for name, value in call.arguments.items()
+            if name not in declared or canonical_value(value) != canonical_value(declared[name])
+        }
+        out.append(Call(call.name, kept, call.label))
+    return out

@@ -9,13 +9,26 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from bench.nestful.data import TOOLS_PER_SAMPLE, NestfulMissing, load_split, sample
+from bench.nestful.data import (
+    TOOLS_PER_SAMPLE,
+    NestfulMissing,
+    declared_defaults,
+    load_split,
+    sample,
+)
 from bench.nestful.metrics import aggregate, score_sample
 from bench.nestful.official import nestful_scores
 from bench.nestful.plans import gold_issues, gold_plan, plan_calls
 from bench.nestful.prompting import SYSTEM, examples_text, messages
 from bench.nestful.replies import read_lenient, read_strict
-from bench.nestful.sequence import Call, canonical_value, read_calls, references_in, relabel
+from bench.nestful.sequence import (
+    Call,
+    canonical_value,
+    read_calls,
+    references_in,
+    relabel,
+    without_defaults,
+)
 from bench.nestful.tools import Toolbox, input_schema, output_schema
 
 from tests.support.nestful_copy import BUS, EXECUTABLE_SPECS, SGD_SPECS, write_copy
@@ -234,6 +247,32 @@ def test_metrics_follow_their_written_definitions() -> None:
     assert total.partial == pytest.approx((1 + 0.5 + 2 / 3) / 4)
 
 
+def test_an_argument_at_its_declared_default_can_be_read_as_omitted(copy: Path) -> None:
+    """The gold writes declared defaults out; a call that leaves one out makes the same call.
+    The second reading drops, on both sides, only the arguments equal to their default."""
+    defaults = declared_defaults("sgd", root=copy)
+    assert defaults == {"Buses.FindBus": {"fare_type": "Economy"}}
+    assert declared_defaults("executable", root=copy) == {}  # none declared there
+    with pytest.raises(ValueError, match="unknown NESTFUL split"):
+        declared_defaults("train", root=copy)
+
+    find = {"origin": "Boston", "destination": "New York"}
+    gold = [Call("Buses.FindBus", {**find, "fare_type": "Economy"}, "v1")]
+    omitted = [Call("Buses.FindBus", find, "s")]
+    other_fare = [Call("Buses.FindBus", {**find, "fare_type": "Flexible"}, "s")]
+    assert without_defaults(gold, defaults) == [Call("Buses.FindBus", find, "v1")]
+    assert without_defaults(other_fare, defaults) == other_fare  # not the default: kept
+    numbers = {"f": {"limit": 20}}
+    assert without_defaults([Call("f", {"limit": "20"})], numbers) == [Call("f", {})]
+    assert without_defaults([Call("f", {"limit": "$v1.n$"})], numbers)[0].arguments
+
+    assert not score_sample(gold, omitted).full
+    bare = score_sample(without_defaults(gold, defaults), without_defaults(omitted, defaults))
+    assert bare.full and bare.parameter_hits == bare.gold_parameters == 2
+    wrong = score_sample(without_defaults(gold, defaults), without_defaults(other_fare, defaults))
+    assert not wrong.full and wrong.answer_parameters == 3 and wrong.parameter_hits == 2
+
+
 def _fixture_pairs() -> list[tuple[dict[str, Any], list[dict[str, Any]] | None]]:
     return [(item, read_strict(item["reply"])) for item in FIXTURE["items"]]
 
@@ -332,6 +371,43 @@ def test_a_summary_counts_only_the_samples_every_contestant_answered() -> None:
     assert table["samples"] == 1 and table["validGoldSamples"] == 1
     assert table["all"]["python"]["full"] == 1 and table["all"]["python"]["samples"] == 1
     assert table["all"]["nestful"]["noAnswer"] == 1
+    assert "defaultsOmitted" not in table["all"]["python"]  # no defaults given: no reading
+
+
+def test_a_summary_reads_declared_defaults_as_omitted_beside_the_plain_reading() -> None:
+    from bench.nestful.run import markdown, summarize
+
+    gold = [
+        {"name": "f", "arguments": {"q": "bars", "limit": 20}, "label": "var1"},
+        {"name": "var_result", "arguments": {"r": "$var1$"}},
+    ]
+    rows: list[dict[str, Any]] = [
+        {"type": "sample", "id": "executable-0", "split": "executable", "gold": gold},
+        *(
+            {
+                "type": "answer",
+                "id": "executable-0",
+                "split": "executable",
+                "contestant": who,
+                "answer": [{"name": "f", "arguments": arguments, "label": "var1"}],
+                "seconds": 1.0,
+                "usage": {"inputTokens": 1, "outputTokens": 1},
+            }
+            for who, arguments in (
+                ("python", {"q": "bars"}),
+                ("nestful-lenient", {"q": "bars", "limit": 20}),
+            )
+        ),
+    ]
+    rows[0]["validGold"] = True
+    table = summarize(rows, {"executable": {"f": {"limit": 20}}})["executable"]["all"]
+    assert table["python"]["full"] == 0 and table["nestful-lenient"]["full"] == 1
+    assert table["python"]["defaultsOmitted"]["full"] == 1
+    assert table["python"]["defaultsOmitted"]["f1Parameters"] == 1.0
+    assert table["nestful-lenient"]["defaultsOmitted"]["f1Parameters"] == 1.0
+    text = markdown(summarize(rows, {"executable": {"f": {"limit": 20}}}))
+    assert "an argument at its declared default read as omitted" in text
+    assert "| toolplan, Python plan (default) | 1/1 (100.0%) | 1.000 | 1.000 |" in text
 
 
 def test_the_tuning_splits_are_also_summarized_together_with_cost_against_nestfuls_prompt() -> None:
