@@ -406,3 +406,27 @@ def test_a_loop_body_of_several_calls_names_the_ones_to_move() -> None:
     with pytest.raises(PlanInvalid) as both:
         parse_python_plan("xs = h()\n" + twice)
     assert "write one loop per call" in both.value.issues[0].message
+
+
+def test_a_loop_that_only_prints_is_ignored_as_its_prints_are() -> None:
+    """NESTFUL executable-45: the model searched, then printed each result's fields in a loop.
+    The prints were ignored and the loop was refused as having no call, so the planning failed
+    twice on display code. A loop with nothing but prints (or comments) does nothing a plan does;
+    a call in what it goes over is still a step."""
+    printed = (
+        "found = listBlogs()\n"
+        "for blog in found['blogs']:\n"
+        "    print(f\"Title: {blog['title']}\")\n"
+        "    'shown'\n"
+        "    pass\n"
+    )
+    assert [s["tool"] for s in steps(printed)] == ["listBlogs"]
+    nested = "for blog in listBlogs()['blogs']:\n    print(blog)\n"
+    assert [(s["tool"], s.get("forEach")) for s in steps(nested)] == [("listBlogs", None)]
+    with pytest.raises(PlanInvalid, match="'nope' is not a tool"):  # the call is read
+        steps("for b in nope()['blogs']:\n    print(b)\n")
+    # a body with a call in it is read as before
+    looped = steps(
+        "found = listBlogs()\nfor b in found['blogs']:\n    print(b)\n    page(team=b['title'])\n"
+    )
+    assert looped[1]["forEach"] == "{{found.blogs}}"

@@ -397,6 +397,12 @@ class PythonReader:
                 "loop over one list, with one call in the body",
             )
         body = [s for s in node.body if not _ignorable(s)]
+        if not body:
+            # a loop that only prints does nothing a plan does: ignored, as its prints are;
+            # a call in what it goes over is still a step
+            if any(_calls_a_tool(n) for n in ast.walk(node.iter)):
+                self._expressions.loop_source(node.iter)
+            return
         if len(body) != 1 or not _is_call_statement(body[0]):
             raise Refused(node, _loop_body_problem(node, body))
         source = self._expressions.loop_source(node.iter)
@@ -581,6 +587,10 @@ def _ignorable(node: ast.stmt) -> bool:
     if isinstance(value, ast.Constant) and isinstance(value.value, str):
         return True
     return isinstance(value, ast.Call) and called_name(value) in IGNORED_CALLS
+
+
+def _calls_a_tool(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and called_name(node) not in (*IGNORED_CALLS, "enumerate")
 
 
 def _is_call_statement(node: ast.stmt) -> bool:
