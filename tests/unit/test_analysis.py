@@ -207,10 +207,8 @@ def test_an_unknown_argument_that_another_tool_takes_names_that_tool() -> None:
     """The real model gave a restaurant search the party size that the reservation takes, and,
     told only what the search takes, wrote the search again with it (NESTFUL sgd-16)."""
     [message] = issues_of(steps(step("p", "listBlogs", authorId="a1", title="Hello")))
-    assert message == (
-        "step 'p': unknown argument 'title' for tool 'listBlogs' (it takes: authorId); 'title' "
-        "is an argument of tools 'createBlog' or 'createDraft': call one of them for it as well"
-    )
+    # two tools take it (createBlog, createDraft): which one is a guess, and both write
+    assert message == "step 'p': unknown argument 'title' for tool 'listBlogs' (it takes: authorId)"
     [one] = issues_of(steps(step("p", "listBlogs", authorId="a1", blogId="b1")))
     assert one.endswith(
         "; 'blogId' is an argument of tool 'createComment': call that tool for it as well"

@@ -222,21 +222,20 @@ def _close_argument(name: str, known: Iterable[str]) -> str:
 
 
 def _taken_by(name: str, tool: str, taking: Callable[[str], Sequence[str]] | None) -> str:
-    """Which other tools take the argument ``name``: the real model gave a search the party size
-    that the reservation takes, and asked only to drop it, wrote the search again with it
-    (NESTFUL sgd-16). "As well": told to give it to a call of the reservation, it wrote that
-    call instead of the search, reserving a restaurant named after the cuisine."""
+    """The one other tool that takes the argument ``name``: the real model gave a search the
+    party size that the reservation takes, and asked only to drop it, wrote the search again
+    with it (NESTFUL sgd-16). "As well": told to give it to a call of the reservation, it wrote
+    that call instead of the search, reserving a restaurant named after the cuisine.
+
+    An argument that several other tools take points to none of them: told that ``limit`` "is
+    an argument of tools 'Real_Time_Product_Search_Search' or 'LocalBusinessData' or
+    'LocalBusinessDataBusinessReviews'", the model added a business-reviews call to a question
+    about an Instagram post (NESTFUL executable-76). Which one, if any, is a guess, and it may
+    be a tool that changes something."""
     others = [other for other in (taking(name) if taking else ()) if other != tool]
-    if not others or len(others) > _AT_MOST_TAKING:
-        return ""  # a name many tools take (an id, a query) points to none of them
-    if len(others) == 1:
-        return f"; {name!r} is an argument of tool {others[0]!r}: call that tool for it as well"
-    named = " or ".join(repr(other) for other in others)
-    return f"; {name!r} is an argument of tools {named}: call one of them for it as well"
-
-
-_AT_MOST_TAKING = 3
-"""The most other tools an unknown argument is said to belong to."""
+    if len(others) != 1:
+        return ""
+    return f"; {name!r} is an argument of tool {others[0]!r}: call that tool for it as well"
 
 
 def _tools_taking(catalog: ToolCatalog) -> Callable[[str], Sequence[str]]:
