@@ -213,6 +213,17 @@ def test_an_unknown_argument_that_another_tool_takes_names_that_tool() -> None:
     assert one.endswith(
         "; 'blogId' is an argument of tool 'createComment': call that tool for it as well"
     )
+    # the plan calls that tool already: the argument is to move there, not a call to add
+    [moved] = issues_of(
+        steps(
+            step("c", "createComment", blogId="b1", text="Hi"),
+            step("p", "listBlogs", authorId="a1", blogId="b1"),
+        )
+    )
+    assert moved.endswith(
+        "; 'blogId' is an argument of tool 'createComment', which the plan calls: give it to "
+        "that call, and leave it out here"
+    )
     [spelled] = issues_of(steps(step("p", "listBlogs", authorID="a1")))
     assert spelled.endswith("; did you mean 'authorId'?")  # a misspelling is told as one
     [nowhere] = issues_of(steps(step("p", "listBlogs", authorId="a1", mood="calm")))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -221,7 +221,12 @@ def _close_argument(name: str, known: Iterable[str]) -> str:
     return f"; did you mean {candidate!r}?" if candidate else ""
 
 
-def _taken_by(name: str, tool: str, taking: Callable[[str], Sequence[str]] | None) -> str:
+def _taken_by(
+    name: str,
+    tool: str,
+    taking: Callable[[str], Sequence[str]] | None,
+    called: Collection[str] = (),
+) -> str:
     """The one other tool that takes the argument ``name``: the real model gave a search the
     party size that the reservation takes, and asked only to drop it, wrote the search again
     with it (NESTFUL sgd-16). "As well": told to give it to a call of the reservation, it wrote
@@ -231,10 +236,19 @@ def _taken_by(name: str, tool: str, taking: Callable[[str], Sequence[str]] | Non
     an argument of tools 'Real_Time_Product_Search_Search' or 'LocalBusinessData' or
     'LocalBusinessDataBusinessReviews'", the model added a business-reviews call to a question
     about an Instagram post (NESTFUL executable-76). Which one, if any, is a guess, and it may
-    be a tool that changes something."""
+    be a tool that changes something.
+
+    When the plan calls that tool already (``called``), the argument is to move there: sgd-16's
+    model, told "as well", added the reservation but left the party size in the search, and was
+    then told to call the reservation "as well" again, until the repairs ran out."""
     others = [other for other in (taking(name) if taking else ()) if other != tool]
     if len(others) != 1:
         return ""
+    if others[0] in called:
+        return (
+            f"; {name!r} is an argument of tool {others[0]!r}, which the plan calls: give it "
+            "to that call, and leave it out here"
+        )
     return f"; {name!r} is an argument of tool {others[0]!r}: call that tool for it as well"
 
 
@@ -262,14 +276,16 @@ def check_arguments(
     schema: Mapping[str, Any],
     *,
     taking: Callable[[str], Sequence[str]] | None = None,
+    called: Collection[str] = (),
 ) -> list[ValidationIssue]:
     """Check the literal parts of ``parameters`` against a tool's JSON schema.
 
     A value that is exactly one template counts as present and is type-checked at run time, once
     resolved. A template inside a longer string always gives text, so that string must be
     acceptable where it stands. Each message quotes the value and, where obvious, the fix; an
-    unknown argument that other tools take (``taking``: the tools that take an argument of that
-    name) names them.
+    unknown argument that one other tool takes (``taking``: the tools that take an argument of
+    that name) names it, and says whether the plan calls it already (``called``: the plan's
+    tools).
     """
     if schema.get("type", "object") != "object":
         return []
@@ -304,7 +320,10 @@ def check_arguments(
                         "arguments",
                         f"{where}: unknown argument {name!r} for tool {tool!r} "
                         f"(it takes: {known})"
-                        + (_close_argument(name, properties) or _taken_by(name, tool, taking)),
+                        + (
+                            _close_argument(name, properties)
+                            or _taken_by(name, tool, taking, called)
+                        ),
                     )
                 )
             continue
@@ -434,6 +453,7 @@ def analyze(
     ids: dict[str, Step] = {}
     numbers: dict[str, int] = {}
     taking = _tools_taking(catalog)
+    called = {step.tool for step in plan.steps}
     taken = {step.id for step in plan.steps}  # a suggested id is free, also of other suggestions
     for number, step in enumerate(plan.steps, 1):
         if step.id in ids:
@@ -483,7 +503,12 @@ def analyze(
                 )
             else:
                 for issue in check_arguments(
-                    label, tool, parameters, catalog.info(tool).parameters, taking=taking
+                    label,
+                    tool,
+                    parameters,
+                    catalog.info(tool).parameters,
+                    taking=taking,
+                    called=called,
                 ):
                     issues.append(ValidationIssue(issue.code, issue.message, step.id))
             for text in malformed_templates(parameters):
