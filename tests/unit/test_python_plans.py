@@ -423,8 +423,10 @@ def test_a_loop_that_only_prints_is_ignored_as_its_prints_are() -> None:
     assert [s["tool"] for s in steps(printed)] == ["listBlogs"]
     nested = "for blog in listBlogs()['blogs']:\n    print(blog)\n"
     assert [(s["tool"], s.get("forEach")) for s in steps(nested)] == [("listBlogs", None)]
-    with pytest.raises(PlanInvalid, match="'nope' is not a tool"):  # the call is read
-        steps("for b in nope()['blogs']:\n    print(b)\n")
+    with pytest.raises(PlanInvalid, match="a loop goes over a list"):  # the tool call is read
+        steps("for b in listBlogs()['blogs'][0]['title'] + 'x':\n    print(b)\n")
+    # a method of a value makes no step: the loop is display code
+    assert len(steps("found = listBlogs()\nfor k in found.keys():\n    print(k)\n")) == 1
     # a body with a call in it is read as before
     looped = steps(
         "found = listBlogs()\nfor b in found['blogs']:\n    print(b)\n    page(team=b['title'])\n"

@@ -399,8 +399,8 @@ class PythonReader:
         body = [s for s in node.body if not _ignorable(s)]
         if not body:
             # a loop that only prints does nothing a plan does: ignored, as its prints are;
-            # a call in what it goes over is still a step
-            if any(_calls_a_tool(n) for n in ast.walk(node.iter)):
+            # a tool called in what it goes over is still a step
+            if any(self._calls_a_tool(n) for n in ast.walk(node.iter)):
                 self._expressions.loop_source(node.iter)
             return
         if len(body) != 1 or not _is_call_statement(body[0]):
@@ -546,6 +546,15 @@ class PythonReader:
                 self._writes[resource] = self._writes.get(resource, 0) + 1
         return step_id
 
+    def _calls_a_tool(self, node: ast.AST) -> bool:
+        """``node`` calls a tool (any name, when the tools are not known)."""
+        if not isinstance(node, ast.Call):
+            return False
+        called = called_name(node)
+        if called is None or called in IGNORED_CALLS or called == "enumerate":
+            return False
+        return self.tools is None or self.tools.tool(called) is not None
+
     def _tool(self, node: ast.Call, called: str) -> PythonTool | None:
         if self.tools is None:
             return None
@@ -587,10 +596,6 @@ def _ignorable(node: ast.stmt) -> bool:
     if isinstance(value, ast.Constant) and isinstance(value.value, str):
         return True
     return isinstance(value, ast.Call) and called_name(value) in IGNORED_CALLS
-
-
-def _calls_a_tool(node: ast.AST) -> bool:
-    return isinstance(node, ast.Call) and called_name(node) not in (*IGNORED_CALLS, "enumerate")
 
 
 def _is_call_statement(node: ast.stmt) -> bool:
