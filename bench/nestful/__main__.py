@@ -6,7 +6,7 @@ own direct prompt and native tool calls, against the model configured the usual 
 ``eval "$(bash ../shared/real-llm/serve.sh)"`` sets them). Prints the tables by split; with
 ``--out``, writes ``rows.jsonl`` (as it goes, so an interrupted run keeps what it did),
 ``summary.json`` and ``summary.md``. ``--summarize DIR/rows.jsonl`` prints (and re-scores) what a
-run wrote. ``--fetch`` downloads the data copy first (``nestful-wrapper==0.1.7``). When the
+run wrote; given several runs' rows (other seeds), one table over all their samples. ``--fetch`` downloads the data copy first (``nestful-wrapper==0.1.7``). When the
 copy is here, the tables also read every argument at its declared default as omitted
 (:mod:`bench.nestful.metrics`).
 
@@ -34,7 +34,7 @@ from bench.nestful.data import (
     load_split,
     sample,
 )
-from bench.nestful.run import GROUPS, Defaults, markdown, run_samples, summarize
+from bench.nestful.run import GROUPS, Defaults, markdown, pooled, run_samples, summarize
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -74,15 +74,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--summarize",
         type=Path,
+        nargs="+",
         metavar="JSONL",
-        help="print the tables of a rows.jsonl (e.g. of a run cut short); no model needed",
+        help="print the tables of a rows.jsonl (e.g. of a run cut short); of several (runs with "
+        "other seeds), one table over all their samples; no model needed",
     )
     parser.add_argument(
         "--fetch", action="store_true", help=f"download {COPY} into the data cache first"
     )
     args = parser.parse_args(argv)
     if args.summarize:
-        rows = read_rows(args.summarize)
+        try:
+            rows = pooled([read_rows(path) for path in args.summarize])
+        except (OSError, ValueError) as error:
+            log(f"error: cannot read the rows: {error}")
+            return 2
+        if len(args.summarize) > 1:
+            runs = ", ".join(f"#{k} {path}" for k, path in enumerate(args.summarize, 1))
+            write(sys.stdout, f"Pooled over {len(args.summarize)} runs ({runs}).\n\n")
         write(sys.stdout, markdown(summarize(rows, _defaults(rows))))
         return 0
     splits = option_names(args.splits, SPLITS, "split", parser)

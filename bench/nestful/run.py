@@ -46,6 +46,7 @@ __all__ = [
     "GROUPS",
     "Attempt",
     "markdown",
+    "pooled",
     "run_samples",
     "summarize",
 ]
@@ -419,6 +420,16 @@ def _defaults_omitted(
     ]
     total = aggregate(scores).to_json()
     return {k: total[k] for k in ("full", "fullShare", "partial", "f1Parameters")}
+
+
+def pooled(runs: Sequence[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The rows of several runs (seeds) as one run's, for one table over all of them: each
+    sample of run ``k`` (from 1) is told apart as ``id#k``, since seeds draw some samples
+    alike, and one seed offers a sample other distractors than another. One run is returned
+    as it is."""
+    if len(runs) == 1:
+        return list(runs[0])
+    return [{**row, "id": f"{row['id']}#{k}"} for k, rows in enumerate(runs, 1) for row in rows]
 
 
 def summarize(rows: list[dict[str, Any]], defaults: Defaults | None = None) -> dict[str, Any]:

@@ -410,6 +410,63 @@ def test_a_summary_reads_declared_defaults_as_omitted_beside_the_plain_reading()
     assert "| toolplan, Python plan (default) | 1/1 (100.0%) | 1.000 | 1.000 |" in text
 
 
+def _run_rows(answer_calls: Any) -> list[dict[str, Any]]:
+    """One run's rows: ``sgd-0`` (the bus chain) answered by toolplan with ``answer_calls``
+    and by NESTFUL's prompt with nothing."""
+    return [
+        {"type": "sample", "id": "sgd-0", "split": "sgd", "gold": BUS["output"], "validGold": True},
+        *(
+            {
+                "type": "answer",
+                "id": "sgd-0",
+                "split": "sgd",
+                "contestant": who,
+                "answer": calls,
+                "seconds": 1.0,
+                "usage": {"inputTokens": 1, "outputTokens": 1},
+            }
+            for who, calls in (("python", answer_calls), ("nestful", None))
+        ),
+    ]
+
+
+def test_runs_with_other_seeds_are_pooled_sample_by_sample() -> None:
+    """Seeds draw some samples alike (with other distractors): pooled, each run's sample counts
+    on its own, not the last run's answer for both."""
+    from bench.nestful.run import pooled, summarize
+
+    right, wrong = list(BUS["output"][:-1]), None
+    runs = [_run_rows(right), _run_rows(wrong)]
+    assert pooled(runs[:1]) == runs[0]  # one run is read as it is
+    table = summarize(pooled(runs))["sgd"]
+    assert table["samples"] == 2
+    assert table["all"]["python"]["full"] == 1 and table["all"]["python"]["noAnswer"] == 1
+    assert table["all"]["nestful"]["noAnswer"] == 2
+    # read as one run, the second sample's rows overwrite the first's
+    assert summarize(runs[0] + runs[1])["sgd"]["samples"] == 1
+
+
+def test_summarize_pools_several_runs_and_refuses_a_missing_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bench.nestful.__main__ import main
+
+    monkeypatch.setenv("NESTFUL_DATA", str(write_copy(tmp_path / "copy")))
+    files = []
+    for k, calls in enumerate((list(BUS["output"][:-1]), None)):
+        path = tmp_path / f"seed{k}.jsonl"
+        path.write_text("".join(json.dumps(row) + "\n" for row in _run_rows(calls)))
+        files.append(str(path))
+    assert main(["--summarize", *files]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"Pooled over 2 runs (#1 {files[0]}, #2 {files[1]}).")
+    assert "| toolplan, Python plan (default) | 1/2 (50.0%) |" in out
+    assert "declared default read as omitted" in out
+    assert main(["--summarize", files[0], str(tmp_path / "absent.jsonl")]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "cannot read the rows" in captured.err
+
+
 def test_the_tuning_splits_are_also_summarized_together_with_cost_against_nestfuls_prompt() -> None:
     """The issue holds toolplan to the tuning splits as a whole, and bounds its latency and
     output tokens against NESTFUL's prompt on the same samples."""
