@@ -41,6 +41,7 @@ __all__ = [
     "NestfulMissing",
     "Sample",
     "data_dir",
+    "declared_default",
     "declared_defaults",
     "fetch",
     "load_split",
@@ -181,9 +182,16 @@ def load_split(split: str, *, seed: int = 0, root: Path | None = None) -> list[S
     return samples
 
 
+def declared_default(argument: dict[str, Any]) -> Any:
+    """The default an argument's spec declares (``default_value``, else ``default``; the
+    splits write one or the other), ``None`` when it declares none."""
+    return argument.get("default_value", argument.get("default"))
+
+
 def declared_defaults(split: str, root: Path | None = None) -> dict[str, dict[str, Any]]:
-    """Function -> argument -> the default the split's specs declare for it (``default_value``
-    or ``default``, as the tools offered read them), for the arguments that declare one."""
+    """Function -> argument -> the default the split's specs declare for it
+    (:func:`declared_default`, as the tools offered read them), for the arguments that declare
+    one."""
     if split not in SPLITS:
         raise ValueError(f"unknown NESTFUL split {split!r}; choose from {', '.join(SPLITS)}")
     specs = _read(root or data_dir(), _FILES[split][1])
@@ -192,7 +200,7 @@ def declared_defaults(split: str, root: Path | None = None) -> dict[str, dict[st
         for name, argument in (spec.get("query_parameters") or {}).items():
             if not isinstance(argument, dict):
                 continue
-            default = argument.get("default_value", argument.get("default"))
+            default = declared_default(argument)
             if default is not None:
                 out.setdefault(spec["name"], {})[name] = default
     return out

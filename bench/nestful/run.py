@@ -419,7 +419,7 @@ def _defaults_omitted(
         for a in answers
     ]
     total = aggregate(scores).to_json()
-    return {k: total[k] for k in ("full", "fullShare", "partial", "f1Parameters")}
+    return {k: total[k] for k in ("samples", "full", "fullShare", "partial", "f1Parameters")}
 
 
 def pooled(runs: Sequence[list[dict[str, Any]]]) -> list[dict[str, Any]]:
@@ -540,7 +540,7 @@ def markdown(summary: dict[str, Any]) -> str:
             ]
             for name, o in omitted.items():
                 lines.append(
-                    f"| {TITLES[name]} | {o['full']}/{per['samples']} ({_pct(o['fullShare'])}) "
+                    f"| {TITLES[name]} | {o['full']}/{o['samples']} ({_pct(o['fullShare'])}) "
                     f"| {o['partial']:.3f} | {o['f1Parameters']:.3f} |"
                 )
         for name, ratio in per.get("costAgainst", {}).items():

@@ -30,6 +30,7 @@ from typing import Any
 from langchain_core.tools import BaseTool, StructuredTool
 
 from bench.harness import api_name, never_run
+from bench.nestful.data import declared_default
 from toolplan.tools.catalog import ToolCatalog, tagged
 
 __all__ = ["Toolbox", "input_schema", "output_schema"]
@@ -69,7 +70,7 @@ def _typed(spec: dict[str, Any], *, missing: str | None) -> dict[str, Any]:
     allowed = spec.get("allowed_values")
     if isinstance(allowed, list) and allowed and "enum" not in out:
         out["enum"] = list(allowed)
-    default = spec.get("default_value", spec.get("default"))
+    default = declared_default(spec)
     if default is not None:
         out["default"] = default
     if isinstance(spec.get("properties"), dict):
