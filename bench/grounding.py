@@ -15,6 +15,8 @@ so it runs over plans whose literals are known to be right:
    ``scripts/queries*`` whose literals come from the request, written as a model does), the
    reuse corpus of ``bench.reuse`` (both value sets), ``tests/support/plans.py``'s blog plan and
    ``examples/`` (a document, with no request at all: the strictest reading).
+3. **NESTFUL's gold** (when the data copy is here, :mod:`bench.nestful.data`): every sample of
+   every split as a plan, with the tools the sample is offered and its query as the request.
 
 Every refusal is a false one; the target is 0.
 """
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,7 +35,15 @@ from toolplan.plan_format.plan import Plan, parse_plan
 from toolplan.planning.grounding import Grounds, check_grounding, literal_numbers
 from toolplan.tools.catalog import ToolCatalog
 
-__all__ = ["BFCL_CATEGORIES", "OWN", "bfcl_plan", "main", "measure_bfcl", "measure_own"]
+__all__ = [
+    "BFCL_CATEGORIES",
+    "OWN",
+    "bfcl_plan",
+    "main",
+    "measure_bfcl",
+    "measure_nestful",
+    "measure_own",
+]
 
 BFCL_CATEGORIES = AST_CATEGORIES
 """Every category whose answers are calls (irrelevance has none to check)."""
@@ -316,12 +327,41 @@ def measure_own() -> dict[str, Any]:
     return {"plans": total, "refused": len(refused), "refusals": refused}
 
 
+def measure_nestful(root: Path | None = None, seed: int = 0) -> dict[str, Any]:
+    """Refusals per NESTFUL split over every sample's gold as a plan, with the tools the sample
+    is offered (``seed``'s distractors) and its query as the request. The gold of every split
+    passes each call's output on where it means to, so every refusal is a false one. Raises
+    :class:`~bench.nestful.data.NestfulMissing` without the data copy."""
+    from bench.nestful.data import SPLITS, load_split
+    from bench.nestful.plans import gold_plan
+    from bench.nestful.tools import Toolbox
+
+    out: dict[str, Any] = {}
+    for split in SPLITS:
+        refused: list[dict[str, Any]] = []
+        samples = load_split(split, seed=seed, root=root)
+        for sample in samples:
+            box = Toolbox.of(sample.tools)
+            plan = parse_plan(gold_plan(sample.gold, box))
+            issues = check_grounding(plan, box.catalog(), sample.query)
+            if issues:
+                refused.append({"id": sample.id, "issues": [i.message for i in issues]})
+        out[split] = {"samples": len(samples), "refused": len(refused), "refusals": refused}
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     """Print the false refusals per BFCL category and over the project's own plans."""
     parser = argparse.ArgumentParser(prog="python -m bench.grounding", description=__doc__)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
+    from bench.nestful.data import NestfulMissing
+
     result = {"bfcl": measure_bfcl(), "own": measure_own()}
+    try:
+        result["nestful"] = measure_nestful()
+    except NestfulMissing as missing:
+        print(f"note: no NESTFUL gold checked: {missing}", file=sys.stderr)
     if args.json:
         print(json.dumps(result, indent=2, ensure_ascii=False))
         return
@@ -334,8 +374,12 @@ def main(argv: list[str] | None = None) -> None:
         )
     own = result["own"]
     print(f"| own plans | {own['plans']} | {own['refused']} | - |")
+    nestful = result.get("nestful", {})
+    for split, row in nestful.items():
+        print(f"| NESTFUL {split} gold | {row['samples']} | {row['refused']} | - |")
     bfcl = result["bfcl"].values()
-    for row in [*(r for c in bfcl for r in c["refusals"]), *own["refusals"]]:
+    found = [*(r for c in bfcl for r in c["refusals"]), *own["refusals"]]
+    for row in [*found, *(r for c in nestful.values() for r in c["refusals"])]:
         print(json.dumps(row, ensure_ascii=False))
 
 

@@ -4,6 +4,7 @@ write; literals from the request are never refused."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -401,6 +402,23 @@ def test_no_false_refusal_on_bfcl_ground_truth_or_the_projects_own_plans() -> No
     assert sum(row["entries"] for row in bfcl.values()) == 2351
 
 
+def test_nestfuls_gold_is_checked_as_plans_with_each_samples_tools(tmp_path: Path) -> None:
+    """``python -m bench.grounding`` checks every NESTFUL split's gold too (the real copy: 0 of
+    131 tuning samples refused); here on the stand-in copy, whose gold chains a search's
+    output into a booking, as the rule for a field one tool makes must let pass."""
+    from bench.grounding import measure_nestful
+
+    from tests.support.nestful_copy import write_copy
+
+    found = measure_nestful(write_copy(tmp_path / "nestful"))
+    assert {split: row["samples"] for split, row in found.items()} == {
+        "sgd": 2,
+        "executable": 1,
+        "glaive": 0,
+    }
+    assert {split: row["refused"] for split, row in found.items()} == dict.fromkeys(found, 0)
+
+
 def test_the_refusal_reads_no_word_list() -> None:
     """Issue 43: the grounding refusal (and the id-by-name check it runs) does not import the
     function words."""
@@ -445,3 +463,148 @@ def test_a_listing_declared_as_a_nullable_type_list_is_a_listing_too() -> None:
 
 
 POST_ITEM = {"type": "object", "properties": {"_id": {"type": "string"}}}
+
+
+class Product(TypedDict):
+    product_id: str
+    title: str
+
+
+class Show(TypedDict):
+    sort: str
+    show_id: str
+
+
+class Deal(TypedDict):
+    product_id: str
+    price: float
+
+
+@tool
+def search_products(q: str) -> Product:
+    """Search products by name."""
+    return {"product_id": "p1", "title": q}
+
+
+@tool
+def product_offers(product_id: str, country: str = "us") -> list[str]:
+    """The offers for a product."""
+    return []
+
+
+@tool
+def product_details(product_id: str) -> Product:
+    """A product's details (it echoes the id it is given)."""
+    return {"product_id": product_id, "title": "t"}
+
+
+SHOP = ToolCatalog([search_products, product_offers, product_details])
+AIRWRAP = "Find the best offers for the Dyson Airwrap"
+
+
+def test_a_made_up_value_for_a_field_one_tool_makes_is_refused_naming_that_tool() -> None:
+    """NESTFUL: ``product_offers(product_id="Dyson_Airwarp")`` with no search, a restaurant
+    reserved by a name no search found, a bus ticket at a departure time made up. The offers
+    tool takes the id the search makes; the details tool takes and echoes it, so it makes none."""
+    offers = ("o", "product_offers", {"product_id": "Dyson_Airwarp_ID"})
+    (issue,) = check_grounding(plan(offers), SHOP, AIRWRAP)
+    assert issue.message == (
+        "step 'o': argument 'product_id' of tool 'product_offers' is 'Dyson_Airwarp_ID', which "
+        "is not in the request; it is the 'product_id' that tool 'search_products' returns: "
+        "call that tool first and pass the 'product_id' of its output"
+    )
+    # the plan calls the search already, without passing its output on: pass it
+    searched = ("s", "search_products", {"q": "Dyson Airwrap"})
+    (unused,) = check_grounding(plan(searched, offers), SHOP, AIRWRAP)
+    assert unused.message.endswith('returns: pass "{{s.product_id}}"')
+    assert (
+        check_grounding(
+            plan(searched, ("o", "product_offers", {"product_id": "{{s.product_id}}"})),
+            SHOP,
+            AIRWRAP,
+        )
+        == []
+    )
+
+
+@pytest.mark.parametrize(
+    ("request_text", "value"),
+    [
+        ("Find the offers for product B07XYZ", "B07XYZ"),  # the request gives it
+        ("Find the offers for the Dyson Airwrap", "Dyson Airwrap"),
+        ("Find the offers as of May 1st, 2024", "2024-05-01"),  # no letter: a date rewritten
+    ],
+)
+def test_a_value_the_request_gives_or_with_no_letter_is_not_made_up(
+    request_text: str, value: str
+) -> None:
+    assert (
+        check_grounding(plan(("o", "product_offers", {"product_id": value})), SHOP, request_text)
+        == []
+    )
+
+
+def test_a_field_no_tool_or_several_tools_make_names_none() -> None:
+    """Which of two makers the request means is a guess (one may write), and an argument no
+    tool returns is the caller's (``country``)."""
+
+    @tool
+    def search_deals(q: str) -> Deal:
+        """Search deals by name."""
+        return {"product_id": "p2", "price": 1.0}
+
+    both = ToolCatalog([search_products, search_deals, product_offers])
+    offers = ("o", "product_offers", {"product_id": "Dyson_Airwarp_ID", "country": "de"})
+    assert check_grounding(plan(offers), both, AIRWRAP) == []
+    only_country = ("o", "product_offers", {"product_id": "{{s.product_id}}", "country": "de"})
+    searched = ("s", "search_products", {"q": "Dyson Airwrap"})
+    assert check_grounding(plan(searched, only_country), SHOP, AIRWRAP) == []
+
+
+def test_a_declared_value_or_default_of_the_argument_is_not_made_up() -> None:
+    from langchain_core.tools import StructuredTool
+
+    @tool
+    def find_shows(city: str) -> Show:
+        """Find shows."""
+        return {"sort": "date", "show_id": "s1"}
+
+    def listing(sort: str = "date") -> list[str]:
+        return []
+
+    by_default = StructuredTool.from_function(listing, name="list_by", description="List.")
+    catalog = ToolCatalog([find_shows, by_default])
+    assert check_grounding(plan(("l", "list_by", {"sort": "date"})), catalog, "List shows") == []
+    (issue,) = check_grounding(plan(("l", "list_by", {"sort": "rating"})), catalog, "List shows")
+    assert "it is the 'sort' that tool 'find_shows' returns" in issue.message
+
+
+def test_a_made_up_field_is_said_in_python_to_a_python_plan() -> None:
+    """The repair speaks the plan's language: the line and call, and the output by key."""
+    from toolplan.plan_format.python_print import in_python
+    from toolplan.planning.python_format import read_python_answer
+
+    def said(text: str) -> list[str]:
+        reading = read_python_answer(text, SHOP)
+        assert reading.data is not None
+        found = check_grounding(parse_plan(reading.data), SHOP, AIRWRAP)
+        return [i.message for i in in_python(found, reading.sources, SHOP.python_tools)]
+
+    assert said('offers = product_offers(product_id="Dyson_Airwarp_ID")\n') == [
+        "line 1, column 10 (product_offers(product_id='Dyson_Airwarp_ID')): argument "
+        "'product_id' of tool 'product_offers' is 'Dyson_Airwarp_ID', which is not in the "
+        "request; it is the 'product_id' that tool 'search_products' returns: call that tool "
+        "first and pass the 'product_id' of its output"
+    ]
+    (unused,) = said(
+        'found = search_products(q="Dyson Airwrap")\n'
+        'offers = product_offers(product_id="Dyson_Airwarp_ID")\n'
+    )
+    assert unused.endswith("""returns: pass found["product_id"]""")
+
+
+def test_a_getter_by_id_is_never_the_call_to_make_first() -> None:
+    """``getAuthor(authorId)`` returns the ``name`` that ``createAuthor`` takes: a new author's
+    name is the user's, and no getter can run before the author exists."""
+    create = ("a", "createAuthor", {"name": "Zed", "email": "zed@example.com"})
+    assert check_grounding(plan(create), CATALOG, "Create an author for me") == []

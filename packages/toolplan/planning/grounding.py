@@ -8,7 +8,7 @@ request (the query, and a replan's context with the earlier results), or comes f
 through a template; this check refuses the literals that are neither and that a step's tool
 output would supply, and names the template to write instead.
 
-Four rules, each narrow, because a literal from the request is the normal case (BENCHMARKS.md
+Five rules, each narrow, because a literal from the request is the normal case (BENCHMARKS.md
 measures the false refusals on public function-calling answers, whose values all are):
 
 * **A literal object where an output fits.** An argument that is a literal object (or a list of
@@ -31,11 +31,19 @@ measures the false refusals on public function-calling answers, whose values all
   (``[{"_id": "post-1"}, ...]``) whose ids the request does not hold, where the step depends on
   a step whose output lists objects with that id field (``listBlogs``' ``blogs``). Names,
   numbers and dates the user gave ("Carol and Dan", pages 1 to 5) are theirs to map over.
+* **A string for a field one other tool makes**: a string with a letter in it, for an argument
+  that exactly one other catalog tool returns as a field of its output and does not take, where
+  that tool needs no id to be called (a search from the request's terms, not a getter by id):
+  ``product_offers(product_id="Dyson_Airwarp")`` where ``search_products`` returns
+  ``product_id`` (NESTFUL's small-model answers skip the search and make the id, the restaurant
+  name or the departure time up). No dependency is needed: the step that should feed it is the
+  one missing. The argument's own declared values and default are the caller's choice.
 
 A number is in the request when the text holds it in digits (``1,000``; ``5%`` for ``0.05``); a
 string when the text holds it or every word of it (case aside). No word list of any language
 takes part: each rule needs structural evidence (a dependency whose declared output fits the
-literal, a ``dependsOn`` edge no template uses), and the request's text only excuses a literal. A hint never names a step that depends on the step it would feed (a cycle) or
+literal, a ``dependsOn`` edge no template uses, the one tool whose output makes the field), and
+the request's text only excuses a literal. A hint never names a step that depends on the step it would feed (a cycle) or
 whose output does not have the argument's shape.
 
 The id-by-name check (:mod:`toolplan.planning.id_by_name`) is the special case of an id written
@@ -70,6 +78,7 @@ __all__ = ["Grounds", "check_grounding", "literal_numbers"]
 
 _NUMBER = re.compile(r"(?<![\d.])-?(?:\d[\d,_]*(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)?")
 _WORD = re.compile(r"\w+")
+_LETTER = re.compile(r"[^\W\d_]")
 
 
 _TRIVIAL = (0.0, 1.0)
@@ -200,7 +209,8 @@ class _Checker:
     """One plan's grounding check: the plan's outputs, dependencies and the request text."""
 
     def __init__(self, plan: Plan, catalog: ToolCatalog, grounds: Grounds) -> None:
-        self.plan, self.grounds = plan, grounds
+        self.plan, self.grounds, self.catalog = plan, grounds, catalog
+        self._makers: dict[str, list[tuple[str, str]]] | None = None
         self.steps = {step.id: step for step in plan.steps}
         self.outputs: dict[str, dict[str, Any]] = {}
         self.options: dict[str, set[str]] = {}
@@ -243,7 +253,9 @@ class _Checker:
                 ):
                     issue = self._number(step, name, float(value), deps)
                 elif isinstance(value, str):
-                    issue = self._unused_edge(step, name, value)
+                    issue = self._unused_edge(step, name, value) or self._made_field(
+                        step, name, value, upstream
+                    )
                 if issue is not None:
                     issues.append(issue)
             if isinstance(step.for_each, list) and step.for_each:
@@ -417,6 +429,57 @@ class _Checker:
                 step.id,
             )
         return None
+
+    def _made_field(
+        self, step: Step, name: str, value: str, upstream: set[str]
+    ) -> ValidationIssue | None:
+        """A string the request does not hold, for an argument exactly one other tool makes:
+        a field of its declared output that it does not take (``product_id="YOUR_PRODUCT_ID"``
+        where a search returns ``product_id``). A value with no letter (a date, a time, a
+        number), one of the argument's declared values or its default is not made up."""
+        if step.tool not in self.catalog or not _LETTER.search(value):
+            return None
+        if self.grounds.has_string(value):
+            return None
+        declared = _fields(self.catalog.arguments_schema(step.tool)).get(name)
+        if isinstance(declared, Mapping) and (
+            "enum" in declared or declared.get("default") == value
+        ):
+            return None
+        makers = [m for m in self._made_by().get(_fold(name), []) if m[0] != step.tool]
+        if len(makers) != 1:
+            return None  # none, or several: which one the request means is not for a check
+        tool, field = makers[0]
+        called = [s for s in self.plan.steps if s.tool == tool and s.id in upstream]
+        fix = (
+            f"pass {_template(called[0].id, field)}"
+            if called
+            else f"call that tool first and pass the {field!r} of its output"
+        )
+        return ValidationIssue(
+            "ungrounded",
+            f"step {step.id!r}: argument {name!r} of tool {step.tool!r} is {value!r}, which "
+            f"is not in the request; it is the {field!r} that tool {tool!r} returns: {fix}",
+            step.id,
+        )
+
+    def _made_by(self) -> dict[str, list[tuple[str, str]]]:
+        """Folded field name -> ``(tool, field)`` for each catalog tool whose declared output
+        has that field and that takes no argument of the name (a field it makes, not one it
+        echoes), and that needs no id to be called: a search from the request's terms comes
+        first, a getter by id (``getAuthor``, whose output has the ``name`` a ``createAuthor``
+        takes) reads back what was made and cannot be the first call."""
+        if self._makers is None:
+            self._makers = {}
+            for info in self.catalog.infos():
+                required = info.parameters.get("required") or []
+                if any(is_id_argument(str(arg)) for arg in required):
+                    continue
+                taken = {_fold(arg) for arg in _fields(info.parameters)}
+                for field in _fields(info.returns):
+                    if _fold(field) not in taken:
+                        self._makers.setdefault(_fold(field), []).append((info.name, field))
+        return self._makers
 
 
 def _list_of_objects(value: Any) -> bool:
