@@ -5,7 +5,7 @@ write; literals from the request are never refused."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from langchain_core.tools import tool
@@ -561,7 +561,10 @@ def test_a_field_no_tool_or_several_tools_make_names_none() -> None:
     assert check_grounding(plan(searched, only_country), SHOP, AIRWRAP) == []
 
 
-def test_a_declared_value_or_default_of_the_argument_is_not_made_up() -> None:
+def test_an_option_or_a_declared_value_is_the_callers_choice() -> None:
+    """A booking returns the director or the album a search takes as a filter; the filter is
+    the user's, and the search comes first. Nor is one of an argument's declared values made
+    up."""
     from langchain_core.tools import StructuredTool
 
     @tool
@@ -569,14 +572,27 @@ def test_a_declared_value_or_default_of_the_argument_is_not_made_up() -> None:
         """Find shows."""
         return {"sort": "date", "show_id": "s1"}
 
-    def listing(sort: str = "date") -> list[str]:
+    def listing(show_id: str, sort: str = "date") -> list[str]:
         return []
 
-    by_default = StructuredTool.from_function(listing, name="list_by", description="List.")
-    catalog = ToolCatalog([find_shows, by_default])
-    assert check_grounding(plan(("l", "list_by", {"sort": "date"})), catalog, "List shows") == []
-    (issue,) = check_grounding(plan(("l", "list_by", {"sort": "rating"})), catalog, "List shows")
-    assert "it is the 'sort' that tool 'find_shows' returns" in issue.message
+    def picking(show_id: Literal["gala", "matinee"]) -> list[str]:
+        return []
+
+    catalog = ToolCatalog(
+        [
+            find_shows,
+            StructuredTool.from_function(listing, name="list_by", description="List."),
+            StructuredTool.from_function(picking, name="pick", description="Pick."),
+        ]
+    )
+    shows = ("f", "find_shows", {"city": "Oslo"})
+    listed = ("l", "list_by", {"show_id": "{{f.show_id}}", "sort": "rating"})
+    assert check_grounding(plan(shows, listed), catalog, "List shows in Oslo") == []
+    assert check_grounding(plan(("p", "pick", {"show_id": "gala"})), catalog, "Pick one") == []
+    (made_up,) = check_grounding(
+        plan(("l", "list_by", {"show_id": "show_one"})), catalog, "List shows in Oslo"
+    )
+    assert "it is the 'show_id' that tool 'find_shows' returns" in made_up.message
 
 
 def test_a_made_up_field_is_said_in_python_to_a_python_plan() -> None:

@@ -37,7 +37,9 @@ measures the false refusals on public function-calling answers, whose values all
   ``product_offers(product_id="Dyson_Airwarp")`` where ``search_products`` returns
   ``product_id`` (NESTFUL's small-model answers skip the search and make the id, the restaurant
   name or the departure time up). No dependency is needed: the step that should feed it is the
-  one missing. The argument's own declared values and default are the caller's choice.
+  one missing. Only a required argument: an optional one is a filter of the caller's choice (a
+  booking returns the director or the album a search filters on), and neither is one of the
+  argument's declared values.
 
 A number is in the request when the text holds it in digits (``1,000``; ``5%`` for ``0.05``); a
 string when the text holds it or every word of it (case aside). No word list of any language
@@ -433,18 +435,22 @@ class _Checker:
     def _made_field(
         self, step: Step, name: str, value: str, upstream: set[str]
     ) -> ValidationIssue | None:
-        """A string the request does not hold, for an argument exactly one other tool makes:
-        a field of its declared output that it does not take (``product_id="YOUR_PRODUCT_ID"``
-        where a search returns ``product_id``). A value with no letter (a date, a time, a
-        number), one of the argument's declared values or its default is not made up."""
+        """A string the request does not hold, for a required argument exactly one other tool
+        makes: a field of its declared output that it does not take
+        (``product_id="YOUR_PRODUCT_ID"`` where a search returns ``product_id``). A value with
+        no letter (a date, a time, a number) or one of the argument's declared values is not
+        made up, and an optional argument is the caller's choice: a booking returns the
+        director, album or country that a search takes as a filter, and the search comes
+        first."""
         if step.tool not in self.catalog or not _LETTER.search(value):
             return None
         if self.grounds.has_string(value):
             return None
-        declared = _fields(self.catalog.arguments_schema(step.tool)).get(name)
-        if isinstance(declared, Mapping) and (
-            "enum" in declared or declared.get("default") == value
-        ):
+        schema = self.catalog.arguments_schema(step.tool)
+        declared = _fields(schema).get(name)
+        if name not in (schema.get("required") or []):
+            return None  # an option (a filter, a director, an album): the caller's choice
+        if isinstance(declared, Mapping) and "enum" in declared:
             return None
         makers = [m for m in self._made_by().get(_fold(name), []) if m[0] != step.tool]
         if len(makers) != 1:
