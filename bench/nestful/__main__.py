@@ -84,6 +84,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.summarize:
+        if len(set(args.summarize)) < len(args.summarize):
+            log("error: a rows file is given twice: its samples would count twice")
+            return 2
         try:
             rows = pooled([read_rows(path) for path in args.summarize])
         except (OSError, ValueError) as error:

@@ -426,7 +426,8 @@ def pooled(runs: Sequence[list[dict[str, Any]]]) -> list[dict[str, Any]]:
     """The rows of several runs (seeds) as one run's, for one table over all of them: each
     sample of run ``k`` (from 1) is told apart as ``id#k``, since seeds draw some samples
     alike, and one seed offers a sample other distractors than another. One run is returned
-    as it is."""
+    as it is. The runs should have the same contestants: :func:`summarize` counts only the
+    samples every contestant of the whole answered."""
     if len(runs) == 1:
         return list(runs[0])
     return [{**row, "id": f"{row['id']}#{k}"} for k, rows in enumerate(runs, 1) for row in rows]

@@ -465,6 +465,8 @@ def test_summarize_pools_several_runs_and_refuses_a_missing_file(
     assert main(["--summarize", files[0], str(tmp_path / "absent.jsonl")]) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and "cannot read the rows" in captured.err
+    assert main(["--summarize", files[0], files[0]]) == 2
+    assert "given twice" in capsys.readouterr().err
 
 
 def test_the_tuning_splits_are_also_summarized_together_with_cost_against_nestfuls_prompt() -> None:

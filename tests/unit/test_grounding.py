@@ -403,9 +403,10 @@ def test_no_false_refusal_on_bfcl_ground_truth_or_the_projects_own_plans() -> No
 
 
 def test_nestfuls_gold_is_checked_as_plans_with_each_samples_tools(tmp_path: Path) -> None:
-    """``python -m bench.grounding`` checks every NESTFUL split's gold too (the real copy: 0 of
-    131 tuning samples refused); here on the stand-in copy, whose gold chains a search's
-    output into a booking, as the rule for a field one tool makes must let pass."""
+    """``python -m bench.grounding`` checks every NESTFUL split's gold too, each sample with
+    its own tools and query. Here the measure runs on the stand-in copy (its gold chains a
+    search's output into a booking); the real copy's figures (0 of 131 tuning samples
+    refused) are BENCHMARKS', since CI has no copy of the data."""
     from bench.grounding import measure_nestful
 
     from tests.support.nestful_copy import write_copy
@@ -624,3 +625,122 @@ def test_a_getter_by_id_is_never_the_call_to_make_first() -> None:
     name is the user's, and no getter can run before the author exists."""
     create = ("a", "createAuthor", {"name": "Zed", "email": "zed@example.com"})
     assert check_grounding(plan(create), CATALOG, "Create an author for me") == []
+
+
+class Place(TypedDict):
+    city: str
+
+
+class Page(TypedDict):
+    url: str
+    title: str
+
+
+class Order(TypedDict):
+    order_id: str
+    status: str
+
+
+@tool
+def get_current_location() -> Place:
+    """Where the user is."""
+    return {"city": "Oslo"}
+
+
+@tool
+def find_city(query: str) -> Place:
+    """Find a city by what the user says of it."""
+    return {"city": "Oslo"}
+
+
+@tool
+def city_weather(city: str) -> list[str]:
+    """The weather in a city."""
+    return []
+
+
+@tool
+def web_search(query: str) -> Page:
+    """Search the web."""
+    return {"url": "https://example.com", "title": "Example"}
+
+
+@tool
+def fetch_page(url: str) -> list[str]:
+    """Fetch a web page."""
+    return []
+
+
+def test_values_the_user_gave_respelled_or_completed_are_theirs() -> None:
+    """A reviewer's ordinary catalogs: a state reader that takes no input (the current
+    location) is no call to make first; a city without its accent, a whole URL for a site, a
+    band's name without its slash are the request's."""
+    weather = ToolCatalog([get_current_location, city_weather])
+    asked = plan(("w", "city_weather", {"city": "New York"}))
+    assert check_grounding(asked, weather, "What's the weather in NYC?") == []
+    searched = ToolCatalog([find_city, city_weather])
+    for request, city in (("Weather in Zurich", "Zürich"), ("Weather for AC/DC's town", "ACDC")):
+        city_plan = plan(("w", "city_weather", {"city": city}))
+        assert check_grounding(city_plan, searched, request) == [], city
+    pages = ToolCatalog([web_search, fetch_page])
+    fetched = plan(("f", "fetch_page", {"url": "https://example.com"}))
+    assert check_grounding(fetched, pages, "Summarize example.com") == []
+    (made_up,) = check_grounding(plan(("w", "city_weather", {"city": "Paris"})), searched, "")
+    assert "tool 'find_city' returns: call that tool first" in made_up.message
+
+
+def test_a_tool_that_writes_or_needs_approval_is_never_the_call_to_make_first() -> None:
+    """An order's ``status`` is no reason to create an order: in a catalog that says which
+    tools only read, only those are named, and a tool behind an approval never is."""
+    from toolplan.tools import tagged
+
+    def create_order() -> Any:  # tagged() tags the tool it is given: one per catalog
+        def create(customer_name: str, sku: str) -> Order:
+            """Create an order."""
+            return {"order_id": "o1", "status": "new"}
+
+        return tool("create_order")(create)
+
+    @tool
+    def update_status(order_id: str, status: str) -> Order:
+        """Set an order's status."""
+        return {"order_id": order_id, "status": status}
+
+    @tool
+    def get_order(order_id: str) -> Order:
+        """An order."""
+        return {"order_id": order_id, "status": "new"}
+
+    shipped = plan(("u", "update_status", {"order_id": "42", "status": "shipped"}))
+    declared = ToolCatalog([create_order(), update_status, tagged(get_order, "read-only")])
+    assert check_grounding(shipped, declared, "Ship order 42") == []
+    gated = ToolCatalog([tagged(create_order(), "approval"), update_status])
+    assert check_grounding(shipped, gated, "Ship order 42") == []
+    # with no effects declared, nothing says create_order writes: it is named
+    (named,) = check_grounding(shipped, ToolCatalog([create_order(), update_status]), "Ship 42")
+    assert "tool 'create_order' returns" in named.message
+
+
+def test_a_maker_called_after_the_step_is_to_come_first() -> None:
+    offers = ("o", "product_offers", {"product_id": "Dyson_Airwarp_ID"})
+    later = ("s", "search_products", {"q": "Dyson Airwrap"})
+    (issue,) = check_grounding(plan(offers, later), SHOP, AIRWRAP)
+    assert issue.message.endswith(
+        "step 's' calls that tool after this one: call it first and pass \"{{s.product_id}}\""
+    )
+    # a search mapped over a list gives a list of ids: no one field to point at
+    mapped_search = {
+        "id": "s",
+        "tool": "search_products",
+        "parameters": {"q": "{{item}}"},
+        "forEach": ["a", "b"],
+    }
+    over = parse_plan(
+        {
+            "steps": [
+                mapped_search,
+                {"id": "o", **dict(zip(("tool", "parameters"), offers[1:], strict=True))},
+            ]
+        }
+    )
+    assert check_grounding(over, SHOP, AIRWRAP) == []
