@@ -13,8 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.tools import tool
-from typing_extensions import TypedDict
 
 from tests.e2e.conftest import ON_BOTH_STORES, Cli
 from tests.support.fake_openai import FakeOpenAIServer, Reply
@@ -169,51 +167,6 @@ async def test_a_loop_over_an_object_holding_one_list_goes_over_the_list(
         repair = server.requests[1]["messages"][-1]["content"].split("Problems:")[1]
         # the loop's source as written: the id the reader gave it is no name in the text
         assert "the list is under 'blogs': listBlogs(authorId='a1')[\"blogs\"]" in repair, repair
-
-
-class Found(TypedDict):
-    product_id: str
-    title: str
-
-
-@tool
-def search_products(q: str) -> Found:
-    """Search products by name."""
-    return {"product_id": "p1", "title": q}
-
-
-@tool
-def product_offers(product_id: str) -> list[str]:
-    """The offers for a product."""
-    return []
-
-
-async def test_a_made_up_search_result_goes_back_naming_the_search(
-    server: FakeOpenAIServer, tmp_path: Path
-) -> None:
-    """NESTFUL's small-model answers skip the search of a chain and make its result up
-    (``product_id="Dyson_Airwarp"``): the repair names the search that returns the id, in
-    Python, and the chain the model writes then is the plan."""
-    made_up = 'offers = product_offers(product_id="Dyson_Airwarp")\n'
-    chained = (
-        'found = search_products(q="Dyson Airwrap")\n'
-        'offers = product_offers(product_id=found["product_id"])\n'
-    )
-    server.script([Reply.content(made_up), Reply.content(chained)])
-    settings = Settings.from_env().with_overrides(store_uri=f"sqlite:///{tmp_path / 'tp.db'}")
-    client = Toolplan(settings=settings, tools=[search_products, product_offers])
-    outcome = await create_plan(
-        "Find the best offers for the Dyson Airwrap", client.planner_context()
-    )
-    assert outcome.ref.status == "planned" and outcome.llm_calls == 2
-    assert outcome.plan["steps"][1]["parameters"] == {"product_id": "{{found.product_id}}"}
-    repair = server.requests[1]["messages"][-1]["content"]
-    assert (
-        "line 1, column 10 (product_offers(product_id='Dyson_Airwarp')): argument 'product_id' "
-        "of tool 'product_offers' is 'Dyson_Airwarp', which is not in the request; it is the "
-        "'product_id' that tool 'search_products' returns: call that tool first and pass the "
-        "'product_id' of its output" in repair
-    ), repair
 
 
 async def test_python_is_the_default_and_a_json_answer_is_still_read(

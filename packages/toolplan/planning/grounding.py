@@ -8,7 +8,7 @@ request (the query, and a replan's context with the earlier results), or comes f
 through a template; this check refuses the literals that are neither and that a step's tool
 output would supply, and names the template to write instead.
 
-Five rules, each narrow, because a literal from the request is the normal case (BENCHMARKS.md
+Four rules, each narrow, because a literal from the request is the normal case (BENCHMARKS.md
 measures the false refusals on public function-calling answers, whose values all are):
 
 * **A literal object where an output fits.** An argument that is a literal object (or a list of
@@ -31,23 +31,11 @@ measures the false refusals on public function-calling answers, whose values all
   (``[{"_id": "post-1"}, ...]``) whose ids the request does not hold, where the step depends on
   a step whose output lists objects with that id field (``listBlogs``' ``blogs``). Names,
   numbers and dates the user gave ("Carol and Dan", pages 1 to 5) are theirs to map over.
-* **A string for a field one other tool makes**: a string with a letter in it, for an argument
-  that exactly one other catalog tool returns as a field of its output and does not take, where
-  that tool can be the first call (:meth:`_Checker._made_by`: a search from the request's
-  terms, not a getter by id, a reader of the current state or, where effects are declared, a
-  write), and the value is not the request's even respelled (:meth:`Grounds.has_loosely`):
-  ``product_offers(product_id="Dyson_Airwarp")`` where ``search_products`` returns
-  ``product_id`` (NESTFUL's small-model answers skip the search and make the id, the restaurant
-  name or the departure time up). No dependency is needed: the step that should feed it is the
-  one missing. Only a required argument: an optional one is a filter of the caller's choice (a
-  booking returns the director or the album a search filters on), and neither is one of the
-  argument's declared values.
 
 A number is in the request when the text holds it in digits (``1,000``; ``5%`` for ``0.05``); a
 string when the text holds it or every word of it (case aside). No word list of any language
 takes part: each rule needs structural evidence (a dependency whose declared output fits the
-literal, a ``dependsOn`` edge no template uses, the one tool whose output makes the field), and
-the request's text only excuses a literal. A hint never names a step that depends on the step it would feed (a cycle) or
+literal, a ``dependsOn`` edge no template uses), and the request's text only excuses a literal. A hint never names a step that depends on the step it would feed (a cycle) or
 whose output does not have the argument's shape.
 
 The id-by-name check (:mod:`toolplan.planning.id_by_name`) is the special case of an id written
@@ -65,7 +53,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -83,19 +70,6 @@ __all__ = ["Grounds", "check_grounding", "literal_numbers"]
 
 _NUMBER = re.compile(r"(?<![\d.])-?(?:\d[\d,_]*(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)?")
 _WORD = re.compile(r"\w+")
-_LETTER = re.compile(r"[^\W\d_]")
-_PLAIN_WORD = re.compile(r"[^\W_]+")
-
-
-def _plain(text: str) -> str:
-    """``text`` folded, accents aside (``Zürich`` as ``zurich``)."""
-    decomposed = unicodedata.normalize("NFKD", text)
-    return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
-
-
-def _squashed(text: str) -> str:
-    """:func:`_plain` with only its letters and digits (``AC/DC`` as ``acdc``)."""
-    return re.sub(r"[\W_]+", "", _plain(text))
 
 
 _TRIVIAL = (0.0, 1.0)
@@ -149,19 +123,6 @@ class Grounds:
             return True
         words = set(_WORD.findall(self._folded))
         return all(word in words for word in _WORD.findall(folded))
-
-    def has_loosely(self, value: str) -> bool:
-        """Whether ``value`` is the text's, however respelled: :meth:`has_string`, or with
-        accents, case and punctuation aside (``Zürich`` for "Zurich", ``AC/DC`` for "ACDC",
-        ``https://example.com`` for "example.com"), or sharing a word of four letters or more
-        with it (a name the caller completed or normalized)."""
-        if self.has_string(value):
-            return True
-        squashed = _squashed(value)
-        if len(squashed) >= 3 and squashed in _squashed(self.text):
-            return True
-        words = set(_PLAIN_WORD.findall(_plain(self.text)))
-        return any(len(w) >= 4 and w in words for w in _PLAIN_WORD.findall(_plain(value)))
 
     def has(self, value: Any) -> bool:
         """Whether a scalar literal is in the text (``None`` and booleans always are)."""
@@ -239,8 +200,7 @@ class _Checker:
     """One plan's grounding check: the plan's outputs, dependencies and the request text."""
 
     def __init__(self, plan: Plan, catalog: ToolCatalog, grounds: Grounds) -> None:
-        self.plan, self.grounds, self.catalog = plan, grounds, catalog
-        self._makers: dict[str, list[tuple[str, str]]] | None = None
+        self.plan, self.grounds = plan, grounds
         self.steps = {step.id: step for step in plan.steps}
         self.outputs: dict[str, dict[str, Any]] = {}
         self.options: dict[str, set[str]] = {}
@@ -283,9 +243,7 @@ class _Checker:
                 ):
                     issue = self._number(step, name, float(value), deps)
                 elif isinstance(value, str):
-                    issue = self._unused_edge(step, name, value) or self._made_field(
-                        step, name, value, upstream
-                    )
+                    issue = self._unused_edge(step, name, value)
                 if issue is not None:
                     issues.append(issue)
             if isinstance(step.for_each, list) and step.for_each:
@@ -459,88 +417,6 @@ class _Checker:
                 step.id,
             )
         return None
-
-    def _made_field(
-        self, step: Step, name: str, value: str, upstream: set[str]
-    ) -> ValidationIssue | None:
-        """A string the request does not hold, for a required argument exactly one other tool
-        makes: a field of its declared output that it does not take
-        (``product_id="YOUR_PRODUCT_ID"`` where a search returns ``product_id``). A value with
-        no letter (a date, a time, a number) or one of the argument's declared values is not
-        made up, and an optional argument is the caller's choice: a booking returns the
-        director, album or country that a search takes as a filter, and the search comes
-        first."""
-        if step.tool not in self.catalog or not _LETTER.search(value):
-            return None
-        # an id respelled from the request's words is still no id; any other value may be
-        # the request's, respelled or completed (a city without its accent, a whole URL)
-        if is_id_argument(name):
-            if self.grounds.has_string(value):
-                return None
-        elif self.grounds.has_loosely(value):
-            return None
-        schema = self.catalog.arguments_schema(step.tool)
-        declared = _fields(schema).get(name)
-        if name not in _required(schema):
-            return None  # an option (a filter, a director, an album): the caller's choice
-        if isinstance(declared, Mapping) and "enum" in declared:
-            return None
-        makers = self._made_by().get(_fold(name), [])
-        if len(makers) != 1:
-            return None  # none, or several: which one the request means is not for a check
-        tool, field = makers[0]
-        calls = [s for s in self.plan.steps if s.tool == tool]
-        if any(s.for_each is not None or s.when is not None for s in calls):
-            return None  # a list of outputs, or one that may not be: no single field to pass
-        written = self.plan.step_ids
-        before = [
-            s for s in calls if s.id in upstream and written.index(s.id) < written.index(step.id)
-        ]
-        if before:
-            fix = f"pass {_template(before[0].id, field)}"
-        elif calls:
-            fix = (
-                f"step {calls[0].id!r} calls that tool after this one: call it first and "
-                f"pass {_template(calls[0].id, field)}"
-            )
-        else:
-            fix = f"call that tool first and pass the {field!r} of its output"
-        return ValidationIssue(
-            "ungrounded",
-            f"step {step.id!r}: argument {name!r} of tool {step.tool!r} is {value!r}, which "
-            f"is not in the request; it is the {field!r} that tool {tool!r} returns: {fix}",
-            step.id,
-        )
-
-    def _made_by(self) -> dict[str, list[tuple[str, str]]]:
-        """Folded field name -> ``(tool, field)`` for each catalog tool that can be the call
-        to make first for that field: its declared output has the field and it does not take
-        it (a field it makes, not one it echoes); it takes arguments, none of them a required
-        id (a search from the request's terms: ``get_current_location()`` returns a city, yet
-        the user's city is theirs, and a getter by id such as ``getAuthor`` reads back the
-        ``name`` a ``createAuthor`` takes); it needs no approval; and, in a catalog that says
-        which tools only read, it is one of them (an order's ``status`` is no reason to create
-        an order)."""
-        if self._makers is None:
-            self._makers = {}
-            infos = self.catalog.infos()
-            effects_declared = any(info.read_only for info in infos)
-            for info in infos:
-                taken = {_fold(arg) for arg in _fields(info.parameters)}
-                if not taken or any(is_id_argument(a) for a in _required(info.parameters)):
-                    continue
-                if self.catalog.gated(info.name) or (effects_declared and not info.read_only):
-                    continue
-                for field in _fields(info.returns):
-                    if _fold(field) not in taken:
-                        self._makers.setdefault(_fold(field), []).append((info.name, field))
-        return self._makers
-
-
-def _required(schema: Mapping[str, Any]) -> list[str]:
-    """The required arguments an arguments schema lists (none when it lists them otherwise)."""
-    required = schema.get("required")
-    return [str(name) for name in required] if isinstance(required, list) else []
 
 
 def _list_of_objects(value: Any) -> bool:
