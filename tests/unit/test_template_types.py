@@ -172,6 +172,130 @@ def test_an_index_into_one_value_names_the_value() -> None:
     assert problem("{{search.restaurantsId[1]}}").endswith("so [1] does not exist")
 
 
+def _movie_catalog(*extra: Any, **tags: tuple[str, ...]) -> ToolCatalog:
+    """NESTFUL sgd-15's catalog, cut down: a search for movies, a tool for their show times, and
+    a booking that takes a show time (and echoes it back). ``tags``: a tool's tags by name."""
+
+    def obj(*keys: str) -> dict[str, Any]:
+        return {"type": "object", "properties": {key: {"type": "string"} for key in keys}}
+
+    def find_movies(location: str) -> dict[str, Any]:
+        """Find movies playing in a city."""
+        return {}
+
+    def get_times(movie_name: str, location: str, show_date: str) -> dict[str, Any]:
+        """Show times of a movie."""
+        return {}
+
+    def buy_tickets(movie_name: str, show_time: str, number_of_tickets: int) -> dict[str, Any]:
+        """Buy tickets for a show."""
+        return {}
+
+    made = {
+        "find_movies": obj("movie_name", "theater_name"),
+        "get_times": obj("movie_name", "show_time", "show_date"),
+        "buy_tickets": obj("movie_name", "show_time", "price"),
+    }
+    tools = [
+        tagged(tool(fn), *tags.get(fn.__name__, ()), returns=made[fn.__name__])
+        for fn in (find_movies, get_times, buy_tickets)
+    ]
+    return ToolCatalog([*tools, *extra])
+
+
+def _ticket_plan(*before: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        step("movies", "find_movies", location="Chicago"),
+        *before,
+        step(
+            "tickets",
+            "buy_tickets",
+            movie_name="{{movies.movie_name}}",
+            show_time="{{movies.show_time}}",
+            number_of_tickets=3,
+        ),
+    ]
+
+
+def test_a_missing_key_names_the_one_tool_that_makes_it() -> None:
+    """NESTFUL sgd-15 (seed 3): the model asked the movie search for a ``show_time`` only the
+    show-times tool returns; told only that the key was missing, it wrote the same template in
+    all four answers and ended with no plan."""
+    (found,) = problems(*_ticket_plan(), catalog=_movie_catalog())
+    assert found.endswith(
+        "without 'show_time'; tool 'get_times' returns 'show_time': call that tool first and "
+        "take its 'show_time'"
+    )
+
+
+def test_a_missing_key_names_the_step_of_the_plan_that_returns_it() -> None:
+    """NESTFUL sgd-14 (seed 2): the plan searched hotels, then asked a house booking for the
+    ``hotel_name`` the search returned."""
+    times = step(
+        "times", "get_times", movie_name="{{movies.movie_name}}", location="C", show_date="d"
+    )
+    (found,) = problems(*_ticket_plan(times), catalog=_movie_catalog())
+    assert found.endswith(
+        "without 'show_time'; step 'times' (get_times) returns it: {{times.show_time}}"
+    )
+
+
+def test_no_maker_is_named_when_it_is_not_the_only_one_or_could_not_come_first() -> None:
+    def other_times(movie_name: str) -> dict[str, Any]:
+        """Show times elsewhere."""
+        return {}
+
+    def hold_seat(show_time: str) -> dict[str, Any]:
+        """Hold a seat at a show."""
+        return {}
+
+    shown = {"type": "object", "properties": {"show_time": {"type": "string"}}}
+    # a tool that takes the key and returns it back does not make it
+    echoing = _movie_catalog(tagged(tool(hold_seat), returns=shown))
+    (found,) = problems(*_ticket_plan(), catalog=echoing)
+    assert "tool 'get_times' returns 'show_time'" in found
+    two_makers = _movie_catalog(tagged(tool(other_times), returns=shown))
+    (found,) = problems(*_ticket_plan(), catalog=two_makers)
+    assert found.endswith("without 'show_time'")
+    # a maker that waits for approval, or writes where the catalog says which tools only read
+    (found,) = problems(*_ticket_plan(), catalog=_movie_catalog(get_times=("approval",)))
+    assert found.endswith("without 'show_time'")
+    reads_declared = _movie_catalog(find_movies=("read-only",))
+    (found,) = problems(*_ticket_plan(), catalog=reads_declared)
+    assert found.endswith("without 'show_time'")
+    reads = _movie_catalog(find_movies=("read-only",), get_times=("read-only",))
+    (found,) = problems(*_ticket_plan(), catalog=reads)
+    assert "tool 'get_times' returns 'show_time'" in found
+    # the plan's call of the maker comes after the step (a cycle), or is mapped: no hint
+    later = step(
+        "late", "get_times", movie_name="{{tickets.movie_name}}", location="C", show_date="d"
+    )
+    found = problems(*_ticket_plan(), later, catalog=_movie_catalog())
+    assert found[0].endswith("without 'show_time'")
+    mapped = {
+        **step("times", "get_times", movie_name="{{$item}}", location="C", show_date="d"),
+        "forEach": ["A", "B"],
+    }
+    (found,) = problems(*_ticket_plan(mapped), catalog=_movie_catalog())
+    assert found.endswith("without 'show_time'")
+
+
+def test_a_maker_is_not_named_where_the_message_already_names_a_fix() -> None:
+    """A key spelled like an existing one is a misspelling, not a call to add."""
+
+    def find_again(location: str) -> dict[str, Any]:
+        """Find movies again."""
+        return {}
+
+    plan = _ticket_plan()
+    plan[-1]["parameters"]["show_time"] = "{{movies.theater}}"
+    catalog = _movie_catalog(
+        tagged(tool(find_again), returns={"type": "object", "properties": {"theater": {}}})
+    )
+    (found,) = problems(*plan, catalog=catalog)
+    assert found.endswith("without 'theater'; did you mean {{movies.theater_name}}?")
+
+
 # -- what must stay valid ------------------------------------------------------------------------
 
 
