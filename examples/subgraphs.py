@@ -24,8 +24,8 @@ from typing import Any
 from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
 
-from toolplan.planning.context import PlannerContext
 from toolplan.pipeline.planning import build_planner_graph
+from toolplan.planning.context import PlannerContext
 from toolplan.runs.context import ExecutionContext
 from toolplan.runs.graph import build_execution_graph
 
