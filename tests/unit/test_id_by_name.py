@@ -10,8 +10,9 @@ from typing_extensions import TypedDict
 
 from toolplan.builtin_tools import blog
 from toolplan.errors import ValidationIssue
+from toolplan.plan_format.names import is_id_argument
 from toolplan.plan_format.plan import Plan, parse_plan
-from toolplan.planning.id_by_name import find_ids_by_name, is_id_argument
+from toolplan.planning.id_by_name import find_ids_by_name
 from toolplan.tools.catalog import ToolCatalog
 
 

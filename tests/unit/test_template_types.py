@@ -172,12 +172,13 @@ def test_an_index_into_one_value_names_the_value() -> None:
     assert problem("{{search.restaurantsId[1]}}").endswith("so [1] does not exist")
 
 
+def _obj(*keys: str) -> dict[str, Any]:
+    return {"type": "object", "properties": {key: {"type": "string"} for key in keys}}
+
+
 def _movie_catalog(*extra: Any, **tags: tuple[str, ...]) -> ToolCatalog:
     """NESTFUL sgd-15's catalog, cut down: a search for movies, a tool for their show times, and
     a booking that takes a show time (and echoes it back). ``tags``: a tool's tags by name."""
-
-    def obj(*keys: str) -> dict[str, Any]:
-        return {"type": "object", "properties": {key: {"type": "string"} for key in keys}}
 
     def find_movies(location: str) -> dict[str, Any]:
         """Find movies playing in a city."""
@@ -192,9 +193,9 @@ def _movie_catalog(*extra: Any, **tags: tuple[str, ...]) -> ToolCatalog:
         return {}
 
     made = {
-        "find_movies": obj("movie_name", "theater_name"),
-        "get_times": obj("movie_name", "show_time", "show_date"),
-        "buy_tickets": obj("movie_name", "show_time", "price"),
+        "find_movies": _obj("movie_name", "theater_name"),
+        "get_times": _obj("movie_name", "show_time", "show_date"),
+        "buy_tickets": _obj("movie_name", "show_time", "price"),
     }
     tools = [
         tagged(tool(fn), *tags.get(fn.__name__, ()), returns=made[fn.__name__])
@@ -203,7 +204,11 @@ def _movie_catalog(*extra: Any, **tags: tuple[str, ...]) -> ToolCatalog:
     return ToolCatalog([*tools, *extra])
 
 
-def _ticket_plan(*before: dict[str, Any]) -> list[dict[str, Any]]:
+READS = {"find_movies": ("read-only",), "get_times": ("read-only",)}
+"""The catalog's reads, tagged: a catalog that says which tools only read."""
+
+
+def _ticket_plan(*before: dict[str, Any], show_time: str = "{{movies.show_time}}") -> list[Any]:
     return [
         step("movies", "find_movies", location="Chicago"),
         *before,
@@ -211,33 +216,55 @@ def _ticket_plan(*before: dict[str, Any]) -> list[dict[str, Any]]:
             "tickets",
             "buy_tickets",
             movie_name="{{movies.movie_name}}",
-            show_time="{{movies.show_time}}",
+            show_time=show_time,
             number_of_tickets=3,
         ),
     ]
+
+
+def _times(**more: Any) -> dict[str, Any]:
+    return {
+        **step(
+            "times", "get_times", movie_name="{{movies.movie_name}}", location="C", show_date="d"
+        ),
+        **more,
+    }
 
 
 def test_a_missing_key_names_the_one_tool_that_makes_it() -> None:
     """NESTFUL sgd-15 (seed 3): the model asked the movie search for a ``show_time`` only the
     show-times tool returns; told only that the key was missing, it wrote the same template in
     all four answers and ended with no plan."""
-    (found,) = problems(*_ticket_plan(), catalog=_movie_catalog())
+    (found,) = problems(*_ticket_plan(), catalog=_movie_catalog(**READS))
     assert found.endswith(
         "without 'show_time'; tool 'get_times' returns 'show_time': call that tool first and "
         "take its 'show_time'"
     )
+    # a catalog that does not say which tools only read: calling it may change something
+    (found,) = problems(*_ticket_plan(), catalog=_movie_catalog())
+    assert found.endswith("without 'show_time'; only tool 'get_times' returns 'show_time'")
 
 
 def test_a_missing_key_names_the_step_of_the_plan_that_returns_it() -> None:
     """NESTFUL sgd-14 (seed 2): the plan searched hotels, then asked a house booking for the
-    ``hotel_name`` the search returned."""
-    times = step(
-        "times", "get_times", movie_name="{{movies.movie_name}}", location="C", show_date="d"
+    ``hotel_name`` the search returned. The step is named whatever its tool does: it is called
+    anyway; the rest of the path is kept."""
+    (found,) = problems(*_ticket_plan(_times()), catalog=_movie_catalog())
+    assert found.endswith("; step 'times' (get_times) returns it: {{times.show_time}}")
+    nested = _ticket_plan(_times(), show_time="{{movies.show_time.start}}")
+    (found,) = problems(*nested, catalog=_movie_catalog(buy_tickets=("approval",)))
+    assert found.endswith("; step 'times' (get_times) returns it: {{times.show_time.start}}")
+    # the built-in blog tools: a write already in the plan returns the name
+    found = problems(
+        step("author", "createAuthor", name="Bo", email="bo@t.com"),
+        step("blog", "createBlog", authorId="{{author._id}}", title="t", content="c"),
+        step("note", "createDraft", title="{{blog.name}}", content="c"),
     )
-    (found,) = problems(*_ticket_plan(times), catalog=_movie_catalog())
-    assert found.endswith(
-        "without 'show_time'; step 'times' (get_times) returns it: {{times.show_time}}"
-    )
+    assert found == [
+        "step 'note': template '{{blog.name}}': step 'blog' (createBlog) returns an object with "
+        "keys _id, authorId, title, content, without 'name'; step 'author' (createAuthor) "
+        "returns it: {{author.name}}"
+    ]
 
 
 def test_no_maker_is_named_when_it_is_not_the_only_one_or_could_not_come_first() -> None:
@@ -249,35 +276,90 @@ def test_no_maker_is_named_when_it_is_not_the_only_one_or_could_not_come_first()
         """Hold a seat at a show."""
         return {}
 
-    shown = {"type": "object", "properties": {"show_time": {"type": "string"}}}
+    def named(*plan: Any, catalog: ToolCatalog) -> bool:
+        return any(
+            "returns it" in p or "returns 'show_time'" in p
+            for p in problems(*plan, catalog=catalog)
+        )
+
+    shown = _obj("show_time")
     # a tool that takes the key and returns it back does not make it
     echoing = _movie_catalog(tagged(tool(hold_seat), returns=shown))
-    (found,) = problems(*_ticket_plan(), catalog=echoing)
-    assert "tool 'get_times' returns 'show_time'" in found
-    two_makers = _movie_catalog(tagged(tool(other_times), returns=shown))
-    (found,) = problems(*_ticket_plan(), catalog=two_makers)
-    assert found.endswith("without 'show_time'")
+    assert named(*_ticket_plan(), catalog=echoing)
+    assert not named(
+        *_ticket_plan(), catalog=_movie_catalog(tagged(tool(other_times), returns=shown))
+    )
     # a maker that waits for approval, or writes where the catalog says which tools only read
-    (found,) = problems(*_ticket_plan(), catalog=_movie_catalog(get_times=("approval",)))
-    assert found.endswith("without 'show_time'")
-    reads_declared = _movie_catalog(find_movies=("read-only",))
-    (found,) = problems(*_ticket_plan(), catalog=reads_declared)
-    assert found.endswith("without 'show_time'")
-    reads = _movie_catalog(find_movies=("read-only",), get_times=("read-only",))
-    (found,) = problems(*_ticket_plan(), catalog=reads)
-    assert "tool 'get_times' returns 'show_time'" in found
-    # the plan's call of the maker comes after the step (a cycle), or is mapped: no hint
+    assert not named(*_ticket_plan(), catalog=_movie_catalog(get_times=("approval",)))
+    assert not named(*_ticket_plan(), catalog=_movie_catalog(find_movies=("read-only",)))
+    # the plan's call of the maker runs after the step: by a template, its fallback's, or its
+    # forEach; or it is mapped, conditional, or may answer with another tool's output
     later = step(
         "late", "get_times", movie_name="{{tickets.movie_name}}", location="C", show_date="d"
     )
-    found = problems(*_ticket_plan(), later, catalog=_movie_catalog())
-    assert found[0].endswith("without 'show_time'")
-    mapped = {
-        **step("times", "get_times", movie_name="{{$item}}", location="C", show_date="d"),
-        "forEach": ["A", "B"],
+    fallback = _times(
+        fallback={
+            "tool": "get_times",
+            "parameters": {
+                "movie_name": "{{tickets.movie_name}}",
+                "location": "C",
+                "show_date": "d",
+            },
+        }
+    )
+    mapped_on = {
+        **step("mid", "find_movies", location="{{$item}}"),
+        "forEach": "{{tickets.movie_name}}",
     }
-    (found,) = problems(*_ticket_plan(mapped), catalog=_movie_catalog())
-    assert found.endswith("without 'show_time'")
+    via_map = _times(dependsOn=["mid"])
+    other_tool = _times(fallback={"tool": "find_movies", "parameters": {"location": "C"}})
+    for plan in (
+        [*_ticket_plan(), later],
+        _ticket_plan(fallback),
+        [*_ticket_plan(via_map), mapped_on],
+        _ticket_plan(_times(forEach=["A", "B"])),
+        _ticket_plan(_times(when="{{movies.movie_name}} != ''")),
+        _ticket_plan(other_tool),
+        _ticket_plan(_times(), {**_times(), "id": "times_2"}),
+    ):
+        assert not named(*plan, catalog=_movie_catalog(**READS)), plan
+
+
+def test_a_key_many_tools_return_or_a_getter_by_id_names_no_tool() -> None:
+    """Counted over the whole catalog: ``get_post`` takes a post id and returns ``id`` and
+    ``created_at``, as ``get_user`` does; leaving the asking tool out would name ``get_user``
+    and feed a user's id as a post's. A getter by id (``getAuthor``) cannot be called first."""
+
+    def search_posts(query: str) -> dict[str, Any]:
+        """Search posts."""
+        return {}
+
+    def get_post(post_id: str) -> dict[str, Any]:
+        """Get a post."""
+        return {}
+
+    def get_user(user_id: str) -> dict[str, Any]:
+        """Get a user."""
+        return {}
+
+    catalog = ToolCatalog(
+        [
+            tagged(tool(search_posts), "read-only", returns=_obj("title", "score")),
+            tagged(tool(get_post), "read-only", returns=_obj("id", "title", "created_at")),
+            tagged(tool(get_user), "read-only", returns=_obj("id", "name", "created_at")),
+        ]
+    )
+    (found,) = problems(
+        step("s", "search_posts", query="q"),
+        step("p", "get_post", post_id="{{s.id}}"),
+        catalog=catalog,
+    )
+    assert found.endswith("without 'id'")
+    (found,) = problems(
+        step("weather", "get_weather", location="Oslo"),
+        step("d", "createDraft", title="{{weather.name}}", content="c"),
+    )
+    assert found.endswith("without 'name'")
 
 
 def test_a_maker_is_not_named_where_the_message_already_names_a_fix() -> None:
@@ -287,12 +369,8 @@ def test_a_maker_is_not_named_where_the_message_already_names_a_fix() -> None:
         """Find movies again."""
         return {}
 
-    plan = _ticket_plan()
-    plan[-1]["parameters"]["show_time"] = "{{movies.theater}}"
-    catalog = _movie_catalog(
-        tagged(tool(find_again), returns={"type": "object", "properties": {"theater": {}}})
-    )
-    (found,) = problems(*plan, catalog=catalog)
+    catalog = _movie_catalog(tagged(tool(find_again), returns=_obj("theater")))
+    (found,) = problems(*_ticket_plan(show_time="{{movies.theater}}"), catalog=catalog)
     assert found.endswith("without 'theater'; did you mean {{movies.theater_name}}?")
 
 

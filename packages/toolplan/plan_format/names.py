@@ -8,10 +8,11 @@ import difflib
 import re
 from collections.abc import Iterable
 
-__all__ = ["alike_name", "name_words", "spelled_alike", "starts_alike"]
+__all__ = ["alike_name", "is_id_argument", "name_words", "spelled_alike", "starts_alike"]
 
 _NAME_WORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 _SEPARATORS = re.compile(r"[\W_]+")
+_CAMEL_ID = re.compile(r"[a-z0-9]I[dD]$")
 
 
 def name_words(name: str) -> list[str]:
@@ -72,3 +73,10 @@ def _alike(word: str, other: str) -> bool:
         starts_alike(word, other, shortest=3)
         or difflib.SequenceMatcher(None, word, other).ratio() >= 0.75
     )
+
+
+def is_id_argument(name: str) -> bool:
+    """Whether an argument's name says it takes an id: ``id``, ``blog_id``, ``authorId``,
+    ``userID`` (not ``paid`` or ``valid``)."""
+    lowered = name.lower()
+    return lowered in ("id", "_id") or lowered.endswith("_id") or bool(_CAMEL_ID.search(name))

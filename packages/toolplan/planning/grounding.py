@@ -59,9 +59,10 @@ from typing import Any
 
 from toolplan.errors import ValidationIssue
 from toolplan.plan_format.json_schema import declared_types, is_list, object_branch
+from toolplan.plan_format.names import is_id_argument
 from toolplan.plan_format.plan import Plan, Step
 from toolplan.plan_format.templates import contains_template, leaves, references
-from toolplan.planning.id_by_name import find_ids_by_name, id_kind, is_id_argument
+from toolplan.planning.id_by_name import find_ids_by_name, id_kind
 from toolplan.tools.catalog import ToolCatalog
 from toolplan.tools.returns import compact_shape
 from toolplan.validation.edges import dependencies, descendants

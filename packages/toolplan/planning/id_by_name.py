@@ -28,20 +28,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolplan.errors import ValidationIssue
+from toolplan.plan_format.names import is_id_argument
 from toolplan.plan_format.plan import Plan, Step
 from toolplan.tools.catalog import ToolCatalog
 from toolplan.validation.edges import descendants
 
-__all__ = ["IdByName", "find_ids_by_name", "id_kind", "is_id_argument"]
-
-_CAMEL_ID = re.compile(r"[a-z0-9]I[dD]$")
-
-
-def is_id_argument(name: str) -> bool:
-    """Whether an argument's name says it takes an id: ``id``, ``blog_id``, ``authorId``,
-    ``userID`` (not ``paid`` or ``valid``)."""
-    lowered = name.lower()
-    return lowered in ("id", "_id") or lowered.endswith("_id") or bool(_CAMEL_ID.search(name))
+__all__ = ["IdByName", "find_ids_by_name", "id_kind"]
 
 
 def id_kind(name: str) -> str:

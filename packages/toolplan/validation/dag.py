@@ -27,7 +27,8 @@ from toolplan.plan_format.templates import (
 )
 from toolplan.tools.catalog import RESERVED_TOOL_NAMES, ToolCatalog
 from toolplan.validation.conditions import check_text_conditions
-from toolplan.validation.control_flow import check_control_flow, control_references
+from toolplan.validation.control_flow import check_control_flow
+from toolplan.validation.edges import runs_after
 from toolplan.validation.ordering import OrderEdges, order_edges, program_order
 from toolplan.validation.types import check_template_types
 
@@ -158,11 +159,6 @@ def _step_references(step: Step) -> list[Template]:
     ``{{$item}}``)."""
     fallback = step.fallback.parameters if step.fallback is not None else None
     return [t for t in find_templates([step.parameters, fallback]) if not t.is_loop]
-
-
-def _step_dependencies(step: Step) -> list[str]:
-    named = [t.step for t in _step_references(step)]
-    return list(dict.fromkeys([*step.depends_on, *control_references(step), *named]))
 
 
 def _fix_for(value: Any, schema: Mapping[str, Any]) -> str:
@@ -550,8 +546,7 @@ def analyze(
 
     # Dependency graph over the steps that exist (unknown references are reported above).
     dependencies = {
-        step_id: [dep for dep in _step_dependencies(step) if dep in ids]
-        for step_id, step in ids.items()
+        step_id: [dep for dep in runs_after(step) if dep in ids] for step_id, step in ids.items()
     }
     order, layers = _kahn(list(ids), dependencies)
     if len(order) < len(ids):

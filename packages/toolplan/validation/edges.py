@@ -1,17 +1,21 @@
 """A plan's dependency edges as the planner's checks walk them: what a step depends on (its
-``dependsOn``, then the steps its templates name) and what depends on it, directly or not.
+``dependsOn``, then the steps its templates name), what it runs after, and what runs after it,
+directly or not.
 
-The validator (:mod:`toolplan.validation.dag`) builds the DAG itself, with every problem reported;
-these run after it, on a valid plan, to keep a repair hint from naming a step downstream of the
-one it would feed (a cycle).
+The validator (:mod:`toolplan.validation.dag`) builds the DAG from :func:`runs_after`, with every
+problem reported. The checks that name a step in a repair hint (the grounding check, the
+validator's hint for a missing output key) walk :func:`descendants` to keep the hint from naming
+a step downstream of the one it would feed (a cycle); they run on plans the validator may still
+refuse, so an edge to a step that does not exist is ignored.
 """
 
 from __future__ import annotations
 
 from toolplan.plan_format.plan import Plan, Step
-from toolplan.plan_format.templates import references
+from toolplan.plan_format.templates import find_templates, references
+from toolplan.validation.control_flow import control_references
 
-__all__ = ["dependencies", "descendants"]
+__all__ = ["dependencies", "descendants", "runs_after"]
 
 
 def dependencies(step: Step) -> list[str]:
@@ -21,11 +25,19 @@ def dependencies(step: Step) -> list[str]:
     return deps
 
 
+def runs_after(step: Step) -> list[str]:
+    """Every step ``step`` waits for, as the DAG has it: its ``dependsOn``, the steps its
+    ``forEach`` and ``when`` read, and those its templates name, its fallback's too."""
+    fallback = step.fallback.parameters if step.fallback is not None else None
+    named = [t.step for t in find_templates([step.parameters, fallback]) if not t.is_loop]
+    return list(dict.fromkeys([*step.depends_on, *control_references(step), *named]))
+
+
 def descendants(plan: Plan, step_id: str) -> set[str]:
-    """The steps that depend on ``step_id``, directly or not."""
+    """The steps that run after ``step_id`` (:func:`runs_after`), directly or not."""
     dependents: dict[str, set[str]] = {}
     for step in plan.steps:
-        for dep in dependencies(step):
+        for dep in runs_after(step):
             dependents.setdefault(dep, set()).add(step.id)
     found: set[str] = set()
     todo = [step_id]

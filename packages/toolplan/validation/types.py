@@ -33,7 +33,7 @@ from toolplan.plan_format.templates import (
     reference_text,
 )
 from toolplan.tools.catalog import ToolCatalog
-from toolplan.validation.edges import descendants
+from toolplan.validation.makers import Makers
 
 __all__ = [
     "check_template_types",
@@ -61,7 +61,7 @@ class _Mismatch(Exception):
         super().__init__(message)
         self.missing = missing
         """The key the output lacks at its top, when the message names no fix: another tool
-        may make it (:class:`_Makers`)."""
+        may make it (:mod:`toolplan.validation.makers`)."""
 
 
 @dataclass(frozen=True)
@@ -400,7 +400,7 @@ def check_template_types(plan: Plan, catalog: ToolCatalog) -> list[ValidationIss
         if output is not None:
             outputs[step.id] = output
 
-    makers = _Makers(plan, catalog)
+    makers = Makers(plan, catalog)
     issues: list[ValidationIssue] = []
     for step in plan.steps:
         visible: Mapping[str, _Output] = outputs
@@ -485,7 +485,7 @@ def _check_call(
     catalog: ToolCatalog,
     outputs: Mapping[str, _Output],
     steps: Mapping[str, Step],
-    makers: _Makers,
+    makers: Makers,
 ) -> list[ValidationIssue]:
     if tool not in catalog or not isinstance(parameters, dict):
         return []
@@ -504,7 +504,10 @@ def _check_call(
                 try:
                     at = _walk(output, template)
                 except _Mismatch as mismatch:
-                    hint = "" if template.is_loop else makers.hint(step, tool, output, mismatch)
+                    hint = ""
+                    if mismatch.missing is not None and not template.is_loop:
+                        key, rest = mismatch.missing, template.path[1:]
+                        hint = makers.hint(step, tool, key, rest)
                     issues.append(
                         ValidationIssue(
                             "template-type",
@@ -522,65 +525,3 @@ def _check_call(
                             )
                         )
     return issues
-
-
-class _Makers:
-    """The one tool that makes an output key a template asks of a step that lacks it.
-
-    The 1.5B model asked a movie search for the ``show_time`` only the showtimes tool returns
-    (NESTFUL sgd-15), and a house booking for the ``hotel_name`` its own hotel search returned
-    (sgd-14). Told only that the key is missing, it wrote the same template in every repair and
-    ended with no plan. The hint names the step of the plan that returns the key, or else the
-    tool to call first.
-
-    A maker is a catalog tool whose declared output has the key at its top and that does not
-    take an argument of that name (a booking that echoes the ``show_time`` it was given does not
-    make one). It needs no approval, and in a catalog that says which tools only read it is one
-    of them (an order's ``status`` is no reason to create an order). The asked step's tool and
-    the asking step's are not makers. With none or several, the hint names none: which one is
-    meant is a guess. A step of the plan is named only when it can come first: not the asking
-    step, nor one downstream of it (a cycle), nor a mapped or conditional call (a list of
-    outputs, or one that may not be)."""
-
-    def __init__(self, plan: Plan, catalog: ToolCatalog) -> None:
-        self._plan, self._catalog = plan, catalog
-        self._index: dict[str, list[str]] | None = None
-
-    def hint(self, step: Step, tool: str, output: _Output, mismatch: _Mismatch) -> str:
-        """The hint to add to ``mismatch``, a key missing from ``output`` as ``step`` (calling
-        ``tool``) asked it; ``""`` when there is no one maker."""
-        key = mismatch.missing
-        if key is None:
-            return ""
-        found = [t for t in self._makers().get(key, ()) if t not in (output.tool, tool)]
-        if len(found) != 1:
-            return ""
-        maker = found[0]
-        calls = [s for s in self._plan.steps if s.tool == maker and s.id != step.id]
-        if not calls:
-            return f"; tool {maker!r} returns {key!r}: call that tool first and take its {key!r}"
-        after = descendants(self._plan, step.id)
-        usable = [s for s in calls if s.id not in after and s.for_each is None and s.when is None]
-        if not usable:
-            return ""
-        fixed = _written(usable[0].id, (key,))
-        return f"; step {usable[0].id!r} ({maker}) returns it: {{{{{fixed}}}}}"
-
-    def _makers(self) -> dict[str, list[str]]:
-        """Output key -> the tools that make it, indexed on first use (only a plan with a
-        missing key needs it)."""
-        if self._index is None:
-            self._index = {}
-            infos = self._catalog.infos()
-            effects_declared = any(info.read_only for info in infos)
-            for info in infos:
-                if info.gated or (effects_declared and not info.read_only):
-                    continue
-                shape = _one_shape(inline_refs(dict(info.returns))) if info.returns else None
-                if shape is None or _kind(shape) != "object":
-                    continue
-                taken = set(inline_refs(info.parameters).get("properties") or {})
-                for key in shape.get("properties") or {}:
-                    if key not in taken:
-                        self._index.setdefault(key, []).append(info.name)
-        return self._index
