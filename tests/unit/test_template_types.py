@@ -242,7 +242,10 @@ def test_a_missing_key_names_the_one_tool_that_makes_it() -> None:
     )
     # a catalog that does not say which tools only read: calling it may change something
     (found,) = problems(*_ticket_plan(), catalog=_movie_catalog())
-    assert found.endswith("without 'show_time'; only tool 'get_times' returns 'show_time'")
+    assert found.endswith(
+        "without 'show_time'; only tool 'get_times' returns 'show_time': if the request asks "
+        "for what that tool does, call it first and take its 'show_time'"
+    )
 
 
 def test_a_missing_key_names_the_step_of_the_plan_that_returns_it() -> None:

@@ -16,10 +16,10 @@ where the key is made:
   over the whole catalog, writes and all, so that a key many tools return (``id``,
   ``created_at``) names none. It is named only when it is not the asking step's tool, needs no
   approval and takes no id (a getter by id reads back what was made: ``getAuthor``'s ``name``
-  is no weather report's). It is said as an instruction ("call that tool first") only in a
-  catalog that says which tools only read, and of one of them; where the catalog does not say,
-  calling it may change something, so the problem only says that it is the one tool that
-  returns the key.
+  is no weather report's). In a catalog that says which tools only read, only a read is named,
+  as the call to make first; where the catalog does not say, calling it may change something,
+  so the problem says it is the one tool that returns the key, to call first if the request
+  asks for what it does (told only that, the 1.5B model did not add the show-times call).
 
 With several, none is named: which one is meant is a guess.
 """
@@ -69,7 +69,10 @@ class Makers:
         if maker.name == tool or maker.gated or any(is_id_argument(str(r)) for r in required):
             return ""
         if not self._reads_declared():
-            return f"; only tool {maker.name!r} returns {key!r}"
+            return (
+                f"; only tool {maker.name!r} returns {key!r}: if the request asks for what "
+                f"that tool does, call it first and take its {key!r}"
+            )
         if not maker.read_only:
             return ""
         return f"; tool {maker.name!r} returns {key!r}: call that tool first and take its {key!r}"
