@@ -15,6 +15,7 @@ __all__ = [
     "items_schema",
     "listed_values",
     "object_branch",
+    "object_properties",
     "union_parts",
 ]
 
@@ -108,6 +109,13 @@ def object_branch(schema: Any, value: Mapping[str, Any] | None = None) -> Mappin
     if value is None:
         return None
     return next((o for o in objects if set(value) <= set(o["properties"])), None)
+
+
+def object_properties(schema: Any) -> dict[str, Any]:
+    """The declared keys of the one object ``schema`` describes (:func:`object_branch`), with
+    their schemas; none for a list, a scalar, or a union of objects."""
+    branch = object_branch(schema)
+    return dict(branch["properties"]) if branch is not None else {}
 
 
 def items_schema(schema: Any) -> Mapping[str, Any] | None:

@@ -58,7 +58,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolplan.errors import ValidationIssue
-from toolplan.plan_format.json_schema import declared_types, is_list, object_branch
+from toolplan.plan_format.json_schema import declared_types, is_list, object_properties
 from toolplan.plan_format.names import is_id_argument
 from toolplan.plan_format.plan import Plan, Step
 from toolplan.plan_format.templates import contains_template, leaves, references
@@ -153,13 +153,8 @@ def _is_numeric(schema: Any) -> bool:
     return bool(declared_types(schema) & {"number", "integer"})
 
 
-def _fields(schema: Any) -> dict[str, Any]:
-    branch = object_branch(schema)
-    return dict(branch["properties"]) if branch is not None else {}
-
-
 def _numeric_fields(schema: Any) -> list[str]:
-    return [name for name, sub in _fields(schema).items() if _is_numeric(sub)]
+    return [name for name, sub in object_properties(schema).items() if _is_numeric(sub)]
 
 
 def _fold(name: str) -> str:
@@ -280,13 +275,13 @@ class _Checker:
         """Where ``step_id``'s output lists objects with an id: ``(field, id key)``, the
         field ``""`` when the output is the list itself."""
         schema = self.outputs.get(step_id)
-        lists = [("", schema)] if is_list(schema) else list(_fields(schema).items())
+        lists = [("", schema)] if is_list(schema) else list(object_properties(schema).items())
         found: list[tuple[str, str]] = []
         for field, sub in lists:
             if not is_list(sub):
                 continue
             items = sub.get("items") if isinstance(sub, Mapping) else None
-            keys = _fields(items)
+            keys = object_properties(items)
             found += [(field, key) for key in ("_id", "id") if key in keys][:1]
         return found
 
@@ -315,7 +310,7 @@ class _Checker:
         whose = "whose output is" if len(set(chosen)) == 1 else "whose outputs are"
         if isinstance(value, dict):
             fix = _template(chosen[0])
-            fields = _fields(self.outputs[chosen[0]])
+            fields = object_properties(self.outputs[chosen[0]])
             shared = [key for key in value if key in fields]
             made_up = [key for key in shared if not self.grounds.has(value[key])]
             field = next(iter(made_up or shared or list(fields)), None)
@@ -345,7 +340,7 @@ class _Checker:
         for source in list(deps) + sorted(upstream - set(deps), key=self.plan.step_ids.index):
             if source not in self.outputs or source not in upstream:
                 continue
-            fields = _fields(self.outputs[source])
+            fields = object_properties(self.outputs[source])
             if not fields:
                 continue
             shared = set(item) & set(fields)
@@ -401,7 +396,7 @@ class _Checker:
         unused = [d for d in step.depends_on if d in self.steps]
         unused = [d for d in unused if d not in references(step.parameters)]
         for source in unused:
-            fields = _fields(self.outputs.get(source))
+            fields = object_properties(self.outputs.get(source))
             field = next((f for f in fields if _fold(f) == _fold(name)), None)
             if field is None and is_id_argument(name):
                 kind = id_kind(name)

@@ -28,7 +28,7 @@ from toolplan.plan_format.templates import (
 from toolplan.tools.catalog import RESERVED_TOOL_NAMES, ToolCatalog
 from toolplan.validation.conditions import check_text_conditions
 from toolplan.validation.control_flow import check_control_flow
-from toolplan.validation.edges import runs_after
+from toolplan.validation.edges import runs_after, step_references
 from toolplan.validation.ordering import OrderEdges, order_edges, program_order
 from toolplan.validation.types import check_template_types
 
@@ -152,13 +152,6 @@ def effect_order(
     steps = {step.id: step for step in plan.steps}
     order = program_order(list(steps), dependencies)
     return order_edges(order, lambda s: catalog.step_effect(steps[s]), dependencies)
-
-
-def _step_references(step: Step) -> list[Template]:
-    """The templates in ``step``'s parameters (and its fallback's) that name a step (not
-    ``{{$item}}``)."""
-    fallback = step.fallback.parameters if step.fallback is not None else None
-    return [t for t in find_templates([step.parameters, fallback]) if not t.is_loop]
 
 
 def _fix_for(value: Any, schema: Mapping[str, Any]) -> str:
@@ -399,7 +392,7 @@ def _cycle_message(cycle: list[str], first: Step) -> str:
     message = "dependency cycle: " + " -> ".join(cycle)
     if len(cycle) != 2:
         return message
-    own = [t.text for t in _step_references(first) if t.step == first.id]
+    own = [t.text for t in step_references(first) if t.step == first.id]
     if own:
         return (
             f"{message}: step {first.id!r} uses its own output ({', '.join(map(repr, own))}); "
@@ -522,7 +515,7 @@ def analyze(
                     f"(steps: {', '.join(ids)}){_close(dep, ids)}",
                     step.id,
                 )
-        for template in _step_references(step):
+        for template in step_references(step):
             if template.step not in ids:
                 problem(
                     "reference",

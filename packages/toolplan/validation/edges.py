@@ -12,10 +12,10 @@ refuse, so an edge to a step that does not exist is ignored.
 from __future__ import annotations
 
 from toolplan.plan_format.plan import Plan, Step
-from toolplan.plan_format.templates import find_templates, references
+from toolplan.plan_format.templates import Template, find_templates, references
 from toolplan.validation.control_flow import control_references
 
-__all__ = ["dependencies", "descendants", "runs_after"]
+__all__ = ["dependencies", "descendants", "runs_after", "step_references"]
 
 
 def dependencies(step: Step) -> list[str]:
@@ -25,11 +25,17 @@ def dependencies(step: Step) -> list[str]:
     return deps
 
 
+def step_references(step: Step) -> list[Template]:
+    """The templates in ``step``'s parameters (and its fallback's) that name a step (not
+    ``{{$item}}``)."""
+    fallback = step.fallback.parameters if step.fallback is not None else None
+    return [t for t in find_templates([step.parameters, fallback]) if not t.is_loop]
+
+
 def runs_after(step: Step) -> list[str]:
     """Every step ``step`` waits for, as the DAG has it: its ``dependsOn``, the steps its
-    ``forEach`` and ``when`` read, and those its templates name, its fallback's too."""
-    fallback = step.fallback.parameters if step.fallback is not None else None
-    named = [t.step for t in find_templates([step.parameters, fallback]) if not t.is_loop]
+    ``forEach`` and ``when`` read, and those its templates name (:func:`step_references`)."""
+    named = [t.step for t in step_references(step)]
     return list(dict.fromkeys([*step.depends_on, *control_references(step), *named]))
 
 

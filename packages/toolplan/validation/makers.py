@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from toolplan.plan_format.json_schema import inline_refs, object_branch
+from toolplan.plan_format.json_schema import inline_refs, object_properties
 from toolplan.plan_format.names import is_id_argument
 from toolplan.plan_format.plan import Plan, Step
 from toolplan.plan_format.templates import PathSegment, reference_text
@@ -105,7 +105,7 @@ class Makers:
         if self._index is None:
             self._index = {}
             for info in self._catalog.infos():
-                taken = set(inline_refs(info.parameters).get("properties") or {})
+                taken = set(self._catalog.arguments_schema(info.name).get("properties") or {})
                 for key in _top_keys(info.returns) - taken:
                     self._index.setdefault(key, []).append(info)
         return self._index
@@ -117,7 +117,4 @@ class Makers:
 
 def _top_keys(returns: Mapping[str, Any] | None) -> set[str]:
     """The keys of a declared output that is one object (none for a list, a scalar, a union)."""
-    if not returns:
-        return set()
-    shape = object_branch(inline_refs(dict(returns)))
-    return set(shape["properties"]) if shape is not None else set()
+    return set(object_properties(inline_refs(dict(returns)))) if returns else set()
