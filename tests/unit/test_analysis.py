@@ -75,6 +75,35 @@ def test_unknown_tool_suggests_closest() -> None:
     assert "unknown tool 'get_wether'" in message and "did you mean 'get_weather'" in message
 
 
+def test_unknown_tool_offers_first_the_tools_that_take_its_parameters() -> None:
+    from langchain_core.tools import StructuredTool
+
+    from toolplan.tools import ToolCatalog
+
+    def book_house(where_to: str, number_of_adults: int) -> dict[str, str]:
+        """Book a house."""
+        return {}
+
+    def reserve_hotel(hotel_name: str, number_of_days: int) -> dict[str, str]:
+        """Reserve a hotel room."""
+        return {}
+
+    hotels = ToolCatalog(
+        [
+            StructuredTool.from_function(book_house, name="Hotels_BookHouse"),
+            StructuredTool.from_function(reserve_hotel, name="Hotels_ReserveHotel"),
+        ]
+    )
+    for parameters, offered in [
+        ({}, "'Hotels_BookHouse' or 'Hotels_ReserveHotel'"),
+        ({"hotel_name": "Ritz"}, "'Hotels_ReserveHotel' or 'Hotels_BookHouse'"),
+        ({"where_to": "Rome", "hotel_name": "Ritz"}, "'Hotels_BookHouse' or 'Hotels_ReserveHotel'"),
+    ]:
+        with pytest.raises(PlanInvalid) as caught:
+            analyze(parse_plan(steps(step("a", "Hotels_BookHotel", **parameters))), hotels)
+        assert f"unknown tool 'Hotels_BookHotel'; did you mean {offered}?" in str(caught.value)
+
+
 def test_unknown_tool_lists_known_ones_when_nothing_is_close() -> None:
     from toolplan.tools import ToolCatalog
 

@@ -208,6 +208,53 @@ def test_anything_else_is_refused_with_its_line_and_column(text: str, expected: 
     assert all(message.startswith("line ") for message in messages), messages
 
 
+HOTELS = {
+    "Hotels_BookHouse": ["where_to", "number_of_adults", "check_in_date", "check_out_date"],
+    "Hotels_SearchHotel": ["destination", "star_rating"],
+    "Hotels_ReserveHotel": [
+        "hotel_name",
+        "check_in_date",
+        "number_of_days",
+        "destination",
+        "number_of_rooms",
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("call", "offered"),
+    [
+        # by spelling alone, the house booking is closest
+        (
+            "Hotels_BookHotel()",
+            "'Hotels_BookHouse' or 'Hotels_SearchHotel' or 'Hotels_ReserveHotel'",
+        ),
+        # the call's keywords are the reservation's: it comes first
+        (
+            "Hotels_BookHotel(hotel_name='Ritz', number_of_days='2')",
+            "'Hotels_ReserveHotel' or 'Hotels_BookHouse' or 'Hotels_SearchHotel'",
+        ),
+        # five arguments by position: only the reservation takes five
+        (
+            "Hotels_BookHotel('Ritz', '2024-01-01', '2', 'Paris', '1')",
+            "'Hotels_ReserveHotel' or 'Hotels_BookHouse' or 'Hotels_SearchHotel'",
+        ),
+        # a keyword only the search takes
+        (
+            "Hotels_BookHotel('Paris', star_rating='4')",
+            "'Hotels_SearchHotel' or 'Hotels_BookHouse' or 'Hotels_ReserveHotel'",
+        ),
+    ],
+)
+def test_an_unknown_tool_offers_first_the_tools_that_take_its_arguments(
+    call: str, offered: str
+) -> None:
+    """A model that mixes two tools' names up takes the first name offered; spelling alone
+    offered a tool that cannot take the call (NESTFUL's ``sgd-14``, ``sgd-27``)."""
+    (message,) = refused(call, HOTELS)
+    assert message.endswith(f"'Hotels_BookHotel' is not a tool; did you mean {offered}?"), message
+
+
 def test_every_problem_is_reported_and_nothing_runs(tmp_path: Path) -> None:
     marker = tmp_path / "ran"
     text = f"import pathlib\npathlib.Path({str(marker)!r}).touch()\nopen({str(marker)!r}, 'w')"

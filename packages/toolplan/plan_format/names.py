@@ -6,9 +6,16 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Mapping
 
-__all__ = ["alike_name", "is_id_argument", "name_words", "spelled_alike", "starts_alike"]
+__all__ = [
+    "alike_name",
+    "closest_tools",
+    "is_id_argument",
+    "name_words",
+    "spelled_alike",
+    "starts_alike",
+]
 
 _NAME_WORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 _SEPARATORS = re.compile(r"[\W_]+")
@@ -65,6 +72,33 @@ def alike_name(name: str, known: Iterable[str], *, leading: bool = False) -> str
         if spelled_alike(name, candidate, leading=leading):
             return candidate
     return None
+
+
+def closest_tools(
+    name: str,
+    parameters: Mapping[str, Collection[str]],
+    *,
+    keywords: Collection[str] = (),
+    positional: int = 0,
+    n: int = 3,
+) -> list[str]:
+    """The ``n`` tools (of ``parameters``: each tool's parameter names) a call of the unknown
+    ``name`` most likely meant, for a "did you mean": those spelled close to it, and among them
+    first the ones that take the call's arguments as written (every keyword it names, and
+    ``positional`` arguments by position).
+
+    A model that mixes two tools' names up (``Hotels_BookHotel`` with a hotel reservation's
+    five arguments) takes the first name offered in its repair; spelling alone offers
+    ``Hotels_BookHouse``, which takes four. A call with no argument is ranked by spelling."""
+    close = difflib.get_close_matches(name, list(parameters), n=max(len(parameters), 1), cutoff=0.6)
+    if keywords or positional:
+
+        def misfit(tool: str) -> bool:
+            taken = parameters[tool]
+            return len(taken) < positional or not all(word in taken for word in keywords)
+
+        close.sort(key=misfit)  # stable: spelling decides among equals
+    return close[:n]
 
 
 def _alike(word: str, other: str) -> bool:

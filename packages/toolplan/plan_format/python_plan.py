@@ -58,6 +58,7 @@ from typing import Any, NamedTuple
 
 from toolplan.errors import PlanInvalid, ValidationIssue
 from toolplan.plan_format.limits import InputLimits
+from toolplan.plan_format.names import closest_tools
 from toolplan.plan_format.python_expressions import (
     IGNORED_CALLS,
     Binding,
@@ -568,7 +569,7 @@ class PythonReader:
                 f"{called!r} would name each of the tools {', '.join(map(repr, colliding))}: "
                 "rename one of them so that each has a Python name of its own",
             )
-        raise Refused(node, f"{called!r} is not a tool{_close(called, self.tools)}")
+        raise Refused(node, f"{called!r} is not a tool{_close(called, node, self.tools)}")
 
     def _write_counts(self, tool: PythonTool) -> tuple[int, ...]:
         return tuple(self._writes.get(resource, 0) for resource in tool.resources)
@@ -619,10 +620,15 @@ def _loop_body_problem(node: ast.For, body: Sequence[ast.stmt]) -> str:
     return f"{problem}: write one loop per call, or move other calls out of the loop"
 
 
-def _close(name: str, known: Mapping[str, Any]) -> str:
-    import difflib
-
-    close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
+def _close(name: str, node: ast.Call, known: PythonTools) -> str:
+    """The tools a call of the unknown ``name`` may have meant, those that take its arguments
+    first, or the tools there are."""
+    close = closest_tools(
+        name,
+        {called: known[called].parameters for called in known},
+        keywords=[keyword.arg for keyword in node.keywords if keyword.arg is not None],
+        positional=sum(not isinstance(arg, ast.Starred) for arg in node.args),
+    )
     if close:
         return "; did you mean " + " or ".join(map(repr, close)) + "?"
     listed = list(known)[:15]

@@ -7,7 +7,6 @@ and a docstring, which are wrapped into tools. Modules contribute tools through 
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import inspect
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
@@ -16,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from toolplan.errors import AttemptFailed, InvalidInput, failure_kinds
 from toolplan.plan_format.json_schema import inline_refs
+from toolplan.plan_format.names import closest_tools
 from toolplan.store.protocol import ToolStats
 from toolplan.tools.effects import (
     COMMUTATIVE_TAG,
@@ -352,9 +352,10 @@ class ToolCatalog:
         except KeyError:
             raise InvalidInput(self.unknown_tool_message(name)) from None
 
-    def unknown_tool_message(self, name: str) -> str:
-        """'unknown tool ...' with the closest known names, or the list of all of them."""
-        close = difflib.get_close_matches(name, self.names, n=3, cutoff=0.6)
+    def unknown_tool_message(self, name: str, arguments: Collection[str] = ()) -> str:
+        """'unknown tool ...' with the closest known names (those that take the call's
+        ``arguments`` first), or the list of all of them."""
+        close = closest_tools(name, self.signatures, keywords=arguments)
         if close:
             hint = "did you mean " + " or ".join(map(repr, close)) + "?"
         elif len(self.names) <= 15:

@@ -478,7 +478,12 @@ def analyze(
                     step.id,
                 )
             elif tool not in catalog:
-                problem("unknown-tool", f"{label}: {catalog.unknown_tool_message(tool)}", step.id)
+                given = list(parameters) if isinstance(parameters, Mapping) else []
+                problem(
+                    "unknown-tool",
+                    f"{label}: {catalog.unknown_tool_message(tool, given)}",
+                    step.id,
+                )
             elif fallback and catalog.gated(tool):
                 # A fallback runs the moment the step's tool gives up, with nobody asked: a
                 # gated tool there would be a way around its gate (issue 42).
