@@ -544,6 +544,49 @@ def test_a_declared_key_with_a_space_is_checked_and_suggested_quoted() -> None:
     assert '{{rate["Exchange Rate"]}}' in found
 
 
+def test_a_value_the_object_lacks_is_not_sent_to_its_one_list() -> None:
+    """NESTFUL's TripadvisorSearchHotels returns one hotel with one list, ``cardPhotos``: asked
+    for ``{{hotel_search.totalRatings}}``, the problem pointed at the photos ("the list is
+    under 'cardPhotos'"). The list is named only where a list is asked for by a name of its own,
+    or where its items hold the key."""
+    photos = {"type": "array", "items": {"type": "string"}}
+    hotel = {
+        "type": "object",
+        "properties": {"title": {"type": "string"}, "cardPhotos": photos},
+    }
+    lacking = reference_problem(hotel, "{{hotel_search.totalRatings}}", source="hotel_search")
+    assert lacking.endswith("returns an object with keys title, cardPhotos, without 'totalRatings'")
+    # indexed, the missing key is a list's name
+    indexed = reference_problem(hotel, "{{hotel_search.items[0]}}", source="hotel_search")
+    assert indexed.endswith("the list is under 'cardPhotos': {{hotel_search.cardPhotos[0]}}")
+    # a key the list's items hold is reached through the list
+    rating = {"type": "object", "properties": {"totalRatings": {"type": "integer"}}}
+    listing = {
+        "type": "object",
+        "properties": {"count": {"type": "integer"}, "data": {"type": "array", "items": rating}},
+    }
+    through = reference_problem(listing, "{{hotel_search.totalRatings}}", source="hotel_search")
+    assert through.endswith("the list is under 'data': {{hotel_search.data[0].totalRatings}}")
+
+
+def test_a_list_asked_for_by_a_name_of_its_own_is_pointed_at() -> None:
+    """Where a list goes (an argument that takes one), ``{{s.items}}`` names the object's one
+    list; a ``forEach`` likewise (tests/unit/test_control_flow.py)."""
+
+    def tag_all(names: list[str]) -> None:
+        """Tag every name."""
+
+    photos = {"type": "array", "items": {"type": "string"}}
+    hotel = {"type": "object", "properties": {"title": {"type": "string"}, "photos": photos}}
+    catalog = ToolCatalog([tagged(tool(find), returns=hotel), tool(tag_all)])
+    (found,) = problems(
+        step("hotel", "find", query="x"),
+        step("t", "tag_all", names="{{hotel.items}}"),
+        catalog=catalog,
+    )
+    assert found.endswith("without 'items'; the list is under 'photos': {{hotel.photos}}")
+
+
 def test_an_element_of_a_list_an_object_is_not_names_its_own_key() -> None:
     """NESTFUL's LocalBusinessData returns one flat object; the model wrote
     ``{{places.items[0].business_id}}`` after the prompt's ``{{stepId.items[0].name}}``."""

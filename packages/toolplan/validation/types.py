@@ -106,9 +106,12 @@ def _written(step: str, path: tuple[PathSegment, ...]) -> str:
         return step + "".join(f"[{s!r}]" for s in path)
 
 
-def _walk(output: _Output, template: Template) -> Mapping[str, Any] | None:
+def _walk(
+    output: _Output, template: Template, *, listing: bool = False
+) -> Mapping[str, Any] | None:
     """The schema at ``template``'s path, ``None`` when it cannot be known; raises
-    :class:`_Mismatch` when the path cannot exist."""
+    :class:`_Mismatch` when the path cannot exist. ``listing``: the template is where a list
+    goes (a ``forEach``, an argument that takes one), so a missing key may be a list's name."""
     current: Mapping[str, Any] | None = output.schema
     walked: tuple[PathSegment, ...] = ()
     for segment in template.path:
@@ -151,8 +154,16 @@ def _walk(output: _Output, template: Template) -> Mapping[str, Any] | None:
                 elif _element_of_a_list_it_is_not(rest, shape):
                     meant = _written(output.step, (*walked, *rest[1:]))
                     hint = f"; it is one object, not a list: did you mean {{{{{meant}}}}}?"
-                else:
+                elif listing or (rest and isinstance(rest[0], int)):
+                    # a list asked for by a name of its own (``{{s.items}}``, ``{{s.items[0]}}``)
                     hint = _list_hint(output.step, walked, shape, rest)
+                elif _listed_key(shape, segment):
+                    hint = _list_hint(output.step, walked, shape, (0, segment, *rest))
+                else:
+                    # a value the object does not hold is not in its one list either: told "the
+                    # list is under 'cardPhotos'" of a hotel's missing rating, the model would
+                    # take photos for it
+                    hint = ""
                 raise _Mismatch(
                     f"{what} returns an object with keys {', '.join(properties)}, "
                     f"without {segment!r}{hint}",
@@ -221,6 +232,16 @@ def _value_hint(
     if after and not repeated:
         return ""
     return f"; it is one value: {{{{{_written(step, walked)}}}}}"
+
+
+def _listed_key(shape: Mapping[str, Any], key: str) -> bool:
+    """The items of the object's only list have ``key``."""
+    only = _only_list(shape)
+    if only is None:
+        return False
+    listed = _one_shape((shape.get("properties") or {})[only]) or {}
+    items = _one_shape(listed.get("items") or {}) or {}
+    return key in (items.get("properties") or {})
 
 
 def _only_list(shape: Mapping[str, Any]) -> str | None:
@@ -454,7 +475,7 @@ def _item_output(
         return None, None
     where = f"step {step.id!r}: forEach {template.text!r}"
     try:
-        at = _walk(output, template)
+        at = _walk(output, template, listing=True)
     except _Mismatch as mismatch:
         return None, ValidationIssue("template-type", f"{where}: {mismatch}", step.id)
     shape = _one_shape(at) if at is not None else None
@@ -501,8 +522,13 @@ def _check_call(
                     continue
                 if template.step not in steps and not template.is_loop:
                     continue
+                listing = (
+                    whole is not None
+                    and whole.text == template.text
+                    and "array" in (accepted_types(expected) or ())
+                )
                 try:
-                    at = _walk(output, template)
+                    at = _walk(output, template, listing=listing)
                 except _Mismatch as mismatch:
                     hint = ""
                     if mismatch.missing is not None and not template.is_loop:
