@@ -198,12 +198,7 @@ def _element_of_a_list_it_is_not(rest: tuple[PathSegment, ...], shape: Mapping[s
         and rest[1] in properties
     ):
         return False
-    only = _only_list(shape)
-    if only is None:
-        return True
-    listed = _one_shape(properties[only]) or {}
-    items = _one_shape(listed.get("items") or {}) or {}
-    return rest[1] not in (items.get("properties") or {})
+    return not _listed_key(shape, rest[1])
 
 
 def _list_hint(
