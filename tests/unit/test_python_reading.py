@@ -233,6 +233,49 @@ def test_aliases_that_collide_are_refused_naming_both_tools() -> None:
     assert own.tool("get_weather") is not None and own.tool("get_weather").name == "get_weather"  # type: ignore[union-attr]
 
 
+def _converter() -> Any:
+    return StructuredTool.from_function(
+        lambda **kw: {},
+        name="convert",
+        description="Convert an amount between currencies.",
+        args_schema={
+            "type": "object",
+            "properties": {
+                "amount": {"type": "number"},
+                "from": {"type": "string", "description": "The currency it is in."},
+                "to": {"type": "string"},
+                "content-type": {"type": "string"},
+            },
+            "required": ["amount", "from", "to"],
+        },
+    )
+
+
+def test_arguments_whose_names_are_not_python_are_written_by_their_alias() -> None:
+    catalog = ToolCatalog([_converter()])
+    signatures = render_signatures(catalog.infos(), tools=catalog.python_tools)
+    assert "def convert(amount: float, from_: str, to: str, content_type: str" in signatures
+    assert "from_: The currency it is in." in signatures
+    compile(signatures, "<signatures>", "exec")  # the model is shown Python
+    [step] = read('c = convert(amount=5, from_="USD", to="EUR", content_type="json")\n', catalog)
+    assert step["parameters"] == {"amount": 5, "from": "USD", "to": "EUR", "content-type": "json"}
+    [step] = read('c = convert(5, "USD", "EUR")\n', catalog)
+    assert step["parameters"] == {"amount": 5, "from": "USD", "to": "EUR"}
+
+
+def test_an_argument_written_as_a_keyword_is_told_its_alias() -> None:
+    [message] = problems(
+        'c = convert(amount=5, from="USD", to="EUR")\n', ToolCatalog([_converter()])
+    )
+    assert "'from' is a Python keyword" in message and "write from_=" in message
+
+
+def test_a_syntax_error_quotes_its_line() -> None:
+    [message] = problems('a = roll_die(sides=6)\nb = roll_die(sides=4 text="x")\n')
+    assert message.startswith("line 2, column")
+    assert message.endswith('the line reads: b = roll_die(sides=4 text="x")')
+
+
 def test_a_refused_line_does_not_make_later_lines_fail_for_its_names() -> None:
     messages = problems(
         'route = calculate_route(start="NY", end="LA")\n'

@@ -373,11 +373,11 @@ class ExpressionReader:
         for keyword_arg in node.keywords:
             if keyword_arg.arg is None:
                 raise Refused(keyword_arg.value, "**arguments are not part of the plan language")
-            if keyword_arg.arg in parameters:
+            # an alias (``from_=``) is the argument a keyword or a dash keeps out of Python
+            name = tool.argument(keyword_arg.arg) if tool is not None else keyword_arg.arg
+            if name in parameters:
                 raise Refused(keyword_arg.value, f"{called} got {keyword_arg.arg!r} twice")
-            parameters[keyword_arg.arg] = self.value(
-                keyword_arg.value, _schema(tool, keyword_arg.arg)
-            )
+            parameters[name] = self.value(keyword_arg.value, _schema(tool, name))
         return parameters
 
 

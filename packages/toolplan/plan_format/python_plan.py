@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import ast
 import json
+import keyword
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -79,7 +80,7 @@ from toolplan.plan_format.python_source import (
     SourceSplitter,
     Statement,
 )
-from toolplan.plan_format.python_tools import PythonTool, PythonTools
+from toolplan.plan_format.python_tools import PythonTool, PythonTools, python_name
 from toolplan.plan_format.python_values import size_of
 from toolplan.plan_format.templates import INDEX, ITEM
 
@@ -237,7 +238,9 @@ class PythonReader:
             line = statement.line - 1 + (error.lineno or 1)
             where = f"line {line}, column {error.offset}: " if error.offset else f"line {line}: "
             self.issues.append(
-                ValidationIssue("python", f"{where}the plan is not valid Python: {error.msg}")
+                ValidationIssue(
+                    "python", f"{where}the plan is not valid Python: {_syntax_problem(error)}"
+                )
             )
             self._break_names_of(statement.text)
             return
@@ -647,3 +650,29 @@ def _said(node: ast.Call) -> str:
     if len(text) <= _SAID_CHARS:
         return text
     return f"{ast.unparse(node.func)}(...)"
+
+
+_KEYWORD_ARGUMENT = re.compile(r"([A-Za-z_]\w*)\s*=(?!=)")
+
+_SHOWN_LINE = 120
+"""The longest line a syntax problem quotes; a longer one is cut."""
+
+
+def _syntax_problem(error: SyntaxError) -> str:
+    """What Python said, and the line it said it of: told only "line 18: invalid syntax", a
+    model wrote the same line again (NESTFUL executable-3's ``class=["eco"]``). An argument named
+    by a keyword gets its alias (:func:`~toolplan.plan_format.python_tools.argument_alias`)."""
+    text = (error.text or "").splitlines()[0].strip() if error.text else ""
+    if not text:
+        return error.msg
+    at = (error.text or "")[(error.offset or 1) - 1 :]
+    named = _KEYWORD_ARGUMENT.match(at)
+    if named and keyword.iskeyword(named.group(1)):
+        word = named.group(1)
+        return (
+            f"{word!r} is a Python keyword, so no argument is written {word}=...: "
+            f"write {python_name(word)}=... (it means the argument {word!r})"
+        )
+    if len(text) > _SHOWN_LINE:
+        text = text[: _SHOWN_LINE - 1] + "…"
+    return f"{error.msg}; the line reads: {text}"

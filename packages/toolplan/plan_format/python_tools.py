@@ -6,17 +6,22 @@ A tool's name may not be a Python name (``Real-Time_Search``, ``get-weather``, a
 leading digit or a keyword made safe), and the plan calls it by that alias; the reader maps it
 back. A dotted name stays callable as written too (``weather.current(...)`` is Python). Two
 tools whose aliases collide get none: a call of that name is refused, naming both.
+
+An argument's name may not be one either: ``from`` and ``class`` are keywords, and
+``convert(from="USD")`` is not Python. The signature shows its alias (:func:`argument_alias`:
+``from_``, ``content_type``) and the reader maps a keyword argument of that name back
+(:meth:`PythonTool.argument`).
 """
 
 from __future__ import annotations
 
 import keyword
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["PythonTool", "PythonTools", "aliases", "python_name"]
+__all__ = ["PythonTool", "PythonTools", "aliases", "argument_alias", "python_name"]
 
 _NOT_NAME = re.compile(r"[^A-Za-z0-9_]")
 
@@ -33,6 +38,18 @@ def python_name(tool: str) -> str:
     if keyword.iskeyword(name):
         name += "_"
     return name
+
+
+def argument_alias(parameter: str, parameters: Collection[str]) -> str:
+    """The name ``parameter`` is written by in a call (``name=value``): itself when it is a
+    Python name, else its :func:`python_name` (``from_``), unless another of the tool's
+    ``parameters`` has that name or shares that alias (then only its position reaches it)."""
+    alias = python_name(parameter)
+    if alias == parameter or alias in parameters:
+        return parameter
+    if sum(1 for other in parameters if python_name(other) == alias) > 1:
+        return parameter
+    return alias
 
 
 def aliases(names: Iterable[str]) -> tuple[dict[str, str], dict[str, tuple[str, ...]]]:
@@ -70,6 +87,16 @@ class PythonTool:
     what it reads, are one step."""
     resources: tuple[str, ...] = ("default",)
     """What it reads or writes."""
+
+    def argument(self, written: str) -> str:
+        """The parameter a keyword argument written ``written`` names: itself, or the one
+        parameter whose alias it is (``from_`` for ``from``: :func:`argument_alias`)."""
+        if written in self.parameters:
+            return written
+        for parameter in self.parameters:
+            if argument_alias(parameter, self.parameters) == written:
+                return parameter
+        return written
 
     def argument_schema(self, argument: str) -> Mapping[str, Any] | None:
         """The JSON schema of one argument, when declared."""

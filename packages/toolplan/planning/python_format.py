@@ -30,7 +30,7 @@ from toolplan.plan_format.limits import InputLimits
 from toolplan.plan_format.python_plan import PythonReader
 from toolplan.plan_format.python_print import python_literal, python_message
 from toolplan.plan_format.python_source import Restart, SourceEvent, SourceSplitter, Statement
-from toolplan.plan_format.python_tools import PythonTools
+from toolplan.plan_format.python_tools import PythonTools, argument_alias
 from toolplan.plan_format.templates import exact_template
 from toolplan.planning.parsing import PlanReading
 from toolplan.planning.rewrites import Change, rule_runs, step_changes
@@ -77,9 +77,10 @@ def render_signatures(infos: Iterable[ToolInfo], *, tools: PythonTools | None = 
 def _signature(info: ToolInfo, called: str) -> str:
     properties: Mapping[str, Any] = info.parameters.get("properties") or {}
     required = set(info.parameters.get("required") or [])
+    written = {name: argument_alias(name, properties) for name in properties}  # from_, not from
     arguments = []
     for name, schema in properties.items():
-        text = f"{name}: {_type(schema)}"
+        text = f"{written[name]}: {_type(schema)}"
         if name not in required:
             default = schema.get("default") if isinstance(schema, dict) else None
             text += " = " + python_literal(default)
@@ -88,7 +89,7 @@ def _signature(info: ToolInfo, called: str) -> str:
     returns = f" -> {shape}" if shape else ""
     doc = (info.description or "").strip()
     described = [
-        f"        {name}: {' '.join(schema['description'].split())}"
+        f"        {written[name]}: {' '.join(schema['description'].split())}"
         for name, schema in properties.items()
         if isinstance(schema, dict)
         and isinstance(schema.get("description"), str)
