@@ -234,7 +234,7 @@ def test_aliases_that_collide_are_refused_naming_both_tools() -> None:
 
 
 def _converter() -> Any:
-    return StructuredTool.from_function(
+    converter = StructuredTool.from_function(
         lambda **kw: {},
         name="convert",
         description="Convert an amount between currencies.",
@@ -249,6 +249,36 @@ def _converter() -> Any:
             "required": ["amount", "from", "to"],
         },
     )
+    converter.metadata = {
+        "returns": {"type": "object", "properties": {"Exchange Rate": {"type": "string"}}}
+    }
+    return converter
+
+
+def test_the_signatures_the_model_is_shown_are_python() -> None:
+    # NESTFUL's specs: an argument named class, a required one after an optional one (glaive's
+    # create_todo), an output key with a space (Alpha Vantage's "Exchange Rate")
+    todo = StructuredTool.from_function(
+        lambda **kw: {},
+        name="create_todo",
+        description="A to-do.",
+        args_schema={
+            "type": "object",
+            "properties": {
+                "title": {"type": "string"},
+                "description": {"type": "string"},
+                "due_date": {"type": "string"},
+            },
+            "required": ["title", "due_date"],
+        },
+    )
+    catalog = ToolCatalog([_converter(), todo])
+    signatures = render_signatures(catalog.infos(), tools=catalog.python_tools)
+    compile(signatures, "<signatures>", "exec")
+    assert '-> {"Exchange Rate": string}' in signatures
+    assert "def create_todo(title: str, description: str = None, *, due_date: str)" in signatures
+    [step] = read('t = create_todo("Milk", "2 l", "today")\n', catalog)  # positions as declared
+    assert step["parameters"] == {"title": "Milk", "description": "2 l", "due_date": "today"}
 
 
 def test_arguments_whose_names_are_not_python_are_written_by_their_alias() -> None:
@@ -256,7 +286,6 @@ def test_arguments_whose_names_are_not_python_are_written_by_their_alias() -> No
     signatures = render_signatures(catalog.infos(), tools=catalog.python_tools)
     assert "def convert(amount: float, from_: str, to: str, content_type: str" in signatures
     assert "from_: The currency it is in." in signatures
-    compile(signatures, "<signatures>", "exec")  # the model is shown Python
     [step] = read('c = convert(amount=5, from_="USD", to="EUR", content_type="json")\n', catalog)
     assert step["parameters"] == {"amount": 5, "from": "USD", "to": "EUR", "content-type": "json"}
     [step] = read('c = convert(5, "USD", "EUR")\n', catalog)

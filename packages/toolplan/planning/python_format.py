@@ -78,12 +78,14 @@ def _signature(info: ToolInfo, called: str) -> str:
     properties: Mapping[str, Any] = info.parameters.get("properties") or {}
     required = set(info.parameters.get("required") or [])
     written = {name: argument_alias(name, properties) for name in properties}  # from_, not from
-    arguments = []
+    arguments: list[str] = []
     for name, schema in properties.items():
         text = f"{written[name]}: {_type(schema)}"
         if name not in required:
             default = schema.get("default") if isinstance(schema, dict) else None
             text += " = " + python_literal(default)
+        elif any("=" in shown for shown in arguments) and "*" not in arguments:
+            arguments.append("*")  # a required argument after an optional one: Python says so
         arguments.append(text)
     shape = shown_shape(info.returns)
     returns = f" -> {shape}" if shape else ""

@@ -111,7 +111,8 @@ def compact_shape(schema: Mapping[str, Any], depth: int = 0) -> str:
         if not properties:
             return "object"
         inner = ", ".join(
-            f"{name}: {compact_shape(sub, depth + 1)}" for name, sub in properties.items()
+            f"{name if name.isidentifier() else _literal(name)}: {compact_shape(sub, depth + 1)}"
+            for name, sub in properties.items()
         )
         return "{" + inner + "}"
     if kind == "array":
