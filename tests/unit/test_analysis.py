@@ -373,7 +373,20 @@ def test_calling_the_plan_executor_is_rejected(name: str) -> None:
 
 def test_malformed_template_is_rejected() -> None:
     data = steps({"id": "a", "tool": "get_weather", "parameters": {"location": "{{a.}}"}})
-    assert any("malformed template '{{a.}}'" in m for m in issues_of(data))
+    assert any("malformed template '{{a.}}'; write {{stepId}}" in m for m in issues_of(data))
+
+
+def test_a_key_with_a_space_named_plainly_is_shown_quoted() -> None:
+    # NESTFUL executable-16: the output sketch shows "Exchange Rate"; the model wrote it plainly
+    data = steps(
+        step("rate", "get_weather"),
+        {"id": "b", "tool": "get_weather", "parameters": {"location": "{{rate.Exchange Rate}}"}},
+    )
+    assert any(
+        "malformed template '{{rate.Exchange Rate}}': a key with a space is written quoted: "
+        '{{rate["Exchange Rate"]}}' in m
+        for m in issues_of(data)
+    )
 
 
 def test_invalid_step_id_and_empty_plan() -> None:

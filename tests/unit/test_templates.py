@@ -12,6 +12,7 @@ from toolplan.plan_format.templates import (
     find_templates,
     key_writable,
     malformed_templates,
+    quoted_reading,
     reference_text,
     references,
     resolve,
@@ -187,6 +188,22 @@ def test_reference_text_quotes_a_key_only_when_it_must() -> None:
     assert not key_writable('say "hi"') and not key_writable("a{b}") and not key_writable("")
     with pytest.raises(ValueError, match="cannot be named"):
         reference_text("s", ("x[0]",))
+
+
+@pytest.mark.parametrize(
+    ("text", "quoted"),
+    [
+        ("{{rate.Exchange Rate}}", '{{rate["Exchange Rate"]}}'),
+        ("{{ s.a b.c[0] }}", '{{s["a b"].c[0]}}'),
+        ("{{$item.Bid Price}}", '{{$item["Bid Price"]}}'),
+        ("{{a b}}", None),  # a step id has no space
+        ("{{a.}}", None),
+        ("{{a..b}}", None),
+        ("{{a.ok}}", None),  # not malformed: nothing to say
+    ],
+)
+def test_a_key_with_a_space_written_plainly_is_read_quoted(text: str, quoted: str | None) -> None:
+    assert quoted_reading(text) == quoted
 
 
 @pytest.mark.parametrize("text", ['{{a[""]}}', '{{a["b"c"]}}', "{{a['b']}}", '{{a["{x}"]}}'])

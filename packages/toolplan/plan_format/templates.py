@@ -49,6 +49,7 @@ __all__ = [
     "leaves",
     "malformed_templates",
     "map_strings",
+    "quoted_reading",
     "reference_text",
     "references",
     "rename_sources",
@@ -269,6 +270,30 @@ def find_templates(value: Any) -> Iterator[Template]:
             template = Template.parse(text[start:end])
             if template is not None:
                 yield template
+
+
+_SPACED_KEY = r'[^.\[\]{}"\\]+'
+_SPACED = re.compile(
+    rf'^\s*({_STEP_ID}|\$item|\$index)((?:\.{_SPACED_KEY}|\[\d+\]|\["{_QUOTED}"\])*)\s*$'
+)
+_SPACED_SEGMENT = re.compile(rf'\.({_SPACED_KEY})|\[(\d+)\]|\["({_QUOTED})"\]')
+
+
+def quoted_reading(text: str) -> str | None:
+    """A malformed ``{{...}}`` that names a key with a space plainly
+    (``{{rate.Exchange Rate}}``), written as the grammar has it (``{{rate["Exchange Rate"]}}``);
+    ``None`` for any other text. For a problem's "did you mean": the model that wrote it saw
+    the key in a tool's output sketch."""
+    match = _SPACED.match(text[2:-2])
+    if match is None:
+        return None
+    path: list[PathSegment] = []
+    for key, index, quoted in _SPACED_SEGMENT.findall(match.group(2)):
+        path.append(int(index) if index else key.strip() if key else quoted)
+    if any(segment == "" for segment in path):
+        return None
+    written = "{{" + reference_text(match.group(1), path) + "}}"
+    return written if Template.parse(written) is not None and written != text else None
 
 
 def malformed_templates(value: Any) -> list[str]:

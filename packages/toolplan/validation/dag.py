@@ -24,6 +24,7 @@ from toolplan.plan_format.templates import (
     contains_template,
     find_templates,
     malformed_templates,
+    quoted_reading,
 )
 from toolplan.tools.catalog import RESERVED_TOOL_NAMES, ToolCatalog
 from toolplan.validation.conditions import check_text_conditions
@@ -506,12 +507,13 @@ def analyze(
                 ):
                     issues.append(ValidationIssue(issue.code, issue.message, step.id))
             for text in malformed_templates(parameters):
-                problem(
-                    "template",
-                    f"{label}: malformed template {text!r}; write {{{{stepId}}}} or "
-                    "{{stepId.key[0].field}}",
-                    step.id,
+                quoted = quoted_reading(text)
+                fix = (
+                    f": a key with a space is written quoted: {quoted}"
+                    if quoted
+                    else "; write {{stepId}} or {{stepId.key[0].field}}"
                 )
+                problem("template", f"{label}: malformed template {text!r}{fix}", step.id)
         for dep in step.depends_on:
             if dep not in ids:
                 problem(
