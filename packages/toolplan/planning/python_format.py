@@ -79,13 +79,15 @@ def _signature(info: ToolInfo, called: str) -> str:
     required = set(info.parameters.get("required") or [])
     written = {name: argument_alias(name, properties) for name in properties}  # from_, not from
     arguments: list[str] = []
+    optional = False  # an optional argument came before: a required one after it follows a *
     for name, schema in properties.items():
         text = f"{written[name]}: {_type(schema)}"
         if name not in required:
             default = schema.get("default") if isinstance(schema, dict) else None
             text += " = " + python_literal(default)
-        elif any("=" in shown for shown in arguments) and "*" not in arguments:
-            arguments.append("*")  # a required argument after an optional one: Python says so
+        elif optional and "*" not in arguments:
+            arguments.append("*")
+        optional = optional or name not in required
         arguments.append(text)
     shape = shown_shape(info.returns)
     returns = f" -> {shape}" if shape else ""
