@@ -178,14 +178,24 @@ def test_a_key_with_spaces_or_dots_is_named_quoted() -> None:
     )
 
 
+def test_a_key_may_be_quoted_with_single_quotes() -> None:
+    # as JSONPath and Python write it, and without escaping inside a JSON string (NESTFUL
+    # executable-16 wrote {{ripple_to_usd['Exchange Rate']}} when offered the double-quoted form)
+    text = "{{ rate['weather.current'][\"temp c\"][0] }}"
+    assert Template.parse(text) == Template(text, "rate", ("weather.current", "temp c", 0))
+    assert resolve({"p": "{{rate['Exchange Rate']}}"}, OUTPUTS) == {"p": 1.08}
+    assert references({"p": "x {{rate['Exchange Rate']}}"}) == {"rate"}
+
+
 def test_reference_text_quotes_a_key_only_when_it_must() -> None:
     assert reference_text("author", ("_id",)) == "author._id"
     assert reference_text("list", (0, "items", 1)) == "list[0].items[1]"
     assert reference_text("rate", ("Exchange Rate",)) == 'rate["Exchange Rate"]'
-    for path in [("_id",), ("Exchange Rate", 0), ("a.b", "c d", "e")]:
+    for path in [("_id",), ("Exchange Rate", 0), ("a.b", "c d", "e"), ('say "hi"',)]:
         written = "{{" + reference_text("s", path) + "}}"
         assert Template.parse(written) == Template(written, "s", path)
-    assert not key_writable('say "hi"') and not key_writable("a{b}") and not key_writable("")
+    assert reference_text("s", ('say "hi"',)) == "s['say \"hi\"']"
+    assert not key_writable('it\'s "x"') and not key_writable("a{b}") and not key_writable("")
     with pytest.raises(ValueError, match="cannot be named"):
         reference_text("s", ("x[0]",))
 
@@ -206,6 +216,8 @@ def test_a_key_with_a_space_written_plainly_is_read_quoted(text: str, quoted: st
     assert quoted_reading(text) == quoted
 
 
-@pytest.mark.parametrize("text", ['{{a[""]}}', '{{a["b"c"]}}', "{{a['b']}}", '{{a["{x}"]}}'])
+@pytest.mark.parametrize(
+    "text", ['{{a[""]}}', '{{a["b"c"]}}', "{{a['']}}", "{{a['it's']}}", '{{a["{x}"]}}']
+)
 def test_malformed_quoted_keys_are_detected(text: str) -> None:
     assert malformed_templates({"p": f"pre {text}"}) == [text]

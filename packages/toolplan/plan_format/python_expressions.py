@@ -265,7 +265,7 @@ class ExpressionReader:
                     raise Refused(
                         key,
                         f"the key {shown(key)} cannot be read in a plan (a key may not hold "
-                        '", a backslash, brackets or braces)',
+                        "both quotes, a backslash, brackets or braces)",
                     )
             current = current.value
         path.reverse()

@@ -5,9 +5,11 @@ Grammar::
     template := "{{" ws? source segment* ws? "}}"
     source   := step-id | "$item" | "$index"
     step-id  := [A-Za-z_][A-Za-z0-9_-]*
-    segment  := "." key | "[" digits "]" | '["' quoted '"]'
+    segment  := "." key | "[" digits "]" | '["' quoted '"]' | "['" single "']"
     key      := one or more characters other than . [ ] { } and whitespace   (so ``_id`` works)
     quoted   := one or more characters other than " \\ [ ] { }   (``{{rate["Exchange Rate"]}}``)
+    single   := one or more characters other than ' \\ [ ] { }   (``{{rate['Exchange Rate']}}``,
+                as JSONPath and Python write it; inside a JSON string it needs no escaping)
 
 :func:`reference_text` writes a path back in this grammar, quoting a key only when it must.
 
@@ -69,12 +71,14 @@ LOOP_NAMES = frozenset({ITEM, INDEX})
 _STEP_ID = r"[A-Za-z_][A-Za-z0-9_\-]*"
 _KEY = r"[^.\[\]{}\s]+"
 _QUOTED = r'[^"\\\[\]{}]+'
+_SINGLE = r"[^'\\\[\]{}]+"
 _REFERENCE = re.compile(
-    rf'^\s*({_STEP_ID}|\$item|\$index)((?:\.{_KEY}|\[\d+\]|\["{_QUOTED}"\])*)\s*$'
+    rf"""^\s*({_STEP_ID}|\$item|\$index)((?:\.{_KEY}|\[\d+\]|\["{_QUOTED}"\]|\['{_SINGLE}'\])*)\s*$"""
 )
-_SEGMENT = re.compile(rf'\.({_KEY})|\[(\d+)\]|\["({_QUOTED})"\]')
+_SEGMENT = re.compile(rf"""\.({_KEY})|\[(\d+)\]|\["({_QUOTED})"\]|\['({_SINGLE})'\]""")
 _PLAIN_KEY = re.compile(rf"{_KEY}")
 _QUOTED_KEY = re.compile(_QUOTED)
+_SINGLE_KEY = re.compile(_SINGLE)
 
 PathSegment = str | int
 
@@ -99,8 +103,11 @@ def template_spans(text: str) -> Iterator[tuple[int, int]]:
 
 def key_writable(key: str) -> bool:
     """Whether a template can name ``key``: plainly (``.distance``) or quoted
-    (``["Exchange Rate"]``); a key holding ``"``, a backslash, brackets or braces cannot be."""
-    return bool(_PLAIN_KEY.fullmatch(key) or _QUOTED_KEY.fullmatch(key))
+    (``["Exchange Rate"]``, ``['say "hi"']``); a key holding both quotes, a backslash, brackets
+    or braces cannot be."""
+    return bool(
+        _PLAIN_KEY.fullmatch(key) or _QUOTED_KEY.fullmatch(key) or _SINGLE_KEY.fullmatch(key)
+    )
 
 
 def reference_text(source: str, path: Sequence[PathSegment] = ()) -> str:
@@ -115,6 +122,8 @@ def reference_text(source: str, path: Sequence[PathSegment] = ()) -> str:
             out.append(f".{segment}")
         elif _QUOTED_KEY.fullmatch(segment):
             out.append(f'["{segment}"]')
+        elif _SINGLE_KEY.fullmatch(segment):
+            out.append(f"['{segment}']")
         else:
             raise ValueError(f"the key {segment!r} cannot be named in a template")
     return "".join(out)
@@ -136,8 +145,8 @@ class Template:
         if match is None:
             return None
         path: list[PathSegment] = []
-        for key, index, quoted in _SEGMENT.findall(match.group(2)):
-            path.append(int(index) if index else key or quoted)
+        for key, index, quoted, single in _SEGMENT.findall(match.group(2)):
+            path.append(int(index) if index else key or quoted or single)
         return cls(text=text, step=match.group(1), path=tuple(path))
 
     @property
