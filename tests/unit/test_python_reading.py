@@ -290,6 +290,10 @@ def test_arguments_whose_names_are_not_python_are_written_by_their_alias() -> No
     assert step["parameters"] == {"amount": 5, "from": "USD", "to": "EUR", "content-type": "json"}
     [step] = read('c = convert(5, "USD", "EUR")\n', catalog)
     assert step["parameters"] == {"amount": 5, "from": "USD", "to": "EUR"}
+    [message] = problems('c = convert(5, "USD", "EUR", "json", 7)\n', catalog)
+    assert "the positions mean convert(amount=5, from_='USD', to='EUR', content_type='json')" in (
+        message
+    )
 
 
 def test_an_argument_written_as_a_keyword_is_told_its_alias() -> None:
