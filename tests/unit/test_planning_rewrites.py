@@ -17,7 +17,7 @@ from toolplan.client import Toolplan
 from toolplan.config import PlannerSettings, Settings
 from toolplan.errors import SettingRemoved
 from toolplan.planning import rewrites
-from toolplan.planning.parsing import read_plan
+from toolplan.planning.parsing import quote_bare_templates, read_plan
 from toolplan.planning.rewrites import RULES, Change, rule_runs, step_changes
 from toolplan.tools.catalog import ToolCatalog
 
@@ -147,6 +147,12 @@ def test_the_format_rules_record_what_they_change_while_reading() -> None:
         {"rule": "shapes", "step": "w", "before": "confidence 3", "after": "1.0"},
         {"rule": "shapes", "step": None, "before": 'outputSteps "w"', "after": '["w"]'},
     ]
+
+
+def test_a_bare_template_is_quoted_whatever_key_form_it_uses() -> None:
+    text = """{"city": {{x['the city']}}, "n": 1}"""
+    assert quote_bare_templates(text) == """{"city": "{{x['the city']}}", "n": 1}"""
+    assert quote_bare_templates('{"a": {{$item.id}}}') == '{"a": "{{$item.id}}"}'
 
 
 def test_a_plain_answer_has_no_change() -> None:

@@ -250,7 +250,10 @@ def _converter() -> Any:
         },
     )
     converter.metadata = {
-        "returns": {"type": "object", "properties": {"Exchange Rate": {"type": "string"}}}
+        "returns": {
+            "type": "object",
+            "properties": {"Exchange Rate": {"type": "string"}, "from": {"type": "string"}},
+        }
     }
     return converter
 
@@ -275,7 +278,7 @@ def test_the_signatures_the_model_is_shown_are_python() -> None:
     catalog = ToolCatalog([_converter(), todo])
     signatures = render_signatures(catalog.infos(), tools=catalog.python_tools)
     compile(signatures, "<signatures>", "exec")
-    assert '-> {"Exchange Rate": string}' in signatures
+    assert '-> {"Exchange Rate": string, "from": string}' in signatures
     assert "def create_todo(title: str, description: str = None, *, due_date: str)" in signatures
     [step] = read('t = create_todo("Milk", "2 l", "today")\n', catalog)  # positions as declared
     assert step["parameters"] == {"title": "Milk", "description": "2 l", "due_date": "today"}
@@ -300,7 +303,7 @@ def test_an_argument_written_as_a_keyword_is_told_its_alias() -> None:
     [message] = problems(
         'c = convert(amount=5, from="USD", to="EUR")\n', ToolCatalog([_converter()])
     )
-    assert "'from' is a Python keyword" in message and "write from_=" in message
+    assert "'from' is a Python keyword" in message and "is written from_=" in message
 
 
 def test_a_syntax_error_quotes_its_line() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -214,6 +215,12 @@ def test_reference_text_quotes_a_key_only_when_it_must() -> None:
 )
 def test_a_key_with_a_space_written_plainly_is_read_quoted(text: str, quoted: str | None) -> None:
     assert quoted_reading(text) == quoted
+
+
+def test_a_long_malformed_template_is_offered_nothing_at_once() -> None:
+    started = time.process_time()
+    assert quoted_reading("{{a." + " " * 100_000 + '"}}') is None
+    assert time.process_time() - started < 2  # unbounded, the pattern backtracks for minutes
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,7 @@ from typing import Any
 
 from toolplan.plan_format.limits import InputLimits
 from toolplan.plan_format.python_refusals import HELP, Quiet, Refused, shown, what
-from toolplan.plan_format.python_tools import PythonTool, PythonTools, argument_alias
+from toolplan.plan_format.python_tools import PythonTool, PythonTools, argument_aliases
 from toolplan.plan_format.python_values import (
     CONVERSIONS,
     Budget,
@@ -388,9 +388,9 @@ _SHOWN_CALL = 400
 def _by_name(called: str, order: Sequence[str], args: Sequence[ast.expr]) -> str:
     """The call the positions mean, written by name, and the values no argument takes: a model
     told only how many it gave wrote ten positions for eight again (NESTFUL sgd-27)."""
+    written = argument_aliases(order)
     named = ", ".join(
-        f"{argument_alias(name, order)}={ast.unparse(arg)}"
-        for name, arg in zip(order, args, strict=False)
+        f"{written[name]}={ast.unparse(arg)}" for name, arg in zip(order, args, strict=False)
     )
     extra = ", ".join(ast.unparse(arg) for arg in args[len(order) :])
     call = f"{called}({named})"

@@ -661,7 +661,7 @@ _SHOWN_LINE = 120
 def _syntax_problem(error: SyntaxError) -> str:
     """What Python said, and the line it said it of: told only "line 18: invalid syntax", a
     model wrote the same line again (NESTFUL executable-3's ``class=["eco"]``). An argument named
-    by a keyword gets its alias (:func:`~toolplan.plan_format.python_tools.argument_alias`)."""
+    by a keyword gets its alias (:func:`~toolplan.plan_format.python_tools.argument_aliases`)."""
     text = (error.text or "").splitlines()[0].strip() if error.text else ""
     if not text:
         return error.msg
@@ -670,8 +670,8 @@ def _syntax_problem(error: SyntaxError) -> str:
     if named and keyword.iskeyword(named.group(1)):
         word = named.group(1)
         return (
-            f"{word!r} is a Python keyword, so no argument is written {word}=...: "
-            f"write {python_name(word)}=... (it means the argument {word!r})"
+            f"{word!r} is a Python keyword, so no argument is written {word}=...: a tool's "
+            f"argument {word!r} is written {python_name(word)}=..., as its signature shows"
         )
     if len(text) > _SHOWN_LINE:
         text = text[: _SHOWN_LINE - 1] + "…"

@@ -8,20 +8,28 @@ back. A dotted name stays callable as written too (``weather.current(...)`` is P
 tools whose aliases collide get none: a call of that name is refused, naming both.
 
 An argument's name may not be one either: ``from`` and ``class`` are keywords, and
-``convert(from="USD")`` is not Python. The signature shows its alias (:func:`argument_alias`:
+``convert(from="USD")`` is not Python. The signature shows its alias (:func:`argument_aliases`:
 ``from_``, ``content_type``) and the reader maps a keyword argument of that name back
 (:meth:`PythonTool.argument`).
 """
 
 from __future__ import annotations
 
+import functools
 import keyword
 import re
+from collections import Counter
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["PythonTool", "PythonTools", "aliases", "argument_alias", "python_name"]
+__all__ = [
+    "PythonTool",
+    "PythonTools",
+    "aliases",
+    "argument_aliases",
+    "python_name",
+]
 
 _NOT_NAME = re.compile(r"[^A-Za-z0-9_]")
 
@@ -40,16 +48,18 @@ def python_name(tool: str) -> str:
     return name
 
 
-def argument_alias(parameter: str, parameters: Collection[str]) -> str:
-    """The name ``parameter`` is written by in a call (``name=value``): itself when it is a
-    Python name, else its :func:`python_name` (``from_``), unless another of the tool's
-    ``parameters`` has that name or shares that alias (then only its position reaches it)."""
-    alias = python_name(parameter)
-    if alias == parameter or alias in parameters:
-        return parameter
-    if sum(1 for other in parameters if python_name(other) == alias) > 1:
-        return parameter
-    return alias
+def argument_aliases(parameters: Collection[str]) -> dict[str, str]:
+    """Each of a tool's ``parameters`` → the name it is written by in a call (``name=value``):
+    itself when it is a Python name, else its :func:`python_name` (``from_``), unless another
+    parameter has that name or shares that alias (then only its position reaches it)."""
+    names = {parameter: python_name(parameter) for parameter in parameters}
+    shared = Counter(names.values())
+    return {
+        parameter: alias
+        if alias != parameter and alias not in names and shared[alias] == 1
+        else parameter
+        for parameter, alias in names.items()
+    }
 
 
 def aliases(names: Iterable[str]) -> tuple[dict[str, str], dict[str, tuple[str, ...]]]:
@@ -90,13 +100,12 @@ class PythonTool:
 
     def argument(self, written: str) -> str:
         """The parameter a keyword argument written ``written`` names: itself, or the one
-        parameter whose alias it is (``from_`` for ``from``: :func:`argument_alias`)."""
-        if written in self.parameters:
-            return written
-        for parameter in self.parameters:
-            if argument_alias(parameter, self.parameters) == written:
-                return parameter
-        return written
+        parameter whose alias it is (``from_`` for ``from``: :func:`argument_aliases`)."""
+        return self._by_alias.get(written, written)
+
+    @functools.cached_property
+    def _by_alias(self) -> dict[str, str]:
+        return {alias: name for name, alias in argument_aliases(self.parameters).items()}
 
     def argument_schema(self, argument: str) -> Mapping[str, Any] | None:
         """The JSON schema of one argument, when declared."""

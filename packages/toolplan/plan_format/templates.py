@@ -285,6 +285,8 @@ _SPACED_KEY = r'[^.\[\]{}"\\]+'
 _SPACED = re.compile(
     rf'^\s*({_STEP_ID}|\$item|\$index)((?:\.{_SPACED_KEY}|\[\d+\]|\["{_QUOTED}"\])*)\s*$'
 )
+_SPACED_LONGEST = 200
+"""The longest malformed template offered a quoted reading."""
 _SPACED_SEGMENT = re.compile(rf'\.({_SPACED_KEY})|\[(\d+)\]|\["({_QUOTED})"\]')
 
 
@@ -293,6 +295,8 @@ def quoted_reading(text: str) -> str | None:
     (``{{rate.Exchange Rate}}``), written as the grammar has it (``{{rate["Exchange Rate"]}}``);
     ``None`` for any other text. For a problem's "did you mean": the model that wrote it saw
     the key in a tool's output sketch."""
+    if len(text) > _SPACED_LONGEST:  # the pattern backtracks over spaces: bounded
+        return None
     match = _SPACED.match(text[2:-2])
     if match is None:
         return None

@@ -52,7 +52,10 @@ __all__ = [
     "to_plan_data",
 ]
 
-_TEMPLATE = re.compile(r"\{\{\s*[A-Za-z_][A-Za-z0-9_\-]*(?:\.[^.\[\]{}\s]+|\[\d+\])*\s*\}\}")
+_TEMPLATE = re.compile(
+    r"\{\{\s*(?:[A-Za-z_][A-Za-z0-9_\-]*|\$item|\$index)"
+    r"(?:\.[^.\[\]{}\s]+|\[\d+\]|\['[^'\\\[\]{}]+'\])*\s*\}\}"
+)
 _FENCE = re.compile(r"```[A-Za-z]*[ \t]*\n?(.*?)```", re.DOTALL)
 _TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
 

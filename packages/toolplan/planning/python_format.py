@@ -30,7 +30,7 @@ from toolplan.plan_format.limits import InputLimits
 from toolplan.plan_format.python_plan import PythonReader
 from toolplan.plan_format.python_print import python_literal, python_message
 from toolplan.plan_format.python_source import Restart, SourceEvent, SourceSplitter, Statement
-from toolplan.plan_format.python_tools import PythonTools, argument_alias
+from toolplan.plan_format.python_tools import PythonTools, argument_aliases
 from toolplan.plan_format.templates import exact_template
 from toolplan.planning.parsing import PlanReading
 from toolplan.planning.rewrites import Change, rule_runs, step_changes
@@ -77,7 +77,7 @@ def render_signatures(infos: Iterable[ToolInfo], *, tools: PythonTools | None = 
 def _signature(info: ToolInfo, called: str) -> str:
     properties: Mapping[str, Any] = info.parameters.get("properties") or {}
     required = set(info.parameters.get("required") or [])
-    written = {name: argument_alias(name, properties) for name in properties}  # from_, not from
+    written = argument_aliases(properties)  # from_, not from
     arguments: list[str] = []
     optional = False  # an optional argument came before: a required one after it follows a *
     for name, schema in properties.items():

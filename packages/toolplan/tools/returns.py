@@ -16,6 +16,7 @@ the engine parses a string holding a JSON object or list (:func:`toolplan.engine
 from __future__ import annotations
 
 import json
+import keyword
 import typing
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -111,7 +112,7 @@ def compact_shape(schema: Mapping[str, Any], depth: int = 0) -> str:
         if not properties:
             return "object"
         inner = ", ".join(
-            f"{name if name.isidentifier() else _literal(name)}: {compact_shape(sub, depth + 1)}"
+            f"{name if _plain(name) else _literal(name)}: {compact_shape(sub, depth + 1)}"
             for name, sub in properties.items()
         )
         return "{" + inner + "}"
@@ -125,6 +126,12 @@ def compact_shape(schema: Mapping[str, Any], depth: int = 0) -> str:
     if isinstance(kind, list):
         return " | ".join(kind)
     return str(kind) if kind else "any"
+
+
+def _plain(name: str) -> bool:
+    """A key the sketch may show unquoted: a Python name (the Python planner shows the sketch
+    as a return annotation, which must compile)."""
+    return name.isidentifier() and not keyword.iskeyword(name)
 
 
 def _literal(value: Any) -> str:
