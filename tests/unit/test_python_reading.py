@@ -299,6 +299,27 @@ def test_arguments_whose_names_are_not_python_are_written_by_their_alias() -> No
     )
 
 
+def test_a_plan_printed_with_its_tools_writes_the_aliases_and_reads_back() -> None:
+    catalog = ToolCatalog([_converter()])
+    plan = parse_plan(
+        {
+            "steps": [
+                {
+                    "id": "c",
+                    "tool": "convert",
+                    "parameters": {"amount": 5, "from": "USD", "to": "EUR", "content-type": "x"},
+                }
+            ]
+        }
+    )
+    text = render_python_plan(plan, catalog.python_tools)
+    assert "convert(amount=5, from_='USD', to='EUR', content_type='x')" in text.replace('"', "'")
+    assert "cannot say" not in text
+    [step] = read(text, catalog)
+    assert step["parameters"] == {"amount": 5, "from": "USD", "to": "EUR", "content-type": "x"}
+    assert "**{" in render_python_plan(plan)  # without the tools, no alias is known
+
+
 def test_an_argument_written_as_a_keyword_is_told_its_alias() -> None:
     [message] = problems(
         'c = convert(amount=5, from="USD", to="EUR")\n', ToolCatalog([_converter()])

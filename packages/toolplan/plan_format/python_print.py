@@ -14,7 +14,7 @@ from typing import Any
 
 from toolplan.errors import PlanInvalid, ValidationIssue
 from toolplan.plan_format.plan import Plan, Step
-from toolplan.plan_format.python_tools import PythonTools, python_name
+from toolplan.plan_format.python_tools import PythonTools, argument_aliases, python_name
 from toolplan.plan_format.templates import (
     INDEX,
     ITEM,
@@ -38,15 +38,17 @@ __all__ = [
 _NOT_ID = re.compile(r"[^A-Za-z0-9_]")
 
 
-def render_python_plan(plan: Plan) -> str:
+def render_python_plan(plan: Plan, tools: PythonTools | None = None) -> str:
     """``plan`` as Python statements, in program order (a step after the steps whose output it
     uses), each tool called by its Python name: what
     :func:`~toolplan.plan_format.python_plan.parse_python_plan` reads back as the same plan
     (steps, tools, parameters and edges). What Python cannot say (:func:`unsayable`) is written
-    as comments, and a first comment says what: reading the text back drops it."""
+    as comments, and a first comment says what: reading the text back drops it. Given the
+    ``tools`` the plan calls, an argument whose name is not Python (``from``) is written by its
+    alias (``from_=``), as a reader given the same tools reads it."""
     names = _python_names(plan)
     lines: list[str] = []
-    lost = unsayable(plan)
+    lost = unsayable(plan, tools)
     if lost:
         lines.append(
             "# Python cannot say: " + "; ".join(lost) + " (comments below; read back, they are "
@@ -56,7 +58,7 @@ def render_python_plan(plan: Plan) -> str:
         lines.extend(f"# {line}".rstrip() for line in plan.reasoning.splitlines())
     for step in _program_order(plan):
         writer = _Writer(names)
-        call = writer.call(python_name(step.tool), step.parameters)
+        call = writer.call(python_name(step.tool), step.parameters, _written(step.tool, tools))
         name = names[step.id]
         if step.for_each is not None:
             source = (
@@ -216,8 +218,19 @@ def said_in_python(invalid: PlanInvalid, plan: Plan, tools: PythonTools) -> Plan
     return PlanInvalid(in_python(invalid.issues, sources, tools), omitted=invalid.omitted)
 
 
-def unsayable(plan: Plan) -> list[str]:
-    """What of ``plan`` has no Python spelling (empty when its Python form is the whole plan)."""
+def _written(tool: str, tools: PythonTools | None) -> Mapping[str, str]:
+    """The names ``tool``'s arguments are written by (:func:`argument_aliases`), when known."""
+    found = tools.tool(tools.alias(tool) or tool) if tools is not None else None
+    return argument_aliases(found.parameters) if found is not None else {}
+
+
+def _python_argument(name: str) -> bool:
+    return name.isidentifier() and not keyword.iskeyword(name)
+
+
+def unsayable(plan: Plan, tools: PythonTools | None = None) -> list[str]:
+    """What of ``plan`` has no Python spelling (empty when its Python form is the whole plan);
+    given ``tools``, an argument written by its alias has one."""
     found: list[str] = []
     steps = plan.steps
     fields = (
@@ -236,7 +249,7 @@ def unsayable(plan: Plan) -> list[str]:
         step.id
         for step in steps
         if not isinstance(step.parameters, dict)
-        or not all(k.isidentifier() and not keyword.iskeyword(k) for k in step.parameters)
+        or not all(_python_argument(_written(step.tool, tools).get(k, k)) for k in step.parameters)
     ]
     if keyed:
         found.append(f"arguments whose names are not Python names ({', '.join(keyed)})")
@@ -315,11 +328,12 @@ class _Writer:
         self.index_name = _free("i", taken)
         self.uses_index = False
 
-    def call(self, tool: str, parameters: Any) -> str:
+    def call(self, tool: str, parameters: Any, written: Mapping[str, str] | None = None) -> str:
         if isinstance(parameters, dict):
+            aliases = written or {}
             arguments = ", ".join(
-                f"{k}={self.value(v)}"
-                if k.isidentifier() and not keyword.iskeyword(k)
+                f"{aliases.get(k, k)}={self.value(v)}"
+                if _python_argument(aliases.get(k, k))
                 else f"**{{{json.dumps(k)}: {self.value(v)}}}"
                 for k, v in parameters.items()
             )

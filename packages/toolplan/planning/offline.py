@@ -348,11 +348,12 @@ class TestModel(ScriptedModel):
 
     def _plan(self, request: ModelRequest) -> Answer:
         told = request.request or _last_human_text(request)
-        plan = offline_plan(told, request.catalog or ToolCatalog())
+        catalog = request.catalog or ToolCatalog()
+        plan = offline_plan(told, catalog)
         if request.schema is None:  # the Python format
             if not plan["steps"]:
                 return "# None of the tools does what the request asks.\n"
-            return render_python_plan(parse_plan(plan))
+            return render_python_plan(parse_plan(plan), catalog.python_tools)
         steps = [
             {
                 **step,
